@@ -1,0 +1,457 @@
+//! Validated names for everything that identifies a provider package.
+//!
+//! Every segment of a request path is parsed into one of these types before
+//! tfmirror touches the disk or the network, and only these types are ever
+//! joined into a filesystem path. A value of one of these types is already
+//! normalized the way Terraform normalizes it, so one provider has exactly one
+//! spelling and therefore exactly one cache entry.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Longest accepted namespace or provider type, in bytes.
+const MAX_PART_LEN: usize = 64;
+/// Longest accepted hostname (a DNS name is at most 253 bytes) plus `:port`.
+const MAX_HOSTNAME_LEN: usize = 253 + 6;
+
+/// Why a name was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {what} {given:?}: {reason}")]
+pub struct InvalidName {
+    /// Which kind of name this was meant to be.
+    pub what: &'static str,
+    /// The text that was rejected (cut short when very long).
+    pub given: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl InvalidName {
+    fn new(what: &'static str, given: &str, reason: &'static str) -> Self {
+        let given = if given.len() > 80 {
+            let mut end = 80;
+            while !given.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}…", &given[..end])
+        } else {
+            given.to_owned()
+        };
+        InvalidName {
+            what,
+            given,
+            reason,
+        }
+    }
+}
+
+/// Implements the string conversions shared by every name type: `Display`,
+/// `FromStr`, `AsRef<str>` and serde through the validating constructor.
+macro_rules! string_name {
+    ($name:ident) => {
+        impl $name {
+            /// The normalized text of this name.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = InvalidName;
+            fn from_str(s: &str) -> Result<Self, InvalidName> {
+                $name::parse(s)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = InvalidName;
+            fn try_from(s: String) -> Result<Self, InvalidName> {
+                $name::parse(&s)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(n: $name) -> String {
+                n.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+
+/// A registry hostname as it appears in a provider address, normalized as
+/// Terraform normalizes it: lowercase, internationalized names in their
+/// punycode (ASCII) form, and an optional `:port` with `:443` dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Hostname(String);
+string_name!(Hostname);
+
+impl Hostname {
+    /// Parses and normalizes a hostname with an optional port.
+    pub fn parse(given: &str) -> Result<Self, InvalidName> {
+        let err = |reason| InvalidName::new("hostname", given, reason);
+        if given.is_empty() {
+            return Err(err("must not be empty"));
+        }
+        if given.len() > MAX_HOSTNAME_LEN * 4 {
+            return Err(err("too long"));
+        }
+        let (host, port) = match given.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (given, None),
+        };
+        let port = match port {
+            None => None,
+            Some(p) => {
+                if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(err("the port must be a decimal number"));
+                }
+                match p.parse::<u16>() {
+                    Ok(0) | Err(_) => return Err(err("the port must be between 1 and 65535")),
+                    Ok(443) => None,
+                    Ok(n) => Some(n),
+                }
+            }
+        };
+        if host
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || "/\\@?#%[]".contains(c))
+        {
+            return Err(err(
+                "contains a character that is not allowed in a hostname",
+            ));
+        }
+        let ascii = idna::domain_to_ascii_strict(host)
+            .map_err(|_| err("not a valid internationalized domain name"))?;
+        if ascii.is_empty() || ascii.starts_with('.') || ascii.ends_with('.') {
+            return Err(err("not a valid domain name"));
+        }
+        if !ascii
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        {
+            return Err(err("not a valid domain name"));
+        }
+        let full = match port {
+            Some(p) => format!("{ascii}:{p}"),
+            None => ascii,
+        };
+        if full.len() > MAX_HOSTNAME_LEN {
+            return Err(err("too long"));
+        }
+        Ok(Hostname(full))
+    }
+
+    /// The `host[:port]` authority to connect to (port 443 when none is given).
+    pub fn authority(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Checks one namespace or type part the way Terraform checks provider
+/// address parts: letters, digits and single dashes, no leading or trailing
+/// dash, case-folded with the IDNA mapping rules.
+fn parse_part(what: &'static str, given: &str) -> Result<String, InvalidName> {
+    let err = |reason| InvalidName::new(what, given, reason);
+    if given.is_empty() {
+        return Err(err("must not be empty"));
+    }
+    if given.len() > MAX_PART_LEN * 4 {
+        return Err(err("too long"));
+    }
+    if given.contains('.') {
+        return Err(err("dots are not allowed"));
+    }
+    if given.contains("--") {
+        return Err(err("consecutive dashes are not allowed"));
+    }
+    if !given.chars().all(|c| c.is_alphanumeric() || c == '-') {
+        return Err(err("only letters, digits and dashes are allowed"));
+    }
+    let (mapped, result) = idna::domain_to_unicode(given);
+    if result.is_err() || mapped.is_empty() || mapped.contains('.') {
+        return Err(err("not a valid name"));
+    }
+    if mapped.starts_with('-') || mapped.ends_with('-') {
+        return Err(err("must not start or end with a dash"));
+    }
+    if !mapped.chars().all(|c| c.is_alphanumeric() || c == '-') || mapped.contains("--") {
+        return Err(err("only letters, digits and dashes are allowed"));
+    }
+    if mapped.len() > MAX_PART_LEN {
+        return Err(err("too long"));
+    }
+    Ok(mapped)
+}
+
+/// The namespace part of a provider address (`hashicorp` in `hashicorp/aws`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Namespace(String);
+string_name!(Namespace);
+
+impl Namespace {
+    /// Parses and normalizes a namespace.
+    pub fn parse(given: &str) -> Result<Self, InvalidName> {
+        parse_part("namespace", given).map(Namespace)
+    }
+}
+
+/// The type part of a provider address (`aws` in `hashicorp/aws`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ProviderType(String);
+string_name!(ProviderType);
+
+impl ProviderType {
+    /// Parses and normalizes a provider type.
+    pub fn parse(given: &str) -> Result<Self, InvalidName> {
+        parse_part("provider type", given).map(ProviderType)
+    }
+}
+
+/// A provider version: a strict semantic version such as `1.2.3` or
+/// `2.0.0-beta1`, kept in its canonical text form.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Version(String);
+string_name!(Version);
+
+impl Version {
+    /// Parses a semantic version.
+    pub fn parse(given: &str) -> Result<Self, InvalidName> {
+        if given.len() > 128 {
+            return Err(InvalidName::new("version", given, "too long"));
+        }
+        let v = semver::Version::parse(given)
+            .map_err(|_| InvalidName::new("version", given, "not a semantic version"))?;
+        Ok(Version(v.to_string()))
+    }
+
+    /// The version as a `semver::Version`, for ordering.
+    pub fn semver(&self) -> semver::Version {
+        // The constructor only accepts text that parses.
+        semver::Version::parse(&self.0).expect("validated version")
+    }
+}
+
+impl PartialOrd for Version {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Version {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.semver()
+            .cmp(&other.semver())
+            .then_with(|| self.0.cmp(&other.0))
+    }
+}
+
+/// A target platform, `os_arch`, such as `linux_amd64`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Platform(String);
+string_name!(Platform);
+
+impl Platform {
+    /// Parses `os_arch`; both parts are lowercase letters and digits.
+    pub fn parse(given: &str) -> Result<Self, InvalidName> {
+        let err = |reason| InvalidName::new("platform", given, reason);
+        let (os, arch) = given
+            .split_once('_')
+            .ok_or_else(|| err("must be an operating system and an architecture joined by _"))?;
+        Self::from_parts(os, arch).map_err(|_| err("must be two lowercase words joined by _"))
+    }
+
+    /// Builds a platform from its operating system and architecture.
+    pub fn from_parts(os: &str, arch: &str) -> Result<Self, InvalidName> {
+        let word = |w: &str| {
+            !w.is_empty()
+                && w.len() <= 32
+                && w.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        };
+        if word(os) && word(arch) {
+            Ok(Platform(format!("{os}_{arch}")))
+        } else {
+            Err(InvalidName::new(
+                "platform",
+                &format!("{os}_{arch}"),
+                "operating system and architecture must be lowercase letters and digits",
+            ))
+        }
+    }
+
+    /// The operating system part (`linux`).
+    pub fn os(&self) -> &str {
+        self.0.split_once('_').map(|(os, _)| os).unwrap_or("")
+    }
+
+    /// The architecture part (`amd64`).
+    pub fn arch(&self) -> &str {
+        self.0.split_once('_').map(|(_, a)| a).unwrap_or("")
+    }
+}
+
+/// The full address of a provider: `hostname/namespace/type`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Provider {
+    /// The origin registry's hostname.
+    pub hostname: Hostname,
+    /// The namespace on that registry.
+    pub namespace: Namespace,
+    /// The provider type.
+    #[serde(rename = "type")]
+    pub kind: ProviderType,
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}/{}", self.hostname, self.namespace, self.kind)
+    }
+}
+
+impl Provider {
+    /// The file name Terraform gives this provider's archive for `version` and
+    /// `platform`, which is also the name the mirror serves it under.
+    pub fn archive_name(&self, version: &Version, platform: &Platform) -> String {
+        format!(
+            "terraform-provider-{}_{}_{}.zip",
+            self.kind, version, platform
+        )
+    }
+
+    /// Parses an archive file name of this provider back into its version and
+    /// platform; `None` when the name is not one this provider would use.
+    pub fn parse_archive_name(&self, name: &str) -> Option<(Version, Platform)> {
+        let rest = name
+            .strip_prefix("terraform-provider-")?
+            .strip_prefix(self.kind.as_str())?
+            .strip_prefix('_')?
+            .strip_suffix(".zip")?;
+        let (rest, arch) = rest.rsplit_once('_')?;
+        let (version, os) = rest.rsplit_once('_')?;
+        Some((
+            Version::parse(version).ok()?,
+            Platform::from_parts(os, arch).ok()?,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostnames_are_normalized_like_terraform() {
+        let h = |s| Hostname::parse(s).map(|h| h.to_string());
+        assert_eq!(h("Registry.Terraform.IO").unwrap(), "registry.terraform.io");
+        assert_eq!(h("example.com:443").unwrap(), "example.com");
+        assert_eq!(h("example.com:8443").unwrap(), "example.com:8443");
+        assert_eq!(h("bücher.example").unwrap(), "xn--bcher-kva.example");
+        assert_eq!(h("XN--BCHER-KVA.example").unwrap(), "xn--bcher-kva.example");
+        assert_eq!(h("localhost:1234").unwrap(), "localhost:1234");
+        for bad in [
+            "",
+            "example.com:",
+            "example.com:0",
+            "example.com:65536",
+            "example.com:x",
+            "exa mple.com",
+            "a/b",
+            "..",
+            ".example.com",
+            "user@example.com",
+            "exa\0mple",
+            "-bad-.example",
+        ] {
+            assert!(Hostname::parse(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn parts_fold_case_and_reject_odd_shapes() {
+        assert_eq!(Namespace::parse("HashiCorp").unwrap().as_str(), "hashicorp");
+        assert_eq!(ProviderType::parse("aws-x").unwrap().as_str(), "aws-x");
+        assert_eq!(Namespace::parse("Ünicode").unwrap().as_str(), "ünicode");
+        for bad in [
+            "", "a.b", "a--b", "-a", "a-", "a_b", "..", "a/b", "a\0", "xn--abc",
+        ] {
+            assert!(Namespace::parse(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert!(ProviderType::parse(&"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn versions_are_strict_semver() {
+        assert_eq!(Version::parse("1.2.3").unwrap().as_str(), "1.2.3");
+        assert_eq!(
+            Version::parse("1.0.0-beta.1+b7").unwrap().as_str(),
+            "1.0.0-beta.1+b7"
+        );
+        for bad in [
+            "1", "1.2", "v1.2.3", "01.2.3", "1.2.3.4", "", "../1.2.3", "1.2.3/x",
+        ] {
+            assert!(Version::parse(bad).is_err(), "{bad:?} was accepted");
+        }
+        let mut vs: Vec<Version> = ["1.10.0", "1.2.0", "1.2.0-rc1"]
+            .iter()
+            .map(|s| Version::parse(s).unwrap())
+            .collect();
+        vs.sort();
+        let order: Vec<&str> = vs.iter().map(Version::as_str).collect();
+        assert_eq!(order, ["1.2.0-rc1", "1.2.0", "1.10.0"]);
+    }
+
+    #[test]
+    fn platforms_and_archive_names_round_trip() {
+        let p = Platform::parse("linux_amd64").unwrap();
+        assert_eq!((p.os(), p.arch()), ("linux", "amd64"));
+        for bad in [
+            "linux",
+            "linux_",
+            "_amd64",
+            "Linux_amd64",
+            "linux_amd64_x",
+            "li-nux_amd64",
+        ] {
+            assert!(Platform::parse(bad).is_err(), "{bad:?} was accepted");
+        }
+        let prov = Provider {
+            hostname: Hostname::parse("example.com").unwrap(),
+            namespace: Namespace::parse("ns").unwrap(),
+            kind: ProviderType::parse("my-widget").unwrap(),
+        };
+        let v = Version::parse("1.0.0-rc.1+build.5").unwrap();
+        let name = prov.archive_name(&v, &p);
+        assert_eq!(
+            name,
+            "terraform-provider-my-widget_1.0.0-rc.1+build.5_linux_amd64.zip"
+        );
+        assert_eq!(prov.parse_archive_name(&name), Some((v, p)));
+        assert_eq!(
+            prov.parse_archive_name("terraform-provider-other_1.0.0_linux_amd64.zip"),
+            None
+        );
+        assert_eq!(
+            prov.parse_archive_name("terraform-provider-my-widget_1.0.0_linux.zip"),
+            None
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! The on-disk cache.
+//!
+//! Layout under `cache.dir` (every name below `providers/` comes from the
+//! validated address types, never from raw request text):
+//!
+//! ```text
+//! tmp/                                        files being written; swept at start
+//! providers/<hostname>/<namespace>/<type>/
+//!     index.json                              versions and platforms, with fetch time
+//!     <version>/version.json                  verified package metadata and its evidence
+//!     <version>/terraform-provider-<type>_<version>_<os>_<arch>.zip
+//!     <version>/terraform-provider-<type>_<version>_<os>_<arch>.zip.h1
+//! ```
+//!
+//! An archive is present only once its SHA-256 has matched the signed
+//! SHA256SUMS; its `.h1` file holds its `h1:` hash and is written before the
+//! archive is moved into place.
+
+pub mod atomic;
+pub mod records;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::address::{Platform, Provider, Version};
+
+pub use records::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
+
+/// The cache directory and its layout.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+    tmp: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating when needed) the cache at `root` and sweeps leftover
+    /// temporary files of an earlier run.
+    pub fn open(root: &Path) -> io::Result<Store> {
+        let tmp = root.join("tmp");
+        std::fs::create_dir_all(root.join("providers"))?;
+        std::fs::create_dir_all(&tmp)?;
+        let mut swept = 0;
+        for entry in std::fs::read_dir(&tmp)? {
+            let entry = entry?;
+            if std::fs::remove_file(entry.path()).is_ok() {
+                swept += 1;
+            }
+        }
+        if swept > 0 {
+            tracing::info!(swept, "removed unfinished files of an earlier run");
+        }
+        Ok(Store {
+            root: root.to_path_buf(),
+            tmp,
+        })
+    }
+
+    /// The cache's root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory for files being written.
+    pub fn tmp_dir(&self) -> &Path {
+        &self.tmp
+    }
+
+    fn provider_dir(&self, p: &Provider) -> PathBuf {
+        self.root
+            .join("providers")
+            .join(p.hostname.as_str())
+            .join(p.namespace.as_str())
+            .join(p.kind.as_str())
+    }
+
+    /// Where a provider's version list is kept.
+    pub fn index_path(&self, p: &Provider) -> PathBuf {
+        self.provider_dir(p).join("index.json")
+    }
+
+    /// Where a provider version's verified metadata is kept.
+    pub fn version_path(&self, p: &Provider, v: &Version) -> PathBuf {
+        self.provider_dir(p).join(v.as_str()).join("version.json")
+    }
+
+    /// Where an archive is kept.
+    pub fn archive_path(&self, p: &Provider, v: &Version, platform: &Platform) -> PathBuf {
+        self.provider_dir(p)
+            .join(v.as_str())
+            .join(p.archive_name(v, platform))
+    }
+
+    /// Where an archive's `h1:` hash is kept.
+    pub fn h1_path(&self, p: &Provider, v: &Version, platform: &Platform) -> PathBuf {
+        let mut path = self.archive_path(p, v, platform).into_os_string();
+        path.push(".h1");
+        PathBuf::from(path)
+    }
+
+    /// Reads a JSON record; `Ok(None)` when it does not exist.
+    pub fn read_json<T: serde::de::DeserializeOwned>(&self, path: &Path) -> io::Result<Option<T>> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes a JSON record atomically.
+    pub fn write_json<T: serde::Serialize>(&self, path: &Path, value: &T) -> io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+        atomic::write(&self.tmp, path, &bytes)
+    }
+}

@@ -1,0 +1,59 @@
+//! The JSON records the cache keeps about providers.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::address::{Platform, Provider, Version};
+
+/// A provider's versions and their platforms, as the origin last listed them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexRecord {
+    /// When the origin was asked, in seconds since the Unix epoch.
+    pub fetched_at: u64,
+    /// Each version with the platforms the origin lists for it.
+    pub versions: BTreeMap<Version, Vec<Platform>>,
+}
+
+/// A provider version's verified package metadata, with the evidence that
+/// verified it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionRecord {
+    /// The provider.
+    pub provider: Provider,
+    /// The version.
+    pub version: Version,
+    /// The packages that passed verification, by platform.
+    pub packages: BTreeMap<Platform, PackageRecord>,
+    /// The signed SHA256SUMS documents the packages were checked against.
+    pub sums: Vec<SignedSums>,
+}
+
+/// One verified package of a [`VersionRecord`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PackageRecord {
+    /// The archive's name in SHA256SUMS.
+    pub filename: String,
+    /// Where the origin serves the archive.
+    pub download_url: Url,
+    /// The archive's SHA-256 (lowercase hex), as the signed SHA256SUMS says.
+    pub sha256: String,
+    /// Index into [`VersionRecord::sums`] of the document that lists it.
+    pub sums: usize,
+}
+
+/// A SHA256SUMS document with its detached signature and the key that made it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignedSums {
+    /// Where the document came from.
+    pub url: Url,
+    /// The document.
+    pub document: String,
+    /// The detached signature, base64.
+    pub signature: String,
+    /// The ID of the key that made the signature.
+    pub signed_by: String,
+    /// The keys the registry listed, ASCII-armored.
+    pub keys: Vec<String>,
+}

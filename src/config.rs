@@ -1,0 +1,272 @@
+//! Configuration: built-in defaults, then a TOML file, then environment
+//! variables `TFMIRROR_<SECTION>__<KEY>`, each layer overriding the one before.
+//!
+//! Every key is documented here; `config/tfmirror.toml` is the commented
+//! example and the README's reference points to this module. Unknown keys and
+//! invalid values are errors that name the key.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::address::Hostname;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `[server]`: how clients reach the mirror.
+    pub server: ServerConfig,
+    /// `[cache]`: where and how long content is kept.
+    pub cache: CacheConfig,
+    /// `[upstream]`: which origin registries may be contacted, and how.
+    pub upstream: UpstreamConfig,
+}
+
+/// `[server]`: the listening socket and its TLS identity.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// `listen`: the address and port to listen on. Default `127.0.0.1:8443`.
+    pub listen: SocketAddr,
+    /// `tls`: serve HTTPS (default `true`). `false` serves plain HTTP, for use
+    /// behind a reverse proxy that terminates TLS; Terraform itself only talks
+    /// to `https` mirrors.
+    pub tls: bool,
+    /// `tls_cert`: PEM file with the certificate chain to present. When this
+    /// and `tls_key` are absent, a certificate is generated on first start and
+    /// kept in `data_dir`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<PathBuf>,
+    /// `tls_key`: PEM file with the private key of `tls_cert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<PathBuf>,
+    /// `hostnames`: extra DNS names or IP addresses to put in the generated
+    /// certificate, besides `localhost`, `127.0.0.1` and `::1`.
+    pub hostnames: Vec<String>,
+    /// `data_dir`: where the generated certificate and its local authority are
+    /// kept. Default: the platform's data directory (`~/.local/share/tfmirror`).
+    pub data_dir: PathBuf,
+}
+
+/// `[cache]`: the on-disk cache.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// `dir`: the cache directory. Default: the platform's cache directory
+    /// (`~/.cache/tfmirror`).
+    pub dir: PathBuf,
+    /// `index_ttl`: how long a provider's version list is served before it is
+    /// asked of the origin again. Default `10m`. When the origin cannot be
+    /// reached, the last stored list keeps being served.
+    #[serde(with = "humantime_serde")]
+    pub index_ttl: Duration,
+}
+
+/// `[upstream]`: the origin registries.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// `allowed_hosts`: registry hostnames whose providers may be mirrored.
+    /// Requests for any other hostname answer 403 and cause no outbound
+    /// traffic. Hosts under `[upstream.hosts]` are allowed implicitly.
+    /// Default `["registry.terraform.io", "registry.opentofu.org"]`.
+    pub allowed_hosts: Vec<Hostname>,
+    /// `ca_file`: a PEM file of extra root certificates trusted for upstream
+    /// TLS, in addition to the system's and the built-in roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    /// `connect_timeout`: how long to wait for an upstream TCP and TLS
+    /// connection. Default `10s`.
+    #[serde(with = "humantime_serde")]
+    pub connect_timeout: Duration,
+    /// `request_timeout`: how long an upstream metadata request may take in
+    /// all, and how long an archive download may go without receiving a byte.
+    /// Default `60s`.
+    #[serde(with = "humantime_serde")]
+    pub request_timeout: Duration,
+    /// `[upstream.hosts."<hostname>"]`: per-registry settings, keyed by the
+    /// hostname as it appears in provider addresses.
+    pub hosts: BTreeMap<Hostname, HostConfig>,
+}
+
+/// `[upstream.hosts."<hostname>"]`: one origin registry's settings.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// `services`: replaces service discovery for this host, exactly like the
+    /// `host` block of the Terraform CLI configuration, e.g.
+    /// `{ "providers.v1" = "https://registry.internal:8443/v1/providers/" }`.
+    /// An empty entry only allows the host.
+    #[serde(default)]
+    pub services: BTreeMap<String, Url>,
+}
+
+/// The platform's per-user directories, or paths under the working
+/// directory when none can be determined.
+fn project_dirs() -> Option<directories::ProjectDirs> {
+    directories::ProjectDirs::from("", "", "tfmirror")
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let dirs = project_dirs();
+        let cache_dir = dirs
+            .as_ref()
+            .map(|d| d.cache_dir().to_path_buf())
+            .unwrap_or_else(|| PathBuf::from("tfmirror-cache"));
+        let data_dir = dirs
+            .as_ref()
+            .map(|d| d.data_dir().to_path_buf())
+            .unwrap_or_else(|| PathBuf::from("tfmirror-data"));
+        Config {
+            server: ServerConfig {
+                listen: SocketAddr::from(([127, 0, 0, 1], 8443)),
+                tls: true,
+                tls_cert: None,
+                tls_key: None,
+                hostnames: Vec::new(),
+                data_dir,
+            },
+            cache: CacheConfig {
+                dir: cache_dir,
+                index_ttl: Duration::from_secs(600),
+            },
+            upstream: UpstreamConfig {
+                allowed_hosts: ["registry.terraform.io", "registry.opentofu.org"]
+                    .into_iter()
+                    .map(|h| Hostname::parse(h).expect("built-in hostname"))
+                    .collect(),
+                ca_file: None,
+                connect_timeout: Duration::from_secs(10),
+                request_timeout: Duration::from_secs(60),
+                hosts: BTreeMap::new(),
+            },
+        }
+    }
+}
+
+impl Config {
+    /// Loads the configuration: defaults, then `file` (when given), then the
+    /// `TFMIRROR_` environment variables.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            if !path.is_file() {
+                bail!("configuration file {} does not exist", path.display());
+            }
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        figment = figment.merge(Env::prefixed("TFMIRROR_").split("__"));
+        let config: Config = figment.extract().map_err(|e| {
+            let messages: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
+            anyhow::anyhow!("invalid configuration: {}", messages.join("; "))
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the rules that span several keys.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        match (&self.server.tls_cert, &self.server.tls_key) {
+            (Some(_), None) | (None, Some(_)) => {
+                bail!("server.tls_cert and server.tls_key must be given together")
+            }
+            _ => {}
+        }
+        for name in &self.server.hostnames {
+            if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '/') {
+                bail!("server.hostnames: {name:?} is not a hostname or IP address");
+            }
+        }
+        for (what, d) in [
+            ("cache.index_ttl", self.cache.index_ttl),
+            ("upstream.connect_timeout", self.upstream.connect_timeout),
+            ("upstream.request_timeout", self.upstream.request_timeout),
+        ] {
+            if d.is_zero() {
+                bail!("{what} must be longer than zero");
+            }
+        }
+        for (host, hc) in &self.upstream.hosts {
+            for (service, url) in &hc.services {
+                if !matches!(url.scheme(), "https" | "http") {
+                    bail!(
+                        "upstream.hosts.\"{host}\".services.\"{service}\": {url} must be an https URL"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Renders the effective configuration as TOML, for `check-config`.
+    pub fn to_toml(&self) -> anyhow::Result<String> {
+        let value = serde_json::to_value(self).context("serializing configuration")?;
+        toml::to_string_pretty(&value).context("rendering configuration")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use figment::Jail;
+
+    #[test]
+    fn defaults_environment_and_file_layer_in_order() {
+        Jail::expect_with(|jail| {
+            jail.create_file(
+                "t.toml",
+                r#"
+                [server]
+                listen = "127.0.0.1:9000"
+                [cache]
+                index_ttl = "5m"
+                [upstream.hosts."Registry.Example:443"]
+                services = { "providers.v1" = "https://r.example/v1/providers/" }
+                [upstream.hosts."only.example"]
+                "#,
+            )?;
+            jail.set_env("TFMIRROR_SERVER__LISTEN", "127.0.0.1:9100");
+            let c = Config::load(Some(Path::new("t.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(c.server.listen, "127.0.0.1:9100".parse().unwrap());
+            assert_eq!(c.cache.index_ttl, Duration::from_secs(300));
+            assert_eq!(c.upstream.request_timeout, Duration::from_secs(60));
+            let keys: Vec<&str> = c.upstream.hosts.keys().map(Hostname::as_str).collect();
+            assert_eq!(keys, ["only.example", "registry.example"]);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key() {
+        Jail::expect_with(|jail| {
+            jail.create_file("a.toml", "[server]\nlisen = \"1.2.3.4:1\"\n")?;
+            let e = Config::load(Some(Path::new("a.toml")))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("lisen"), "{e}");
+            jail.create_file("b.toml", "[cache]\nindex_ttl = \"soon\"\n")?;
+            let e = Config::load(Some(Path::new("b.toml")))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("index_ttl"), "{e}");
+            jail.create_file("c.toml", "[upstream]\nallowed_hosts = [\"a/b\"]\n")?;
+            let e = Config::load(Some(Path::new("c.toml")))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("allowed_hosts"), "{e}");
+            jail.set_env("TFMIRROR_SERVER__NOPE", "1");
+            let e = Config::load(None).unwrap_err().to_string();
+            assert!(e.contains("nope"), "{e}");
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,636 @@
+//! The mirror itself: answers for a provider's versions, a version's
+//! packages and a package's archive, from the cache when it can and from the
+//! origin registry when it must, verifying everything it takes from the
+//! origin before it is stored or its hashes are returned.
+//!
+//! Concurrent requests for the same thing share one piece of work: each of
+//! the three in-memory caches below loads a missing entry once, however many
+//! requests wait for it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use futures_util::future::join_all;
+use http_body_util::BodyExt;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+
+use crate::address::{Hostname, Platform, Provider, Version};
+use crate::cache::{atomic, IndexRecord, PackageRecord, SignedSums, Store, VersionRecord};
+use crate::config::Config;
+use crate::error::RequestError;
+use crate::upstream::{registry, Client, Discovery, UpstreamError};
+use crate::verify::{self, Keyring, Sha256Sums};
+
+/// How soon a stale or incomplete answer is retried against the origin.
+const RETRY_AFTER_TROUBLE: Duration = Duration::from_secs(30);
+
+/// A cached archive on disk.
+#[derive(Debug, Clone)]
+pub struct Archive {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its `h1:` hash.
+    pub h1: String,
+}
+
+/// A value held in memory for a limited time.
+#[derive(Debug)]
+struct Timed<T> {
+    value: Arc<T>,
+    ttl: Option<Duration>,
+}
+
+impl<T> Clone for Timed<T> {
+    fn clone(&self) -> Self {
+        Timed {
+            value: self.value.clone(),
+            ttl: self.ttl,
+        }
+    }
+}
+
+/// Lets each entry say how long it stays.
+struct PerEntryTtl;
+
+impl<K, T> moka::Expiry<K, Timed<T>> for PerEntryTtl {
+    fn expire_after_create(
+        &self,
+        _key: &K,
+        value: &Timed<T>,
+        _created_at: std::time::Instant,
+    ) -> Option<Duration> {
+        value.ttl
+    }
+}
+
+type ArchiveKey = (Provider, Version, Platform);
+
+/// The mirror's state, shared by every request.
+pub struct Mirror {
+    config: Config,
+    store: Store,
+    client: Client,
+    discovery: Discovery,
+    indexes: moka::future::Cache<Provider, Timed<IndexRecord>>,
+    versions: moka::future::Cache<(Provider, Version), Timed<VersionRecord>>,
+    archives: moka::future::Cache<ArchiveKey, Arc<Archive>>,
+}
+
+impl Mirror {
+    /// Builds the mirror from its configuration, opening the cache.
+    pub fn new(config: Config) -> anyhow::Result<Mirror> {
+        use anyhow::Context;
+        let store = Store::open(&config.cache.dir)
+            .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
+        let client = Client::new(&config.upstream)?;
+        let discovery = Discovery::new(
+            client.clone(),
+            config.upstream.hosts.clone(),
+            config.cache.index_ttl,
+        );
+        Ok(Mirror {
+            store,
+            client,
+            discovery,
+            indexes: moka::future::Cache::builder()
+                .max_capacity(10_000)
+                .expire_after(PerEntryTtl)
+                .build(),
+            versions: moka::future::Cache::builder()
+                .max_capacity(20_000)
+                .expire_after(PerEntryTtl)
+                .build(),
+            archives: moka::future::Cache::builder().max_capacity(100_000).build(),
+            config,
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The cache store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Refuses hostnames that are neither allowed nor configured, before any
+    /// other work is done for them.
+    pub fn check_host(&self, host: &Hostname) -> Result<(), RequestError> {
+        let up = &self.config.upstream;
+        if up.allowed_hosts.contains(host) || up.hosts.contains_key(host) {
+            Ok(())
+        } else {
+            Err(RequestError::HostNotAllowed(host.to_string()))
+        }
+    }
+
+    /// A provider's versions and platforms: from memory or disk while fresh,
+    /// else from the origin; the stored copy when the origin is down.
+    pub async fn index(&self, provider: &Provider) -> Result<Arc<IndexRecord>, RequestError> {
+        self.check_host(&provider.hostname)?;
+        self.indexes
+            .try_get_with(provider.clone(), self.load_index(provider))
+            .await
+            .map(|t| t.value)
+            .map_err(|e| (*e).clone())
+    }
+
+    async fn load_index(&self, provider: &Provider) -> Result<Timed<IndexRecord>, RequestError> {
+        let path = self.store.index_path(provider);
+        let stored: Option<IndexRecord> = match self.store.read_json(&path) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(%provider, error = %e, "ignoring unreadable stored version list");
+                None
+            }
+        };
+        let ttl = self.config.cache.index_ttl;
+        if let Some(rec) = &stored {
+            let age = Duration::from_secs(now().saturating_sub(rec.fetched_at));
+            if age < ttl {
+                return Ok(Timed {
+                    value: Arc::new(rec.clone()),
+                    ttl: Some(ttl - age),
+                });
+            }
+        }
+        match self.fetch_index(provider).await {
+            Ok(rec) => {
+                if stored.as_ref().map(|s| &s.versions) != Some(&rec.versions) {
+                    tracing::info!(%provider, versions = rec.versions.len(), "version list updated");
+                }
+                if let Err(e) = self.store.write_json(&path, &rec) {
+                    // Still answer: the list is correct, only not kept.
+                    tracing::error!(%provider, error = %e, "could not store version list");
+                }
+                Ok(Timed {
+                    value: Arc::new(rec),
+                    ttl: Some(ttl),
+                })
+            }
+            Err(e) if e.is_outage() && stored.is_some() => {
+                tracing::warn!(%provider, error = %e, "origin unavailable; serving the stored version list");
+                Ok(Timed {
+                    value: Arc::new(stored.expect("checked")),
+                    ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
+                })
+            }
+            Err(UpstreamError::NotFound { .. }) => Err(RequestError::NotFound(format!(
+                "provider {provider} does not exist at its origin registry"
+            ))),
+            Err(e) => Err(upstream_failure(
+                e,
+                format!("could not list the versions of {provider}"),
+            )),
+        }
+    }
+
+    async fn fetch_index(&self, provider: &Provider) -> Result<IndexRecord, UpstreamError> {
+        let base = self.discovery.providers_base(&provider.hostname).await?;
+        let listed = registry::versions(&self.client, &base, provider).await?;
+        let mut versions = BTreeMap::new();
+        for entry in listed.versions {
+            let Ok(version) = Version::parse(&entry.version) else {
+                tracing::warn!(%provider, version = %entry.version, "ignoring a version that is not semantic versioning");
+                continue;
+            };
+            let platforms: Vec<Platform> = entry
+                .platforms
+                .iter()
+                .filter_map(|p| Platform::from_parts(&p.os, &p.arch).ok())
+                .collect();
+            versions.insert(version, platforms);
+        }
+        Ok(IndexRecord {
+            fetched_at: now(),
+            versions,
+        })
+    }
+
+    /// A version's verified packages: from memory or disk when stored, else
+    /// fetched from the origin and verified.
+    pub async fn version(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Arc<VersionRecord>, RequestError> {
+        self.check_host(&provider.hostname)?;
+        let key = (provider.clone(), version.clone());
+        self.versions
+            .try_get_with(key, self.load_version(provider, version))
+            .await
+            .map(|t| t.value)
+            .map_err(|e| (*e).clone())
+    }
+
+    async fn load_version(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Timed<VersionRecord>, RequestError> {
+        let path = self.store.version_path(provider, version);
+        match self.store.read_json::<VersionRecord>(&path) {
+            Ok(Some(rec)) => {
+                return Ok(Timed {
+                    value: Arc::new(rec),
+                    ttl: None,
+                })
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(%provider, %version, error = %e, "ignoring unreadable stored version record")
+            }
+        }
+        let index = self.index(provider).await?;
+        let Some(platforms) = index.versions.get(version) else {
+            return Err(RequestError::NotFound(format!(
+                "provider {provider} has no version {version}"
+            )));
+        };
+        let (record, complete) = self.fetch_version(provider, version, platforms).await?;
+        if complete {
+            if let Err(e) = self.store.write_json(&path, &record) {
+                tracing::error!(%provider, %version, error = %e, "could not store version record");
+            }
+        }
+        Ok(Timed {
+            value: Arc::new(record),
+            ttl: if complete {
+                None
+            } else {
+                Some(RETRY_AFTER_TROUBLE)
+            },
+        })
+    }
+
+    /// Fetches every platform's package metadata concurrently, then each
+    /// distinct SHA256SUMS document and signature once, and verifies. Returns
+    /// the record and whether every platform got a definite answer.
+    async fn fetch_version(
+        &self,
+        provider: &Provider,
+        version: &Version,
+        platforms: &[Platform],
+    ) -> Result<(VersionRecord, bool), RequestError> {
+        let what = format!("{provider} {version}");
+        let base = self
+            .discovery
+            .providers_base(&provider.hostname)
+            .await
+            .map_err(|e| upstream_failure(e, format!("could not reach the registry of {what}")))?;
+        let answers = join_all(platforms.iter().map(|platform| {
+            let base = base.clone();
+            async move {
+                let answer =
+                    registry::package(&self.client, &base, provider, version, platform).await;
+                (platform.clone(), answer)
+            }
+        }))
+        .await;
+
+        let mut complete = true;
+        let mut refusals: Vec<String> = Vec::new();
+        let mut outages: Vec<String> = Vec::new();
+        let mut record = VersionRecord {
+            provider: provider.clone(),
+            version: version.clone(),
+            packages: BTreeMap::new(),
+            sums: Vec::new(),
+        };
+        for (platform, answer) in answers {
+            let (pkg, final_url) = match answer {
+                Ok(a) => a,
+                Err(UpstreamError::NotFound { .. }) => {
+                    tracing::warn!(%provider, %version, %platform, "origin lists the platform but has no package for it; leaving it out");
+                    continue;
+                }
+                Err(e) => {
+                    complete = false;
+                    tracing::warn!(%provider, %version, %platform, error = %e, "could not read package metadata; leaving the platform out for now");
+                    outages.push(format!("{platform}: {e}"));
+                    continue;
+                }
+            };
+            match self
+                .verify_package(&mut record, &platform, &pkg, &final_url)
+                .await
+            {
+                Ok(package) => {
+                    record.packages.insert(platform, package);
+                }
+                Err(Failure::Outage(reason)) => {
+                    complete = false;
+                    tracing::warn!(%provider, %version, %platform, %reason, "could not fetch SHA256SUMS; leaving the platform out for now");
+                    outages.push(format!("{platform}: {reason}"));
+                }
+                Err(Failure::Refused(reason)) => {
+                    tracing::error!(%provider, %version, %platform, %reason, "package failed verification");
+                    refusals.push(format!("{platform}: {reason}"));
+                }
+            }
+        }
+        if !refusals.is_empty() {
+            return Err(RequestError::BadGateway(format!(
+                "{what} failed verification, nothing was stored: {}",
+                refusals.join("; ")
+            )));
+        }
+        if record.packages.is_empty() && !outages.is_empty() {
+            return Err(RequestError::BadGateway(format!(
+                "could not fetch the packages of {what}: {}",
+                outages.join("; ")
+            )));
+        }
+        Ok((record, complete))
+    }
+
+    /// Checks one package's metadata against its signed SHA256SUMS, fetching
+    /// and verifying each SHA256SUMS document once per version.
+    async fn verify_package(
+        &self,
+        record: &mut VersionRecord,
+        platform: &Platform,
+        pkg: &registry::PackageResponse,
+        final_url: &url::Url,
+    ) -> Result<PackageRecord, Failure> {
+        if pkg.os != platform.os() || pkg.arch != platform.arch() {
+            return Err(Failure::Refused(format!(
+                "the registry answered for {}_{} instead",
+                pkg.os, pkg.arch
+            )));
+        }
+        let resolve = |field: &str, value: &str| {
+            final_url
+                .join(value)
+                .map_err(|e| Failure::Refused(format!("{field} {value:?} is not a URL: {e}")))
+        };
+        let download_url = resolve("download_url", &pkg.download_url)?;
+        let sums_url = resolve("shasums_url", &pkg.shasums_url)?;
+        let sig_url = resolve("shasums_signature_url", &pkg.shasums_signature_url)?;
+        let keys: Vec<String> = pkg
+            .signing_keys
+            .gpg_public_keys
+            .iter()
+            .map(|k| k.ascii_armor.clone())
+            .collect();
+
+        // One SHA256SUMS serves all platforms of a version as a rule; fetch
+        // and verify it once, and again only if another platform lists other
+        // keys for it.
+        let known = record
+            .sums
+            .iter()
+            .position(|s| s.url == sums_url && s.keys == keys);
+        let index = match known {
+            Some(i) => i,
+            None => {
+                let signed = self.fetch_signed_sums(&sums_url, &sig_url, keys).await?;
+                record.sums.push(signed);
+                record.sums.len() - 1
+            }
+        };
+        let sums = Sha256Sums::parse(record.sums[index].document.as_bytes())
+            .map_err(|e| Failure::Refused(e.to_string()))?;
+        let listed = sums.get(&pkg.filename).ok_or_else(|| {
+            Failure::Refused(format!(
+                "the signed SHA256SUMS has no entry for {}",
+                pkg.filename
+            ))
+        })?;
+        if !listed.eq_ignore_ascii_case(&pkg.shasum) {
+            return Err(Failure::Refused(format!(
+                "the registry's shasum {} for {} differs from the signed SHA256SUMS ({listed})",
+                pkg.shasum, pkg.filename
+            )));
+        }
+        Ok(PackageRecord {
+            filename: pkg.filename.clone(),
+            download_url,
+            sha256: listed.to_owned(),
+            sums: index,
+        })
+    }
+
+    async fn fetch_signed_sums(
+        &self,
+        sums_url: &url::Url,
+        sig_url: &url::Url,
+        keys: Vec<String>,
+    ) -> Result<SignedSums, Failure> {
+        let keyring = Keyring::from_armored(keys.iter().map(String::as_str))
+            .map_err(|e| Failure::Refused(e.to_string()))?;
+        let (sums, sig) = tokio::join!(
+            self.client.get_bytes(sums_url),
+            self.client.get_bytes(sig_url)
+        );
+        let (sums, _) = sums.map_err(Failure::from_upstream)?;
+        let (sig, _) = sig.map_err(Failure::from_upstream)?;
+        let signed_by = keyring
+            .verify(&sums, &sig)
+            .map_err(|e| Failure::Refused(e.to_string()))?;
+        let document = String::from_utf8(sums.to_vec())
+            .map_err(|_| Failure::Refused("SHA256SUMS is not text".into()))?;
+        Ok(SignedSums {
+            url: sums_url.clone(),
+            document,
+            signature: base64::engine::general_purpose::STANDARD.encode(&sig),
+            signed_by,
+            keys,
+        })
+    }
+
+    /// The `h1:` hashes of the archives of `record` that are in the cache.
+    pub async fn cached_h1(&self, record: &VersionRecord) -> BTreeMap<Platform, String> {
+        let mut out = BTreeMap::new();
+        for platform in record.packages.keys() {
+            let key = (
+                record.provider.clone(),
+                record.version.clone(),
+                platform.clone(),
+            );
+            if let Some(archive) = self.archives.get(&key).await {
+                out.insert(platform.clone(), archive.h1.clone());
+            } else if let Some(archive) = self.stored_archive(&key) {
+                let archive = Arc::new(archive);
+                out.insert(platform.clone(), archive.h1.clone());
+                self.archives.insert(key, archive).await;
+            }
+        }
+        out
+    }
+
+    /// The archive of a package, downloaded and verified on first use.
+    /// Concurrent first requests share one download.
+    pub async fn archive(
+        &self,
+        provider: &Provider,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<Arc<Archive>, RequestError> {
+        self.check_host(&provider.hostname)?;
+        let key = (provider.clone(), version.clone(), platform.clone());
+        let archive = self
+            .archives
+            .try_get_with(key.clone(), async {
+                if let Some(a) = self.stored_archive(&key) {
+                    return Ok(Arc::new(a));
+                }
+                self.download(provider, version, platform)
+                    .await
+                    .map(Arc::new)
+            })
+            .await
+            .map_err(|e| (*e).clone())?;
+        if archive.path.exists() {
+            Ok(archive)
+        } else {
+            // Removed from disk behind our back: forget it and fetch again.
+            self.archives.invalidate(&key).await;
+            Box::pin(self.archive(provider, version, platform)).await
+        }
+    }
+
+    /// An archive already on disk, with its hash.
+    fn stored_archive(&self, (p, v, platform): &ArchiveKey) -> Option<Archive> {
+        let path = self.store.archive_path(p, v, platform);
+        let size = std::fs::metadata(&path).ok()?.len();
+        let h1 = std::fs::read_to_string(self.store.h1_path(p, v, platform)).ok()?;
+        Some(Archive {
+            path,
+            size,
+            h1: h1.trim().to_owned(),
+        })
+    }
+
+    async fn download(
+        &self,
+        provider: &Provider,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<Archive, RequestError> {
+        let what = format!("{provider} {version} {platform}");
+        let record = self.version(provider, version).await?;
+        let Some(pkg) = record.packages.get(platform) else {
+            return Err(RequestError::NotFound(format!(
+                "{provider} {version} has no verified package for {platform}"
+            )));
+        };
+        let tmp = atomic::temp_file(self.store.tmp_dir())
+            .map_err(|e| RequestError::disk("creating a temporary file", &e))?;
+        let (file, temp_path) = tmp.into_parts();
+        let mut file = tokio::fs::File::from_std(file);
+
+        let (resp, _) = self
+            .client
+            .get(&pkg.download_url)
+            .await
+            .map_err(|e| upstream_failure(e, format!("could not download {what}")))?;
+        let mut body = resp.into_body();
+        let mut hasher = Sha256::new();
+        let mut size: u64 = 0;
+        let idle = self.client.request_timeout();
+        loop {
+            let frame = match tokio::time::timeout(idle, body.frame()).await {
+                Err(_) => {
+                    return Err(RequestError::GatewayTimeout(format!(
+                        "downloading {what} stalled for {}s",
+                        idle.as_secs()
+                    )))
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    return Err(RequestError::BadGateway(format!(
+                        "downloading {what} failed: {}",
+                        crate::upstream::client::error_chain(&e)
+                    )))
+                }
+                Ok(Some(Ok(frame))) => frame,
+            };
+            if let Ok(data) = frame.into_data() {
+                hasher.update(&data);
+                size += data.len() as u64;
+                file.write_all(&data)
+                    .await
+                    .map_err(|e| RequestError::disk("writing an archive", &e))?;
+            }
+        }
+        let actual = verify::hex(&hasher.finalize());
+        if actual != pkg.sha256 {
+            tracing::error!(%provider, %version, %platform, expected = %pkg.sha256, %actual, "downloaded archive does not match the signed SHA256SUMS");
+            return Err(RequestError::BadGateway(format!(
+                "{what}: the downloaded archive's SHA-256 {actual} does not match the signed SHA256SUMS ({}); nothing was stored",
+                pkg.sha256
+            )));
+        }
+        file.sync_all()
+            .await
+            .map_err(|e| RequestError::disk("writing an archive", &e))?;
+        drop(file);
+
+        let store = self.store.clone();
+        let (p, v, pl) = (provider.clone(), version.clone(), platform.clone());
+        let what2 = what.clone();
+        tokio::task::spawn_blocking(move || -> Result<Archive, RequestError> {
+            let h1 = std::fs::File::open(&temp_path)
+                .map_err(|e| RequestError::disk("reading a downloaded archive", &e))
+                .and_then(|f| {
+                    verify::h1_of_zip(std::io::BufReader::new(f)).map_err(|e| {
+                        RequestError::BadGateway(format!("{what2}: {e}; nothing was stored"))
+                    })
+                })?;
+            let dest = store.archive_path(&p, &v, &pl);
+            atomic::write(store.tmp_dir(), &store.h1_path(&p, &v, &pl), h1.as_bytes())
+                .and_then(|()| atomic::persist(temp_path, &dest))
+                .map_err(|e| RequestError::disk("storing an archive", &e))?;
+            Ok(Archive {
+                path: dest,
+                size,
+                h1,
+            })
+        })
+        .await
+        .map_err(|e| RequestError::Unavailable(format!("storing {what} failed: {e}")))?
+        .inspect(|a| tracing::info!(%provider, %version, %platform, bytes = a.size, h1 = %a.h1, "archive verified and stored"))
+    }
+}
+
+/// Why one package could not be verified.
+enum Failure {
+    /// The origin could not be asked; try again later.
+    Outage(String),
+    /// The origin's answer was checked and is not acceptable.
+    Refused(String),
+}
+
+impl Failure {
+    fn from_upstream(e: UpstreamError) -> Self {
+        if e.is_outage() {
+            Failure::Outage(e.to_string())
+        } else {
+            Failure::Refused(e.to_string())
+        }
+    }
+}
+
+/// Maps an upstream failure to the answer the client gets.
+fn upstream_failure(e: UpstreamError, what: String) -> RequestError {
+    match e {
+        UpstreamError::Timeout { .. } => RequestError::GatewayTimeout(format!("{what}: {e}")),
+        _ => RequestError::BadGateway(format!("{what}: {e}")),
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

@@ -1,0 +1,78 @@
+//! The Provider Network Mirror Protocol's JSON documents, as tfmirror
+//! renders them.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::address::Platform;
+use crate::cache::{IndexRecord, VersionRecord};
+use crate::verify;
+
+/// `index.json`: `{"versions": {"1.2.3": {}, …}}`.
+#[derive(Debug, Serialize)]
+pub struct IndexDocument {
+    /// Every available version, each with an empty object.
+    pub versions: BTreeMap<String, Empty>,
+}
+
+/// The empty object the protocol puts beside each version.
+#[derive(Debug, Serialize)]
+pub struct Empty {}
+
+/// `:version.json`: `{"archives": {"os_arch": {"url": …, "hashes": […]}}}`.
+#[derive(Debug, Serialize)]
+pub struct VersionDocument {
+    /// One entry per platform the mirror can serve.
+    pub archives: BTreeMap<Platform, ArchiveEntry>,
+}
+
+/// One platform's archive in a [`VersionDocument`].
+#[derive(Debug, Serialize)]
+pub struct ArchiveEntry {
+    /// The archive's URL, relative to the document's own URL.
+    pub url: String,
+    /// `h1:` (once the archive is cached) and `zh:` hashes.
+    pub hashes: Vec<String>,
+}
+
+impl IndexDocument {
+    /// Renders a provider's version list.
+    pub fn from_record(record: &IndexRecord) -> Self {
+        IndexDocument {
+            versions: record
+                .versions
+                .keys()
+                .map(|v| (v.to_string(), Empty {}))
+                .collect(),
+        }
+    }
+}
+
+impl VersionDocument {
+    /// Renders a version's packages; `h1` holds the hashes of the archives
+    /// already in the cache.
+    pub fn from_record(record: &VersionRecord, h1: &BTreeMap<Platform, String>) -> Self {
+        let archives = record
+            .packages
+            .iter()
+            .map(|(platform, pkg)| {
+                let name = record.provider.archive_name(&record.version, platform);
+                // Path-segment encoding keeps names with `+` or non-ASCII
+                // characters intact when the client resolves them.
+                let url = percent_encoding::utf8_percent_encode(&name, SEGMENT).to_string();
+                let mut hashes: Vec<String> = h1.get(platform).cloned().into_iter().collect();
+                hashes.push(verify::zh(&pkg.sha256));
+                (platform.clone(), ArchiveEntry { url, hashes })
+            })
+            .collect();
+        VersionDocument { archives }
+    }
+}
+
+/// Characters escaped in a relative URL made of one path segment.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');

@@ -1,0 +1,99 @@
+//! The listener: accepts connections, performs the TLS handshake when TLS is
+//! on, serves HTTP/1.1 and HTTP/2 with hyper, and shuts down gracefully,
+//! letting requests in flight finish.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use crate::mirror::Mirror;
+use crate::service;
+
+/// How long a TLS handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a connection may take to send its request headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long in-flight requests get to finish after shutdown begins.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// Serves `mirror` on `listener` until `shutdown` completes, then waits for
+/// in-flight connections (at most [`SHUTDOWN_GRACE`]).
+pub async fn run(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    mirror: Arc<Mirror>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let acceptor = tls.map(TlsAcceptor::from);
+    let graceful = GracefulShutdown::new();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let builder = Arc::new(builder);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Usually too many open files; back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let mirror = mirror.clone();
+        let service = service_fn(move |req| service::handle(mirror.clone(), req));
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let acceptor = acceptor.clone();
+        tokio::spawn(async move {
+            let result = match acceptor {
+                Some(acceptor) => {
+                    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
+                        .await
+                    {
+                        Ok(Ok(tls)) => tls,
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(%peer, "TLS handshake timed out");
+                            return;
+                        }
+                    };
+                    let conn = builder.serve_connection(TokioIo::new(tls), service);
+                    watcher.watch(conn.into_owned()).await
+                }
+                None => {
+                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    watcher.watch(conn.into_owned()).await
+                }
+            };
+            if let Err(e) = result {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: waiting for requests in flight");
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("requests still in flight after the grace period; exiting anyway");
+    }
+}

@@ -1,0 +1,212 @@
+//! The server's TLS identity: the configured certificate and key, or one
+//! generated on first start.
+//!
+//! The generated identity is a small local certificate authority plus a
+//! server certificate it issued for `localhost`, `127.0.0.1`, `::1` and
+//! `server.hostnames`. Both are kept under `<data_dir>/tls/` and reused on
+//! restart; when the names change, a new server certificate is issued by the
+//! same authority, so clients that trust `ca.pem` keep working.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::cache::atomic;
+use crate::config::ServerConfig;
+
+/// Where a generated identity lives.
+#[derive(Debug, Clone)]
+pub struct GeneratedPaths {
+    /// The local authority's certificate: what clients must trust.
+    pub ca_cert: PathBuf,
+    /// The server certificate.
+    pub cert: PathBuf,
+    /// The server certificate's private key.
+    pub key: PathBuf,
+}
+
+impl GeneratedPaths {
+    fn new(data_dir: &Path) -> Self {
+        let dir = data_dir.join("tls");
+        GeneratedPaths {
+            ca_cert: dir.join("ca.pem"),
+            cert: dir.join("cert.pem"),
+            key: dir.join("key.pem"),
+        }
+    }
+}
+
+/// Builds the rustls server configuration. Returns the generated identity's
+/// paths too when no certificate was configured.
+pub fn server_config(
+    cfg: &ServerConfig,
+) -> anyhow::Result<(Arc<rustls::ServerConfig>, Option<GeneratedPaths>)> {
+    let (cert, key, generated) = match (&cfg.tls_cert, &cfg.tls_key) {
+        (Some(cert), Some(key)) => (cert.clone(), key.clone(), None),
+        _ => {
+            let paths = ensure_generated(&cfg.data_dir, &cfg.hostnames)?;
+            (paths.cert.clone(), paths.key.clone(), Some(paths))
+        }
+    };
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
+        .with_context(|| format!("reading server.tls_cert {}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("parsing server.tls_cert {}", cert.display()))?;
+    if chain.is_empty() {
+        bail!("server.tls_cert {} holds no certificate", cert.display());
+    }
+    let key = PrivateKeyDer::from_pem_file(&key)
+        .with_context(|| format!("reading server.tls_key {}", key.display()))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(
+        rustls::crypto::ring::default_provider().into(),
+    )
+    .with_safe_default_protocol_versions()
+    .context("configuring server TLS")?
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .context("server.tls_cert and server.tls_key do not form a usable pair")?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok((Arc::new(config), generated))
+}
+
+/// The names a generated server certificate covers.
+fn names(extra: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for n in extra {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
+    names
+}
+
+/// Makes sure a local authority and a server certificate for the configured
+/// names exist under `data_dir`.
+fn ensure_generated(data_dir: &Path, hostnames: &[String]) -> anyhow::Result<GeneratedPaths> {
+    let paths = GeneratedPaths::new(data_dir);
+    let dir = paths.ca_cert.parent().expect("tls dir");
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating {} for the generated certificate", dir.display()))?;
+    restrict_dir(dir)?;
+    let ca_key_path = dir.join("ca-key.pem");
+    let names_path = dir.join("names");
+    let wanted = names(hostnames).join("\n");
+
+    let (ca_params, ca_key) = if ca_key_path.exists() && paths.ca_cert.exists() {
+        let key = KeyPair::from_pem(&std::fs::read_to_string(&ca_key_path)?)
+            .context("reading the generated authority's key")?;
+        (ca_params()?, key)
+    } else {
+        let key = KeyPair::generate()?;
+        let params = ca_params()?;
+        let cert = params.self_signed(&key)?;
+        atomic::write(dir, &ca_key_path, key.serialize_pem().as_bytes())?;
+        atomic::write(dir, &paths.ca_cert, cert.pem().as_bytes())?;
+        tracing::info!(path = %paths.ca_cert.display(), "generated a local certificate authority");
+        // A new authority invalidates any earlier server certificate.
+        let _ = std::fs::remove_file(&names_path);
+        (params, key)
+    };
+
+    let current = std::fs::read_to_string(&names_path).unwrap_or_default();
+    if current != wanted || !paths.cert.exists() || !paths.key.exists() {
+        let issuer = Issuer::new(ca_params, ca_key);
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(names(hostnames))?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "tfmirror");
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        let cert = params.signed_by(&key, &issuer)?;
+        atomic::write(dir, &paths.key, key.serialize_pem().as_bytes())?;
+        atomic::write(dir, &paths.cert, cert.pem().as_bytes())?;
+        atomic::write(dir, &names_path, wanted.as_bytes())?;
+        tracing::info!(path = %paths.cert.display(), names = %wanted.replace('\n', ", "), "generated a server certificate");
+    }
+    Ok(paths)
+}
+
+/// The local authority's parameters. They are the same every time, so an
+/// issuer rebuilt from them and the stored key signs certificates that chain
+/// to the stored authority certificate.
+fn ca_params() -> anyhow::Result<CertificateParams> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "tfmirror local authority");
+    Ok(params)
+}
+
+/// Keeps the generated private keys readable by the owner only.
+fn restrict_dir(dir: &Path) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("restricting {}", dir.display()))?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_cfg(data_dir: &Path, hostnames: Vec<String>) -> ServerConfig {
+        let mut cfg = crate::config::Config::default().server;
+        cfg.data_dir = data_dir.to_path_buf();
+        cfg.hostnames = hostnames;
+        cfg
+    }
+
+    #[test]
+    fn generated_identity_is_reused_and_reissued_for_new_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, paths) = server_config(&server_cfg(dir.path(), vec![])).unwrap();
+        let paths = paths.unwrap();
+        let ca = std::fs::read(&paths.ca_cert).unwrap();
+        let cert = std::fs::read(&paths.cert).unwrap();
+        server_config(&server_cfg(dir.path(), vec![])).unwrap();
+        assert_eq!(
+            std::fs::read(&paths.cert).unwrap(),
+            cert,
+            "restart reuses the certificate"
+        );
+        server_config(&server_cfg(dir.path(), vec!["mirror.example".into()])).unwrap();
+        assert_eq!(
+            std::fs::read(&paths.ca_cert).unwrap(),
+            ca,
+            "the authority stays"
+        );
+        assert_ne!(
+            std::fs::read(&paths.cert).unwrap(),
+            cert,
+            "new names, new certificate"
+        );
+    }
+
+    #[test]
+    fn half_configured_or_missing_files_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = server_cfg(dir.path(), vec![]);
+        cfg.tls_cert = Some(dir.path().join("nope.pem"));
+        cfg.tls_key = Some(dir.path().join("nope.key"));
+        let e = server_config(&cfg).unwrap_err().to_string();
+        assert!(e.contains("server.tls_cert"), "{e}");
+    }
+}

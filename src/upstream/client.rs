@@ -1,0 +1,279 @@
+//! The HTTPS client tfmirror uses towards origin registries and download
+//! hosts: rustls with the system's roots, the built-in Mozilla roots and any
+//! extra roots from `upstream.ca_file`; redirects followed (at most five);
+//! metadata bodies read with a size cap; archive bodies handed back as a
+//! stream.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use bytes::Bytes;
+use http::{header, Request, StatusCode};
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::body::Incoming;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use serde::de::DeserializeOwned;
+use url::Url;
+
+use crate::config::UpstreamConfig;
+
+/// How many redirects a request may follow.
+const MAX_REDIRECTS: usize = 5;
+/// The largest metadata (JSON, SHA256SUMS, signature) body accepted.
+pub const MAX_METADATA_BYTES: usize = 8 * 1024 * 1024;
+
+/// Why an upstream request failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    /// No connection could be made, or it broke.
+    #[error("could not reach {url}: {reason}")]
+    Unreachable {
+        /// The URL that was requested.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The origin did not answer within the configured time.
+    #[error("{url} did not answer within {secs}s")]
+    Timeout {
+        /// The URL that was requested.
+        url: String,
+        /// The limit that passed.
+        secs: u64,
+    },
+    /// The origin answered 404.
+    #[error("{url} answered 404 Not Found")]
+    NotFound {
+        /// The URL that was requested.
+        url: String,
+    },
+    /// The origin answered with another unsuccessful status.
+    #[error("{url} answered {status}")]
+    Status {
+        /// The URL that was requested.
+        url: String,
+        /// The status it answered with.
+        status: StatusCode,
+    },
+    /// The answer could not be used.
+    #[error("{url} answered with something unusable: {reason}")]
+    Invalid {
+        /// The URL that was requested.
+        url: String,
+        /// What is wrong with the answer.
+        reason: String,
+    },
+}
+
+impl UpstreamError {
+    /// Whether this looks like the origin being down rather than the
+    /// origin's definite answer: unreachable, too slow, or a 5xx status.
+    /// Cached content is served in place of an answer in these cases.
+    pub fn is_outage(&self) -> bool {
+        match self {
+            UpstreamError::Unreachable { .. } | UpstreamError::Timeout { .. } => true,
+            UpstreamError::Status { status, .. } => status.is_server_error(),
+            _ => false,
+        }
+    }
+
+    fn invalid(url: &Url, reason: impl ToString) -> Self {
+        UpstreamError::Invalid {
+            url: url.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// The shared upstream HTTPS client.
+#[derive(Clone)]
+pub struct Client {
+    inner: HyperClient<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    request_timeout: Duration,
+}
+
+impl Client {
+    /// Builds the client from the `[upstream]` settings.
+    pub fn new(config: &UpstreamConfig) -> anyhow::Result<Client> {
+        let roots = root_store(config.ca_file.as_deref())?;
+        let tls = rustls::ClientConfig::builder_with_provider(
+            rustls::crypto::ring::default_provider().into(),
+        )
+        .with_safe_default_protocol_versions()
+        .context("configuring upstream TLS")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(config.connect_timeout));
+        http.set_nodelay(true);
+        let https = HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        let inner = HyperClient::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build(https);
+        Ok(Client {
+            inner,
+            request_timeout: config.request_timeout,
+        })
+    }
+
+    /// The configured request timeout.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// Sends a GET, following redirects, and returns the final response
+    /// (status 200) and the URL that produced it. Any other final status is
+    /// an error. The timeout covers the wait for the response headers.
+    pub async fn get(&self, url: &Url) -> Result<(http::Response<Incoming>, Url), UpstreamError> {
+        let mut current = url.clone();
+        for _ in 0..=MAX_REDIRECTS {
+            if !matches!(current.scheme(), "https" | "http") {
+                return Err(UpstreamError::invalid(
+                    url,
+                    "redirected to a URL that is not http(s)",
+                ));
+            }
+            let req = Request::get(current.as_str())
+                .header(
+                    header::USER_AGENT,
+                    concat!("tfmirror/", env!("CARGO_PKG_VERSION")),
+                )
+                .body(Empty::new())
+                .map_err(|e| UpstreamError::invalid(&current, e))?;
+            let resp = tokio::time::timeout(self.request_timeout, self.inner.request(req))
+                .await
+                .map_err(|_| UpstreamError::Timeout {
+                    url: current.to_string(),
+                    secs: self.request_timeout.as_secs(),
+                })?
+                .map_err(|e| UpstreamError::Unreachable {
+                    url: current.to_string(),
+                    reason: error_chain(&e),
+                })?;
+            let status = resp.status();
+            if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
+                let location = resp
+                    .headers()
+                    .get(header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .ok_or_else(|| UpstreamError::invalid(&current, "redirect without Location"))?;
+                current = current
+                    .join(location)
+                    .map_err(|e| UpstreamError::invalid(&current, format!("bad redirect: {e}")))?;
+                continue;
+            }
+            return match status {
+                StatusCode::OK => Ok((resp, current)),
+                StatusCode::NOT_FOUND => Err(UpstreamError::NotFound {
+                    url: current.to_string(),
+                }),
+                status => Err(UpstreamError::Status {
+                    url: current.to_string(),
+                    status,
+                }),
+            };
+        }
+        Err(UpstreamError::invalid(
+            url,
+            format!("more than {MAX_REDIRECTS} redirects"),
+        ))
+    }
+
+    /// GETs a small document whole (at most [`MAX_METADATA_BYTES`]), within
+    /// the request timeout. Returns the bytes and the final URL.
+    pub async fn get_bytes(&self, url: &Url) -> Result<(Bytes, Url), UpstreamError> {
+        let fetch = async {
+            let (resp, final_url) = self.get(url).await?;
+            let body = Limited::new(resp.into_body(), MAX_METADATA_BYTES)
+                .collect()
+                .await
+                .map_err(|e| {
+                    if e.is::<http_body_util::LengthLimitError>() {
+                        UpstreamError::invalid(
+                            &final_url,
+                            format!("body larger than {MAX_METADATA_BYTES} bytes"),
+                        )
+                    } else {
+                        UpstreamError::Unreachable {
+                            url: final_url.to_string(),
+                            reason: format!("reading the body failed: {}", error_chain(&*e)),
+                        }
+                    }
+                })?
+                .to_bytes();
+            Ok((body, final_url))
+        };
+        tokio::time::timeout(self.request_timeout, fetch)
+            .await
+            .map_err(|_| UpstreamError::Timeout {
+                url: url.to_string(),
+                secs: self.request_timeout.as_secs(),
+            })?
+    }
+
+    /// GETs a JSON document and decodes it.
+    pub async fn get_json<T: DeserializeOwned>(
+        &self,
+        url: &Url,
+    ) -> Result<(T, Url), UpstreamError> {
+        let (body, final_url) = self.get_bytes(url).await?;
+        let value = serde_json::from_slice(&body).map_err(|e| {
+            UpstreamError::invalid(&final_url, format!("not the expected JSON: {e}"))
+        })?;
+        Ok((value, final_url))
+    }
+}
+
+/// The roots trusted for upstream TLS.
+fn root_store(ca_file: Option<&Path>) -> anyhow::Result<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let native = rustls_native_certs::load_native_certs();
+    for cert in native.certs {
+        // A system store can hold certificates rustls cannot use; skip them.
+        let _ = roots.add(cert);
+    }
+    if let Some(path) = ca_file {
+        use rustls_pki_types::pem::PemObject;
+        let mut added = 0;
+        for cert in rustls_pki_types::CertificateDer::pem_file_iter(path)
+            .with_context(|| format!("reading upstream.ca_file {}", path.display()))?
+        {
+            let cert =
+                cert.with_context(|| format!("parsing upstream.ca_file {}", path.display()))?;
+            roots.add(cert).with_context(|| {
+                format!("using a certificate of upstream.ca_file {}", path.display())
+            })?;
+            added += 1;
+        }
+        if added == 0 {
+            anyhow::bail!("upstream.ca_file {} holds no certificate", path.display());
+        }
+    }
+    Ok(roots)
+}
+
+/// An error and its sources on one line.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        let text = inner.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        source = inner.source();
+    }
+    s
+}

@@ -1,0 +1,9 @@
+//! Everything that talks to the outside: the HTTPS client, service
+//! discovery, and the provider registry protocol.
+
+pub mod client;
+pub mod discovery;
+pub mod registry;
+
+pub use client::{Client, UpstreamError};
+pub use discovery::Discovery;

@@ -1,0 +1,11 @@
+//! Everything tfmirror checks before it trusts a package: the OpenPGP
+//! signature over the origin's SHA256SUMS, the SHA256SUMS entries
+//! themselves, and Terraform's `h1:`/`zh:` package hashes.
+
+pub mod hash;
+pub mod signature;
+pub mod sums;
+
+pub use hash::{h1_of_zip, hex, zh};
+pub use signature::{Keyring, SignatureError};
+pub use sums::{Sha256Sums, SumsError};
