@@ -154,7 +154,7 @@ impl Mirror {
         };
         let ttl = self.config.cache.index_ttl;
         if let Some(rec) = &stored {
-            let age = Duration::from_secs(now().saturating_sub(rec.fetched_at));
+            let age = Duration::from_millis(now_ms().saturating_sub(rec.fetched_at_ms));
             if age < ttl {
                 return Ok(Timed {
                     value: Arc::new(rec.clone()),
@@ -210,7 +210,7 @@ impl Mirror {
             versions.insert(version, platforms);
         }
         Ok(IndexRecord {
-            fetched_at: now(),
+            fetched_at_ms: now_ms(),
             versions,
         })
     }
@@ -628,9 +628,10 @@ fn upstream_failure(e: UpstreamError, what: String) -> RequestError {
     }
 }
 
-fn now() -> u64 {
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
+        .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }

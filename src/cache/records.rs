@@ -10,8 +10,8 @@ use crate::address::{Platform, Provider, Version};
 /// A provider's versions and their platforms, as the origin last listed them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IndexRecord {
-    /// When the origin was asked, in seconds since the Unix epoch.
-    pub fetched_at: u64,
+    /// When the origin was asked, in milliseconds since the Unix epoch.
+    pub fetched_at_ms: u64,
     /// Each version with the platforms the origin lists for it.
     pub versions: BTreeMap<Version, Vec<Platform>>,
 }
