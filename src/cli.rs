@@ -85,16 +85,17 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
         let addr = listener.local_addr()?;
         let mirror = Arc::new(Mirror::new(config.clone())?);
         let scheme = if tls.is_some() { "https" } else { "http" };
+        let public = public_authority(&config, addr);
         tracing::info!(
             %addr,
             cache = %mirror.store().root().display(),
-            "tfmirror {} serving the provider network mirror protocol at {scheme}://{addr}/",
+            "tfmirror {} serving the provider network mirror protocol at {scheme}://{public}/",
             env!("CARGO_PKG_VERSION")
         );
         let mut hint = format!(
             "Point Terraform or OpenTofu at this mirror with this CLI configuration \
              (~/.terraformrc, or the file named by TF_CLI_CONFIG_FILE):\n\n\
-             provider_installation {{\n  network_mirror {{\n    url = \"{scheme}://{addr}/\"\n  }}\n}}\n"
+             provider_installation {{\n  network_mirror {{\n    url = \"{scheme}://{public}/\"\n  }}\n}}\n"
         );
         if let Some((_, Some(generated))) = &tls {
             hint.push_str(&format!(
@@ -108,6 +109,21 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
         tracing::info!("stopped");
         Ok(())
     })
+}
+
+/// The `host:port` clients should use: the listening address, or when that
+/// is a wildcard address, the first of `server.hostnames` (else `localhost`).
+fn public_authority(config: &Config, addr: std::net::SocketAddr) -> String {
+    if !addr.ip().is_unspecified() {
+        return addr.to_string();
+    }
+    let host = config
+        .server
+        .hostnames
+        .first()
+        .map(String::as_str)
+        .unwrap_or("localhost");
+    format!("{host}:{}", addr.port())
 }
 
 /// Completes on SIGINT or SIGTERM.

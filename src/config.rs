@@ -215,6 +215,8 @@ impl Config {
 }
 
 #[cfg(test)]
+// figment's Jail closures return its own (large) error type.
+#[allow(clippy::result_large_err)]
 mod tests {
     use super::*;
     use figment::Jail;
@@ -243,6 +245,19 @@ mod tests {
             assert_eq!(keys, ["only.example", "registry.example"]);
             Ok(())
         });
+    }
+
+    #[test]
+    fn the_commented_example_is_valid_and_states_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/tfmirror.toml");
+        let from_example = Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::file_exact(&path))
+            .extract::<Config>()
+            .unwrap();
+        assert_eq!(from_example, Config::default());
+        // The example sets keys itself, not only through the defaults.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("index_ttl = \"10m\""));
     }
 
     #[test]

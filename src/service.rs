@@ -26,7 +26,13 @@ pub async fn handle<B>(mirror: Arc<Mirror>, req: Request<B>) -> Result<Response<
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let head = method == Method::HEAD;
-    let response = match answer(&mirror, &method, &path).await {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()));
+    let response = match answer(&mirror, &method, &path, host.as_deref()).await {
         Ok(resp) => resp,
         Err(e) => {
             let status = e.status();
@@ -50,12 +56,13 @@ async fn answer(
     mirror: &Mirror,
     method: &Method,
     path: &str,
+    host: Option<&str>,
 ) -> Result<Response<Body>, RequestError> {
     if method != Method::GET && method != Method::HEAD {
         return Err(RequestError::MethodNotAllowed);
     }
     match routes::parse(path)? {
-        Route::Home => Ok(home(mirror)),
+        Route::Home => Ok(home(mirror, host)),
         Route::Index(provider) => {
             let record = mirror.index(&provider).await?;
             Ok(json_response(
@@ -109,16 +116,25 @@ fn json_response<T: serde::Serialize>(status: StatusCode, value: &T) -> Response
 
 /// The page at the base URL, which Terraform never fetches: what this
 /// server is and how to use it.
-fn home(mirror: &Mirror) -> Response<Body> {
+fn home(mirror: &Mirror, host: Option<&str>) -> Response<Body> {
     let cfg = mirror.config();
     let scheme = if cfg.server.tls { "https" } else { "http" };
+    let listen = cfg.server.listen.to_string();
+    // The name the client used is the one that works for it; a Host header
+    // with odd characters is not echoed.
+    let authority = host
+        .filter(|h| {
+            h.len() < 300
+                && h.bytes()
+                    .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'<')
+        })
+        .unwrap_or(&listen);
     let text = format!(
         "tfmirror {version}: a caching provider network mirror for Terraform and OpenTofu.\n\
          Every package it serves was checked against its origin registry's signed SHA256SUMS.\n\n\
          Use it from the CLI configuration (~/.terraformrc or terraform.rc):\n\n\
-         provider_installation {{\n  network_mirror {{\n    url = \"{scheme}://{listen}/\"\n  }}\n}}\n",
+         provider_installation {{\n  network_mirror {{\n    url = \"{scheme}://{authority}/\"\n  }}\n}}\n",
         version = env!("CARGO_PKG_VERSION"),
-        listen = cfg.server.listen,
     );
     let mut resp = Response::new(full(text.into_bytes()));
     resp.headers_mut().insert(

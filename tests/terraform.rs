@@ -1,6 +1,6 @@
 //! The real Terraform CLI (v1.0.3) installing providers through tfmirror.
 //!
-//! The binary is found through `TFMIRROR_TERRAFORM` (the README's test
+//! The binary is found through `TERRAFORM_BIN` (the README's test
 //! command installs it). Without it these tests are skipped with a message,
 //! except under `CI=true`, where a missing binary fails them.
 
@@ -14,11 +14,11 @@ use common::*;
 const PROVIDER_HOST: &str = "registry.tfmirror.test";
 
 fn terraform() -> Option<PathBuf> {
-    match std::env::var_os("TFMIRROR_TERRAFORM") {
+    match std::env::var_os("TERRAFORM_BIN") {
         Some(p) if Path::new(&p).is_file() => Some(PathBuf::from(p)),
         other => {
             let msg = format!(
-                "TFMIRROR_TERRAFORM must name the Terraform v1.0.3 binary (got {other:?}); run the README's test command"
+                "TERRAFORM_BIN must name the Terraform v1.0.3 binary (got {other:?}); run the README's test command"
             );
             if std::env::var("CI").as_deref() == Ok("true") {
                 panic!("{msg}");
