@@ -468,33 +468,50 @@ impl Mirror {
     }
 
     /// The archive of a package, downloaded and verified on first use.
-    /// Concurrent first requests share one download.
+    /// Concurrent first requests share one download, which runs as its own
+    /// task so that it completes (and is kept) even when every client that
+    /// asked for it has gone away.
     pub async fn archive(
-        &self,
+        self: &Arc<Self>,
         provider: &Provider,
         version: &Version,
         platform: &Platform,
     ) -> Result<Arc<Archive>, RequestError> {
         self.check_host(&provider.hostname)?;
         let key = (provider.clone(), version.clone(), platform.clone());
-        let archive = self
-            .archives
-            .try_get_with(key.clone(), async {
-                if let Some(a) = self.stored_archive(&key) {
-                    return Ok(Arc::new(a));
-                }
-                self.download(provider, version, platform)
-                    .await
-                    .map(Arc::new)
-            })
-            .await
-            .map_err(|e| (*e).clone())?;
-        if archive.path.exists() {
-            Ok(archive)
-        } else {
-            // Removed from disk behind our back: forget it and fetch again.
+        for _ in 0..2 {
+            let archive = self
+                .archives
+                .try_get_with(key.clone(), self.clone().stored_or_download(key.clone()))
+                .await
+                .map_err(|e| (*e).clone())?;
+            if archive.path.exists() {
+                return Ok(archive);
+            }
+            // Removed from disk behind the mirror's back: forget it, fetch again.
             self.archives.invalidate(&key).await;
-            Box::pin(self.archive(provider, version, platform)).await
+        }
+        Err(RequestError::Unavailable(format!(
+            "{provider} {version} {platform}: the cached archive keeps disappearing from disk"
+        )))
+    }
+
+    async fn stored_or_download(
+        self: Arc<Self>,
+        key: ArchiveKey,
+    ) -> Result<Arc<Archive>, RequestError> {
+        if let Some(a) = self.stored_archive(&key) {
+            return Ok(Arc::new(a));
+        }
+        let task = tokio::spawn(async move {
+            let (p, v, platform) = &key;
+            self.download(p, v, platform).await
+        });
+        match task.await {
+            Ok(result) => result.map(Arc::new),
+            Err(e) => Err(RequestError::Unavailable(format!(
+                "the download task failed: {e}"
+            ))),
         }
     }
 

@@ -53,7 +53,7 @@ pub async fn handle<B>(mirror: Arc<Mirror>, req: Request<B>) -> Result<Response<
 }
 
 async fn answer(
-    mirror: &Mirror,
+    mirror: &Arc<Mirror>,
     method: &Method,
     path: &str,
     host: Option<&str>,

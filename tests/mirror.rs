@@ -472,3 +472,41 @@ async fn concurrent_cold_downloads_share_one_upstream_fetch() {
     );
     m.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_whose_client_gave_up_still_completes_once() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish(
+        "acme",
+        "widget",
+        "4.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    origin.set_archive_delay(Duration::from_millis(500));
+    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    let c = Client::trusting(&m.ca_file);
+    let url =
+        m.url("/registry.origin.test/acme/widget/terraform-provider-widget_4.0.0_linux_amd64.zip");
+    let gave_up = tokio::time::timeout(Duration::from_millis(150), c.get(&url)).await;
+    assert!(gave_up.is_err(), "the first client should have given up");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let stored = files_below(&setup.cache_dir());
+    assert!(
+        stored
+            .iter()
+            .any(|f| f.ends_with("terraform-provider-widget_4.0.0_linux_amd64.zip")),
+        "{stored:?}"
+    );
+    let a = c.get(&url).await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(&a.body[..], &archives["linux_amd64"][..]);
+    assert_eq!(
+        origin.hits("/files/terraform-provider-widget_4.0.0_linux_amd64.zip"),
+        1
+    );
+    m.stop().await;
+}
