@@ -28,6 +28,26 @@ use crate::verify::{self, Keyring, Sha256Sums};
 /// How soon a stale or incomplete answer is retried against the origin.
 const RETRY_AFTER_TROUBLE: Duration = Duration::from_secs(30);
 
+/// The platforms asked for when a registry does not list a version's
+/// platforms: those Terraform and OpenTofu are released for.
+const COMMON_PLATFORMS: &[&str] = &[
+    "darwin_amd64",
+    "darwin_arm64",
+    "freebsd_386",
+    "freebsd_amd64",
+    "freebsd_arm",
+    "linux_386",
+    "linux_amd64",
+    "linux_arm",
+    "linux_arm64",
+    "openbsd_386",
+    "openbsd_amd64",
+    "solaris_amd64",
+    "windows_386",
+    "windows_amd64",
+    "windows_arm64",
+];
+
 /// A cached archive on disk.
 #[derive(Debug, Clone)]
 pub struct Archive {
@@ -254,6 +274,18 @@ impl Mirror {
             return Err(RequestError::NotFound(format!(
                 "provider {provider} has no version {version}"
             )));
+        };
+        let probed;
+        let platforms = if platforms.is_empty() {
+            // `platforms` is optional in the registry protocol: ask for the
+            // usual ones; those the registry has no package for are left out.
+            probed = COMMON_PLATFORMS
+                .iter()
+                .map(|p| Platform::parse(p).expect("valid built-in platform"))
+                .collect::<Vec<_>>();
+            &probed
+        } else {
+            platforms
         };
         let (record, complete) = self.fetch_version(provider, version, platforms).await?;
         if complete {

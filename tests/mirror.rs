@@ -510,3 +510,37 @@ async fn a_download_whose_client_gave_up_still_completes_once() {
     );
     m.stop().await;
 }
+
+#[tokio::test]
+async fn discovery_follows_redirects_and_platforms_may_be_unlisted() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    origin.redirect_discovery();
+    origin.omit_platforms();
+    let signer = Signer::new("acme");
+    origin.publish(
+        "acme",
+        "widget",
+        "5.0.0",
+        &["linux_arm64", "windows_amd64"],
+        &signer,
+        &[&signer],
+    );
+    let host = origin.hostname();
+    let m = RunningMirror::start(setup.config(&origin, &[&host], &[])).await;
+    let c = Client::trusting(&m.ca_file);
+    let doc = c
+        .get(&m.url(&format!("/{host}/acme/widget/5.0.0.json")))
+        .await;
+    assert_eq!(
+        doc.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&doc.body)
+    );
+    let doc = doc.json();
+    let platforms: Vec<&String> = doc["archives"].as_object().unwrap().keys().collect();
+    assert_eq!(platforms, ["linux_arm64", "windows_amd64"]);
+    assert_eq!(origin.hits("/registry/discovery.json"), 1);
+    m.stop().await;
+}

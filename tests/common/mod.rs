@@ -179,6 +179,10 @@ struct OriginState {
     archive_delay: Duration,
     /// Answer every request with this status instead.
     fail_with: Option<StatusCode>,
+    /// Leave `platforms` out of the versions list (it is optional).
+    omit_platforms: bool,
+    /// Serve discovery through a redirect.
+    redirect_discovery: bool,
 }
 
 /// An in-process origin registry over HTTPS, standing in for the internet.
@@ -254,6 +258,14 @@ impl FakeOrigin {
 
     pub fn set_archive_delay(&self, d: Duration) {
         self.state.lock().unwrap().archive_delay = d;
+    }
+
+    pub fn omit_platforms(&self) {
+        self.state.lock().unwrap().omit_platforms = true;
+    }
+
+    pub fn redirect_discovery(&self) {
+        self.state.lock().unwrap().redirect_discovery = true;
     }
 
     pub fn fail_with(&self, status: Option<StatusCode>) {
@@ -378,10 +390,15 @@ async fn origin_answer(
     req: Request<hyper::body::Incoming>,
 ) -> Result<Response<OriginBody>, std::convert::Infallible> {
     let path = req.uri().path().to_string();
-    let (fail, delay) = {
+    let (fail, delay, omit_platforms, redirect_discovery) = {
         let mut st = state.lock().unwrap();
         *st.hits.entry(path.clone()).or_default() += 1;
-        (st.fail_with, st.archive_delay)
+        (
+            st.fail_with,
+            st.archive_delay,
+            st.omit_platforms,
+            st.redirect_discovery,
+        )
     };
     if let Some(status) = fail {
         return Ok(reply(status, "application/json", b"{}".to_vec()));
@@ -402,6 +419,18 @@ async fn origin_answer(
         )
     };
     let answer = match segs.as_slice() {
+        [".well-known", "terraform.json"] if redirect_discovery => {
+            let mut r = reply(StatusCode::MOVED_PERMANENTLY, "text/plain", Vec::new());
+            r.headers_mut().insert(
+                http::header::LOCATION,
+                "/registry/discovery.json".parse().unwrap(),
+            );
+            r
+        }
+        // A relative URL, resolved against the redirected document: /v1/providers/.
+        ["registry", "discovery.json"] => {
+            json(serde_json::json!({"providers.v1": "../v1/providers/"}))
+        }
         [".well-known", "terraform.json"] => {
             json(serde_json::json!({"providers.v1": "/v1/providers/"}))
         }
@@ -413,6 +442,9 @@ async fn origin_answer(
                     let list: Vec<serde_json::Value> = versions
                         .iter()
                         .map(|(v, ov)| {
+                            if omit_platforms {
+                                return serde_json::json!({"version": v});
+                            }
                             let platforms: Vec<serde_json::Value> = ov
                                 .packages
                                 .keys()
