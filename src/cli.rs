@@ -1,13 +1,16 @@
-//! The command line: `tfmirror serve` and `tfmirror check-config`.
+//! The command line: `tfmirror serve`, `check-config`, `ls` and `gc`.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-use crate::config::Config;
+use crate::cache::{inventory, Store};
+use crate::config::{Config, LogFormat};
 use crate::mirror::Mirror;
 
 /// A caching, verifying provider network mirror for Terraform and OpenTofu.
@@ -22,7 +25,7 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the mirror.
+    /// Run the mirror until SIGTERM or SIGINT; SIGHUP reloads the TLS certificate.
     Serve {
         /// Configuration file (TOML). Without one, the built-in defaults and
         /// TFMIRROR_* environment variables apply.
@@ -35,18 +38,37 @@ pub enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
+    /// List the cached archives: provider, version, platform, size, last use.
+    Ls {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Evict least recently used archives until the cache fits cache.max_size.
+    Gc {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The size to shrink to, instead of cache.max_size (e.g. "10GiB").
+        #[arg(long)]
+        max_size: Option<bytesize::ByteSize>,
+    },
 }
 
 /// Parses the command line and runs the command; the process's entry point.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
     let result = match cli.command {
-        Command::Serve { config } => Config::load(config.as_deref()).and_then(serve),
-        Command::CheckConfig { config } => Config::load(config.as_deref()).and_then(|c| {
+        Command::Serve { config } => load(config).and_then(serve),
+        Command::CheckConfig { config } => load(config).and_then(|c| {
             print!("{}", c.to_toml()?);
             Ok(())
         }),
+        Command::Ls { config, json } => load(config).and_then(|c| list(&c, json)),
+        Command::Gc { config, max_size } => load(config).and_then(|c| gc(&c, max_size)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -57,15 +79,31 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    use std::io::IsTerminal;
-    tracing_subscriber::fmt()
+/// Loads the configuration and starts logging as it says.
+fn load(file: Option<PathBuf>) -> anyhow::Result<Config> {
+    let config = Config::load(file.as_deref())?;
+    init_logging(&config)?;
+    Ok(config)
+}
+
+fn init_logging(config: &Config) -> anyhow::Result<()> {
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.is_empty() => tracing_subscriber::EnvFilter::try_new(spec)
+            .context("RUST_LOG is not a valid log filter")?,
+        _ => tracing_subscriber::EnvFilter::try_new(&config.log.level).with_context(|| {
+            format!("log.level {:?} is not a valid log filter", config.log.level)
+        })?,
+    };
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match config.log.format {
+        LogFormat::Pretty => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder.json().with_current_span(true).try_init(),
+    }
+    .map_err(|e| anyhow::anyhow!("starting logging: {e}"))
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -76,14 +114,11 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     runtime.block_on(async move {
         let tls = if config.server.tls {
-            let (tls, generated) = crate::tls::server_config(&config.server)?;
-            Some((tls, generated))
+            Some(Arc::new(crate::tls::server_tls(&config.server)?))
         } else {
             None
         };
-        let listener = tokio::net::TcpListener::bind(config.server.listen)
-            .await
-            .with_context(|| format!("listening on server.listen {}", config.server.listen))?;
+        let listener = listener(&config).await?;
         let addr = listener.local_addr()?;
         let mirror = Arc::new(Mirror::new(config.clone())?);
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -99,7 +134,7 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
              (~/.terraformrc, or the file named by TF_CLI_CONFIG_FILE):\n\n\
              provider_installation {{\n  network_mirror {{\n    url = \"{scheme}://{public}/\"\n  }}\n}}\n"
         );
-        if let Some((_, Some(generated))) = &tls {
+        if let Some(generated) = tls.as_ref().and_then(|t| t.generated.as_ref()) {
             hint.push_str(&format!(
                 "\nThe certificate was generated by tfmirror; make clients trust its authority:\n\n\
                  export SSL_CERT_FILE={}\n",
@@ -107,10 +142,106 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
             ));
         }
         tracing::info!("\n{hint}");
-        crate::server::run(listener, tls.map(|(t, _)| t), mirror, shutdown_signal()).await;
+
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(handle_signals(tls.clone(), stop_tx));
+        notify(&[sd_notify::NotifyState::Ready]);
+        let draining = mirror.clone();
+        crate::server::run(
+            listener,
+            tls.map(|t| t.config.clone()),
+            mirror.clone(),
+            async move {
+                let _ = stop_rx.await;
+                draining.set_draining();
+                notify(&[sd_notify::NotifyState::Stopping]);
+            },
+            config.server.shutdown_grace,
+        )
+        .await;
+        // Downloads whose clients have gone still get their time to finish.
+        let deadline = Instant::now() + config.server.shutdown_grace;
+        while mirror.metrics().downloads_in_flight() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         tracing::info!("stopped");
         Ok(())
     })
+}
+
+/// The listening socket: the one systemd passed (socket activation), or a
+/// new one bound to `server.listen`.
+async fn listener(config: &Config) -> anyhow::Result<tokio::net::TcpListener> {
+    let mut fds = listenfd::ListenFd::from_env();
+    if let Some(std_listener) = fds
+        .take_tcp_listener(0)
+        .context("taking over the socket passed by systemd")?
+    {
+        std_listener.set_nonblocking(true)?;
+        tracing::info!("using the listening socket passed by systemd");
+        return Ok(tokio::net::TcpListener::from_std(std_listener)?);
+    }
+    tokio::net::TcpListener::bind(config.server.listen)
+        .await
+        .with_context(|| format!("listening on server.listen {}", config.server.listen))
+}
+
+/// Tells systemd about a state change (does nothing outside systemd).
+fn notify(states: &[sd_notify::NotifyState]) {
+    if let Err(e) = sd_notify::notify(states) {
+        tracing::debug!(error = %e, "could not notify systemd");
+    }
+}
+
+/// SIGHUP reloads the certificate; the first SIGTERM or SIGINT starts a
+/// graceful shutdown, the second exits at once (files being written are only
+/// ever in the cache's tmp/ directory, which the next start sweeps).
+async fn handle_signals(
+    tls: Option<Arc<crate::tls::ServerTls>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut hup), Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("could not install signal handlers");
+        return;
+    };
+    let mut stop = Some(stop);
+    loop {
+        tokio::select! {
+            _ = hup.recv() => {
+                let mut states = vec![sd_notify::NotifyState::Reloading];
+                if let Ok(now) = sd_notify::NotifyState::monotonic_usec_now() {
+                    states.push(now);
+                }
+                notify(&states);
+                match &tls {
+                    Some(tls) => match tls.reload() {
+                        Ok(()) => tracing::info!("reloaded the TLS certificate"),
+                        Err(e) => tracing::error!(error = %format!("{e:#}"), "kept the current TLS certificate: the new one is not usable"),
+                    },
+                    None => tracing::info!("SIGHUP: nothing to reload (TLS is off)"),
+                }
+                notify(&[sd_notify::NotifyState::Ready]);
+                continue;
+            }
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        match stop.take() {
+            Some(tx) => {
+                tracing::info!("shutdown requested; a second signal exits at once");
+                let _ = tx.send(());
+            }
+            None => {
+                tracing::warn!("second signal: exiting now");
+                std::process::exit(1);
+            }
+        }
+    }
 }
 
 /// The `host:port` clients should use: the listening address, or when that
@@ -128,25 +259,77 @@ fn public_authority(config: &Config, addr: std::net::SocketAddr) -> String {
     format!("{host}:{}", addr.port())
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+/// `tfmirror ls`.
+fn list(config: &Config, json: bool) -> anyhow::Result<()> {
+    let store = Store::open(&config.cache.dir)
+        .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
+    let archives = inventory::archives(&store);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&archives)?);
+        return Ok(());
     }
-    tracing::info!("shutdown requested");
+    let rows: Vec<[String; 5]> = archives
+        .iter()
+        .map(|a| {
+            [
+                a.provider.to_string(),
+                a.version.to_string(),
+                a.platform.to_string(),
+                bytesize::ByteSize(a.size).display().iec().to_string(),
+                humantime::format_rfc3339_seconds(
+                    std::time::UNIX_EPOCH + Duration::from_secs(a.last_used),
+                )
+                .to_string(),
+            ]
+        })
+        .collect();
+    let header = ["PROVIDER", "VERSION", "PLATFORM", "SIZE", "LAST USED"];
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [&str; 5]| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i == 3 {
+                s.push_str(&format!("{cell:>w$}  "));
+            } else {
+                s.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        s.trim_end().to_owned()
+    };
+    println!("{}", line(header));
+    for row in &rows {
+        println!("{}", line(row.each_ref().map(String::as_str)));
+    }
+    let total: u64 = archives.iter().map(|a| a.size).sum();
+    println!(
+        "{} archives, {}",
+        archives.len(),
+        bytesize::ByteSize(total).display().iec()
+    );
+    Ok(())
+}
+
+/// `tfmirror gc`.
+fn gc(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow::Result<()> {
+    let max = max_size
+        .or(config.cache.max_size)
+        .context("no size to shrink to: set cache.max_size or pass --max-size")?;
+    let store = Store::open(&config.cache.dir)
+        .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
+    let removed = inventory::evict(&store, max.as_u64(), |_| false);
+    let freed: u64 = removed.iter().map(|a| a.size).sum();
+    let left: u64 = inventory::archives(&store).iter().map(|a| a.size).sum();
+    println!(
+        "evicted {} archives ({}); the cache now holds {} (limit {})",
+        removed.len(),
+        bytesize::ByteSize(freed).display().iec(),
+        bytesize::ByteSize(left).display().iec(),
+        max.display().iec()
+    );
+    Ok(())
 }

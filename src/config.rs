@@ -28,6 +28,30 @@ pub struct Config {
     pub cache: CacheConfig,
     /// `[upstream]`: which origin registries may be contacted, and how.
     pub upstream: UpstreamConfig,
+    /// `[log]`: what the daemon logs and how.
+    pub log: LogConfig,
+}
+
+/// `[log]`: logging.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// `format`: `"pretty"` (human-readable lines, the default) or `"json"`
+    /// (one JSON object per line, for log collectors).
+    pub format: LogFormat,
+    /// `level`: the least severe level logged, or a full filter such as
+    /// `"info,tfmirror=debug"`. Default `"info"`. `RUST_LOG`, when set, wins.
+    pub level: String,
+}
+
+/// `log.format`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Pretty,
+    /// One JSON object per line.
+    Json,
 }
 
 /// `[server]`: the listening socket and its TLS identity.
@@ -54,6 +78,11 @@ pub struct ServerConfig {
     /// `data_dir`: where the generated certificate and its local authority are
     /// kept. Default: the platform's data directory (`~/.local/share/tfmirror`).
     pub data_dir: PathBuf,
+    /// `shutdown_grace`: on SIGTERM or SIGINT, how long requests and archive
+    /// downloads in flight may take to finish before the daemon exits.
+    /// Default `30s`. A second signal exits at once.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
 }
 
 /// `[cache]`: the on-disk cache.
@@ -68,6 +97,11 @@ pub struct CacheConfig {
     /// reached, the last stored list keeps being served.
     #[serde(with = "humantime_serde")]
     pub index_ttl: Duration,
+    /// `max_size`: the most the cached archives may take, e.g. `"50GiB"`.
+    /// Beyond it the least recently used archives are evicted (never one that
+    /// is being sent or downloaded). Default: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<bytesize::ByteSize>,
 }
 
 /// `[upstream]`: the origin registries.
@@ -134,10 +168,12 @@ impl Default for Config {
                 tls_key: None,
                 hostnames: Vec::new(),
                 data_dir,
+                shutdown_grace: Duration::from_secs(30),
             },
             cache: CacheConfig {
                 dir: cache_dir,
                 index_ttl: Duration::from_secs(600),
+                max_size: None,
             },
             upstream: UpstreamConfig {
                 allowed_hosts: ["registry.terraform.io", "registry.opentofu.org"]
@@ -148,6 +184,10 @@ impl Default for Config {
                 connect_timeout: Duration::from_secs(10),
                 request_timeout: Duration::from_secs(60),
                 hosts: BTreeMap::new(),
+            },
+            log: LogConfig {
+                format: LogFormat::Pretty,
+                level: "info".into(),
             },
         }
     }

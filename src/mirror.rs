@@ -7,10 +7,11 @@
 //! the three in-memory caches below loads a missing entry once, however many
 //! requests wait for it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use futures_util::future::join_all;
@@ -19,9 +20,12 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use crate::address::{Hostname, Platform, Provider, Version};
-use crate::cache::{atomic, IndexRecord, PackageRecord, SignedSums, Store, VersionRecord};
+use crate::cache::{
+    atomic, inventory, IndexRecord, PackageRecord, SignedSums, Store, VersionRecord,
+};
 use crate::config::Config;
 use crate::error::RequestError;
+use crate::metrics::{CacheKind, CacheOutcome, Metrics, VerifyOutcome};
 use crate::upstream::{registry, Client, Discovery, UpstreamError};
 use crate::verify::{self, Keyring, Sha256Sums};
 
@@ -89,7 +93,11 @@ impl<K, T> moka::Expiry<K, Timed<T>> for PerEntryTtl {
     }
 }
 
-type ArchiveKey = (Provider, Version, Platform);
+/// Identifies one archive.
+pub type ArchiveKey = (Provider, Version, Platform);
+
+/// How long between two updates of an archive's last-use time on disk.
+const TOUCH_EVERY: Duration = Duration::from_secs(3600);
 
 /// The mirror's state, shared by every request.
 pub struct Mirror {
@@ -97,6 +105,16 @@ pub struct Mirror {
     store: Store,
     client: Client,
     discovery: Discovery,
+    metrics: Arc<Metrics>,
+    draining: AtomicBool,
+    /// Archives being sent to clients, with how many readers each: never evicted.
+    readers: Mutex<HashMap<ArchiveKey, usize>>,
+    /// When each archive's last use was last written to disk.
+    touched: Mutex<HashMap<ArchiveKey, Instant>>,
+    /// Bytes and number of cached archives.
+    usage: Mutex<(u64, u64)>,
+    /// Held while evicting.
+    evicting: Mutex<()>,
     indexes: moka::future::Cache<Provider, Timed<IndexRecord>>,
     versions: moka::future::Cache<(Provider, Version), Timed<VersionRecord>>,
     archives: moka::future::Cache<ArchiveKey, Arc<Archive>>,
@@ -108,7 +126,11 @@ impl Mirror {
         use anyhow::Context;
         let store = Store::open(&config.cache.dir)
             .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
-        let client = Client::new(&config.upstream)?;
+        let metrics = Arc::new(Metrics::new());
+        let client = Client::new(&config.upstream, metrics.clone())?;
+        let archives = inventory::archives(&store);
+        let usage = (archives.iter().map(|a| a.size).sum(), archives.len() as u64);
+        metrics.set_cache_size(usage.0, usage.1);
         let discovery = Discovery::new(
             client.clone(),
             config.upstream.hosts.clone(),
@@ -118,6 +140,12 @@ impl Mirror {
             store,
             client,
             discovery,
+            metrics,
+            draining: AtomicBool::new(false),
+            readers: Mutex::default(),
+            touched: Mutex::default(),
+            usage: Mutex::new(usage),
+            evicting: Mutex::new(()),
             indexes: moka::future::Cache::builder()
                 .max_capacity(10_000)
                 .expire_after(PerEntryTtl)
@@ -141,6 +169,43 @@ impl Mirror {
         &self.store
     }
 
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Marks the mirror as shutting down: `/readyz` answers 503 from now on.
+    pub fn set_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the mirror can serve: not shutting down, and the cache is
+    /// writable. The reason when not.
+    pub fn ready(&self) -> Result<(), String> {
+        if self.draining.load(Ordering::SeqCst) {
+            return Err("shutting down".into());
+        }
+        atomic::temp_file(self.store.tmp_dir())
+            .map(drop)
+            .map_err(|e| format!("the cache directory is not writable: {e}"))
+    }
+
+    /// Cached bytes and archives.
+    pub fn usage(&self) -> (u64, u64) {
+        *self.usage.lock().expect("usage lock")
+    }
+
+    /// Counts a cache lookup and notes its outcome on the request's span.
+    fn note(&self, kind: CacheKind, outcome: CacheOutcome) {
+        self.metrics.cache(kind, outcome);
+        let word = match outcome {
+            CacheOutcome::Hit => "hit",
+            CacheOutcome::Miss => "miss",
+            CacheOutcome::Stale => "stale",
+        };
+        tracing::Span::current().record("cache", word);
+    }
+
     /// Refuses hostnames that are neither allowed nor configured, before any
     /// other work is done for them.
     pub fn check_host(&self, host: &Hostname) -> Result<(), RequestError> {
@@ -156,11 +221,16 @@ impl Mirror {
     /// else from the origin; the stored copy when the origin is down.
     pub async fn index(&self, provider: &Provider) -> Result<Arc<IndexRecord>, RequestError> {
         self.check_host(&provider.hostname)?;
-        self.indexes
-            .try_get_with(provider.clone(), self.load_index(provider))
+        let entry = self
+            .indexes
+            .entry(provider.clone())
+            .or_try_insert_with(self.load_index(provider))
             .await
-            .map(|t| t.value)
-            .map_err(|e| (*e).clone())
+            .map_err(|e| (*e).clone())?;
+        if !entry.is_fresh() {
+            self.note(CacheKind::Index, CacheOutcome::Hit);
+        }
+        Ok(entry.into_value().value)
     }
 
     async fn load_index(&self, provider: &Provider) -> Result<Timed<IndexRecord>, RequestError> {
@@ -176,6 +246,7 @@ impl Mirror {
         if let Some(rec) = &stored {
             let age = Duration::from_millis(now_ms().saturating_sub(rec.fetched_at_ms));
             if age < ttl {
+                self.note(CacheKind::Index, CacheOutcome::Hit);
                 return Ok(Timed {
                     value: Arc::new(rec.clone()),
                     ttl: Some(ttl - age),
@@ -184,6 +255,7 @@ impl Mirror {
         }
         match self.fetch_index(provider).await {
             Ok(rec) => {
+                self.note(CacheKind::Index, CacheOutcome::Miss);
                 if stored.as_ref().map(|s| &s.versions) != Some(&rec.versions) {
                     tracing::info!(%provider, versions = rec.versions.len(), "version list updated");
                 }
@@ -197,6 +269,7 @@ impl Mirror {
                 })
             }
             Err(e) if e.is_outage() && stored.is_some() => {
+                self.note(CacheKind::Index, CacheOutcome::Stale);
                 tracing::warn!(%provider, error = %e, "origin unavailable; serving the stored version list");
                 Ok(Timed {
                     value: Arc::new(stored.expect("checked")),
@@ -244,11 +317,16 @@ impl Mirror {
     ) -> Result<Arc<VersionRecord>, RequestError> {
         self.check_host(&provider.hostname)?;
         let key = (provider.clone(), version.clone());
-        self.versions
-            .try_get_with(key, self.load_version(provider, version))
+        let entry = self
+            .versions
+            .entry(key)
+            .or_try_insert_with(self.load_version(provider, version))
             .await
-            .map(|t| t.value)
-            .map_err(|e| (*e).clone())
+            .map_err(|e| (*e).clone())?;
+        if !entry.is_fresh() {
+            self.note(CacheKind::Version, CacheOutcome::Hit);
+        }
+        Ok(entry.into_value().value)
     }
 
     async fn load_version(
@@ -259,10 +337,11 @@ impl Mirror {
         let path = self.store.version_path(provider, version);
         match self.store.read_json::<VersionRecord>(&path) {
             Ok(Some(rec)) => {
+                self.note(CacheKind::Version, CacheOutcome::Hit);
                 return Ok(Timed {
                     value: Arc::new(rec),
                     ttl: None,
-                })
+                });
             }
             Ok(None) => {}
             Err(e) => {
@@ -287,6 +366,7 @@ impl Mirror {
         } else {
             platforms
         };
+        self.note(CacheKind::Version, CacheOutcome::Miss);
         let (record, complete) = self.fetch_version(provider, version, platforms).await?;
         if complete {
             if let Err(e) = self.store.write_json(&path, &record) {
@@ -465,9 +545,11 @@ impl Mirror {
         );
         let (sums, _) = sums.map_err(Failure::from_upstream)?;
         let (sig, _) = sig.map_err(Failure::from_upstream)?;
-        let signed_by = keyring
-            .verify(&sums, &sig)
-            .map_err(|e| Failure::Refused(e.to_string()))?;
+        let signed_by = keyring.verify(&sums, &sig).map_err(|e| {
+            self.metrics.verification(VerifyOutcome::Invalid);
+            Failure::Refused(e.to_string())
+        })?;
+        self.metrics.verification(VerifyOutcome::Valid);
         let document = String::from_utf8(sums.to_vec())
             .map_err(|_| Failure::Refused("SHA256SUMS is not text".into()))?;
         Ok(SignedSums {
@@ -512,11 +594,16 @@ impl Mirror {
         self.check_host(&provider.hostname)?;
         let key = (provider.clone(), version.clone(), platform.clone());
         for _ in 0..2 {
-            let archive = self
+            let entry = self
                 .archives
-                .try_get_with(key.clone(), self.clone().stored_or_download(key.clone()))
+                .entry(key.clone())
+                .or_try_insert_with(self.clone().stored_or_download(key.clone()))
                 .await
                 .map_err(|e| (*e).clone())?;
+            if !entry.is_fresh() {
+                self.note(CacheKind::Archive, CacheOutcome::Hit);
+            }
+            let archive = entry.into_value();
             if archive.path.exists() {
                 return Ok(archive);
             }
@@ -533,11 +620,15 @@ impl Mirror {
         key: ArchiveKey,
     ) -> Result<Arc<Archive>, RequestError> {
         if let Some(a) = self.stored_archive(&key) {
+            self.note(CacheKind::Archive, CacheOutcome::Hit);
             return Ok(Arc::new(a));
         }
+        self.note(CacheKind::Archive, CacheOutcome::Miss);
         let task = tokio::spawn(async move {
             let (p, v, platform) = &key;
-            self.download(p, v, platform).await
+            let archive = self.download(p, v, platform).await?;
+            self.stored(&key, archive.size).await;
+            Ok(archive)
         });
         match task.await {
             Ok(result) => result.map(Arc::new),
@@ -545,6 +636,98 @@ impl Mirror {
                 "the download task failed: {e}"
             ))),
         }
+    }
+
+    /// The archive of a package, with a guard that keeps it from being
+    /// evicted while it is being sent. Also records its use.
+    pub async fn open_archive(
+        self: &Arc<Self>,
+        provider: &Provider,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<(Arc<Archive>, Reading), RequestError> {
+        let archive = self.archive(provider, version, platform).await?;
+        let key = (provider.clone(), version.clone(), platform.clone());
+        *self
+            .readers
+            .lock()
+            .expect("readers lock")
+            .entry(key.clone())
+            .or_default() += 1;
+        let due = {
+            let mut touched = self.touched.lock().expect("touched lock");
+            let due = touched.get(&key).is_none_or(|t| t.elapsed() >= TOUCH_EVERY);
+            if due {
+                touched.insert(key.clone(), Instant::now());
+            }
+            due
+        };
+        if due {
+            let (store, k) = (self.store.clone(), key.clone());
+            tokio::task::spawn_blocking(move || inventory::touch(&store, &k));
+        }
+        Ok((
+            archive,
+            Reading {
+                mirror: self.clone(),
+                key,
+            },
+        ))
+    }
+
+    /// Counts a newly stored archive and, when the cache has outgrown
+    /// `cache.max_size`, evicts least recently used archives that no one is
+    /// reading.
+    async fn stored(self: &Arc<Self>, key: &ArchiveKey, size: u64) {
+        let (bytes, count) = {
+            let mut usage = self.usage.lock().expect("usage lock");
+            usage.0 += size;
+            usage.1 += 1;
+            *usage
+        };
+        self.metrics.set_cache_size(bytes, count);
+        let Some(max) = self.config.cache.max_size else {
+            return;
+        };
+        if bytes <= max.as_u64() {
+            return;
+        }
+        let (this, keep) = (self.clone(), key.clone());
+        let removed = tokio::task::spawn_blocking(move || this.evict_to(max.as_u64(), Some(&keep)))
+            .await
+            .unwrap_or_default();
+        for archive in removed {
+            self.archives.invalidate(&archive.key()).await;
+        }
+    }
+
+    /// Evicts down to `max_bytes` (skipping archives being read, and `keep`)
+    /// and updates the usage figures. Returns what was removed.
+    pub fn evict_to(
+        &self,
+        max_bytes: u64,
+        keep: Option<&ArchiveKey>,
+    ) -> Vec<inventory::CachedArchive> {
+        // One eviction at a time; a later caller finds the work done.
+        let _one = self.evicting.lock().expect("eviction lock");
+        let removed = inventory::evict(&self.store, max_bytes, |a| {
+            let key = a.key();
+            keep == Some(&key)
+                || self
+                    .readers
+                    .lock()
+                    .expect("readers lock")
+                    .get(&key)
+                    .is_some_and(|n| *n > 0)
+        });
+        let remaining = inventory::archives(&self.store);
+        let usage = (
+            remaining.iter().map(|a| a.size).sum(),
+            remaining.len() as u64,
+        );
+        *self.usage.lock().expect("usage lock") = usage;
+        self.metrics.set_cache_size(usage.0, usage.1);
+        removed
     }
 
     /// An archive already on disk, with its hash.
@@ -582,6 +765,7 @@ impl Mirror {
             .get(&pkg.download_url)
             .await
             .map_err(|e| upstream_failure(e, format!("could not download {what}")))?;
+        let _in_flight = self.metrics.download_started();
         let mut body = resp.into_body();
         let mut hasher = Sha256::new();
         let mut size: u64 = 0;
@@ -606,6 +790,7 @@ impl Mirror {
             if let Ok(data) = frame.into_data() {
                 hasher.update(&data);
                 size += data.len() as u64;
+                self.metrics.fetched(data.len() as u64);
                 file.write_all(&data)
                     .await
                     .map_err(|e| RequestError::disk("writing an archive", &e))?;
@@ -648,6 +833,24 @@ impl Mirror {
         .await
         .map_err(|e| RequestError::Unavailable(format!("storing {what} failed: {e}")))?
         .inspect(|a| tracing::info!(%provider, %version, %platform, bytes = a.size, h1 = %a.h1, "archive verified and stored"))
+    }
+}
+
+/// Marks an archive as being read; dropping it ends that.
+pub struct Reading {
+    mirror: Arc<Mirror>,
+    key: ArchiveKey,
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        let mut readers = self.mirror.readers.lock().expect("readers lock");
+        if let Some(n) = readers.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                readers.remove(&self.key);
+            }
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 //! The mirror protocol's paths are `/:hostname/:namespace/:type/index.json`
 //! and `/:hostname/:namespace/:type/:version.json`; tfmirror serves archives
 //! beside them as `/:hostname/:namespace/:type/terraform-provider-<type>_<version>_<os>_<arch>.zip`,
-//! the name `terraform providers mirror` gives them. Each segment is
+//! the name `terraform providers mirror` gives them. `/`, `/healthz`,
+//! `/readyz` and `/metrics` are one-segment paths outside the protocol's
+//! four-segment space. Each segment is
 //! percent-decoded and parsed into its validated type; anything else is a
 //! bad request.
 
@@ -20,6 +22,12 @@ const MAX_PATH_LEN: usize = 1024;
 pub enum Route {
     /// `/`: the page that says what this server is.
     Home,
+    /// `/healthz`: the process is alive.
+    Health,
+    /// `/readyz`: the mirror can serve.
+    Ready,
+    /// `/metrics`: Prometheus metrics.
+    Metrics,
     /// `index.json`: a provider's versions.
     Index(Provider),
     /// `:version.json`: a version's packages.
@@ -34,8 +42,12 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
     if raw_path.len() > MAX_PATH_LEN {
         return Err(bad("request path too long"));
     }
-    if raw_path == "/" {
-        return Ok(Route::Home);
+    match raw_path {
+        "/" => return Ok(Route::Home),
+        "/healthz" => return Ok(Route::Health),
+        "/readyz" => return Ok(Route::Ready),
+        "/metrics" => return Ok(Route::Metrics),
+        _ => {}
     }
     let rest = raw_path
         .strip_prefix('/')

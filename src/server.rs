@@ -20,16 +20,14 @@ use crate::service;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a connection may take to send its request headers.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long in-flight requests get to finish after shutdown begins.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
-
 /// Serves `mirror` on `listener` until `shutdown` completes, then waits for
-/// in-flight connections (at most [`SHUTDOWN_GRACE`]).
+/// in-flight connections, at most `grace`.
 pub async fn run(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     mirror: Arc<Mirror>,
     shutdown: impl Future<Output = ()>,
+    grace: Duration,
 ) {
     let acceptor = tls.map(TlsAcceptor::from);
     let graceful = GracefulShutdown::new();
@@ -90,7 +88,7 @@ pub async fn run(
     }
     drop(listener);
     tracing::info!("shutting down: waiting for requests in flight");
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    if tokio::time::timeout(grace, graceful.shutdown())
         .await
         .is_err()
     {

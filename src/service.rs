@@ -1,15 +1,21 @@
 //! One HTTP request in, one answer out: method check, routing, the mirror
-//! call, rendering, and the single place where errors become answers.
+//! call, rendering, and the single place where errors become answers. Each
+//! request gets an ID (returned as `X-Request-Id`), a tracing span with its
+//! method, path, status, duration and cache outcome, and metrics.
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full, StreamBody};
 use tokio_util::io::ReaderStream;
+use tracing::Instrument;
 
 use crate::error::RequestError;
+use crate::metrics::Endpoint;
 use crate::mirror::Mirror;
 use crate::protocol::{IndexDocument, VersionDocument};
 use crate::routes::{self, Route};
@@ -22,34 +28,72 @@ const FILE_CHUNK: usize = 256 * 1024;
 
 /// Answers one request. Never fails: errors become JSON error answers.
 pub async fn handle<B>(mirror: Arc<Mirror>, req: Request<B>) -> Result<Response<Body>, Infallible> {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
+    let id = next_request_id();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
-    let head = method == Method::HEAD;
+    let span = tracing::info_span!(
+        "request",
+        id = %id,
+        method = %method,
+        path = %path,
+        status = tracing::field::Empty,
+        ms = tracing::field::Empty,
+        cache = tracing::field::Empty,
+    );
     let host = req
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .map(str::to_owned)
         .or_else(|| req.uri().authority().map(|a| a.to_string()));
-    let response = match answer(&mirror, &method, &path, host.as_deref()).await {
-        Ok(resp) => resp,
-        Err(e) => {
-            let status = e.status();
-            if status.is_server_error() {
-                tracing::warn!(%method, %path, status = status.as_u16(), error = %e, "request failed");
+    async move {
+        let (endpoint, result) = answer(&mirror, &method, &path, host.as_deref()).await;
+        let mut response = match result {
+            Ok(resp) => resp,
+            Err(e) => {
+                let status = e.status();
+                if status.is_server_error() {
+                    tracing::warn!(status = status.as_u16(), error = %e, "request failed");
+                }
+                json_response(status, &e.body())
             }
-            json_response(status, &e.body())
+        };
+        let took = started.elapsed();
+        let status = response.status().as_u16();
+        mirror.metrics().request(endpoint, status, took);
+        let span = tracing::Span::current();
+        span.record("status", status);
+        span.record("ms", took.as_millis() as u64);
+        tracing::info!("answered");
+        if let Ok(v) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert("x-request-id", v);
         }
-    };
-    tracing::info!(
-        %method,
-        %path,
-        status = response.status().as_u16(),
-        ms = started.elapsed().as_millis() as u64,
-        "request"
-    );
-    Ok(if head { strip_body(response) } else { response })
+        Ok(if method == Method::HEAD {
+            strip_body(response)
+        } else {
+            response
+        })
+    }
+    .instrument(span)
+    .await
+}
+
+/// A request ID: unique within this process, and unlikely to repeat across
+/// restarts because the counter starts from the clock.
+fn next_request_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    });
+    format!(
+        "{:016x}",
+        start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed))
+    )
 }
 
 async fn answer(
@@ -57,97 +101,124 @@ async fn answer(
     method: &Method,
     path: &str,
     host: Option<&str>,
-) -> Result<Response<Body>, RequestError> {
+) -> (Endpoint, Result<Response<Body>, RequestError>) {
     if method != Method::GET && method != Method::HEAD {
-        return Err(RequestError::MethodNotAllowed);
+        return (Endpoint::Invalid, Err(RequestError::MethodNotAllowed));
     }
-    match routes::parse(path)? {
-        Route::Home => Ok(home(mirror, host)),
-        Route::Index(provider) => {
-            let record = mirror.index(&provider).await?;
-            Ok(json_response(
-                StatusCode::OK,
-                &IndexDocument::from_record(&record),
-            ))
-        }
-        Route::Version(provider, version) => {
-            let record = mirror.version(&provider, &version).await?;
-            let h1 = mirror.cached_h1(&record).await;
-            Ok(json_response(
-                StatusCode::OK,
-                &VersionDocument::from_record(&record, &h1),
-            ))
-        }
-        Route::Archive(provider, version, platform) => {
-            let archive = mirror.archive(&provider, &version, &platform).await?;
-            let file = tokio::fs::File::open(&archive.path)
-                .await
-                .map_err(|e| RequestError::disk("opening a cached archive", &e))?;
-            let stream = ReaderStream::with_capacity(file, FILE_CHUNK);
-            let body = StreamBody::new(futures_util::StreamExt::map(stream, |chunk| {
-                chunk.map(hyper::body::Frame::data)
-            }));
-            let mut resp = Response::new(BodyExt::boxed(body));
-            let h = resp.headers_mut();
-            h.insert(
+    let route = match routes::parse(path) {
+        Ok(r) => r,
+        Err(e) => return (Endpoint::Invalid, Err(e)),
+    };
+    match route {
+        Route::Home => (Endpoint::Home, Ok(crate::status::page(mirror, host).await)),
+        Route::Health => (
+            Endpoint::Operations,
+            Ok(text_response(StatusCode::OK, "ok\n")),
+        ),
+        Route::Ready => (
+            Endpoint::Operations,
+            match mirror.ready() {
+                Ok(()) => Ok(text_response(StatusCode::OK, "ready\n")),
+                Err(reason) => Err(RequestError::Unavailable(reason)),
+            },
+        ),
+        Route::Metrics => {
+            let mut resp = text_response(StatusCode::OK, &mirror.metrics().render());
+            resp.headers_mut().insert(
                 header::CONTENT_TYPE,
-                HeaderValue::from_static("application/zip"),
+                HeaderValue::from_static(
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                ),
             );
-            h.insert(header::CONTENT_LENGTH, HeaderValue::from(archive.size));
-            Ok(resp)
+            (Endpoint::Operations, Ok(resp))
         }
+        Route::Index(provider) => (
+            Endpoint::Index,
+            mirror
+                .index(&provider)
+                .await
+                .map(|record| json_response(StatusCode::OK, &IndexDocument::from_record(&record))),
+        ),
+        Route::Version(provider, version) => (
+            Endpoint::Version,
+            async {
+                let record = mirror.version(&provider, &version).await?;
+                let h1 = mirror.cached_h1(&record).await;
+                Ok(json_response(
+                    StatusCode::OK,
+                    &VersionDocument::from_record(&record, &h1),
+                ))
+            }
+            .await,
+        ),
+        Route::Archive(provider, version, platform) => (
+            Endpoint::Archive,
+            serve_archive(mirror, &provider, &version, &platform).await,
+        ),
     }
+}
+
+async fn serve_archive(
+    mirror: &Arc<Mirror>,
+    provider: &crate::address::Provider,
+    version: &crate::address::Version,
+    platform: &crate::address::Platform,
+) -> Result<Response<Body>, RequestError> {
+    let (archive, reading) = mirror.open_archive(provider, version, platform).await?;
+    let file = tokio::fs::File::open(&archive.path)
+        .await
+        .map_err(|e| RequestError::disk("opening a cached archive", &e))?;
+    let stream = ReaderStream::with_capacity(file, FILE_CHUNK);
+    let metrics = mirror.clone();
+    let body = StreamBody::new(futures_util::StreamExt::map(stream, move |chunk| {
+        // The guard lives as long as the body: the archive is being read.
+        let _ = &reading;
+        chunk.map(|data| {
+            metrics.metrics().served(data.len() as u64);
+            hyper::body::Frame::data(data)
+        })
+    }));
+    let mut resp = Response::new(BodyExt::boxed(body));
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/zip"),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(archive.size));
+    Ok(resp)
 }
 
 /// A JSON answer with the right content type.
-fn json_response<T: serde::Serialize>(status: StatusCode, value: &T) -> Response<Body> {
+pub(crate) fn json_response<T: serde::Serialize>(status: StatusCode, value: &T) -> Response<Body> {
     let bytes = serde_json::to_vec(value).expect("documents always serialize");
+    with_type(status, bytes, "application/json")
+}
+
+fn text_response(status: StatusCode, text: &str) -> Response<Body> {
+    with_type(
+        status,
+        text.as_bytes().to_vec(),
+        "text/plain; charset=utf-8",
+    )
+}
+
+/// An answer with a body, its length and its content type.
+pub(crate) fn with_type(
+    status: StatusCode,
+    bytes: Vec<u8>,
+    content_type: &'static str,
+) -> Response<Body> {
     let len = bytes.len();
-    let mut resp = Response::new(full(bytes));
-    resp.headers_mut()
-        .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    let mut resp = Response::new(
+        Full::new(Bytes::from(bytes))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
     *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
-}
-
-/// The page at the base URL, which Terraform never fetches: what this
-/// server is and how to use it.
-fn home(mirror: &Mirror, host: Option<&str>) -> Response<Body> {
-    let cfg = mirror.config();
-    let scheme = if cfg.server.tls { "https" } else { "http" };
-    let listen = cfg.server.listen.to_string();
-    // The name the client used is the one that works for it; a Host header
-    // with odd characters is not echoed.
-    let authority = host
-        .filter(|h| {
-            h.len() < 300
-                && h.bytes()
-                    .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'<')
-        })
-        .unwrap_or(&listen);
-    let text = format!(
-        "tfmirror {version}: a caching provider network mirror for Terraform and OpenTofu.\n\
-         Every package it serves was checked against its origin registry's signed SHA256SUMS.\n\n\
-         Use it from the CLI configuration (~/.terraformrc or terraform.rc):\n\n\
-         provider_installation {{\n  network_mirror {{\n    url = \"{scheme}://{authority}/\"\n  }}\n}}\n",
-        version = env!("CARGO_PKG_VERSION"),
-    );
-    let mut resp = Response::new(full(text.into_bytes()));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    resp
-}
-
-fn full(bytes: Vec<u8>) -> Body {
-    Full::new(Bytes::from(bytes))
-        .map_err(|never| match never {})
-        .boxed()
 }
 
 /// Keeps status and headers (Content-Length included) and drops the body.

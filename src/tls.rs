@@ -8,13 +8,15 @@
 //! same authority, so clients that trust `ca.pem` keep working.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use anyhow::{bail, Context};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -43,11 +45,58 @@ impl GeneratedPaths {
     }
 }
 
-/// Builds the rustls server configuration. Returns the generated identity's
-/// paths too when no certificate was configured.
-pub fn server_config(
-    cfg: &ServerConfig,
-) -> anyhow::Result<(Arc<rustls::ServerConfig>, Option<GeneratedPaths>)> {
+/// The server's TLS settings, with a certificate that can be reloaded from
+/// its files while the server runs.
+pub struct ServerTls {
+    /// The rustls configuration to accept connections with.
+    pub config: Arc<rustls::ServerConfig>,
+    /// Where the generated identity is, when none was configured.
+    pub generated: Option<GeneratedPaths>,
+    resolver: Arc<CertResolver>,
+}
+
+impl ServerTls {
+    /// Re-reads the certificate and key files. On any problem the
+    /// certificate in use stays and the error is returned.
+    pub fn reload(&self) -> anyhow::Result<()> {
+        let fresh = load_certified_key(&self.resolver.cert, &self.resolver.key)?;
+        *self.resolver.current.write().expect("certificate lock") = Arc::new(fresh);
+        Ok(())
+    }
+}
+
+/// Hands every handshake the certificate currently loaded.
+#[derive(Debug)]
+struct CertResolver {
+    cert: PathBuf,
+    key: PathBuf,
+    current: RwLock<Arc<CertifiedKey>>,
+}
+
+impl ResolvesServerCert for CertResolver {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current.read().expect("certificate lock").clone())
+    }
+}
+
+/// Reads a certificate chain and its key, checking that they belong together.
+fn load_certified_key(cert: &Path, key: &Path) -> anyhow::Result<CertifiedKey> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("reading server.tls_cert {}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("parsing server.tls_cert {}", cert.display()))?;
+    if chain.is_empty() {
+        bail!("server.tls_cert {} holds no certificate", cert.display());
+    }
+    let key_der = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("reading server.tls_key {}", key.display()))?;
+    CertifiedKey::from_der(chain, key_der, &rustls::crypto::ring::default_provider())
+        .context("server.tls_cert and server.tls_key do not form a usable pair")
+}
+
+/// Builds the server's TLS settings from `[server]`, generating an identity
+/// when no certificate is configured.
+pub fn server_tls(cfg: &ServerConfig) -> anyhow::Result<ServerTls> {
     let (cert, key, generated) = match (&cfg.tls_cert, &cfg.tls_key) {
         (Some(cert), Some(key)) => (cert.clone(), key.clone(), None),
         _ => {
@@ -55,25 +104,25 @@ pub fn server_config(
             (paths.cert.clone(), paths.key.clone(), Some(paths))
         }
     };
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
-        .with_context(|| format!("reading server.tls_cert {}", cert.display()))?
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("parsing server.tls_cert {}", cert.display()))?;
-    if chain.is_empty() {
-        bail!("server.tls_cert {} holds no certificate", cert.display());
-    }
-    let key = PrivateKeyDer::from_pem_file(&key)
-        .with_context(|| format!("reading server.tls_key {}", key.display()))?;
+    let first = load_certified_key(&cert, &key)?;
+    let resolver = Arc::new(CertResolver {
+        cert,
+        key,
+        current: RwLock::new(Arc::new(first)),
+    });
     let mut config = rustls::ServerConfig::builder_with_provider(
         rustls::crypto::ring::default_provider().into(),
     )
     .with_safe_default_protocol_versions()
     .context("configuring server TLS")?
     .with_no_client_auth()
-    .with_single_cert(chain, key)
-    .context("server.tls_cert and server.tls_key do not form a usable pair")?;
+    .with_cert_resolver(resolver.clone());
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok((Arc::new(config), generated))
+    Ok(ServerTls {
+        config: Arc::new(config),
+        generated,
+        resolver,
+    })
 }
 
 /// The names a generated server certificate covers.
@@ -177,17 +226,19 @@ mod tests {
     #[test]
     fn generated_identity_is_reused_and_reissued_for_new_names() {
         let dir = tempfile::tempdir().unwrap();
-        let (_, paths) = server_config(&server_cfg(dir.path(), vec![])).unwrap();
-        let paths = paths.unwrap();
+        let paths = server_tls(&server_cfg(dir.path(), vec![]))
+            .unwrap()
+            .generated
+            .unwrap();
         let ca = std::fs::read(&paths.ca_cert).unwrap();
         let cert = std::fs::read(&paths.cert).unwrap();
-        server_config(&server_cfg(dir.path(), vec![])).unwrap();
+        server_tls(&server_cfg(dir.path(), vec![])).unwrap();
         assert_eq!(
             std::fs::read(&paths.cert).unwrap(),
             cert,
             "restart reuses the certificate"
         );
-        server_config(&server_cfg(dir.path(), vec!["mirror.example".into()])).unwrap();
+        server_tls(&server_cfg(dir.path(), vec!["mirror.example".into()])).unwrap();
         assert_eq!(
             std::fs::read(&paths.ca_cert).unwrap(),
             ca,
@@ -206,7 +257,7 @@ mod tests {
         let mut cfg = server_cfg(dir.path(), vec![]);
         cfg.tls_cert = Some(dir.path().join("nope.pem"));
         cfg.tls_key = Some(dir.path().join("nope.key"));
-        let e = server_config(&cfg).unwrap_err().to_string();
+        let e = server_tls(&cfg).err().unwrap().to_string();
         assert!(e.contains("server.tls_cert"), "{e}");
     }
 }

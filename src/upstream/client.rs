@@ -5,7 +5,8 @@
 //! stream.
 
 use std::path::Path;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
@@ -20,6 +21,7 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use crate::config::UpstreamConfig;
+use crate::metrics::{Metrics, UpstreamOutcome};
 
 /// How many redirects a request may follow.
 const MAX_REDIRECTS: usize = 5;
@@ -94,11 +96,12 @@ impl UpstreamError {
 pub struct Client {
     inner: HyperClient<HttpsConnector<HttpConnector>, Empty<Bytes>>,
     request_timeout: Duration,
+    metrics: Arc<Metrics>,
 }
 
 impl Client {
     /// Builds the client from the `[upstream]` settings.
-    pub fn new(config: &UpstreamConfig) -> anyhow::Result<Client> {
+    pub fn new(config: &UpstreamConfig, metrics: Arc<Metrics>) -> anyhow::Result<Client> {
         let roots = root_store(config.ca_file.as_deref())?;
         let tls = rustls::ClientConfig::builder_with_provider(
             rustls::crypto::ring::default_provider().into(),
@@ -123,6 +126,7 @@ impl Client {
         Ok(Client {
             inner,
             request_timeout: config.request_timeout,
+            metrics,
         })
     }
 
@@ -150,8 +154,20 @@ impl Client {
                 )
                 .body(Empty::new())
                 .map_err(|e| UpstreamError::invalid(&current, e))?;
-            let resp = tokio::time::timeout(self.request_timeout, self.inner.request(req))
-                .await
+            let started = Instant::now();
+            let host = current.host_str().unwrap_or("").to_owned();
+            let sent = tokio::time::timeout(self.request_timeout, self.inner.request(req)).await;
+            let outcome = match &sent {
+                Err(_) => UpstreamOutcome::Timeout,
+                Ok(Err(_)) => UpstreamOutcome::Unreachable,
+                Ok(Ok(r)) if r.status().is_success() || r.status().is_redirection() => {
+                    UpstreamOutcome::Ok
+                }
+                Ok(Ok(r)) if r.status() == StatusCode::NOT_FOUND => UpstreamOutcome::NotFound,
+                Ok(Ok(_)) => UpstreamOutcome::Error,
+            };
+            self.metrics.upstream(&host, outcome, started.elapsed());
+            let resp = sent
                 .map_err(|_| UpstreamError::Timeout {
                     url: current.to_string(),
                     secs: self.request_timeout.as_secs(),

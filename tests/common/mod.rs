@@ -536,23 +536,25 @@ pub struct RunningMirror {
 
 impl RunningMirror {
     pub async fn start(config: Config) -> RunningMirror {
-        let (tls, generated) = tfmirror::tls::server_config(&config.server).unwrap();
+        let tls = tfmirror::tls::server_tls(&config.server).unwrap();
+        let grace = config.server.shutdown_grace;
         let listener = TcpListener::bind(config.server.listen).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mirror = Arc::new(Mirror::new(config).unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(tfmirror::server::run(
             listener,
-            Some(tls),
+            Some(tls.config.clone()),
             mirror.clone(),
             async {
                 let _ = rx.await;
             },
+            grace,
         ));
         RunningMirror {
             addr,
             mirror,
-            ca_file: generated.unwrap().ca_cert,
+            ca_file: tls.generated.clone().unwrap().ca_cert,
             stop: Some(tx),
             task: Some(task),
         }

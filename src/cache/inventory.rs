@@ -1,0 +1,163 @@
+//! What the cache holds: a walk over the archive files, for the size gauges,
+//! `tfmirror ls`, the status page, and eviction of the least recently used
+//! archives when the cache outgrows `cache.max_size`.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use super::Store;
+use crate::address::{Hostname, Namespace, Platform, Provider, ProviderType, Version};
+
+/// One cached archive.
+#[derive(Debug, Clone, Serialize)]
+pub struct CachedArchive {
+    /// The provider.
+    pub provider: Provider,
+    /// The version.
+    pub version: Version,
+    /// The platform.
+    pub platform: Platform,
+    /// Size in bytes.
+    pub size: u64,
+    /// When it was last served (or stored), in seconds since the Unix epoch.
+    pub last_used: u64,
+    /// Where it is.
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+impl CachedArchive {
+    /// The key the mirror knows this archive by.
+    pub fn key(&self) -> (Provider, Version, Platform) {
+        (
+            self.provider.clone(),
+            self.version.clone(),
+            self.platform.clone(),
+        )
+    }
+}
+
+/// Lists every archive in the cache. Directories and files whose names are
+/// not valid addresses are skipped: they were not written by tfmirror.
+pub fn archives(store: &Store) -> Vec<CachedArchive> {
+    let mut out = Vec::new();
+    let root = store.root().join("providers");
+    for (host, host_dir) in subdirs(&root) {
+        let Ok(hostname) = Hostname::parse(&host) else {
+            continue;
+        };
+        for (ns, ns_dir) in subdirs(&host_dir) {
+            let Ok(namespace) = Namespace::parse(&ns) else {
+                continue;
+            };
+            for (kind, kind_dir) in subdirs(&ns_dir) {
+                let Ok(kind) = ProviderType::parse(&kind) else {
+                    continue;
+                };
+                let provider = Provider {
+                    hostname: hostname.clone(),
+                    namespace: namespace.clone(),
+                    kind,
+                };
+                for (_, version_dir) in subdirs(&kind_dir) {
+                    let Ok(entries) = std::fs::read_dir(&version_dir) else {
+                        continue;
+                    };
+                    for entry in entries.flatten() {
+                        let name = entry.file_name().to_string_lossy().into_owned();
+                        let Some((version, platform)) = provider.parse_archive_name(&name) else {
+                            continue;
+                        };
+                        let Ok(meta) = entry.metadata() else { continue };
+                        let h1 = store.h1_path(&provider, &version, &platform);
+                        let last_used = std::fs::metadata(&h1)
+                            .and_then(|m| m.modified())
+                            .or_else(|_| meta.modified())
+                            .map(epoch_secs)
+                            .unwrap_or(0);
+                        out.push(CachedArchive {
+                            provider: provider.clone(),
+                            version,
+                            platform,
+                            size: meta.len(),
+                            last_used,
+                            path: entry.path(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        (&a.provider, &a.version, &a.platform).cmp(&(&b.provider, &b.version, &b.platform))
+    });
+    out
+}
+
+/// Removes least recently used archives until the total size is at most
+/// `max_bytes`, skipping those `busy` says are in use. Returns what was
+/// removed.
+pub fn evict(
+    store: &Store,
+    max_bytes: u64,
+    busy: impl Fn(&CachedArchive) -> bool,
+) -> Vec<CachedArchive> {
+    let mut all = archives(store);
+    let mut total: u64 = all.iter().map(|a| a.size).sum();
+    let mut removed = Vec::new();
+    if total <= max_bytes {
+        return removed;
+    }
+    all.sort_by_key(|a| a.last_used);
+    for archive in all {
+        if total <= max_bytes {
+            break;
+        }
+        if busy(&archive) {
+            continue;
+        }
+        // The archive goes first: a crash in between leaves only the small
+        // hash file, which is never served on its own.
+        if let Err(e) = std::fs::remove_file(&archive.path) {
+            tracing::warn!(path = %archive.path.display(), error = %e, "could not evict archive");
+            continue;
+        }
+        let _ = std::fs::remove_file(store.h1_path(
+            &archive.provider,
+            &archive.version,
+            &archive.platform,
+        ));
+        total -= archive.size;
+        tracing::info!(provider = %archive.provider, version = %archive.version, platform = %archive.platform, bytes = archive.size, "evicted least recently used archive");
+        removed.push(archive);
+    }
+    removed
+}
+
+/// Records that an archive was used now (the modification time of its hash
+/// file is its last-use time).
+pub fn touch(store: &Store, key: &(Provider, Version, Platform)) {
+    let path = store.h1_path(&key.0, &key.1, &key.2);
+    if let Ok(f) = std::fs::File::options().append(true).open(path) {
+        let _ = f.set_modified(SystemTime::now());
+    }
+}
+
+fn subdirs(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect()
+}
+
+fn epoch_secs(t: SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

@@ -1,0 +1,390 @@
+//! Prometheus metrics, served at `/metrics` in the text exposition format.
+//!
+//! Every metric is named `tfmirror_…`; the README lists them with the alerts
+//! worth setting.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Registry, Unit};
+
+/// Which kind of request, for labels (never the raw path: that would let
+/// clients create unbounded label sets).
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `index.json`.
+    Index,
+    /// `:version.json`.
+    Version,
+    /// Archive downloads.
+    Archive,
+    /// The status page.
+    Home,
+    /// `/healthz`, `/readyz`, `/metrics`.
+    Operations,
+    /// Paths that did not parse.
+    Invalid,
+}
+
+/// What the cache held for a request.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Answered from memory or disk.
+    Hit,
+    /// Fetched from the origin.
+    Miss,
+    /// The origin was down; the stored copy was served.
+    Stale,
+}
+
+/// What kind of cached thing.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum CacheKind {
+    /// Version lists.
+    Index,
+    /// Version records.
+    Version,
+    /// Archives.
+    Archive,
+}
+
+/// How an upstream request ended.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum UpstreamOutcome {
+    /// 2xx (after redirects).
+    Ok,
+    /// 404.
+    NotFound,
+    /// Another status.
+    Error,
+    /// No answer in time.
+    Timeout,
+    /// No connection.
+    Unreachable,
+}
+
+/// How a signature check ended.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum VerifyOutcome {
+    /// Valid, by a listed key.
+    Valid,
+    /// Refused.
+    Invalid,
+}
+
+/// Label values are the variant names in snake case.
+macro_rules! snake_label {
+    ($t:ty) => {
+        impl EncodeLabelValue for $t {
+            fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+                use std::fmt::Write;
+                let name = format!("{self:?}");
+                let mut out = String::with_capacity(name.len() + 4);
+                for (i, c) in name.chars().enumerate() {
+                    if c.is_ascii_uppercase() {
+                        if i > 0 {
+                            out.push('_');
+                        }
+                        out.push(c.to_ascii_lowercase());
+                    } else {
+                        out.push(c);
+                    }
+                }
+                encoder.write_str(&out)
+            }
+        }
+    };
+}
+snake_label!(Endpoint);
+snake_label!(CacheOutcome);
+snake_label!(CacheKind);
+snake_label!(UpstreamOutcome);
+snake_label!(VerifyOutcome);
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    endpoint: Endpoint,
+    status: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabels {
+    endpoint: Endpoint,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CacheLabels {
+    kind: CacheKind,
+    outcome: CacheOutcome,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamLabels {
+    host: String,
+    outcome: UpstreamOutcome,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HostLabels {
+    host: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerifyLabels {
+    outcome: VerifyOutcome,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn latency_histogram() -> Histogram {
+    // 1 ms to about 33 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+/// All of tfmirror's metrics.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    request_seconds: HistogramFamily<EndpointLabels>,
+    cache: Family<CacheLabels, Counter>,
+    upstream: Family<UpstreamLabels, Counter>,
+    upstream_seconds: HistogramFamily<HostLabels>,
+    bytes_served: Counter,
+    bytes_fetched: Counter,
+    downloads_in_flight: Gauge,
+    cache_bytes: Gauge<i64, std::sync::atomic::AtomicI64>,
+    cache_archives: Gauge,
+    verifications: Family<VerifyLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every metric.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("tfmirror");
+        let m = Metrics {
+            requests: Family::default(),
+            request_seconds: Family::new_with_constructor(latency_histogram),
+            cache: Family::default(),
+            upstream: Family::default(),
+            upstream_seconds: Family::new_with_constructor(latency_histogram),
+            bytes_served: Counter::default(),
+            bytes_fetched: Counter::default(),
+            downloads_in_flight: Gauge::default(),
+            cache_bytes: Gauge::default(),
+            cache_archives: Gauge::default(),
+            verifications: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "http_requests",
+            "Requests answered, by endpoint and status",
+            m.requests.clone(),
+        );
+        registry.register_with_unit(
+            "http_request_duration",
+            "Time to answer a request (headers ready), by endpoint",
+            Unit::Seconds,
+            m.request_seconds.clone(),
+        );
+        registry.register(
+            "cache_lookups",
+            "Cache lookups by kind and outcome (hit, miss, stale)",
+            m.cache.clone(),
+        );
+        registry.register(
+            "upstream_requests",
+            "Requests to origin registries and download hosts, by host and outcome",
+            m.upstream.clone(),
+        );
+        registry.register_with_unit(
+            "upstream_request_duration",
+            "Time until an upstream answer's headers arrived, by host",
+            Unit::Seconds,
+            m.upstream_seconds.clone(),
+        );
+        registry.register_with_unit(
+            "served",
+            "Archive bytes sent to clients",
+            Unit::Bytes,
+            m.bytes_served.clone(),
+        );
+        registry.register_with_unit(
+            "fetched",
+            "Archive bytes downloaded from origins",
+            Unit::Bytes,
+            m.bytes_fetched.clone(),
+        );
+        registry.register(
+            "downloads_in_flight",
+            "Archive downloads from origins under way",
+            m.downloads_in_flight.clone(),
+        );
+        registry.register_with_unit(
+            "cache_size",
+            "Size of the cached archives",
+            Unit::Bytes,
+            m.cache_bytes.clone(),
+        );
+        registry.register(
+            "cache_archives",
+            "Number of cached archives",
+            m.cache_archives.clone(),
+        );
+        registry.register(
+            "signature_verifications",
+            "SHA256SUMS signature checks by outcome",
+            m.verifications.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// Counts an answered request.
+    pub fn request(&self, endpoint: Endpoint, status: u16, took: Duration) {
+        self.requests
+            .get_or_create(&RequestLabels { endpoint, status })
+            .inc();
+        self.request_seconds
+            .get_or_create(&EndpointLabels { endpoint })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts a cache lookup.
+    pub fn cache(&self, kind: CacheKind, outcome: CacheOutcome) {
+        self.cache
+            .get_or_create(&CacheLabels { kind, outcome })
+            .inc();
+    }
+
+    /// Counts an upstream request.
+    pub fn upstream(&self, host: &str, outcome: UpstreamOutcome, took: Duration) {
+        self.upstream
+            .get_or_create(&UpstreamLabels {
+                host: host.to_owned(),
+                outcome,
+            })
+            .inc();
+        self.upstream_seconds
+            .get_or_create(&HostLabels {
+                host: host.to_owned(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts archive bytes sent to a client.
+    pub fn served(&self, bytes: u64) {
+        self.bytes_served.inc_by(bytes);
+    }
+
+    /// Counts archive bytes downloaded.
+    pub fn fetched(&self, bytes: u64) {
+        self.bytes_fetched.inc_by(bytes);
+    }
+
+    /// The in-flight download gauge (a guard decrements it when dropped).
+    pub fn download_started(&self) -> InFlight<'_> {
+        self.downloads_in_flight.inc();
+        InFlight(&self.downloads_in_flight)
+    }
+
+    /// How many archive downloads are under way.
+    pub fn downloads_in_flight(&self) -> i64 {
+        self.downloads_in_flight.get()
+    }
+
+    /// Sets the cache size gauges.
+    pub fn set_cache_size(&self, bytes: u64, archives: u64) {
+        self.cache_bytes
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        self.cache_archives
+            .set(i64::try_from(archives).unwrap_or(i64::MAX));
+    }
+
+    /// Counts a signature check.
+    pub fn verification(&self, outcome: VerifyOutcome) {
+        self.verifications
+            .get_or_create(&VerifyLabels { outcome })
+            .inc();
+    }
+
+    /// Hits and all lookups so far, over every kind: for the status page.
+    pub fn hit_rate(&self) -> (u64, u64) {
+        let mut hits = 0;
+        let mut all = 0;
+        for kind in [CacheKind::Index, CacheKind::Version, CacheKind::Archive] {
+            for outcome in [CacheOutcome::Hit, CacheOutcome::Miss, CacheOutcome::Stale] {
+                let n = self
+                    .cache
+                    .get(&CacheLabels { kind, outcome })
+                    .map(|c| c.get())
+                    .unwrap_or(0);
+                all += n;
+                if outcome != CacheOutcome::Miss {
+                    hits += n;
+                }
+            }
+        }
+        (hits, all)
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// Decrements the in-flight download gauge when dropped.
+pub struct InFlight<'a>(&'a Gauge<i64, std::sync::atomic::AtomicI64>);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_prometheus_text() {
+        let m = Metrics::new();
+        m.request(Endpoint::Index, 200, Duration::from_millis(3));
+        m.cache(CacheKind::Archive, CacheOutcome::Miss);
+        m.cache(CacheKind::Archive, CacheOutcome::Hit);
+        m.upstream(
+            "registry.example",
+            UpstreamOutcome::Ok,
+            Duration::from_millis(20),
+        );
+        m.set_cache_size(1234, 2);
+        {
+            let _g = m.download_started();
+            assert!(m.render().contains("tfmirror_downloads_in_flight 1"));
+        }
+        let text = m.render();
+        for want in [
+            "tfmirror_http_requests_total{endpoint=\"index\",status=\"200\"} 1",
+            "tfmirror_cache_lookups_total{kind=\"archive\",outcome=\"miss\"} 1",
+            "tfmirror_upstream_requests_total{host=\"registry.example\",outcome=\"ok\"} 1",
+            "tfmirror_cache_size_bytes 1234",
+            "tfmirror_downloads_in_flight 0",
+            "# EOF",
+        ] {
+            assert!(text.contains(want), "{want} missing from\n{text}");
+        }
+        assert_eq!(m.hit_rate(), (1, 2));
+    }
+}

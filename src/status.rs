@@ -1,0 +1,120 @@
+//! The status page at `/`, the base URL that Terraform never fetches: what
+//! this server is, the exact CLI configuration to use it, how full and how
+//! effective the cache is, and which providers it holds. Server-rendered
+//! HTML with inline styles and no external assets, so it works inside an
+//! air-gapped site.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use http::{Response, StatusCode};
+
+use crate::cache::inventory;
+use crate::mirror::Mirror;
+use crate::service::{with_type, Body};
+
+/// Renders the page. `host` is the `Host` the client used, so the CLI
+/// block names the server the way this client reaches it.
+pub async fn page(mirror: &Mirror, host: Option<&str>) -> Response<Body> {
+    let cfg = mirror.config();
+    let scheme = if cfg.server.tls { "https" } else { "http" };
+    let listen = cfg.server.listen.to_string();
+    let authority = host
+        .filter(|h| h.len() < 300 && h.bytes().all(|b| b.is_ascii_graphic()))
+        .unwrap_or(&listen);
+    let url = format!("{scheme}://{authority}/");
+    let store = mirror.store().clone();
+    let archives = tokio::task::spawn_blocking(move || inventory::archives(&store))
+        .await
+        .unwrap_or_default();
+    let (bytes, count) = mirror.usage();
+    let (hits, lookups) = mirror.metrics().hit_rate();
+
+    // provider → version → platforms
+    let mut table: BTreeMap<String, BTreeMap<crate::address::Version, Vec<String>>> =
+        BTreeMap::new();
+    for a in &archives {
+        table
+            .entry(a.provider.to_string())
+            .or_default()
+            .entry(a.version.clone())
+            .or_default()
+            .push(a.platform.to_string());
+    }
+
+    let mut html = String::with_capacity(4096);
+    let _ = write!(
+        html,
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tfmirror at {host}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1d2330}}
+pre{{background:#f3f4f7;padding:1rem;border-radius:6px;overflow-x:auto}}
+table{{border-collapse:collapse;width:100%}}th,td{{text-align:left;padding:.35rem .6rem;border-bottom:1px solid #dde}}
+.figures span{{display:inline-block;margin-right:2rem}}
+</style></head><body>
+<h1>tfmirror</h1>
+<p>This server is a caching <strong>provider network mirror</strong> for Terraform and OpenTofu
+(version {version}). It fetches providers from their origin registries on first use, checks each
+package against its registry's signed SHA256SUMS, and serves it from its cache from then on.</p>
+<h2>Use it</h2>
+<p>Add this to your CLI configuration (<code>~/.terraformrc</code>, <code>terraform.rc</code> on
+Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also reads <code>~/.tofurc</code>):</p>
+<pre id="cli-config">provider_installation {{
+  network_mirror {{
+    url = "{url}"
+  }}
+}}</pre>
+<h2>Cache</h2>
+<p class="figures"><span id="cache-size">{size} in {count} archives</span>
+<span id="hit-rate">hit rate {rate} ({hits} of {lookups} lookups since start)</span></p>
+<table id="providers"><thead><tr><th>Provider</th><th>Version</th><th>Platforms</th></tr></thead><tbody>
+"#,
+        host = escape(authority),
+        version = env!("CARGO_PKG_VERSION"),
+        url = escape(&url),
+        size = bytesize::ByteSize(bytes).display().iec(),
+        rate = if lookups == 0 {
+            "n/a".to_string()
+        } else {
+            format!("{:.0}%", hits as f64 * 100.0 / lookups as f64)
+        },
+    );
+    if table.is_empty() {
+        html.push_str("<tr><td colspan=\"3\">Nothing cached yet.</td></tr>\n");
+    }
+    for (provider, versions) in &table {
+        for (version, platforms) in versions.iter().rev() {
+            let _ = writeln!(
+                html,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(provider),
+                escape(version.as_str()),
+                escape(&platforms.join(", "))
+            );
+        }
+    }
+    html.push_str("</tbody></table>\n</body></html>\n");
+    with_type(
+        StatusCode::OK,
+        html.into_bytes(),
+        "text/html; charset=utf-8",
+    )
+}
+
+/// Escapes text for HTML.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
