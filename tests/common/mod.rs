@@ -146,6 +146,36 @@ pub fn build_archive(kind: &str, version: &str, seed: &str) -> Vec<u8> {
     out.into_inner()
 }
 
+/// Builds a provider zip archive holding `size` bytes of incompressible data.
+pub fn build_big_archive(kind: &str, version: &str, size: usize) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    {
+        let mut w = zip::ZipWriter::new(&mut out);
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored)
+            .large_file(size > u32::MAX as usize / 2);
+        w.start_file(format!("terraform-provider-{kind}_v{version}"), opts)
+            .unwrap();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ size as u64;
+        let mut chunk = Vec::with_capacity(64 * 1024);
+        let mut left = size;
+        while left > 0 {
+            chunk.clear();
+            while chunk.len() < 64 * 1024 && chunk.len() < left {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                chunk.extend_from_slice(&x.to_le_bytes());
+            }
+            chunk.truncate(left.min(chunk.len()));
+            w.write_all(&chunk).unwrap();
+            left -= chunk.len();
+        }
+        w.finish().unwrap();
+    }
+    out.into_inner()
+}
+
 /// Hex SHA-256.
 pub fn sha256_hex(data: &[u8]) -> String {
     tfmirror::verify::hex(&Sha256::digest(data))
@@ -680,6 +710,15 @@ impl Client {
             headers: parts.headers,
             body: body.collect().await.unwrap().to_bytes(),
         }
+    }
+
+    /// Sends a GET and returns as soon as the headers are in, leaving the
+    /// body unread.
+    pub async fn start_get(&self, url: &str) -> Response<hyper::body::Incoming> {
+        let req = Request::get(url)
+            .body(http_body_util::Empty::new())
+            .unwrap();
+        self.inner.request(req).await.unwrap()
     }
 
     pub async fn get(&self, url: &str) -> Answer {

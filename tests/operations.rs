@@ -1,0 +1,226 @@
+//! Running the mirror as a service, in process: probes, metrics, request
+//! IDs, the status page's content, and eviction under `cache.max_size`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::*;
+use http::StatusCode;
+use http_body_util::BodyExt;
+
+/// The value of one metric line, `name{labels} value`.
+fn metric(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{series} not in\n{text}"))
+}
+
+#[tokio::test]
+async fn probes_metrics_request_ids_and_status_page() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish(
+        "acme",
+        "widget",
+        "1.0.0",
+        &["linux_amd64", "darwin_arm64"],
+        &signer,
+        &[&signer],
+    );
+    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    let c = Client::trusting(&m.ca_file);
+
+    let health = c.get(&m.url("/healthz")).await;
+    assert_eq!(
+        (health.status, &health.body[..]),
+        (StatusCode::OK, &b"ok\n"[..])
+    );
+    assert_eq!(c.get(&m.url("/readyz")).await.status, StatusCode::OK);
+
+    // A cold install, then a warm one.
+    let base = "/registry.origin.test/acme/widget";
+    let zip = format!("{base}/terraform-provider-widget_1.0.0_linux_amd64.zip");
+    for _ in 0..2 {
+        assert_eq!(
+            c.get(&m.url(&format!("{base}/index.json"))).await.status,
+            StatusCode::OK
+        );
+        assert_eq!(
+            c.get(&m.url(&format!("{base}/1.0.0.json"))).await.status,
+            StatusCode::OK
+        );
+        assert_eq!(c.get(&m.url(&zip)).await.status, StatusCode::OK);
+    }
+    let size = archives["linux_amd64"].len() as f64;
+    let text = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
+    let cases = [
+        (
+            "tfmirror_cache_lookups_total{kind=\"index\",outcome=\"miss\"}",
+            1.0,
+        ),
+        (
+            "tfmirror_cache_lookups_total{kind=\"index\",outcome=\"hit\"}",
+            2.0,
+        ),
+        (
+            "tfmirror_cache_lookups_total{kind=\"archive\",outcome=\"miss\"}",
+            1.0,
+        ),
+        (
+            "tfmirror_cache_lookups_total{kind=\"archive\",outcome=\"hit\"}",
+            1.0,
+        ),
+        (
+            "tfmirror_http_requests_total{endpoint=\"archive\",status=\"200\"}",
+            2.0,
+        ),
+        (
+            "tfmirror_http_requests_total{endpoint=\"version\",status=\"200\"}",
+            2.0,
+        ),
+        (
+            "tfmirror_http_request_duration_seconds_count{endpoint=\"index\"}",
+            2.0,
+        ),
+        (
+            "tfmirror_signature_verifications_total{outcome=\"valid\"}",
+            1.0,
+        ),
+        ("tfmirror_fetched_bytes_total", size),
+        ("tfmirror_served_bytes_total", 2.0 * size),
+        ("tfmirror_cache_size_bytes", size),
+        ("tfmirror_cache_archives", 1.0),
+        ("tfmirror_downloads_in_flight", 0.0),
+        // The download: a redirect, then the file.
+        (
+            "tfmirror_upstream_requests_total{host=\"localhost\",outcome=\"ok\"}",
+            2.0,
+        ),
+    ];
+    for (series, want) in cases {
+        assert_eq!(metric(&text, series), want, "{series}");
+    }
+    assert!(
+        metric(
+            &text,
+            "tfmirror_upstream_requests_total{host=\"127.0.0.1\",outcome=\"ok\"}"
+        ) >= 5.0
+    );
+
+    // Every answer carries its own request ID.
+    let a = c.get(&m.url("/healthz")).await;
+    let b = c.get(&m.url("/nope")).await;
+    let (ida, idb) = (&a.headers["x-request-id"], &b.headers["x-request-id"]);
+    assert_eq!(ida.len(), 16);
+    assert_ne!(ida, idb);
+
+    // The status page names this server and lists what is cached.
+    let page = c.get(&m.url("/")).await;
+    assert_eq!(page.headers["content-type"], "text/html; charset=utf-8");
+    let html = String::from_utf8(page.body.to_vec()).unwrap();
+    assert!(
+        html.contains(&format!("url = \"{}\"", m.url("/"))),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "<tr><td>registry.origin.test/acme/widget</td><td>1.0.0</td><td>linux_amd64</td></tr>"
+        ),
+        "{html}"
+    );
+    assert!(
+        !html.contains("darwin_arm64"),
+        "only cached archives are listed"
+    );
+
+    // Not ready when the cache cannot be written, or when shutting down.
+    let tmp = setup.cache_dir().join("tmp");
+    std::fs::remove_dir(&tmp).unwrap();
+    std::fs::write(&tmp, b"in the way").unwrap();
+    let r = c.get(&m.url("/readyz")).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        r.error_text().contains("not writable"),
+        "{}",
+        r.error_text()
+    );
+    std::fs::remove_file(&tmp).unwrap();
+    std::fs::create_dir(&tmp).unwrap();
+    assert_eq!(c.get(&m.url("/readyz")).await.status, StatusCode::OK);
+    m.mirror.set_draining();
+    assert_eq!(
+        c.get(&m.url("/readyz")).await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(c.get(&m.url("/healthz")).await.status, StatusCode::OK);
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eviction_keeps_the_cache_under_max_size_and_spares_archives_being_read() {
+    const MIB: usize = 1024 * 1024;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let keys = vec![(signer.key_id(), signer.public_armored())];
+    let mut published = BTreeMap::new();
+    for v in ["1.0.0", "2.0.0", "3.0.0"] {
+        let archives: BTreeMap<String, Vec<u8>> = [(
+            "linux_amd64".to_string(),
+            build_big_archive("big", v, 8 * MIB),
+        )]
+        .into();
+        let sums = sums_document("big", v, &archives);
+        let sig = signer.sign_binary(&sums);
+        origin.publish_raw("acme", "big", v, &archives, sums, sig, keys.clone());
+        published.insert(v, archives["linux_amd64"].clone());
+    }
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    config.cache.max_size = Some(bytesize::ByteSize::mib(20));
+    let m = RunningMirror::start(config).await;
+    let c = Client::trusting(&m.ca_file);
+    let url = |v: &str| {
+        m.url(&format!(
+            "/registry.origin.test/acme/big/terraform-provider-big_{v}_linux_amd64.zip"
+        ))
+    };
+    let cached = |v: &str| {
+        setup
+            .cache_dir()
+            .join(format!("providers/registry.origin.test/acme/big/{v}/terraform-provider-big_{v}_linux_amd64.zip"))
+            .exists()
+    };
+
+    assert_eq!(c.get(&url("1.0.0")).await.status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(c.get(&url("2.0.0")).await.status, StatusCode::OK);
+    // 1.0.0 is the least recently used, but a client is reading it now.
+    let reading = c.start_get(&url("1.0.0")).await;
+    assert_eq!(reading.status(), StatusCode::OK);
+    assert_eq!(c.get(&url("3.0.0")).await.status, StatusCode::OK);
+
+    assert!(cached("1.0.0"), "the archive being read was evicted");
+    assert!(
+        !cached("2.0.0"),
+        "the least recently used idle archive stays"
+    );
+    assert!(cached("3.0.0"));
+    let (bytes, count) = m.mirror.usage();
+    assert!(bytes <= 20 * MIB as u64, "{bytes}");
+    assert_eq!(count, 2);
+    let body = reading.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&body[..], &published["1.0.0"][..]);
+
+    // An evicted archive is fetched again on demand.
+    let again = c.get(&url("2.0.0")).await;
+    assert_eq!(&again.body[..], &published["2.0.0"][..]);
+    assert_eq!(
+        origin.hits("/files/terraform-provider-big_2.0.0_linux_amd64.zip"),
+        2
+    );
+    assert!(m.mirror.usage().0 <= 20 * MIB as u64);
+    m.stop().await;
+}
