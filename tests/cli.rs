@@ -1,21 +1,134 @@
-//! The `tfmirror` binary itself: configuration errors, and `serve` on its
-//! built-in defaults (generated certificate, platform directories) until
-//! SIGTERM.
+//! The `tfmirror` binary itself: configuration errors, `serve` on its
+//! built-in defaults, signals (SIGTERM with a download in flight, SIGHUP
+//! with a new certificate), systemd notification, JSON logs, `ls` and `gc`.
 
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-fn tfmirror(home: &std::path::Path) -> Command {
+use common::*;
+use http::StatusCode;
+
+fn tfmirror(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfmirror"));
     cmd.env_clear()
         .env("HOME", home)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1");
+        .env("RUST_LOG", "info");
     cmd
+}
+
+/// A running `tfmirror serve` whose log is read line by line.
+struct Daemon {
+    child: Child,
+    lines: Receiver<String>,
+    log: String,
+    url: String,
+}
+
+impl Daemon {
+    /// Starts a prepared `serve` command (arguments already given).
+    fn start(mut cmd: Command) -> Daemon {
+        let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut d = Daemon {
+            child,
+            lines,
+            log: String::new(),
+            url: String::new(),
+        };
+        let line = d.wait_for("protocol at ");
+        d.url = line
+            .split("protocol at ")
+            .nth(1)
+            .unwrap()
+            .split(|c: char| c.is_whitespace() || c == '"')
+            .next()
+            .unwrap()
+            .to_string();
+        d
+    }
+
+    /// Waits for a log line containing `needle` and returns it.
+    fn wait_for(&mut self, needle: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no {needle:?} in the log:\n{}", self.log));
+            self.log.push_str(&line);
+            self.log.push('\n');
+            if line.contains(needle) {
+                return line;
+            }
+        }
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args([&format!("-{sig}"), &pid])
+            .status()
+            .unwrap()
+            .success());
+    }
+
+    async fn wait(mut self) -> (std::process::ExitStatus, String) {
+        let status = tokio::task::spawn_blocking(move || {
+            let s = self.child.wait().unwrap();
+            while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
+                self.log.push_str(&line);
+                self.log.push('\n');
+            }
+            (s, std::mem::take(&mut self.log))
+        });
+        status.await.unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// A configuration file for a daemon that mirrors `registry.origin.test`
+/// from the fake origin.
+fn config_file(setup: &Setup, origin: &FakeOrigin, extra: &str) -> PathBuf {
+    let dir = setup.dir.path();
+    let text = format!(
+        r#"
+[server]
+listen = "127.0.0.1:0"
+data_dir = "{data}"
+shutdown_grace = "20s"
+[cache]
+dir = "{cache}"
+[upstream]
+allowed_hosts = []
+ca_file = "{ca}"
+[upstream.hosts."registry.origin.test"]
+services = {{ "providers.v1" = "{api}" }}
+{extra}
+"#,
+        data = dir.join("data").display(),
+        cache = setup.cache_dir().display(),
+        ca = dir.join("origin-ca.pem").display(),
+        api = origin.providers_url(),
+    );
+    let path = dir.join("tfmirror.toml");
+    std::fs::write(&path, text).unwrap();
+    path
 }
 
 #[test]
@@ -50,58 +163,246 @@ fn check_config_names_the_bad_key() {
     );
 }
 
-#[cfg(unix)]
 #[tokio::test]
 async fn serve_runs_on_defaults_and_stops_on_sigterm() {
     let home = tempfile::tempdir().unwrap();
-    let mut child = tfmirror(home.path())
-        .arg("serve")
-        .env("TFMIRROR_SERVER__LISTEN", "127.0.0.1:0")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut log = String::new();
-    let url = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("no serving line in:\n{log}"));
-        log.push_str(&line);
-        log.push('\n');
-        if let Some(rest) = line.split("protocol at ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
+    let mut cmd = tfmirror(home.path());
+    cmd.arg("serve")
+        .env("TFMIRROR_SERVER__LISTEN", "127.0.0.1:0");
+    let mut d = Daemon::start(cmd);
     // The CLI block and the trust hint follow.
-    while !log.contains("SSL_CERT_FILE=") {
-        log.push_str(&rx.recv_timeout(Duration::from_secs(5)).unwrap());
-        log.push('\n');
-    }
-    assert!(log.contains(&format!("url = \"{url}\"")), "{log}");
+    d.wait_for("SSL_CERT_FILE=");
+    assert!(d.log.contains(&format!("url = \"{}\"", d.url)), "{}", d.log);
     let ca = home.path().join(".local/share/tfmirror/tls/ca.pem");
-    assert!(log.contains(&ca.display().to_string()), "{log}");
+    assert!(d.log.contains(&ca.display().to_string()), "{}", d.log);
 
-    let c = common::Client::trusting(&ca);
-    let page = c.get(&url).await;
-    assert_eq!(page.status, http::StatusCode::OK);
-    let refused = c.get(&format!("{url}example.com/acme/x/index.json")).await;
-    assert_eq!(refused.status, http::StatusCode::FORBIDDEN);
+    let c = Client::trusting(&ca);
+    assert_eq!(c.get(&d.url).await.status, StatusCode::OK);
+    let refused = c
+        .get(&format!("{}example.com/acme/x/index.json", d.url))
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
 
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+    d.signal("TERM");
+    let (status, log) = d.wait().await;
+    assert!(status.success(), "exit status {status:?}\n{log}");
+    assert!(home.path().join(".cache/tfmirror/providers").is_dir());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_a_slow_download_finish_and_systemd_hears_of_it() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish(
+        "acme",
+        "widget",
+        "1.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    origin.set_archive_delay(Duration::from_millis(1500));
+    let config = config_file(&setup, &origin, "[log]\nformat = \"json\"\n");
+    let notify_path = setup.dir.path().join("notify.sock");
+    let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).unwrap();
+    notify
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut cmd = tfmirror(setup.dir.path());
+    cmd.args(["serve", "--config"])
+        .arg(&config)
+        .env("NOTIFY_SOCKET", &notify_path);
+    let d = Daemon::start(cmd);
+    let mut buf = [0u8; 256];
+    let n = notify.recv(&mut buf).unwrap();
+    assert_eq!(String::from_utf8_lossy(&buf[..n]).trim_end(), "READY=1");
+
+    // JSON logs: every line parses, and the request span is in them.
+    let ca = setup.dir.path().join("data/tls/ca.pem");
+    let c = std::sync::Arc::new(Client::trusting(&ca));
+    let url = format!(
+        "{}registry.origin.test/acme/widget/terraform-provider-widget_1.0.0_linux_amd64.zip",
+        d.url
+    );
+    let download = {
+        let (c, url) = (c.clone(), url.clone());
+        tokio::spawn(async move { c.get(&url).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    d.signal("TERM");
+    let n = notify.recv(&mut buf).unwrap();
+    assert_eq!(String::from_utf8_lossy(&buf[..n]).trim_end(), "STOPPING=1");
+    let answer = download.await.unwrap();
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(&answer.body[..], &archives["linux_amd64"][..]);
+    let (status, log) = d.wait().await;
+    assert!(status.success(), "exit status {status:?}\n{log}");
+    for line in log.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(v["level"].is_string(), "{line}");
+    }
+    assert!(
+        log.lines().any(|l| l.contains("\"answered\"")
+            && l.contains("\"cache\":\"miss\"")
+            && l.contains("\"status\":200")),
+        "{log}"
+    );
+}
+
+/// The certificate a TLS server presents.
+async fn presented_certificate(addr: &str, roots: &[&TestCa]) -> Vec<u8> {
+    use rustls_pki_types::pem::PemObject;
+    let mut store = rustls::RootCertStore::empty();
+    for ca in roots {
+        store
+            .add(rustls_pki_types::CertificateDer::from_pem_slice(ca.ca_pem.as_bytes()).unwrap())
+            .unwrap();
+    }
+    let cfg = rustls::ClientConfig::builder_with_provider(
+        rustls::crypto::ring::default_provider().into(),
+    )
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(store)
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
+        .connect(name, tcp)
         .await
         .unwrap();
-    assert!(status.success(), "exit status {status:?}");
-    assert!(home.path().join(".cache/tfmirror/providers").is_dir());
+    tls.get_ref().1.peer_certificates().unwrap()[0].to_vec()
+}
+
+#[tokio::test]
+async fn sighup_swaps_in_a_new_certificate_and_keeps_the_old_one_when_the_new_is_bad() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let dir = setup.dir.path();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let first = TestCa::new();
+    std::fs::write(&cert, &first.cert_pem).unwrap();
+    std::fs::write(&key, &first.key_pem).unwrap();
+    let config = config_file(&setup, &origin, "");
+    // The environment layer points the server at the certificate files.
+    let mut cmd = tfmirror(dir);
+    cmd.args(["serve", "--config"])
+        .arg(&config)
+        .env("TFMIRROR_SERVER__TLS_CERT", &cert)
+        .env("TFMIRROR_SERVER__TLS_KEY", &key);
+    let mut d = Daemon::start(cmd);
+    let addr = d
+        .url
+        .trim_start_matches("https://")
+        .trim_end_matches('/')
+        .to_string();
+    let second = TestCa::new();
+    let roots = [&first, &second];
+    let before = presented_certificate(&addr, &roots).await;
+
+    std::fs::write(&cert, &second.cert_pem).unwrap();
+    std::fs::write(&key, &second.key_pem).unwrap();
+    d.signal("HUP");
+    d.wait_for("reloaded the TLS certificate");
+    let after = presented_certificate(&addr, &roots).await;
+    assert_ne!(
+        before, after,
+        "the new certificate is presented after SIGHUP"
+    );
+
+    // A certificate whose key does not match is refused; the old one stays.
+    std::fs::write(&key, &first.key_pem).unwrap();
+    d.signal("HUP");
+    d.wait_for("kept the current TLS certificate");
+    assert_eq!(presented_certificate(&addr, &roots).await, after);
+
+    d.signal("TERM");
+    let (status, log) = d.wait().await;
+    assert!(status.success(), "{log}");
+}
+
+#[tokio::test]
+async fn ls_lists_the_cache_and_gc_shrinks_it() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish(
+        "acme",
+        "widget",
+        "1.0.0",
+        &["linux_amd64", "darwin_arm64"],
+        &signer,
+        &[&signer],
+    );
+    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    let c = Client::trusting(&m.ca_file);
+    for p in ["linux_amd64", "darwin_arm64"] {
+        let url = m.url(&format!(
+            "/registry.origin.test/acme/widget/terraform-provider-widget_1.0.0_{p}.zip"
+        ));
+        assert_eq!(c.get(&url).await.status, StatusCode::OK);
+    }
+    m.stop().await;
+    let config = config_file(&setup, &origin, "");
+
+    let out = tfmirror(setup.dir.path())
+        .args(["ls", "--json", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = listed.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["provider"]["hostname"], "registry.origin.test");
+    assert_eq!(rows[0]["platform"], "darwin_arm64");
+    assert_eq!(rows[1]["size"], archives["linux_amd64"].len());
+
+    let out = tfmirror(setup.dir.path())
+        .args(["ls", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.starts_with("PROVIDER"), "{table}");
+    assert!(
+        table.contains("registry.origin.test/acme/widget  1.0.0"),
+        "{table}"
+    );
+    assert!(table.contains("2 archives"), "{table}");
+
+    let smaller = archives["linux_amd64"].len() + 1;
+    let out = tfmirror(setup.dir.path())
+        .args(["gc", "--max-size", &format!("{smaller}B"), "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("evicted 1 archives"));
+    let out = tfmirror(setup.dir.path())
+        .args(["ls", "--json", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+
+    // gc without a size to shrink to is an error that says what to set.
+    let out = tfmirror(setup.dir.path())
+        .args(["gc", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cache.max_size"));
 }
