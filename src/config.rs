@@ -76,7 +76,8 @@ pub struct ServerConfig {
     /// certificate, besides `localhost`, `127.0.0.1` and `::1`.
     pub hostnames: Vec<String>,
     /// `data_dir`: where the generated certificate and its local authority are
-    /// kept. Default: the platform's data directory (`~/.local/share/tfmirror`).
+    /// kept. Default: `$STATE_DIRECTORY` under systemd, else the platform's
+    /// data directory (`~/.local/share/tfmirror`).
     pub data_dir: PathBuf,
     /// `shutdown_grace`: on SIGTERM or SIGINT, how long requests and archive
     /// downloads in flight may take to finish before the daemon exits.
@@ -89,8 +90,8 @@ pub struct ServerConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
-    /// `dir`: the cache directory. Default: the platform's cache directory
-    /// (`~/.cache/tfmirror`).
+    /// `dir`: the cache directory. Default: `$CACHE_DIRECTORY` under
+    /// systemd, else the platform's cache directory (`~/.cache/tfmirror`).
     pub dir: PathBuf,
     /// `index_ttl`: how long a provider's version list is served before it is
     /// asked of the origin again. Default `10m`. When the origin cannot be
@@ -151,14 +152,19 @@ fn project_dirs() -> Option<directories::ProjectDirs> {
 
 impl Default for Config {
     fn default() -> Self {
+        // Under systemd (CacheDirectory=, StateDirectory=) the service's own
+        // directories are the defaults; elsewhere the user's.
+        let from_env = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         let dirs = project_dirs();
-        let cache_dir = dirs
-            .as_ref()
-            .map(|d| d.cache_dir().to_path_buf())
+        let cache_dir = from_env("CACHE_DIRECTORY")
+            .or_else(|| dirs.as_ref().map(|d| d.cache_dir().to_path_buf()))
             .unwrap_or_else(|| PathBuf::from("tfmirror-cache"));
-        let data_dir = dirs
-            .as_ref()
-            .map(|d| d.data_dir().to_path_buf())
+        let data_dir = from_env("STATE_DIRECTORY")
+            .or_else(|| dirs.as_ref().map(|d| d.data_dir().to_path_buf()))
             .unwrap_or_else(|| PathBuf::from("tfmirror-data"));
         Config {
             server: ServerConfig {

@@ -1,0 +1,149 @@
+//! The status page rendered by a real headless browser (Debian's chromium)
+//! from a running mirror with a warm cache.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+use http::StatusCode;
+
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    if path.is_file() {
+        return Some(path);
+    }
+    let msg = format!(
+        "{} not found: install Debian's chromium package (the README's test command does)",
+        path.display()
+    );
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{msg}");
+    }
+    eprintln!("SKIPPED: {msg}");
+    None
+}
+
+/// Runs headless chromium with `args` against `url`.
+async fn run_chromium(
+    chromium: &PathBuf,
+    profile: &std::path::Path,
+    args: &[&str],
+    url: &str,
+) -> std::process::Output {
+    let mut cmd = Command::new(chromium);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        // The page comes from the mirror's own generated authority.
+        "--ignore-certificate-errors",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(args)
+    .arg(url);
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_page_renders_the_cached_providers_in_a_browser() {
+    let Some(chromium) = chromium() else { return };
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    origin.publish(
+        "acme",
+        "widget",
+        "1.2.0",
+        &["linux_amd64", "darwin_arm64"],
+        &signer,
+        &[&signer],
+    );
+    origin.publish(
+        "acme",
+        "gadget",
+        "0.9.1",
+        &["windows_amd64"],
+        &signer,
+        &[&signer],
+    );
+    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    let c = Client::trusting(&m.ca_file);
+    for (kind, v, p) in [
+        ("widget", "1.2.0", "linux_amd64"),
+        ("widget", "1.2.0", "darwin_arm64"),
+        ("gadget", "0.9.1", "windows_amd64"),
+    ] {
+        let url = m.url(&format!(
+            "/registry.origin.test/acme/{kind}/terraform-provider-{kind}_{v}_{p}.zip"
+        ));
+        assert_eq!(c.get(&url).await.status, StatusCode::OK);
+        // Warm hits too, so the hit rate is not zero.
+        assert_eq!(c.get(&url).await.status, StatusCode::OK);
+    }
+
+    let profile = setup.dir.path().join("chromium-profile");
+    let out = run_chromium(&chromium, &profile, &["--dump-dom"], &m.url("/")).await;
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for row in [
+        "<tr><td>registry.origin.test/acme/gadget</td><td>0.9.1</td><td>windows_amd64</td></tr>",
+        "<tr><td>registry.origin.test/acme/widget</td><td>1.2.0</td><td>darwin_arm64, linux_amd64</td></tr>",
+    ] {
+        assert!(dom.contains(row), "{row} not in the rendered page:\n{dom}");
+    }
+    assert!(dom.contains(&format!("url = \"{}\"", m.url("/"))), "{dom}");
+    assert!(dom.contains("in 3 archives"), "{dom}");
+    let rate = dom.split("hit rate ").nth(1).unwrap_or_default();
+    let percent: u32 = rate
+        .split('%')
+        .next()
+        .unwrap_or_default()
+        .parse()
+        .unwrap_or(0);
+    assert!(percent > 0 && percent < 100, "{rate}");
+
+    // A screenshot of the same page (docs/status-page.png is one of these).
+    let shot = setup.dir.path().join("status-page.png");
+    let out = run_chromium(
+        &chromium,
+        &profile,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1100,760",
+            "--hide-scrollbars",
+        ],
+        &m.url("/"),
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(&shot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+    if let Some(keep) = std::env::var_os("TFMIRROR_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+    m.stop().await;
+}
