@@ -144,7 +144,17 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
         tracing::info!("\n{hint}");
 
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(handle_signals(tls.clone(), stop_tx));
+        tokio::spawn(handle_signals(tls.clone(), mirror.clone(), stop_tx));
+        if config.auth.token_file.is_some() {
+            let watched = mirror.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    let w = watched.clone();
+                    let _ = tokio::task::spawn_blocking(move || w.auth().reload_if_changed()).await;
+                }
+            });
+        }
         notify(&[sd_notify::NotifyState::Ready]);
         let draining = mirror.clone();
         crate::server::run(
@@ -193,11 +203,12 @@ fn notify(states: &[sd_notify::NotifyState]) {
     }
 }
 
-/// SIGHUP reloads the certificate; the first SIGTERM or SIGINT starts a
+/// SIGHUP reloads the certificate and the token file; the first SIGTERM or SIGINT starts a
 /// graceful shutdown, the second exits at once (files being written are only
 /// ever in the cache's tmp/ directory, which the next start sweeps).
 async fn handle_signals(
     tls: Option<Arc<crate::tls::ServerTls>>,
+    mirror: Arc<Mirror>,
     stop: tokio::sync::oneshot::Sender<()>,
 ) {
     use tokio::signal::unix::{signal, SignalKind};
@@ -223,7 +234,13 @@ async fn handle_signals(
                         Ok(()) => tracing::info!("reloaded the TLS certificate"),
                         Err(e) => tracing::error!(error = %format!("{e:#}"), "kept the current TLS certificate: the new one is not usable"),
                     },
-                    None => tracing::info!("SIGHUP: nothing to reload (TLS is off)"),
+                    None => tracing::info!("SIGHUP: TLS is off, no certificate to reload"),
+                }
+                if mirror.config().auth.token_file.is_some() {
+                    match mirror.auth().reload_token_file() {
+                        Ok(n) => tracing::info!(tokens = n, "reloaded auth.token_file"),
+                        Err(e) => tracing::error!(error = %format!("{e:#}"), "kept the tokens in force: auth.token_file could not be read"),
+                    }
                 }
                 notify(&[sd_notify::NotifyState::Ready]);
                 continue;

@@ -30,6 +30,32 @@ pub struct Config {
     pub upstream: UpstreamConfig,
     /// `[log]`: what the daemon logs and how.
     pub log: LogConfig,
+    /// `[auth]`: who may use the mirror.
+    pub auth: AuthConfig,
+}
+
+/// `[auth]`: access control. With no token configured, anyone who can reach
+/// the mirror may use it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// `tokens`: bearer tokens that may use the mirror. When any token is
+    /// configured here or in `token_file`, `index.json` and `:version.json`
+    /// require `Authorization: Bearer <token>`, and archive links are signed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<String>,
+    /// `token_file`: a file of tokens, one per line (blank lines and `#`
+    /// comments skipped), re-read when it changes and on SIGHUP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    /// `url_key_file`: a file of at least 32 bytes keying the HMAC that signs
+    /// archive links. Default: a key generated once in `server.data_dir`.
+    /// Mirrors behind one load balancer must share it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_key_file: Option<PathBuf>,
+    /// `url_lifetime`: how long a signed archive link stays valid. Default `1h`.
+    #[serde(with = "humantime_serde")]
+    pub url_lifetime: Duration,
 }
 
 /// `[log]`: logging.
@@ -195,6 +221,12 @@ impl Default for Config {
                 format: LogFormat::Pretty,
                 level: "info".into(),
             },
+            auth: AuthConfig {
+                tokens: Vec::new(),
+                token_file: None,
+                url_key_file: None,
+                url_lifetime: Duration::from_secs(3600),
+            },
         }
     }
 }
@@ -236,6 +268,7 @@ impl Config {
             ("cache.index_ttl", self.cache.index_ttl),
             ("upstream.connect_timeout", self.upstream.connect_timeout),
             ("upstream.request_timeout", self.upstream.request_timeout),
+            ("auth.url_lifetime", self.auth.url_lifetime),
         ] {
             if d.is_zero() {
                 bail!("{what} must be longer than zero");
@@ -254,8 +287,16 @@ impl Config {
     }
 
     /// Renders the effective configuration as TOML, for `check-config`.
+    /// Tokens are shown only as their number.
     pub fn to_toml(&self) -> anyhow::Result<String> {
-        let value = serde_json::to_value(self).context("serializing configuration")?;
+        let mut shown = self.clone();
+        shown.auth.tokens = shown
+            .auth
+            .tokens
+            .iter()
+            .map(|_| "(hidden)".to_string())
+            .collect();
+        let value = serde_json::to_value(&shown).context("serializing configuration")?;
         toml::to_string_pretty(&value).context("rendering configuration")
     }
 }

@@ -19,6 +19,12 @@ pub enum RequestError {
     /// The provider's registry hostname is neither allowed nor configured.
     #[error("registry host {0} is not allowed by this mirror; add it to upstream.allowed_hosts (or configure it under [upstream.hosts]) to mirror its providers")]
     HostNotAllowed(String),
+    /// The request carries no valid token.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// An archive link is unsigned, tampered with or expired.
+    #[error("{0}")]
+    Forbidden(String),
     /// The request method is not GET or HEAD.
     #[error("method not allowed")]
     MethodNotAllowed,
@@ -42,7 +48,8 @@ impl RequestError {
     pub fn status(&self) -> StatusCode {
         match self {
             RequestError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            RequestError::HostNotAllowed(_) => StatusCode::FORBIDDEN,
+            RequestError::HostNotAllowed(_) | RequestError::Forbidden(_) => StatusCode::FORBIDDEN,
+            RequestError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             RequestError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             RequestError::NotFound(_) => StatusCode::NOT_FOUND,
             RequestError::BadGateway(_) => StatusCode::BAD_GATEWAY,

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod auth;
 pub mod cache;
 pub mod cli;
 pub mod config;

@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use crate::address::{Hostname, Platform, Provider, Version};
+use crate::auth::Auth;
 use crate::cache::{
     atomic, inventory, IndexRecord, PackageRecord, SignedSums, Store, VersionRecord,
 };
@@ -106,6 +107,7 @@ pub struct Mirror {
     client: Client,
     discovery: Discovery,
     metrics: Arc<Metrics>,
+    auth: Auth,
     draining: AtomicBool,
     /// Archives being sent to clients, with how many readers each: never evicted.
     readers: Mutex<HashMap<ArchiveKey, usize>>,
@@ -127,6 +129,7 @@ impl Mirror {
         let store = Store::open(&config.cache.dir)
             .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
         let metrics = Arc::new(Metrics::new());
+        let auth = Auth::new(&config.auth, &config.server.data_dir)?;
         let client = Client::new(&config.upstream, metrics.clone())?;
         let archives = inventory::archives(&store);
         let usage = (archives.iter().map(|a| a.size).sum(), archives.len() as u64);
@@ -141,6 +144,7 @@ impl Mirror {
             client,
             discovery,
             metrics,
+            auth,
             draining: AtomicBool::new(false),
             readers: Mutex::default(),
             touched: Mutex::default(),
@@ -167,6 +171,11 @@ impl Mirror {
     /// The cache store.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Access control.
+    pub fn auth(&self) -> &Auth {
+        &self.auth
     }
 
     /// The metrics.

@@ -51,8 +51,13 @@ impl IndexDocument {
 
 impl VersionDocument {
     /// Renders a version's packages; `h1` holds the hashes of the archives
-    /// already in the cache.
-    pub fn from_record(record: &VersionRecord, h1: &BTreeMap<Platform, String>) -> Self {
+    /// already in the cache, and `query` gives the query string (if any)
+    /// to append to each archive's URL.
+    pub fn from_record(
+        record: &VersionRecord,
+        h1: &BTreeMap<Platform, String>,
+        query: impl Fn(&Platform) -> Option<String>,
+    ) -> Self {
         let archives = record
             .packages
             .iter()
@@ -60,7 +65,11 @@ impl VersionDocument {
                 let name = record.provider.archive_name(&record.version, platform);
                 // Path-segment encoding keeps names with `+` or non-ASCII
                 // characters intact when the client resolves them.
-                let url = percent_encoding::utf8_percent_encode(&name, SEGMENT).to_string();
+                let mut url = percent_encoding::utf8_percent_encode(&name, SEGMENT).to_string();
+                if let Some(q) = query(platform) {
+                    url.push('?');
+                    url.push_str(&q);
+                }
                 let mut hashes: Vec<String> = h1.get(platform).cloned().into_iter().collect();
                 hashes.push(verify::zh(&pkg.sha256));
                 (platform.clone(), ArchiveEntry { url, hashes })

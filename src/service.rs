@@ -47,8 +47,21 @@ pub async fn handle<B>(mirror: Arc<Mirror>, req: Request<B>) -> Result<Response<
         .and_then(|h| h.to_str().ok())
         .map(str::to_owned)
         .or_else(|| req.uri().authority().map(|a| a.to_string()));
+    let query = req.uri().query().map(str::to_owned);
+    let authorization = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned);
     async move {
-        let (endpoint, result) = answer(&mirror, &method, &path, host.as_deref()).await;
+        let asked = Asked {
+            method: &method,
+            path: &path,
+            query: query.as_deref(),
+            host: host.as_deref(),
+            authorization: authorization.as_deref(),
+        };
+        let (endpoint, result) = answer(&mirror, &asked).await;
         let mut response = match result {
             Ok(resp) => resp,
             Err(e) => {
@@ -56,7 +69,14 @@ pub async fn handle<B>(mirror: Arc<Mirror>, req: Request<B>) -> Result<Response<
                 if status.is_server_error() {
                     tracing::warn!(status = status.as_u16(), error = %e, "request failed");
                 }
-                json_response(status, &e.body())
+                let mut resp = json_response(status, &e.body());
+                if status == StatusCode::UNAUTHORIZED {
+                    resp.headers_mut().insert(
+                        header::WWW_AUTHENTICATE,
+                        HeaderValue::from_static("Bearer realm=\"tfmirror\""),
+                    );
+                }
+                resp
             }
         };
         let took = started.elapsed();
@@ -96,21 +116,36 @@ fn next_request_id() -> String {
     )
 }
 
+/// The parts of a request that decide its answer.
+struct Asked<'a> {
+    method: &'a Method,
+    path: &'a str,
+    query: Option<&'a str>,
+    host: Option<&'a str>,
+    authorization: Option<&'a str>,
+}
+
 async fn answer(
     mirror: &Arc<Mirror>,
-    method: &Method,
-    path: &str,
-    host: Option<&str>,
+    asked: &Asked<'_>,
 ) -> (Endpoint, Result<Response<Body>, RequestError>) {
-    if method != Method::GET && method != Method::HEAD {
+    if asked.method != Method::GET && asked.method != Method::HEAD {
         return (Endpoint::Invalid, Err(RequestError::MethodNotAllowed));
     }
-    let route = match routes::parse(path) {
+    let route = match routes::parse(asked.path) {
         Ok(r) => r,
         Err(e) => return (Endpoint::Invalid, Err(e)),
     };
     match route {
-        Route::Home => (Endpoint::Home, Ok(crate::status::page(mirror, host).await)),
+        Route::Home => (
+            Endpoint::Home,
+            Ok(crate::status::page(
+                mirror,
+                asked.host,
+                mirror.auth().check(asked.authorization).is_ok(),
+            )
+            .await),
+        ),
         Route::Health => (
             Endpoint::Operations,
             Ok(text_response(StatusCode::OK, "ok\n")),
@@ -134,26 +169,43 @@ async fn answer(
         }
         Route::Index(provider) => (
             Endpoint::Index,
-            mirror
-                .index(&provider)
-                .await
-                .map(|record| json_response(StatusCode::OK, &IndexDocument::from_record(&record))),
+            async {
+                mirror.auth().check(asked.authorization)?;
+                let record = mirror.index(&provider).await?;
+                Ok(json_response(
+                    StatusCode::OK,
+                    &IndexDocument::from_record(&record),
+                ))
+            }
+            .await,
         ),
         Route::Version(provider, version) => (
             Endpoint::Version,
             async {
+                mirror.auth().check(asked.authorization)?;
                 let record = mirror.version(&provider, &version).await?;
                 let h1 = mirror.cached_h1(&record).await;
+                let auth = mirror.auth();
+                let sign = |platform: &crate::address::Platform| {
+                    auth.enabled().then(|| {
+                        auth.sign_archive(&(provider.clone(), version.clone(), platform.clone()))
+                    })
+                };
                 Ok(json_response(
                     StatusCode::OK,
-                    &VersionDocument::from_record(&record, &h1),
+                    &VersionDocument::from_record(&record, &h1, sign),
                 ))
             }
             .await,
         ),
         Route::Archive(provider, version, platform) => (
             Endpoint::Archive,
-            serve_archive(mirror, &provider, &version, &platform).await,
+            async {
+                let key = (provider, version, platform);
+                mirror.auth().check_archive(&key, asked.query)?;
+                serve_archive(mirror, &key.0, &key.1, &key.2).await
+            }
+            .await,
         ),
     }
 }

@@ -15,7 +15,9 @@ use crate::service::{with_type, Body};
 
 /// Renders the page. `host` is the `Host` the client used, so the CLI
 /// block names the server the way this client reaches it.
-pub async fn page(mirror: &Mirror, host: Option<&str>) -> Response<Body> {
+/// With auth on, the table of cached providers is shown only to a request
+/// that carries a valid token (`authorized`).
+pub async fn page(mirror: &Mirror, host: Option<&str>, authorized: bool) -> Response<Body> {
     let cfg = mirror.config();
     let scheme = if cfg.server.tls { "https" } else { "http" };
     let listen = cfg.server.listen.to_string();
@@ -23,10 +25,24 @@ pub async fn page(mirror: &Mirror, host: Option<&str>) -> Response<Body> {
         .filter(|h| h.len() < 300 && h.bytes().all(|b| b.is_ascii_graphic()))
         .unwrap_or(&listen);
     let url = format!("{scheme}://{authority}/");
+    let auth_on = mirror.auth().enabled();
     let store = mirror.store().clone();
-    let archives = tokio::task::spawn_blocking(move || inventory::archives(&store))
-        .await
-        .unwrap_or_default();
+    let archives = if auth_on && !authorized {
+        Vec::new()
+    } else {
+        tokio::task::spawn_blocking(move || inventory::archives(&store))
+            .await
+            .unwrap_or_default()
+    };
+    let credentials = if auth_on {
+        format!(
+            "\n<p>This mirror requires a token. Add a credentials block for its host \
+             (with the port, if it is not 443):</p>\n<pre id=\"credentials\">credentials \"{}\" {{\n  token = \"&lt;your token&gt;\"\n}}</pre>\n",
+            escape(authority.trim_end_matches(":443"))
+        )
+    } else {
+        String::new()
+    };
     let (bytes, count) = mirror.usage();
     let (hits, lookups) = mirror.metrics().hit_rate();
 
@@ -65,7 +81,7 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
   network_mirror {{
     url = "{url}"
   }}
-}}</pre>
+}}</pre>{credentials}
 <h2>Cache</h2>
 <p class="figures"><span id="cache-size">{size} in {count} archives</span>
 <span id="hit-rate">hit rate {rate} ({hits} of {lookups} lookups since start)</span></p>
@@ -81,7 +97,9 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
             format!("{:.0}%", hits as f64 * 100.0 / lookups as f64)
         },
     );
-    if table.is_empty() {
+    if auth_on && !authorized {
+        html.push_str("<tr><td colspan=\"3\">The list of cached providers is shown to requests with a token.</td></tr>\n");
+    } else if table.is_empty() {
         html.push_str("<tr><td colspan=\"3\">Nothing cached yet.</td></tr>\n");
     }
     for (provider, versions) in &table {

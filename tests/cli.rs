@@ -285,7 +285,13 @@ async fn sighup_swaps_in_a_new_certificate_and_keeps_the_old_one_when_the_new_is
     let first = TestCa::new();
     std::fs::write(&cert, &first.cert_pem).unwrap();
     std::fs::write(&key, &first.key_pem).unwrap();
-    let config = config_file(&setup, &origin, "");
+    let tokens = dir.join("tokens");
+    std::fs::write(&tokens, "first-secret-token\n").unwrap();
+    let config = config_file(
+        &setup,
+        &origin,
+        &format!("[auth]\ntoken_file = \"{}\"\n", tokens.display()),
+    );
     // The environment layer points the server at the certificate files.
     let mut cmd = tfmirror(dir);
     cmd.args(["serve", "--config"])
@@ -321,6 +327,7 @@ async fn sighup_swaps_in_a_new_certificate_and_keeps_the_old_one_when_the_new_is
     d.signal("TERM");
     let (status, log) = d.wait().await;
     assert!(status.success(), "{log}");
+    assert!(!log.contains("secret-token"), "a token was logged:\n{log}");
 }
 
 #[tokio::test]

@@ -695,11 +695,21 @@ impl Client {
     }
 
     pub async fn request(&self, method: http::Method, url: &str) -> Answer {
-        let req = Request::builder()
-            .method(method)
-            .uri(url)
-            .body(http_body_util::Empty::new())
-            .unwrap();
+        self.request_with(method, url, None).await
+    }
+
+    /// A request with an `Authorization` header when `authorization` is given.
+    pub async fn request_with(
+        &self,
+        method: http::Method,
+        url: &str,
+        authorization: Option<&str>,
+    ) -> Answer {
+        let mut req = Request::builder().method(method).uri(url);
+        if let Some(a) = authorization {
+            req = req.header(http::header::AUTHORIZATION, a);
+        }
+        let req = req.body(http_body_util::Empty::new()).unwrap();
         let resp = tokio::time::timeout(Duration::from_secs(60), self.inner.request(req))
             .await
             .expect("mirror answered in time")

@@ -1,0 +1,313 @@
+//! Who may use the mirror.
+//!
+//! When `[auth]` configures any token, the JSON endpoints require
+//! `Authorization: Bearer <token>`, which Terraform and OpenTofu send when
+//! the CLI configuration has credentials for the mirror's host. They send no
+//! credentials when downloading archives, so the archive URLs that
+//! `:version.json` hands out carry an expiring HMAC signature
+//! (`?expires=<unix seconds>&sig=<hex>`) instead.
+//!
+//! Tokens are compared by their SHA-256 digests in constant time and never
+//! logged. The token file is re-read when it changes and on SIGHUP.
+
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use ring::hmac;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::cache::atomic;
+use crate::config::AuthConfig;
+use crate::error::RequestError;
+use crate::mirror::ArchiveKey;
+
+/// The tokens in force and the key that signs archive URLs.
+pub struct Auth {
+    static_tokens: Vec<[u8; 32]>,
+    token_file: Option<PathBuf>,
+    from_file: RwLock<FileTokens>,
+    url_key: hmac::Key,
+    url_lifetime: Duration,
+}
+
+#[derive(Default)]
+struct FileTokens {
+    digests: Vec<[u8; 32]>,
+    modified: Option<SystemTime>,
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+impl Auth {
+    /// Sets up authentication from `[auth]`. The URL-signing key is taken
+    /// from `auth.url_key_file`, or generated once and kept as
+    /// `<data_dir>/url-signing.key`.
+    pub fn new(config: &AuthConfig, data_dir: &Path) -> anyhow::Result<Auth> {
+        let key_bytes = match &config.url_key_file {
+            Some(path) => {
+                let bytes = std::fs::read(path)
+                    .with_context(|| format!("reading auth.url_key_file {}", path.display()))?;
+                if bytes.len() < 32 {
+                    anyhow::bail!(
+                        "auth.url_key_file {} must hold at least 32 bytes",
+                        path.display()
+                    );
+                }
+                bytes
+            }
+            None => generated_key(data_dir)?,
+        };
+        let auth = Auth {
+            static_tokens: config
+                .tokens
+                .iter()
+                .map(|t| t.trim())
+                .filter(|t| !t.is_empty())
+                .map(digest)
+                .collect(),
+            token_file: config.token_file.clone(),
+            from_file: RwLock::default(),
+            url_key: hmac::Key::new(hmac::HMAC_SHA256, &key_bytes),
+            url_lifetime: config.url_lifetime,
+        };
+        if auth.token_file.is_some() {
+            auth.reload_token_file()?;
+        }
+        Ok(auth)
+    }
+
+    /// Whether any token is configured (and so requests must carry one).
+    pub fn enabled(&self) -> bool {
+        self.token_file.is_some() || !self.static_tokens.is_empty()
+    }
+
+    /// Re-reads the token file (one token per line; blank lines and lines
+    /// starting with `#` are skipped). On error the tokens in force stay.
+    pub fn reload_token_file(&self) -> anyhow::Result<usize> {
+        let Some(path) = &self.token_file else {
+            return Ok(0);
+        };
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading auth.token_file {}", path.display()))?;
+        let digests: Vec<[u8; 32]> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(digest)
+            .collect();
+        let count = digests.len();
+        *self.from_file.write().expect("token lock") = FileTokens { digests, modified };
+        Ok(count)
+    }
+
+    /// Re-reads the token file when its modification time changed.
+    pub fn reload_if_changed(&self) {
+        let Some(path) = &self.token_file else { return };
+        let now = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        if now != self.from_file.read().expect("token lock").modified {
+            match self.reload_token_file() {
+                Ok(n) => tracing::info!(tokens = n, "auth.token_file changed; reloaded"),
+                Err(e) => {
+                    tracing::error!(error = %format!("{e:#}"), "auth.token_file changed but could not be read; keeping the tokens in force")
+                }
+            }
+        }
+    }
+
+    /// Checks a request's `Authorization` header value.
+    pub fn check(&self, authorization: Option<&str>) -> Result<(), RequestError> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let presented = authorization
+            .and_then(|h| {
+                let (scheme, rest) = h.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+            })
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                RequestError::Unauthorized(
+                    "this mirror requires a token: add a credentials block for its host to the CLI configuration".into(),
+                )
+            })?;
+        let d = digest(presented);
+        let file = self.from_file.read().expect("token lock");
+        // Compare against every token, without stopping at a match.
+        let mut found = subtle::Choice::from(0);
+        for known in self.static_tokens.iter().chain(&file.digests) {
+            found |= known.ct_eq(&d);
+        }
+        if bool::from(found) {
+            Ok(())
+        } else {
+            Err(RequestError::Unauthorized(
+                "the token is not valid for this mirror".into(),
+            ))
+        }
+    }
+
+    /// The query string that makes an archive URL valid until now plus the
+    /// configured lifetime.
+    pub fn sign_archive(&self, key: &ArchiveKey) -> String {
+        let expires = now_secs() + self.url_lifetime.as_secs();
+        let tag = hmac::sign(&self.url_key, &signed_text(key, expires));
+        format!("expires={expires}&sig={}", crate::verify::hex(tag.as_ref()))
+    }
+
+    /// Checks an archive request's query string.
+    pub fn check_archive(&self, key: &ArchiveKey, query: Option<&str>) -> Result<(), RequestError> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let refuse = |why: &str| {
+            Err(RequestError::Forbidden(format!(
+                "archive link {why}; ask the mirror for {}/{}.json again",
+                key.0, key.1
+            )))
+        };
+        let (mut expires, mut sig) = (None, None);
+        for pair in query.unwrap_or("").split('&') {
+            match pair.split_once('=') {
+                Some(("expires", v)) => expires = v.parse::<u64>().ok(),
+                Some(("sig", v)) => sig = decode_hex(v),
+                _ => {}
+            }
+        }
+        let (Some(expires), Some(sig)) = (expires, sig) else {
+            return refuse("is not signed");
+        };
+        if hmac::verify(&self.url_key, &signed_text(key, expires), &sig).is_err() {
+            return refuse("has a wrong signature");
+        }
+        if expires < now_secs() {
+            return refuse("has expired");
+        }
+        Ok(())
+    }
+}
+
+/// What an archive URL's signature covers.
+fn signed_text((p, v, platform): &ArchiveKey, expires: u64) -> Vec<u8> {
+    format!("{p}\n{v}\n{platform}\n{expires}").into_bytes()
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || s.len() > 128 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The URL-signing key kept in the data directory, made on first use.
+fn generated_key(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
+    let path = data_dir.join("url-signing.key");
+    if let Ok(bytes) = std::fs::read(&path) {
+        if bytes.len() >= 32 {
+            return Ok(bytes);
+        }
+    }
+    let mut key = vec![0u8; 32];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
+        .map_err(|_| anyhow::anyhow!("the system's random number generator failed"))?;
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating server.data_dir {}", data_dir.display()))?;
+    atomic::write(data_dir, &path, &key).with_context(|| format!("writing {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::{Platform, Provider, Version};
+
+    fn key() -> ArchiveKey {
+        (
+            Provider {
+                hostname: "r.example".parse().unwrap(),
+                namespace: "ns".parse().unwrap(),
+                kind: "t".parse().unwrap(),
+            },
+            Version::parse("1.0.0").unwrap(),
+            Platform::parse("linux_amd64").unwrap(),
+        )
+    }
+
+    fn auth(dir: &Path, tokens: &[&str], lifetime: Duration) -> Auth {
+        let cfg = AuthConfig {
+            tokens: tokens.iter().map(|s| s.to_string()).collect(),
+            token_file: None,
+            url_key_file: None,
+            url_lifetime: lifetime,
+        };
+        Auth::new(&cfg, dir).unwrap()
+    }
+
+    #[test]
+    fn bearer_tokens_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = auth(dir.path(), &["s3cret", "other"], Duration::from_secs(60));
+        assert!(a.check(Some("Bearer s3cret")).is_ok());
+        assert!(a.check(Some("bearer other")).is_ok());
+        for bad in [
+            None,
+            Some("Bearer"),
+            Some("Bearer nope"),
+            Some("Basic s3cret"),
+            Some("s3cret"),
+        ] {
+            let e = a.check(bad).unwrap_err();
+            assert_eq!(e.status(), http::StatusCode::UNAUTHORIZED, "{bad:?}");
+        }
+        let open = auth(dir.path(), &[], Duration::from_secs(60));
+        assert!(!open.enabled());
+        assert!(open.check(None).is_ok());
+    }
+
+    #[test]
+    fn archive_links_are_signed_and_expire() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = auth(dir.path(), &["t"], Duration::from_secs(60));
+        let q = a.sign_archive(&key());
+        assert!(a.check_archive(&key(), Some(&q)).is_ok());
+        let mut other = key();
+        other.2 = Platform::parse("darwin_arm64").unwrap();
+        assert!(
+            a.check_archive(&other, Some(&q)).is_err(),
+            "bound to the archive"
+        );
+        let tampered = q.replace("expires=", "expires=9");
+        assert!(a.check_archive(&key(), Some(&tampered)).is_err());
+        assert!(a.check_archive(&key(), None).is_err());
+        // The key is kept: a second instance accepts the first's links.
+        let b = auth(dir.path(), &["t"], Duration::from_secs(60));
+        assert!(b.check_archive(&key(), Some(&q)).is_ok());
+        // Expired links are refused.
+        let expired = auth(dir.path(), &["t"], Duration::ZERO);
+        let q = expired.sign_archive(&key());
+        std::thread::sleep(Duration::from_millis(1100));
+        let e = expired.check_archive(&key(), Some(&q)).unwrap_err();
+        assert!(e.to_string().contains("expired"), "{e}");
+        assert_eq!(e.status(), http::StatusCode::FORBIDDEN);
+    }
+}
