@@ -413,3 +413,71 @@ async fn ls_lists_the_cache_and_gc_shrinks_it() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cache.max_size"));
 }
+
+#[tokio::test]
+async fn takes_over_a_socket_passed_by_systemd() {
+    let Ok(true) = Command::new("systemd-socket-activate")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+    else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "systemd-socket-activate (Debian's systemd) is needed"
+        );
+        eprintln!("SKIPPED: systemd-socket-activate not found");
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // server.listen names another port: the passed socket wins.
+    let mut cmd = Command::new("systemd-socket-activate");
+    cmd.env_clear()
+        .args(["-l", &format!("127.0.0.1:{port}")])
+        .args(["-E", &format!("HOME={}", home.path().display())])
+        .args(["-E", "TFMIRROR_SERVER__LISTEN=127.0.0.1:1"])
+        .arg(env!("CARGO_BIN_EXE_tfmirror"))
+        .arg("serve")
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // The first connection starts tfmirror, which then answers it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let tcp = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Ok(s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+                break s;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .unwrap();
+    drop(tcp);
+    let ca = home.path().join(".local/share/tfmirror/tls/ca.pem");
+    let c = Client::trusting_when_ready(&ca).await;
+    let a = c.get(&format!("https://127.0.0.1:{port}/healthz")).await;
+    assert_eq!(a.status, StatusCode::OK);
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+    let log = log.join().unwrap();
+    assert!(
+        log.contains("using the listening socket passed by systemd"),
+        "{log}"
+    );
+}

@@ -224,3 +224,58 @@ async fn eviction_keeps_the_cache_under_max_size_and_spares_archives_being_read(
     assert!(m.mirror.usage().0 <= 20 * MIB as u64);
     m.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_downloading_while_the_cache_fills_is_not_evicted() {
+    const MIB: usize = 1024 * 1024;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let keys = vec![(signer.key_id(), signer.public_armored())];
+    let mut published = BTreeMap::new();
+    for v in ["1.0.0", "2.0.0", "3.0.0"] {
+        let archives: BTreeMap<String, Vec<u8>> = [(
+            "linux_amd64".to_string(),
+            build_big_archive("big", v, 6 * MIB),
+        )]
+        .into();
+        let sums = sums_document("big", v, &archives);
+        let sig = signer.sign_binary(&sums);
+        origin.publish_raw("acme", "big", v, &archives, sums, sig, keys.clone());
+        published.insert(v, archives["linux_amd64"].clone());
+    }
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    config.cache.max_size = Some(bytesize::ByteSize::mib(13));
+    let m = std::sync::Arc::new(RunningMirror::start(config).await);
+    let c = std::sync::Arc::new(Client::trusting(&m.ca_file));
+    let url = |v: &str| {
+        m.url(&format!(
+            "/registry.origin.test/acme/big/terraform-provider-big_{v}_linux_amd64.zip"
+        ))
+    };
+
+    // 3.0.0 is slow to arrive; 1.0.0 and 2.0.0 fill the cache meanwhile.
+    origin.set_file_delay(
+        "terraform-provider-big_3.0.0_linux_amd64.zip",
+        Duration::from_millis(1500),
+    );
+    let slow = {
+        let (c, u) = (c.clone(), url("3.0.0"));
+        tokio::spawn(async move { c.get(&u).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(c.get(&url("1.0.0")).await.status, StatusCode::OK);
+    assert_eq!(c.get(&url("2.0.0")).await.status, StatusCode::OK);
+    let a = slow.await.unwrap();
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(&a.body[..], &published["3.0.0"][..]);
+    // The finished download stays; the least recently used one made room.
+    let names: Vec<String> = files_below(&setup.cache_dir())
+        .into_iter()
+        .filter(|f| f.ends_with(".zip"))
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.iter().any(|f| f.contains("big_3.0.0")), "{names:?}");
+    assert!(!names.iter().any(|f| f.contains("big_1.0.0")), "{names:?}");
+    assert!(m.mirror.usage().0 <= 13 * MIB as u64);
+}

@@ -207,6 +207,8 @@ struct OriginState {
     hits: HashMap<String, usize>,
     /// Delay before archives are served, to widen race windows.
     archive_delay: Duration,
+    /// Delays for single files, overriding `archive_delay`.
+    file_delays: HashMap<String, Duration>,
     /// Answer every request with this status instead.
     fail_with: Option<StatusCode>,
     /// Leave `platforms` out of the versions list (it is optional).
@@ -284,6 +286,15 @@ impl FakeOrigin {
     pub fn stop(&self) {
         self.accept.abort();
         self.tasks.lock().unwrap().abort_all();
+    }
+
+    /// Delays serving one file.
+    pub fn set_file_delay(&self, name: &str, d: Duration) {
+        self.state
+            .lock()
+            .unwrap()
+            .file_delays
+            .insert(name.to_string(), d);
     }
 
     pub fn set_archive_delay(&self, d: Duration) {
@@ -530,7 +541,11 @@ async fn origin_answer(
             r
         }
         ["files", name] => {
-            let bytes = state.lock().unwrap().files.get(*name).cloned();
+            let (bytes, delay) = {
+                let st = state.lock().unwrap();
+                let delay = st.file_delays.get(*name).copied().unwrap_or(delay);
+                (st.files.get(*name).cloned(), delay)
+            };
             match bytes {
                 None => not_found(),
                 Some(b) => {
@@ -670,6 +685,17 @@ impl Answer {
 }
 
 impl Client {
+    /// Waits (up to 30 s) for a daemon to have written `ca_file`, then trusts it.
+    pub async fn trusting_when_ready(ca_file: &Path) -> Client {
+        for _ in 0..300 {
+            if std::fs::metadata(ca_file).is_ok_and(|m| m.len() > 0) {
+                return Client::trusting(ca_file);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{} was never written", ca_file.display());
+    }
+
     pub fn trusting(ca_file: &Path) -> Client {
         use rustls_pki_types::pem::PemObject;
         let mut roots = rustls::RootCertStore::empty();
