@@ -15,21 +15,17 @@ const TOKEN: &str = "tok-5d8a1c0e7f";
 
 #[tokio::test]
 async fn tokens_guard_the_json_endpoints_and_archive_links_are_signed() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let archives = origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
-    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
-    config.auth.tokens = vec![TOKEN.into()];
-    let m = RunningMirror::start(config).await;
-    let c = Client::trusting(&m.ca_file);
+    let Scene {
+        origin,
+        archives,
+        mirror: m,
+        client: c,
+        setup: _setup,
+        signer: _signer,
+    } = Scene::start_with("widget", "1.0.0", &["linux_amd64"], |config| {
+        config.auth.tokens = vec![TOKEN.into()];
+    })
+    .await;
     let index = m.url("/registry.origin.test/acme/widget/index.json");
     let doc = m.url("/registry.origin.test/acme/widget/1.0.0.json");
 
@@ -103,24 +99,21 @@ async fn tokens_guard_the_json_endpoints_and_archive_links_are_signed() {
 
 #[tokio::test]
 async fn expired_links_are_refused_and_the_token_file_is_reread() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
-    let token_file = setup.dir.path().join("tokens");
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("tokens");
     std::fs::write(&token_file, "# build hosts\nfirst-token\n\n").unwrap();
-    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
-    config.auth.token_file = Some(token_file.clone());
-    config.auth.url_lifetime = Duration::from_secs(1);
-    let m = RunningMirror::start(config).await;
-    let c = Client::trusting(&m.ca_file);
+    let Scene {
+        mirror: m,
+        client: c,
+        setup: _setup,
+        origin: _origin,
+        signer: _signer,
+        archives: _archives,
+    } = Scene::start_with("widget", "1.0.0", &["linux_amd64"], |config| {
+        config.auth.token_file = Some(token_file.clone());
+        config.auth.url_lifetime = Duration::from_secs(1);
+    })
+    .await;
     let doc = m.url("/registry.origin.test/acme/widget/1.0.0.json");
     let d = c
         .request_with(Method::GET, &doc, Some("Bearer first-token"))

@@ -332,19 +332,14 @@ async fn sighup_swaps_in_a_new_certificate_and_keeps_the_old_one_when_the_new_is
 
 #[tokio::test]
 async fn ls_lists_the_cache_and_gc_shrinks_it() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let archives = origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64", "darwin_arm64"],
-        &signer,
-        &[&signer],
-    );
-    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
-    let c = Client::trusting(&m.ca_file);
+    let Scene {
+        setup,
+        origin,
+        archives,
+        mirror: m,
+        client: c,
+        signer: _signer,
+    } = Scene::start("widget", "1.0.0", &["linux_amd64", "darwin_arm64"]).await;
     for p in ["linux_amd64", "darwin_arm64"] {
         let url = m.url(&format!(
             "/registry.origin.test/acme/widget/terraform-provider-widget_1.0.0_{p}.zip"

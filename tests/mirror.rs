@@ -119,29 +119,15 @@ async fn serves_documents_and_archives_found_by_discovery() {
 
 #[tokio::test]
 async fn tampered_archive_is_refused_and_nothing_is_stored() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let archives = origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
-    let mut evil = archives["linux_amd64"].clone();
+    let sc = Scene::start("widget", "1.0.0", &["linux_amd64"]).await;
+    let (origin, setup, c) = (&sc.origin, &sc.setup, &sc.client);
+    let mut evil = sc.archives["linux_amd64"].clone();
     let last = evil.len() - 30;
     evil[last] ^= 0xff;
     origin.replace_file("terraform-provider-widget_1.0.0_linux_amd64.zip", evil);
-    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
-    let c = Client::trusting(&m.ca_file);
+    let zip_url = sc.archive_url("widget", "1.0.0", "linux_amd64");
 
-    let zip = c
-        .get(&m.url(
-            "/registry.origin.test/acme/widget/terraform-provider-widget_1.0.0_linux_amd64.zip",
-        ))
-        .await;
+    let zip = c.get(&zip_url).await;
     assert_eq!(zip.status, StatusCode::BAD_GATEWAY);
     let msg = zip.error_text();
     for part in [
@@ -161,30 +147,16 @@ async fn tampered_archive_is_refused_and_nothing_is_stored() {
     );
     assert!(!stored.iter().any(|f| f.starts_with("tmp/")), "{stored:?}");
     // The version document never offers an h1: for it.
-    let doc = c
-        .get(&m.url("/registry.origin.test/acme/widget/1.0.0.json"))
-        .await
-        .json();
-    assert_eq!(
-        doc["archives"]["linux_amd64"]["hashes"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    let doc = c.get(&sc.url("widget/1.0.0.json")).await.json();
+    let hashes = doc["archives"]["linux_amd64"]["hashes"].as_array().unwrap();
+    assert_eq!(hashes.len(), 1);
 
     // Once the origin serves the right bytes again, the next request succeeds.
     origin.replace_file(
         "terraform-provider-widget_1.0.0_linux_amd64.zip",
-        archives["linux_amd64"].clone(),
+        sc.archives["linux_amd64"].clone(),
     );
-    let zip = c
-        .get(&m.url(
-            "/registry.origin.test/acme/widget/terraform-provider-widget_1.0.0_linux_amd64.zip",
-        ))
-        .await;
-    assert_eq!(zip.status, StatusCode::OK);
-    m.stop().await;
+    assert_eq!(c.get(&zip_url).await.status, StatusCode::OK);
 }
 
 #[tokio::test]
@@ -435,22 +407,10 @@ async fn hostile_paths_are_bad_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_cold_downloads_share_one_upstream_fetch() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let archives = origin.publish(
-        "acme",
-        "widget",
-        "3.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
-    origin.set_archive_delay(Duration::from_millis(300));
-    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
-    let c = std::sync::Arc::new(Client::trusting(&m.ca_file));
-    let url =
-        m.url("/registry.origin.test/acme/widget/terraform-provider-widget_3.0.0_linux_amd64.zip");
+    let sc = Scene::start("widget", "3.0.0", &["linux_amd64"]).await;
+    sc.origin.set_archive_delay(Duration::from_millis(300));
+    let c = std::sync::Arc::new(Client::trusting(&sc.mirror.ca_file));
+    let url = sc.archive_url("widget", "3.0.0", "linux_amd64");
     let mut tasks = Vec::new();
     for _ in 0..16 {
         let (c, url) = (c.clone(), url.clone());
@@ -459,38 +419,27 @@ async fn concurrent_cold_downloads_share_one_upstream_fetch() {
     for t in tasks {
         let a = t.await.unwrap();
         assert_eq!(a.status, StatusCode::OK);
-        assert_eq!(&a.body[..], &archives["linux_amd64"][..]);
+        assert_eq!(&a.body[..], &sc.archives["linux_amd64"][..]);
     }
     assert_eq!(
-        origin.hits("/files/terraform-provider-widget_3.0.0_linux_amd64.zip"),
+        sc.origin
+            .hits("/files/terraform-provider-widget_3.0.0_linux_amd64.zip"),
         1
     );
-    assert_eq!(origin.hits("/v1/providers/acme/widget/versions"), 1);
+    assert_eq!(sc.origin.hits("/v1/providers/acme/widget/versions"), 1);
     assert_eq!(
-        origin.hits("/v1/providers/acme/widget/3.0.0/download/linux/amd64"),
+        sc.origin
+            .hits("/v1/providers/acme/widget/3.0.0/download/linux/amd64"),
         1
     );
-    m.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_download_whose_client_gave_up_still_completes_once() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let archives = origin.publish(
-        "acme",
-        "widget",
-        "4.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
-    origin.set_archive_delay(Duration::from_millis(500));
-    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
-    let c = Client::trusting(&m.ca_file);
-    let url =
-        m.url("/registry.origin.test/acme/widget/terraform-provider-widget_4.0.0_linux_amd64.zip");
+    let sc = Scene::start("widget", "4.0.0", &["linux_amd64"]).await;
+    sc.origin.set_archive_delay(Duration::from_millis(500));
+    let (c, setup) = (&sc.client, &sc.setup);
+    let url = sc.archive_url("widget", "4.0.0", "linux_amd64");
     let gave_up = tokio::time::timeout(Duration::from_millis(150), c.get(&url)).await;
     assert!(gave_up.is_err(), "the first client should have given up");
     tokio::time::sleep(Duration::from_millis(1200)).await;
@@ -503,12 +452,12 @@ async fn a_download_whose_client_gave_up_still_completes_once() {
     );
     let a = c.get(&url).await;
     assert_eq!(a.status, StatusCode::OK);
-    assert_eq!(&a.body[..], &archives["linux_amd64"][..]);
+    assert_eq!(&a.body[..], &sc.archives["linux_amd64"][..]);
     assert_eq!(
-        origin.hits("/files/terraform-provider-widget_4.0.0_linux_amd64.zip"),
+        sc.origin
+            .hits("/files/terraform-provider-widget_4.0.0_linux_amd64.zip"),
         1
     );
-    m.stop().await;
 }
 
 #[tokio::test]

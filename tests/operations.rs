@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::*;
@@ -19,19 +18,14 @@ fn metric(text: &str, series: &str) -> f64 {
 
 #[tokio::test]
 async fn probes_metrics_request_ids_and_status_page() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let archives = origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64", "darwin_arm64"],
-        &signer,
-        &[&signer],
-    );
-    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
-    let c = Client::trusting(&m.ca_file);
+    let Scene {
+        setup,
+        archives,
+        mirror: m,
+        client: c,
+        origin: _origin,
+        signer: _signer,
+    } = Scene::start("widget", "1.0.0", &["linux_amd64", "darwin_arm64"]).await;
 
     let health = c.get(&m.url("/healthz")).await;
     assert_eq!(
@@ -165,19 +159,13 @@ async fn eviction_keeps_the_cache_under_max_size_and_spares_archives_being_read(
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     let signer = Signer::new("acme");
-    let keys = vec![(signer.key_id(), signer.public_armored())];
-    let mut published = BTreeMap::new();
-    for v in ["1.0.0", "2.0.0", "3.0.0"] {
-        let archives: BTreeMap<String, Vec<u8>> = [(
-            "linux_amd64".to_string(),
-            build_big_archive("big", v, 8 * MIB),
-        )]
-        .into();
-        let sums = sums_document("big", v, &archives);
-        let sig = signer.sign_binary(&sums);
-        origin.publish_raw("acme", "big", v, &archives, sums, sig, keys.clone());
-        published.insert(v, archives["linux_amd64"].clone());
-    }
+    let published = publish_big(
+        &origin,
+        &signer,
+        "big",
+        &["1.0.0", "2.0.0", "3.0.0"],
+        8 * MIB,
+    );
     let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
     config.cache.max_size = Some(bytesize::ByteSize::mib(20));
     let m = RunningMirror::start(config).await;
@@ -231,19 +219,13 @@ async fn an_archive_downloading_while_the_cache_fills_is_not_evicted() {
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     let signer = Signer::new("acme");
-    let keys = vec![(signer.key_id(), signer.public_armored())];
-    let mut published = BTreeMap::new();
-    for v in ["1.0.0", "2.0.0", "3.0.0"] {
-        let archives: BTreeMap<String, Vec<u8>> = [(
-            "linux_amd64".to_string(),
-            build_big_archive("big", v, 6 * MIB),
-        )]
-        .into();
-        let sums = sums_document("big", v, &archives);
-        let sig = signer.sign_binary(&sums);
-        origin.publish_raw("acme", "big", v, &archives, sums, sig, keys.clone());
-        published.insert(v, archives["linux_amd64"].clone());
-    }
+    let published = publish_big(
+        &origin,
+        &signer,
+        "big",
+        &["1.0.0", "2.0.0", "3.0.0"],
+        6 * MIB,
+    );
     let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
     config.cache.max_size = Some(bytesize::ByteSize::mib(13));
     let m = std::sync::Arc::new(RunningMirror::start(config).await);

@@ -782,3 +782,82 @@ pub fn files_below(dir: &Path) -> Vec<String> {
     out.sort();
     out
 }
+
+/// The usual test scene: a fake origin that publishes one signed provider
+/// version under `acme/<kind>`, and a running mirror that maps
+/// `registry.origin.test` to that origin.
+pub struct Scene {
+    pub setup: Setup,
+    pub origin: FakeOrigin,
+    pub signer: Signer,
+    /// The published archives by platform.
+    pub archives: BTreeMap<String, Vec<u8>>,
+    pub mirror: RunningMirror,
+    pub client: Client,
+}
+
+impl Scene {
+    pub async fn start(kind: &str, version: &str, platforms: &[&str]) -> Scene {
+        Self::start_with(kind, version, platforms, |_| {}).await
+    }
+
+    /// Like `start`, with a chance to change the mirror's configuration.
+    pub async fn start_with(
+        kind: &str,
+        version: &str,
+        platforms: &[&str],
+        configure: impl FnOnce(&mut Config),
+    ) -> Scene {
+        let setup = Setup::new();
+        let origin = FakeOrigin::start(&setup.ca).await;
+        let signer = Signer::new("acme");
+        let archives = origin.publish("acme", kind, version, platforms, &signer, &[&signer]);
+        let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+        configure(&mut config);
+        let mirror = RunningMirror::start(config).await;
+        let client = Client::trusting(&mirror.ca_file);
+        Scene {
+            setup,
+            origin,
+            signer,
+            archives,
+            mirror,
+            client,
+        }
+    }
+
+    /// The mirror URL of a path under `registry.origin.test/acme/`.
+    pub fn url(&self, below_acme: &str) -> String {
+        self.mirror
+            .url(&format!("/registry.origin.test/acme/{below_acme}"))
+    }
+
+    /// The mirror URL of an archive.
+    pub fn archive_url(&self, kind: &str, version: &str, platform: &str) -> String {
+        self.url(&format!(
+            "{kind}/terraform-provider-{kind}_{version}_{platform}.zip"
+        ))
+    }
+}
+
+/// Publishes `acme/<kind>` versions whose linux_amd64 archives each hold
+/// `size` bytes of incompressible data; returns the archives by version.
+pub fn publish_big(
+    origin: &FakeOrigin,
+    signer: &Signer,
+    kind: &str,
+    versions: &[&str],
+    size: usize,
+) -> BTreeMap<String, Vec<u8>> {
+    let keys = vec![(signer.key_id(), signer.public_armored())];
+    let mut published = BTreeMap::new();
+    for v in versions {
+        let archives: BTreeMap<String, Vec<u8>> =
+            [("linux_amd64".to_string(), build_big_archive(kind, v, size))].into();
+        let sums = sums_document(kind, v, &archives);
+        let sig = signer.sign_binary(&sums);
+        origin.publish_raw("acme", kind, v, &archives, sums, sig, keys.clone());
+        published.insert(v.to_string(), archives["linux_amd64"].clone());
+    }
+    published
+}
