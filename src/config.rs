@@ -153,6 +153,11 @@ pub struct UpstreamConfig {
     /// Default `60s`.
     #[serde(with = "humantime_serde")]
     pub request_timeout: Duration,
+    /// `credentials_file`: a Terraform `credentials.tfrc.json` whose
+    /// `credentials` give tokens for registry hosts. `TF_TOKEN_<host>`
+    /// environment variables are honoured too, as Terraform honours them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_file: Option<PathBuf>,
     /// `[upstream.hosts."<hostname>"]`: per-registry settings, keyed by the
     /// hostname as it appears in provider addresses.
     pub hosts: BTreeMap<Hostname, HostConfig>,
@@ -168,6 +173,13 @@ pub struct HostConfig {
     /// An empty entry only allows the host.
     #[serde(default)]
     pub services: BTreeMap<String, Url>,
+    /// `token`: a bearer token sent to this registry's discovery and API
+    /// requests (never to download hosts), for private registries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// `token_file`: a file holding that token, read at start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// The platform's per-user directories, or paths under the working
@@ -213,6 +225,7 @@ impl Default for Config {
                     .map(|h| Hostname::parse(h).expect("built-in hostname"))
                     .collect(),
                 ca_file: None,
+                credentials_file: None,
                 connect_timeout: Duration::from_secs(10),
                 request_timeout: Duration::from_secs(60),
                 hosts: BTreeMap::new(),
@@ -296,6 +309,11 @@ impl Config {
             .iter()
             .map(|_| "(hidden)".to_string())
             .collect();
+        for host in shown.upstream.hosts.values_mut() {
+            if host.token.is_some() {
+                host.token = Some("(hidden)".into());
+            }
+        }
         let value = serde_json::to_value(&shown).context("serializing configuration")?;
         toml::to_string_pretty(&value).context("rendering configuration")
     }

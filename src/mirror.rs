@@ -27,7 +27,7 @@ use crate::cache::{
 use crate::config::Config;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, Metrics, VerifyOutcome};
-use crate::upstream::{registry, Client, Discovery, UpstreamError};
+use crate::upstream::{registry, Client, Credentials, Discovery, UpstreamError};
 use crate::verify::{self, Keyring, Sha256Sums};
 
 /// How soon a stale or incomplete answer is retried against the origin.
@@ -106,6 +106,7 @@ pub struct Mirror {
     store: Store,
     client: Client,
     discovery: Discovery,
+    credentials: Credentials,
     metrics: Arc<Metrics>,
     auth: Auth,
     draining: AtomicBool,
@@ -134,8 +135,10 @@ impl Mirror {
         let archives = inventory::archives(&store);
         let usage = (archives.iter().map(|a| a.size).sum(), archives.len() as u64);
         metrics.set_cache_size(usage.0, usage.1);
+        let credentials = Credentials::load(&config.upstream, std::env::vars())?;
         let discovery = Discovery::new(
             client.clone(),
+            credentials.clone(),
             config.upstream.hosts.clone(),
             config.cache.index_ttl,
         );
@@ -143,6 +146,7 @@ impl Mirror {
             store,
             client,
             discovery,
+            credentials,
             metrics,
             auth,
             draining: AtomicBool::new(false),
@@ -297,7 +301,8 @@ impl Mirror {
 
     async fn fetch_index(&self, provider: &Provider) -> Result<IndexRecord, UpstreamError> {
         let base = self.discovery.providers_base(&provider.hostname).await?;
-        let listed = registry::versions(&self.client, &base, provider).await?;
+        let token = self.credentials.token(&provider.hostname);
+        let listed = registry::versions(&self.client, &base, token, provider).await?;
         let mut versions = BTreeMap::new();
         for entry in listed.versions {
             let Ok(version) = Version::parse(&entry.version) else {
@@ -410,8 +415,10 @@ impl Mirror {
         let answers = join_all(platforms.iter().map(|platform| {
             let base = base.clone();
             async move {
+                let token = self.credentials.token(&provider.hostname);
                 let answer =
-                    registry::package(&self.client, &base, provider, version, platform).await;
+                    registry::package(&self.client, &base, token, provider, version, platform)
+                        .await;
                 (platform.clone(), answer)
             }
         }))
@@ -549,8 +556,8 @@ impl Mirror {
         let keyring = Keyring::from_armored(keys.iter().map(String::as_str))
             .map_err(|e| Failure::Refused(e.to_string()))?;
         let (sums, sig) = tokio::join!(
-            self.client.get_bytes(sums_url),
-            self.client.get_bytes(sig_url)
+            self.client.get_bytes(sums_url, None),
+            self.client.get_bytes(sig_url, None)
         );
         let (sums, _) = sums.map_err(Failure::from_upstream)?;
         let (sig, _) = sig.map_err(Failure::from_upstream)?;
@@ -771,7 +778,7 @@ impl Mirror {
 
         let (resp, _) = self
             .client
-            .get(&pkg.download_url)
+            .get(&pkg.download_url, None)
             .await
             .map_err(|e| upstream_failure(e, format!("could not download {what}")))?;
         let _in_flight = self.metrics.download_started();

@@ -238,3 +238,56 @@ async fn terraform_sends_its_credentials_and_downloads_through_signed_links() {
         .is_file());
     m.stop().await;
 }
+
+#[tokio::test]
+async fn origin_tokens_go_to_the_registry_api_only() {
+    let sc = Scene::start_with("widget", "1.0.0", &["linux_amd64"], |config| {
+        let host = config.upstream.hosts.values_mut().next().unwrap();
+        host.token = Some("origin-secret".into());
+    })
+    .await;
+    let a = sc
+        .client
+        .get(&sc.archive_url("widget", "1.0.0", "linux_amd64"))
+        .await;
+    assert_eq!(a.status, StatusCode::OK);
+    let bearer = Some("Bearer origin-secret".to_string());
+    for api in [
+        "/v1/providers/acme/widget/versions",
+        "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
+    ] {
+        assert_eq!(sc.origin.authorization(api), vec![bearer.clone()], "{api}");
+    }
+    for download in [
+        "/dl/terraform-provider-widget_1.0.0_linux_amd64.zip",
+        "/files/terraform-provider-widget_1.0.0_linux_amd64.zip",
+        "/files/terraform-provider-widget_1.0.0_SHA256SUMS",
+        "/files/terraform-provider-widget_1.0.0_SHA256SUMS.sig",
+    ] {
+        assert_eq!(sc.origin.authorization(download), vec![None], "{download}");
+    }
+
+    // Discovery gets the token of the host it asks, here from a host entry
+    // that configures nothing else.
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let host = origin.hostname();
+    let mut config = setup.config(&origin, &[], &[]);
+    config.upstream.hosts.insert(
+        host.parse().unwrap(),
+        tfmirror::config::HostConfig {
+            token: Some("discovery-secret".into()),
+            ..Default::default()
+        },
+    );
+    let m = RunningMirror::start(config).await;
+    let c = Client::trusting(&m.ca_file);
+    let a = c
+        .get(&m.url(&format!("/{host}/acme/nothing/index.json")))
+        .await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        origin.authorization("/.well-known/terraform.json"),
+        vec![Some("Bearer discovery-secret".to_string())]
+    );
+}

@@ -138,7 +138,13 @@ impl Client {
     /// Sends a GET, following redirects, and returns the final response
     /// (status 200) and the URL that produced it. Any other final status is
     /// an error. The timeout covers the wait for the response headers.
-    pub async fn get(&self, url: &Url) -> Result<(http::Response<Incoming>, Url), UpstreamError> {
+    /// `bearer` is sent as `Authorization: Bearer` to `url`'s host only: a
+    /// redirect to another host goes without it.
+    pub async fn get(
+        &self,
+        url: &Url,
+        bearer: Option<&str>,
+    ) -> Result<(http::Response<Incoming>, Url), UpstreamError> {
         let mut current = url.clone();
         for _ in 0..=MAX_REDIRECTS {
             if !matches!(current.scheme(), "https" | "http") {
@@ -147,11 +153,16 @@ impl Client {
                     "redirected to a URL that is not http(s)",
                 ));
             }
-            let req = Request::get(current.as_str())
-                .header(
-                    header::USER_AGENT,
-                    concat!("tfmirror/", env!("CARGO_PKG_VERSION")),
-                )
+            let mut req = Request::get(current.as_str()).header(
+                header::USER_AGENT,
+                concat!("tfmirror/", env!("CARGO_PKG_VERSION")),
+            );
+            if let Some(token) = bearer {
+                if same_origin(&current, url) {
+                    req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
+                }
+            }
+            let req = req
                 .body(Empty::new())
                 .map_err(|e| UpstreamError::invalid(&current, e))?;
             let started = Instant::now();
@@ -207,9 +218,13 @@ impl Client {
 
     /// GETs a small document whole (at most [`MAX_METADATA_BYTES`]), within
     /// the request timeout. Returns the bytes and the final URL.
-    pub async fn get_bytes(&self, url: &Url) -> Result<(Bytes, Url), UpstreamError> {
+    pub async fn get_bytes(
+        &self,
+        url: &Url,
+        bearer: Option<&str>,
+    ) -> Result<(Bytes, Url), UpstreamError> {
         let fetch = async {
-            let (resp, final_url) = self.get(url).await?;
+            let (resp, final_url) = self.get(url, bearer).await?;
             let body = Limited::new(resp.into_body(), MAX_METADATA_BYTES)
                 .collect()
                 .await
@@ -241,13 +256,21 @@ impl Client {
     pub async fn get_json<T: DeserializeOwned>(
         &self,
         url: &Url,
+        bearer: Option<&str>,
     ) -> Result<(T, Url), UpstreamError> {
-        let (body, final_url) = self.get_bytes(url).await?;
+        let (body, final_url) = self.get_bytes(url, bearer).await?;
         let value = serde_json::from_slice(&body).map_err(|e| {
             UpstreamError::invalid(&final_url, format!("not the expected JSON: {e}"))
         })?;
         Ok((value, final_url))
     }
+}
+
+/// Whether two URLs have the same scheme, host and port.
+fn same_origin(a: &Url, b: &Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
 }
 
 /// The roots trusted for upstream TLS.

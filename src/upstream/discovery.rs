@@ -10,6 +10,7 @@ use std::time::Duration;
 use url::Url;
 
 use super::client::{Client, UpstreamError};
+use super::credentials::Credentials;
 use crate::address::Hostname;
 use crate::config::HostConfig;
 
@@ -19,6 +20,7 @@ pub const PROVIDERS_V1: &str = "providers.v1";
 /// Finds and remembers the `providers.v1` base URL of registry hosts.
 pub struct Discovery {
     client: Client,
+    credentials: Credentials,
     overrides: BTreeMap<Hostname, HostConfig>,
     found: moka::future::Cache<Hostname, Arc<Url>>,
 }
@@ -26,9 +28,15 @@ pub struct Discovery {
 impl Discovery {
     /// A discovery service that asks hosts through `client`, except those
     /// whose services are configured in `overrides`.
-    pub fn new(client: Client, overrides: BTreeMap<Hostname, HostConfig>, ttl: Duration) -> Self {
+    pub fn new(
+        client: Client,
+        credentials: Credentials,
+        overrides: BTreeMap<Hostname, HostConfig>,
+        ttl: Duration,
+    ) -> Self {
         Discovery {
             client,
+            credentials,
             overrides,
             found: moka::future::Cache::builder()
                 .max_capacity(10_000)
@@ -66,7 +74,10 @@ impl Discovery {
         })?;
         let (doc, final_url) = self
             .client
-            .get_json::<serde_json::Map<String, serde_json::Value>>(&url)
+            .get_json::<serde_json::Map<String, serde_json::Value>>(
+                &url,
+                self.credentials.token(host),
+            )
             .await?;
         let invalid = |reason: String| UpstreamError::Invalid {
             url: final_url.to_string(),

@@ -2,8 +2,10 @@
 //! discovery, and the provider registry protocol.
 
 pub mod client;
+pub mod credentials;
 pub mod discovery;
 pub mod registry;
 
 pub use client::{Client, UpstreamError};
+pub use credentials::Credentials;
 pub use discovery::Discovery;

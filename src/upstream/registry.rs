@@ -73,10 +73,12 @@ pub struct GpgPublicKey {
     pub ascii_armor: String,
 }
 
-/// Reads a provider's versions from the registry at `base`.
+/// Reads a provider's versions from the registry at `base`, presenting
+/// `token` when given.
 pub async fn versions(
     client: &Client,
     base: &Url,
+    token: Option<&str>,
     provider: &Provider,
 ) -> Result<VersionsResponse, UpstreamError> {
     let url = endpoint(
@@ -87,7 +89,7 @@ pub async fn versions(
             "versions",
         ],
     )?;
-    client.get_json(&url).await.map(|(v, _)| v)
+    client.get_json(&url, token).await.map(|(v, _)| v)
 }
 
 /// Reads one package's download metadata. Relative URLs in the answer are
@@ -95,6 +97,7 @@ pub async fn versions(
 pub async fn package(
     client: &Client,
     base: &Url,
+    token: Option<&str>,
     provider: &Provider,
     version: &Version,
     platform: &Platform,
@@ -110,7 +113,7 @@ pub async fn package(
             platform.arch(),
         ],
     )?;
-    client.get_json(&url).await
+    client.get_json(&url, token).await
 }
 
 /// Joins path segments (percent-encoding each) beneath `base`.

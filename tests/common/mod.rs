@@ -207,6 +207,8 @@ struct OriginState {
     hits: HashMap<String, usize>,
     /// Delay before archives are served, to widen race windows.
     archive_delay: Duration,
+    /// The Authorization header of every request, by path.
+    authorization: HashMap<String, Vec<Option<String>>>,
     /// Delays for single files, overriding `archive_delay`.
     file_delays: HashMap<String, Duration>,
     /// Answer every request with this status instead.
@@ -311,6 +313,17 @@ impl FakeOrigin {
 
     pub fn fail_with(&self, status: Option<StatusCode>) {
         self.state.lock().unwrap().fail_with = status;
+    }
+
+    /// The Authorization headers a path received, in order.
+    pub fn authorization(&self, path: &str) -> Vec<Option<String>> {
+        self.state
+            .lock()
+            .unwrap()
+            .authorization
+            .get(path)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// How many requests a path received.
@@ -431,9 +444,17 @@ async fn origin_answer(
     req: Request<hyper::body::Incoming>,
 ) -> Result<Response<OriginBody>, std::convert::Infallible> {
     let path = req.uri().path().to_string();
+    let authorization = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or("(not text)").to_string());
     let (fail, delay, omit_platforms, redirect_discovery) = {
         let mut st = state.lock().unwrap();
         *st.hits.entry(path.clone()).or_default() += 1;
+        st.authorization
+            .entry(path.clone())
+            .or_default()
+            .push(authorization);
         (
             st.fail_with,
             st.archive_delay,
