@@ -124,6 +124,11 @@ pub struct CacheConfig {
     /// reached, the last stored list keeps being served.
     #[serde(with = "humantime_serde")]
     pub index_ttl: Duration,
+    /// `negative_ttl`: how long the origin's answer that a provider does not
+    /// exist (404) is remembered, sparing the origin repeated lookups.
+    /// Default `1m`; `0s` turns it off. Failures are never remembered.
+    #[serde(with = "humantime_serde")]
+    pub negative_ttl: Duration,
     /// `max_size`: the most the cached archives may take, e.g. `"50GiB"`.
     /// Beyond it the least recently used archives are evicted (never one that
     /// is being sent or downloaded). Default: no limit.
@@ -153,6 +158,9 @@ pub struct UpstreamConfig {
     /// Default `60s`.
     #[serde(with = "humantime_serde")]
     pub request_timeout: Duration,
+    /// `max_archive_size`: the largest archive downloaded; a larger one is
+    /// refused with 502 and nothing is stored. Default `1GiB`.
+    pub max_archive_size: bytesize::ByteSize,
     /// `credentials_file`: a Terraform `credentials.tfrc.json` whose
     /// `credentials` give tokens for registry hosts. `TF_TOKEN_<host>`
     /// environment variables are honoured too, as Terraform honours them.
@@ -217,6 +225,7 @@ impl Default for Config {
             cache: CacheConfig {
                 dir: cache_dir,
                 index_ttl: Duration::from_secs(600),
+                negative_ttl: Duration::from_secs(60),
                 max_size: None,
             },
             upstream: UpstreamConfig {
@@ -226,6 +235,7 @@ impl Default for Config {
                     .collect(),
                 ca_file: None,
                 credentials_file: None,
+                max_archive_size: bytesize::ByteSize::gib(1),
                 connect_timeout: Duration::from_secs(10),
                 request_timeout: Duration::from_secs(60),
                 hosts: BTreeMap::new(),

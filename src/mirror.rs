@@ -119,6 +119,8 @@ pub struct Mirror {
     /// Held while evicting.
     evicting: Mutex<()>,
     indexes: moka::future::Cache<Provider, Timed<IndexRecord>>,
+    /// Providers the origin recently said do not exist, with its message.
+    missing: moka::future::Cache<Provider, String>,
     versions: moka::future::Cache<(Provider, Version), Timed<VersionRecord>>,
     archives: moka::future::Cache<ArchiveKey, Arc<Archive>>,
 }
@@ -157,6 +159,10 @@ impl Mirror {
             indexes: moka::future::Cache::builder()
                 .max_capacity(10_000)
                 .expire_after(PerEntryTtl)
+                .build(),
+            missing: moka::future::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(config.cache.negative_ttl.max(Duration::from_millis(1)))
                 .build(),
             versions: moka::future::Cache::builder()
                 .max_capacity(20_000)
@@ -234,12 +240,26 @@ impl Mirror {
     /// else from the origin; the stored copy when the origin is down.
     pub async fn index(&self, provider: &Provider) -> Result<Arc<IndexRecord>, RequestError> {
         self.check_host(&provider.hostname)?;
+        if let Some(message) = self.missing.get(provider).await {
+            return Err(RequestError::NotFound(message));
+        }
         let entry = self
             .indexes
             .entry(provider.clone())
             .or_try_insert_with(self.load_index(provider))
             .await
-            .map_err(|e| (*e).clone())?;
+            .map_err(|e| (*e).clone());
+        let entry = match entry {
+            Err(RequestError::NotFound(message)) => {
+                // The origin's "no such provider" is remembered briefly;
+                // failures are not.
+                if !self.config.cache.negative_ttl.is_zero() {
+                    self.missing.insert(provider.clone(), message.clone()).await;
+                }
+                return Err(RequestError::NotFound(message));
+            }
+            other => other?,
+        };
         if !entry.is_fresh() {
             self.note(CacheKind::Index, CacheOutcome::Hit);
         }
@@ -782,6 +802,18 @@ impl Mirror {
             .await
             .map_err(|e| upstream_failure(e, format!("could not download {what}")))?;
         let _in_flight = self.metrics.download_started();
+        let max_size = self.config.upstream.max_archive_size.as_u64();
+        let announced = resp
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if announced.is_some_and(|n| n > max_size) {
+            return Err(RequestError::BadGateway(format!(
+                "{what}: the origin announces {} bytes, more than upstream.max_archive_size ({}); nothing was stored",
+                announced.unwrap_or(0),
+                bytesize::ByteSize(max_size).display().iec()
+            )));
+        }
         let mut body = resp.into_body();
         let mut hasher = Sha256::new();
         let mut size: u64 = 0;
@@ -806,6 +838,12 @@ impl Mirror {
             if let Ok(data) = frame.into_data() {
                 hasher.update(&data);
                 size += data.len() as u64;
+                if size > max_size {
+                    return Err(RequestError::BadGateway(format!(
+                        "{what}: the archive is larger than upstream.max_archive_size ({}); nothing was stored",
+                        bytesize::ByteSize(max_size).display().iec()
+                    )));
+                }
                 self.metrics.fetched(data.len() as u64);
                 file.write_all(&data)
                     .await

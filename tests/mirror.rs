@@ -493,3 +493,47 @@ async fn discovery_follows_redirects_and_platforms_may_be_unlisted() {
     assert_eq!(origin.hits("/registry/discovery.json"), 1);
     m.stop().await;
 }
+
+#[tokio::test]
+async fn the_origins_404_is_remembered_briefly() {
+    for (ttl, lookups) in [(Duration::from_secs(60), 1), (Duration::ZERO, 3)] {
+        let sc = Scene::start_with("widget", "1.0.0", &["linux_amd64"], |c| {
+            c.cache.negative_ttl = ttl;
+        })
+        .await;
+        for _ in 0..3 {
+            let a = sc.client.get(&sc.url("nothing/index.json")).await;
+            assert_eq!(a.status, StatusCode::NOT_FOUND);
+        }
+        assert_eq!(
+            sc.origin.hits("/v1/providers/acme/nothing/versions"),
+            lookups,
+            "{ttl:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn archives_over_the_size_limit_are_refused() {
+    let sc = Scene::start_with("widget", "1.0.0", &["linux_amd64"], |c| {
+        c.upstream.max_archive_size = bytesize::ByteSize::b(100);
+    })
+    .await;
+    let a = sc
+        .client
+        .get(&sc.archive_url("widget", "1.0.0", "linux_amd64"))
+        .await;
+    assert_eq!(a.status, StatusCode::BAD_GATEWAY);
+    assert!(
+        a.error_text().contains("upstream.max_archive_size"),
+        "{}",
+        a.error_text()
+    );
+    let stored = files_below(&sc.setup.cache_dir());
+    assert!(
+        !stored
+            .iter()
+            .any(|f| f.ends_with(".zip") || f.starts_with("tmp/")),
+        "{stored:?}"
+    );
+}
