@@ -47,6 +47,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Re-check every cached archive against its signed SHA256SUMS; move
+    /// failures to quarantine and exit non-zero when there were any.
+    Verify {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
     /// Evict least recently used archives until the cache fits cache.max_size.
     Gc {
         /// Configuration file (TOML).
@@ -69,6 +76,7 @@ pub fn main() -> ExitCode {
         }),
         Command::Ls { config, json } => load(config).and_then(|c| list(&c, json)),
         Command::Gc { config, max_size } => load(config).and_then(|c| gc(&c, max_size)),
+        Command::Verify { config } => load(config).and_then(|c| verify_cache(&c)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -329,6 +337,30 @@ fn list(config: &Config, json: bool) -> anyhow::Result<()> {
         bytesize::ByteSize(total).display().iec()
     );
     Ok(())
+}
+
+/// `tfmirror verify`.
+fn verify_cache(config: &Config) -> anyhow::Result<()> {
+    let store = Store::open(&config.cache.dir)
+        .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
+    let report = crate::integrity::verify_cache(&store).context("verifying the cache")?;
+    for f in &report.quarantined {
+        println!("QUARANTINED {}: {}", f.archive.display(), f.reason);
+    }
+    println!(
+        "checked {} archives, quarantined {}",
+        report.checked,
+        report.quarantined.len()
+    );
+    if report.quarantined.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{} cached archives failed verification and were moved to {}",
+            report.quarantined.len(),
+            store.root().join("quarantine").display()
+        )
+    }
 }
 
 /// `tfmirror gc`.

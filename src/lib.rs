@@ -17,6 +17,7 @@ pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod integrity;
 pub mod metrics;
 pub mod mirror;
 pub mod protocol;

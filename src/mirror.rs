@@ -131,6 +131,9 @@ impl Mirror {
         use anyhow::Context;
         let store = Store::open(&config.cache.dir)
             .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
+        store
+            .sweep()
+            .with_context(|| format!("sweeping {}", store.tmp_dir().display()))?;
         let metrics = Arc::new(Metrics::new());
         let auth = Auth::new(&config.auth, &config.server.data_dir)?;
         let client = Client::new(&config.upstream, metrics.clone())?;

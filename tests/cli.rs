@@ -476,3 +476,81 @@ async fn takes_over_a_socket_passed_by_systemd() {
         "{log}"
     );
 }
+
+#[tokio::test]
+async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
+    let Scene {
+        setup,
+        origin,
+        mirror: m,
+        client: c,
+        signer: _signer,
+        archives: _archives,
+    } = Scene::start("widget", "1.0.0", &["linux_amd64", "darwin_arm64"]).await;
+    for p in ["linux_amd64", "darwin_arm64"] {
+        let url = m.url(&format!(
+            "/registry.origin.test/acme/widget/terraform-provider-widget_1.0.0_{p}.zip"
+        ));
+        assert_eq!(c.get(&url).await.status, StatusCode::OK);
+    }
+    m.stop().await;
+    let config = config_file(&setup, &origin, "");
+    // A file being written by a running daemon must survive the command.
+    let in_flight = setup.cache_dir().join("tmp/part-in-flight");
+    std::fs::write(&in_flight, b"partial").unwrap();
+    let verify = || {
+        tfmirror(setup.dir.path())
+            .args(["verify", "--config"])
+            .arg(&config)
+            .output()
+            .unwrap()
+    };
+    let out = verify();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("checked 2 archives, quarantined 0"));
+    assert!(in_flight.exists());
+
+    // Bit rot (or tampering) in one archive on disk.
+    let relative = "providers/registry.origin.test/acme/widget/1.0.0/terraform-provider-widget_1.0.0_linux_amd64.zip";
+    let path = setup.cache_dir().join(relative);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[10] ^= 0x55;
+    std::fs::write(&path, bytes).unwrap();
+    let out = verify();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("QUARANTINED {relative}: its SHA-256")),
+        "{said}"
+    );
+    assert!(said.contains("checked 2 archives, quarantined 1"), "{said}");
+    assert!(!path.exists());
+    assert!(setup.cache_dir().join("quarantine").join(relative).exists());
+
+    // A stored SHA256SUMS whose signature no longer verifies quarantines
+    // the rest: the document (the last mention of the name) is altered.
+    let record = setup
+        .cache_dir()
+        .join("providers/registry.origin.test/acme/widget/1.0.0/version.json");
+    let text = std::fs::read_to_string(&record).unwrap();
+    let name = "terraform-provider-widget_1.0.0_darwin_arm64.zip";
+    let at = text.rfind(name).unwrap();
+    let altered = format!(
+        "{}{}{}",
+        &text[..at],
+        name.replace("arm64", "arm65"),
+        &text[at + name.len()..]
+    );
+    std::fs::write(&record, altered).unwrap();
+    let out = verify();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("checked 1 archives, quarantined 1"), "{said}");
+    assert!(said.contains("signature"), "{said}");
+    let out = verify();
+    assert!(out.status.success(), "nothing left to fail");
+}

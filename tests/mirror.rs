@@ -537,3 +537,15 @@ async fn archives_over_the_size_limit_are_refused() {
         "{stored:?}"
     );
 }
+
+#[tokio::test]
+async fn leftovers_of_a_killed_run_are_swept_at_start() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let tmp = setup.cache_dir().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(tmp.join("part-abc123"), b"half an archive").unwrap();
+    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    m.stop().await;
+}

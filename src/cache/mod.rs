@@ -35,14 +35,23 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating when needed) the cache at `root` and sweeps leftover
-    /// temporary files of an earlier run.
+    /// Opens (creating when needed) the cache at `root`.
     pub fn open(root: &Path) -> io::Result<Store> {
         let tmp = root.join("tmp");
         std::fs::create_dir_all(root.join("providers"))?;
         std::fs::create_dir_all(&tmp)?;
+        Ok(Store {
+            root: root.to_path_buf(),
+            tmp,
+        })
+    }
+
+    /// Removes unfinished files that an earlier run of the daemon left in
+    /// `tmp/`. Only the daemon does this, at start: the other commands may
+    /// run beside a daemon whose files there are still being written.
+    pub fn sweep(&self) -> io::Result<()> {
         let mut swept = 0;
-        for entry in std::fs::read_dir(&tmp)? {
+        for entry in std::fs::read_dir(&self.tmp)? {
             let entry = entry?;
             if std::fs::remove_file(entry.path()).is_ok() {
                 swept += 1;
@@ -51,10 +60,7 @@ impl Store {
         if swept > 0 {
             tracing::info!(swept, "removed unfinished files of an earlier run");
         }
-        Ok(Store {
-            root: root.to_path_buf(),
-            tmp,
-        })
+        Ok(())
     }
 
     /// The cache's root directory.

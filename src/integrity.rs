@@ -1,0 +1,127 @@
+//! `tfmirror verify`: re-checks every cached archive against the evidence
+//! kept with it. For each archive, the stored SHA256SUMS must still carry a
+//! valid signature by one of the stored keys, must list the archive with the
+//! recorded checksum, and the archive's SHA-256 must match it. Archives that
+//! fail are moved to `<cache.dir>/quarantine/`, where nothing serves them.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use sha2::{Digest, Sha256};
+
+use crate::cache::{inventory, Store, VersionRecord};
+use crate::verify::{self, Keyring, Sha256Sums};
+
+/// One archive that failed, and why.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    /// The archive, relative to the cache directory.
+    pub archive: PathBuf,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// What a verification run found.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Archives checked.
+    pub checked: usize,
+    /// Archives that failed and were quarantined.
+    pub quarantined: Vec<Finding>,
+}
+
+/// Checks every cached archive; quarantines those that fail.
+pub fn verify_cache(store: &Store) -> std::io::Result<Report> {
+    let mut report = Report::default();
+    for archive in inventory::archives(store) {
+        report.checked += 1;
+        let (p, v, platform) = archive.key();
+        let problem = match store.read_json::<VersionRecord>(&store.version_path(&p, &v)) {
+            Ok(Some(record)) => check(&record, &platform, &archive.path).err(),
+            Ok(None) => Some("no verified metadata is stored for it".to_string()),
+            Err(e) => Some(format!("its metadata cannot be read: {e}")),
+        };
+        if let Some(reason) = problem {
+            let relative = archive
+                .path
+                .strip_prefix(store.root())
+                .unwrap_or(&archive.path)
+                .to_path_buf();
+            quarantine(
+                store,
+                &archive.path,
+                &store.h1_path(&p, &v, &platform),
+                &relative,
+            )?;
+            tracing::error!(archive = %relative.display(), %reason, "quarantined");
+            report.quarantined.push(Finding {
+                archive: relative,
+                reason,
+            });
+        }
+    }
+    Ok(report)
+}
+
+/// Checks one archive against its record.
+fn check(
+    record: &VersionRecord,
+    platform: &crate::address::Platform,
+    path: &Path,
+) -> Result<(), String> {
+    let pkg = record
+        .packages
+        .get(platform)
+        .ok_or("its version's metadata does not list this platform")?;
+    let signed = record
+        .sums
+        .get(pkg.sums)
+        .ok_or("its SHA256SUMS is missing from the metadata")?;
+    let keyring =
+        Keyring::from_armored(signed.keys.iter().map(String::as_str)).map_err(|e| e.to_string())?;
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(&signed.signature)
+        .map_err(|_| "the stored signature is not base64".to_string())?;
+    keyring
+        .verify(signed.document.as_bytes(), &signature)
+        .map_err(|e| e.to_string())?;
+    let sums = Sha256Sums::parse(signed.document.as_bytes()).map_err(|e| e.to_string())?;
+    if sums.get(&pkg.filename) != Some(pkg.sha256.as_str()) {
+        return Err(format!(
+            "the signed SHA256SUMS does not list {} with the recorded checksum",
+            pkg.filename
+        ));
+    }
+    let actual = sha256_file(path).map_err(|e| format!("reading it failed: {e}"))?;
+    if actual != pkg.sha256 {
+        return Err(format!(
+            "its SHA-256 {actual} differs from the signed {}",
+            pkg.sha256
+        ));
+    }
+    Ok(())
+}
+
+fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(verify::hex(&hasher.finalize()))
+}
+
+/// Moves an archive (and its hash file) under `quarantine/`.
+fn quarantine(store: &Store, archive: &Path, h1: &Path, relative: &Path) -> std::io::Result<()> {
+    let dest = store.root().join("quarantine").join(relative);
+    std::fs::create_dir_all(dest.parent().expect("has a parent"))?;
+    std::fs::rename(archive, &dest)?;
+    let _ = std::fs::remove_file(h1);
+    Ok(())
+}
