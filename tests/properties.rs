@@ -1,0 +1,136 @@
+//! Property tests of the parsers that face untrusted input: request paths,
+//! names, SHA256SUMS documents and detached signatures. Each runs a few
+//! thousand generated cases per test run; none may panic, and what parses
+//! must come out normalized and stable.
+
+use proptest::prelude::*;
+use tfmirror::address::{Hostname, Namespace, Provider};
+use tfmirror::routes::{self, Route};
+use tfmirror::verify::{Keyring, Sha256Sums};
+
+/// Path-like strings: segments made of characters that matter to parsers.
+fn pathish() -> impl Strategy<Value = String> {
+    let segment = prop_oneof![
+        "[a-zA-Z0-9.-]{0,12}",
+        Just("..".to_string()),
+        Just("%2F".to_string()),
+        Just("%00".to_string()),
+        Just("%2e%2e".to_string()),
+        Just("index.json".to_string()),
+        Just("1.2.3.json".to_string()),
+        Just("terraform-provider-x_1.0.0_linux_amd64.zip".to_string()),
+        "\\PC{0,6}",
+    ];
+    proptest::collection::vec(segment, 0..7).prop_map(|s| format!("/{}", s.join("/")))
+}
+
+fn render(route: &Route) -> Option<String> {
+    Some(match route {
+        Route::Index(p) => format!(
+            "/{}/{}/{}/index.json",
+            p.hostname,
+            enc(p.namespace.as_str()),
+            enc(p.kind.as_str())
+        ),
+        Route::Version(p, v) => format!(
+            "/{}/{}/{}/{v}.json",
+            p.hostname,
+            enc(p.namespace.as_str()),
+            enc(p.kind.as_str())
+        ),
+        Route::Archive(p, v, pl) => format!(
+            "/{}/{}/{}/{}",
+            p.hostname,
+            enc(p.namespace.as_str()),
+            enc(p.kind.as_str()),
+            enc(&p.archive_name(v, pl))
+        ),
+        _ => return None,
+    })
+}
+
+fn enc(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+fn provider_of(route: &Route) -> Option<&Provider> {
+    match route {
+        Route::Index(p) | Route::Version(p, _) | Route::Archive(p, _, _) => Some(p),
+        _ => None,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4000))]
+
+    #[test]
+    fn paths_parse_into_normalized_routes_or_bad_requests(path in pathish()) {
+        match routes::parse(&path) {
+            Ok(route) => {
+                if let Some(p) = provider_of(&route) {
+                    for part in [p.hostname.as_str(), p.namespace.as_str(), p.kind.as_str()] {
+                        prop_assert!(!part.is_empty() && !part.contains('/') && part != "..");
+                        prop_assert_eq!(part.to_lowercase(), part);
+                    }
+                    // Rendering the route and parsing it again gives the same route.
+                    let again = routes::parse(&render(&route).unwrap());
+                    prop_assert_eq!(again.ok(), Some(route.clone()));
+                }
+            }
+            Err(e) => prop_assert_eq!(e.status(), http::StatusCode::BAD_REQUEST),
+        }
+    }
+
+    #[test]
+    fn well_formed_paths_always_parse_and_round_trip(
+        host in "[a-zA-Z][a-zA-Z0-9]{0,8}(\\.[a-zA-Z]{1,5}){0,2}(:[1-9][0-9]{0,3})?",
+        ns in "[a-zA-Z][a-zA-Z0-9]{0,6}(-[a-z0-9]{1,4})?",
+        kind in "[a-z][a-z0-9]{0,8}",
+        version in "(0|[1-9][0-9]{0,2})\\.(0|[1-9][0-9]{0,2})\\.(0|[1-9][0-9]{0,2})(-rc[0-9])?",
+        which in 0..3u8,
+    ) {
+        let tail = match which {
+            0 => "index.json".to_string(),
+            1 => format!("{version}.json"),
+            _ => format!("terraform-provider-{}_{version}_linux_amd64.zip", kind),
+        };
+        let path = format!("/{host}/{ns}/{kind}/{tail}");
+        let route = routes::parse(&path);
+        prop_assert!(route.is_ok(), "{path}: {:?}", route);
+        let route = route.unwrap();
+        prop_assert_eq!(routes::parse(&render(&route).unwrap()).ok(), Some(route));
+    }
+
+    #[test]
+    fn hostnames_normalize_once(h in "[a-zA-Z0-9.:-]{1,30}|\\PC{1,12}") {
+        if let Ok(first) = Hostname::parse(&h) {
+            prop_assert_eq!(Hostname::parse(first.as_str()).ok(), Some(first.clone()));
+            prop_assert!(first.as_str().is_ascii());
+        }
+        if let Ok(ns) = Namespace::parse(&h) {
+            prop_assert_eq!(Namespace::parse(ns.as_str()).ok(), Some(ns.clone()));
+        }
+    }
+
+    #[test]
+    fn sha256sums_never_panic_and_yield_hex(doc in proptest::collection::vec(any::<u8>(), 0..400),
+                                           lines in proptest::collection::vec(("[0-9a-fA-F]{62,66}", "[ \\t*]{1,3}", "[a-z0-9_.]{1,20}"), 0..6)) {
+        let _ = Sha256Sums::parse(&doc);
+        let text: String = lines.iter().map(|(h, sep, n)| format!("{h}{sep}{n}\n")).collect();
+        if let Ok(sums) = Sha256Sums::parse(text.as_bytes()) {
+            for (_, _, name) in &lines {
+                if let Some(sum) = sums.get(name) {
+                    prop_assert_eq!(sum.len(), 64);
+                    prop_assert!(sum.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn garbage_signatures_are_refused_without_panicking(sig in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let key = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gnupg/signer.asc")).unwrap();
+        let ring = Keyring::from_armored([key.as_str()]).unwrap();
+        prop_assert!(ring.verify(b"document", &sig).is_err());
+    }
+}
