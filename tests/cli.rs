@@ -330,24 +330,34 @@ async fn sighup_swaps_in_a_new_certificate_and_keeps_the_old_one_when_the_new_is
     assert!(!log.contains("secret-token"), "a token was logged:\n{log}");
 }
 
-#[tokio::test]
-async fn ls_lists_the_cache_and_gc_shrinks_it() {
+/// A cache holding both archives of widget 1.0.0 (the mirror that filled it
+/// has stopped), and a configuration file for the commands to use it.
+async fn cached_widget() -> (
+    Setup,
+    FakeOrigin,
+    std::collections::BTreeMap<String, Vec<u8>>,
+    PathBuf,
+) {
+    let sc = Scene::start("widget", "1.0.0", &["linux_amd64", "darwin_arm64"]).await;
+    for p in ["linux_amd64", "darwin_arm64"] {
+        let url = sc.archive_url("widget", "1.0.0", p);
+        assert_eq!(sc.client.get(&url).await.status, StatusCode::OK);
+    }
     let Scene {
         setup,
         origin,
         archives,
-        mirror: m,
-        client: c,
-        signer: _signer,
-    } = Scene::start("widget", "1.0.0", &["linux_amd64", "darwin_arm64"]).await;
-    for p in ["linux_amd64", "darwin_arm64"] {
-        let url = m.url(&format!(
-            "/registry.origin.test/acme/widget/terraform-provider-widget_1.0.0_{p}.zip"
-        ));
-        assert_eq!(c.get(&url).await.status, StatusCode::OK);
-    }
-    m.stop().await;
+        mirror,
+        ..
+    } = sc;
+    mirror.stop().await;
     let config = config_file(&setup, &origin, "");
+    (setup, origin, archives, config)
+}
+
+#[tokio::test]
+async fn ls_lists_the_cache_and_gc_shrinks_it() {
+    let (setup, _origin, archives, config) = cached_widget().await;
 
     let out = tfmirror(setup.dir.path())
         .args(["ls", "--json", "--config"])
@@ -479,22 +489,7 @@ async fn takes_over_a_socket_passed_by_systemd() {
 
 #[tokio::test]
 async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
-    let Scene {
-        setup,
-        origin,
-        mirror: m,
-        client: c,
-        signer: _signer,
-        archives: _archives,
-    } = Scene::start("widget", "1.0.0", &["linux_amd64", "darwin_arm64"]).await;
-    for p in ["linux_amd64", "darwin_arm64"] {
-        let url = m.url(&format!(
-            "/registry.origin.test/acme/widget/terraform-provider-widget_1.0.0_{p}.zip"
-        ));
-        assert_eq!(c.get(&url).await.status, StatusCode::OK);
-    }
-    m.stop().await;
-    let config = config_file(&setup, &origin, "");
+    let (setup, _origin, _archives, config) = cached_widget().await;
     // A file being written by a running daemon must survive the command.
     let in_flight = setup.cache_dir().join("tmp/part-in-flight");
     std::fs::write(&in_flight, b"partial").unwrap();

@@ -153,28 +153,41 @@ async fn probes_metrics_request_ids_and_status_page() {
     m.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn eviction_keeps_the_cache_under_max_size_and_spares_archives_being_read() {
-    const MIB: usize = 1024 * 1024;
+const MIB: usize = 1024 * 1024;
+
+/// A mirror limited to `max_mib` MiB, and an origin publishing versions
+/// 1.0.0, 2.0.0 and 3.0.0 of acme/big with `size_mib` MiB archives.
+async fn big_cache(
+    size_mib: usize,
+    max_mib: u64,
+) -> (
+    Setup,
+    FakeOrigin,
+    std::collections::BTreeMap<String, Vec<u8>>,
+    RunningMirror,
+) {
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     let signer = Signer::new("acme");
-    let published = publish_big(
-        &origin,
-        &signer,
-        "big",
-        &["1.0.0", "2.0.0", "3.0.0"],
-        8 * MIB,
-    );
+    let versions = ["1.0.0", "2.0.0", "3.0.0"];
+    let published = publish_big(&origin, &signer, "big", &versions, size_mib * MIB);
     let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
-    config.cache.max_size = Some(bytesize::ByteSize::mib(20));
+    config.cache.max_size = Some(bytesize::ByteSize::mib(max_mib));
     let m = RunningMirror::start(config).await;
+    (setup, origin, published, m)
+}
+
+fn big_url(m: &RunningMirror, v: &str) -> String {
+    m.url(&format!(
+        "/registry.origin.test/acme/big/terraform-provider-big_{v}_linux_amd64.zip"
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eviction_keeps_the_cache_under_max_size_and_spares_archives_being_read() {
+    let (setup, origin, published, m) = big_cache(8, 20).await;
     let c = Client::trusting(&m.ca_file);
-    let url = |v: &str| {
-        m.url(&format!(
-            "/registry.origin.test/acme/big/terraform-provider-big_{v}_linux_amd64.zip"
-        ))
-    };
+    let url = |v: &str| big_url(&m, v);
     let cached = |v: &str| {
         setup
             .cache_dir()
@@ -215,26 +228,9 @@ async fn eviction_keeps_the_cache_under_max_size_and_spares_archives_being_read(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archive_downloading_while_the_cache_fills_is_not_evicted() {
-    const MIB: usize = 1024 * 1024;
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let published = publish_big(
-        &origin,
-        &signer,
-        "big",
-        &["1.0.0", "2.0.0", "3.0.0"],
-        6 * MIB,
-    );
-    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
-    config.cache.max_size = Some(bytesize::ByteSize::mib(13));
-    let m = std::sync::Arc::new(RunningMirror::start(config).await);
+    let (setup, origin, published, m) = big_cache(6, 13).await;
     let c = std::sync::Arc::new(Client::trusting(&m.ca_file));
-    let url = |v: &str| {
-        m.url(&format!(
-            "/registry.origin.test/acme/big/terraform-provider-big_{v}_linux_amd64.zip"
-        ))
-    };
+    let url = |v: &str| big_url(&m, v);
 
     // 3.0.0 is slow to arrive; 1.0.0 and 2.0.0 fill the cache meanwhile.
     origin.set_file_delay(
