@@ -181,6 +181,11 @@ pub struct HostConfig {
     /// An empty entry only allows the host.
     #[serde(default)]
     pub services: BTreeMap<String, Url>,
+    /// `insecure_http`: allow plain `http` URLs for this registry (its own
+    /// host and the hosts of its `services`). Off by default: everything
+    /// else is fetched over https only. Packages are still verified.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_http: bool,
     /// `token`: a bearer token sent to this registry's discovery and API
     /// requests (never to download hosts), for private registries.
     #[serde(default, skip_serializing_if = "Option::is_none")]

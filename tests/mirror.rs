@@ -549,3 +549,32 @@ async fn leftovers_of_a_killed_run_are_swept_at_start() {
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
     m.stop().await;
 }
+
+#[tokio::test]
+async fn plain_http_upstreams_need_insecure_http() {
+    for insecure in [false, true] {
+        let setup = Setup::new();
+        let origin = FakeOrigin::start(&setup.ca).await;
+        let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+        let host = config.upstream.hosts.values_mut().next().unwrap();
+        let http_url = origin.providers_url().replace("https://", "http://");
+        host.services
+            .insert("providers.v1".into(), http_url.parse().unwrap());
+        host.insecure_http = insecure;
+        let m = RunningMirror::start(config).await;
+        let c = Client::trusting(&m.ca_file);
+        let a = c
+            .get(&m.url("/registry.origin.test/acme/widget/index.json"))
+            .await;
+        assert_eq!(a.status, StatusCode::BAD_GATEWAY);
+        // Refused before any connection unless the host allows plain http;
+        // then it is attempted (and fails here: the origin speaks only TLS).
+        assert_eq!(
+            a.error_text().contains("insecure_http"),
+            !insecure,
+            "{}",
+            a.error_text()
+        );
+        m.stop().await;
+    }
+}

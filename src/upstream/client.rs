@@ -97,6 +97,8 @@ pub struct Client {
     inner: HyperClient<HttpsConnector<HttpConnector>, Empty<Bytes>>,
     request_timeout: Duration,
     metrics: Arc<Metrics>,
+    /// `host:port` authorities that may be reached over plain http.
+    plain_http: Arc<Vec<String>>,
 }
 
 impl Client {
@@ -123,10 +125,23 @@ impl Client {
         let inner = HyperClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .build(https);
+        let plain_http = config
+            .hosts
+            .iter()
+            .filter(|(_, hc)| hc.insecure_http)
+            .flat_map(|(host, hc)| {
+                // The registry host itself, and the hosts its configured
+                // service URLs name.
+                let mut names = vec![authority_of_host(host.as_str())];
+                names.extend(hc.services.values().filter_map(authority));
+                names
+            })
+            .collect();
         Ok(Client {
             inner,
             request_timeout: config.request_timeout,
             metrics,
+            plain_http: Arc::new(plain_http),
         })
     }
 
@@ -147,10 +162,15 @@ impl Client {
     ) -> Result<(http::Response<Incoming>, Url), UpstreamError> {
         let mut current = url.clone();
         for _ in 0..=MAX_REDIRECTS {
-            if !matches!(current.scheme(), "https" | "http") {
+            let allowed = match current.scheme() {
+                "https" => true,
+                "http" => authority(&current).is_some_and(|a| self.plain_http.contains(&a)),
+                _ => false,
+            };
+            if !allowed {
                 return Err(UpstreamError::invalid(
-                    url,
-                    "redirected to a URL that is not http(s)",
+                    &current,
+                    "only https URLs are fetched (plain http only for hosts whose upstream.hosts entry sets insecure_http = true)",
                 ));
             }
             let mut req = Request::get(current.as_str()).header(
@@ -263,6 +283,27 @@ impl Client {
             UpstreamError::invalid(&final_url, format!("not the expected JSON: {e}"))
         })?;
         Ok((value, final_url))
+    }
+}
+
+/// A URL's `host:port`, with the scheme's default port filled in.
+fn authority(url: &Url) -> Option<String> {
+    Some(format!(
+        "{}:{}",
+        url.host_str()?,
+        url.port_or_known_default()?
+    ))
+}
+
+/// A registry hostname's `host:port` for plain http (port 80 by default).
+fn authority_of_host(host: &str) -> String {
+    if host
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        host.to_owned()
+    } else {
+        format!("{host}:80")
     }
 }
 
