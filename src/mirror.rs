@@ -685,14 +685,20 @@ impl Mirror {
         version: &Version,
         platform: &Platform,
     ) -> Result<(Arc<Archive>, Reading), RequestError> {
-        let archive = self.archive(provider, version, platform).await?;
         let key = (provider.clone(), version.clone(), platform.clone());
+        // Marked as being read before it is looked up, so that no eviction
+        // can slip in between finding the file and opening it.
         *self
             .readers
             .lock()
             .expect("readers lock")
             .entry(key.clone())
             .or_default() += 1;
+        let reading = Reading {
+            mirror: self.clone(),
+            key: key.clone(),
+        };
+        let archive = self.archive(provider, version, platform).await?;
         let due = {
             let mut touched = self.touched.lock().expect("touched lock");
             let due = touched.get(&key).is_none_or(|t| t.elapsed() >= TOUCH_EVERY);
@@ -702,16 +708,12 @@ impl Mirror {
             due
         };
         if due {
-            let (store, k) = (self.store.clone(), key.clone());
-            tokio::task::spawn_blocking(move || inventory::touch(&store, &k));
+            tokio::task::spawn_blocking({
+                let store = self.store.clone();
+                move || inventory::touch(&store, &key)
+            });
         }
-        Ok((
-            archive,
-            Reading {
-                mirror: self.clone(),
-                key,
-            },
-        ))
+        Ok((archive, reading))
     }
 
     /// Counts a newly stored archive and, when the cache has outgrown
