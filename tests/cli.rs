@@ -549,3 +549,70 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
     let out = verify();
     assert!(out.status.success(), "nothing left to fail");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_download_leaves_nothing_servable_and_restart_recovers() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish(
+        "acme",
+        "widget",
+        "1.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    let name = "terraform-provider-widget_1.0.0_linux_amd64.zip";
+    origin.set_file_delay(name, Duration::from_secs(30));
+    let config = config_file(&setup, &origin, "");
+    let start = || {
+        let mut cmd = tfmirror(setup.dir.path());
+        cmd.args(["serve", "--config"]).arg(&config);
+        Daemon::start(cmd)
+    };
+    let d = start();
+    let ca = setup.dir.path().join("data/tls/ca.pem");
+    let c = std::sync::Arc::new(Client::trusting(&ca));
+    let url = format!("{}registry.origin.test/acme/widget/{name}", d.url);
+    let pending = {
+        let (c, url) = (c.clone(), url.clone());
+        tokio::spawn(
+            async move { tokio::time::timeout(Duration::from_secs(20), c.get(&url)).await },
+        )
+    };
+    // Wait until the download has begun: its temporary file exists.
+    let tmp = setup.cache_dir().join("tmp");
+    for _ in 0..200 {
+        if std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        1,
+        "no download under way"
+    );
+    d.signal("KILL");
+    let _ = d.wait().await;
+    pending.abort();
+    let stored = files_below(&setup.cache_dir());
+    assert!(!stored.iter().any(|f| f.ends_with(".zip")), "{stored:?}");
+
+    // After a restart the leftover is swept and the archive is fetched whole.
+    origin.set_file_delay(name, Duration::ZERO);
+    let d = start();
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "leftover not swept"
+    );
+    let url = format!("{}registry.origin.test/acme/widget/{name}", d.url);
+    let a = c.get(&url).await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(&a.body[..], &archives["linux_amd64"][..]);
+    d.signal("TERM");
+    let (status, log) = d.wait().await;
+    assert!(status.success(), "{log}");
+}
