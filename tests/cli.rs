@@ -191,17 +191,7 @@ async fn serve_runs_on_defaults_and_stops_on_sigterm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_a_slow_download_finish_and_systemd_hears_of_it() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let archives = origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
+    let (setup, origin, _signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
     origin.set_archive_delay(Duration::from_millis(1500));
     let config = config_file(&setup, &origin, "[log]\nformat = \"json\"\n");
     let notify_path = setup.dir.path().join("notify.sock");
@@ -552,17 +542,7 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_download_leaves_nothing_servable_and_restart_recovers() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let archives = origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
+    let (setup, origin, _signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
     let name = "terraform-provider-widget_1.0.0_linux_amd64.zip";
     origin.set_file_delay(name, Duration::from_secs(30));
     let config = config_file(&setup, &origin, "");

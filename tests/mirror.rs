@@ -270,17 +270,7 @@ async fn registry_shasum_must_match_the_signed_sums_and_armored_signatures_work(
 
 #[tokio::test]
 async fn origin_outage_serves_stale_and_survives_a_restart() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let archives = origin.publish(
-        "acme",
-        "widget",
-        "2.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
+    let (setup, origin, _signer, archives) = published("widget", "2.0.0", &["linux_amd64"]).await;
     let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
     config.cache.index_ttl = Duration::from_millis(300);
     let m = RunningMirror::start(config.clone()).await;

@@ -829,10 +829,7 @@ impl Scene {
         platforms: &[&str],
         configure: impl FnOnce(&mut Config),
     ) -> Scene {
-        let setup = Setup::new();
-        let origin = FakeOrigin::start(&setup.ca).await;
-        let signer = Signer::new("acme");
-        let archives = origin.publish("acme", kind, version, platforms, &signer, &[&signer]);
+        let (setup, origin, signer, archives) = published(kind, version, platforms).await;
         let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
         configure(&mut config);
         let mirror = RunningMirror::start(config).await;
@@ -859,6 +856,20 @@ impl Scene {
             "{kind}/terraform-provider-{kind}_{version}_{platform}.zip"
         ))
     }
+}
+
+/// A test directory and a fake origin that publishes one version of
+/// `acme/<kind>` signed by the returned signer, with no mirror yet.
+pub async fn published(
+    kind: &str,
+    version: &str,
+    platforms: &[&str],
+) -> (Setup, FakeOrigin, Signer, BTreeMap<String, Vec<u8>>) {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish("acme", kind, version, platforms, &signer, &[&signer]);
+    (setup, origin, signer, archives)
 }
 
 /// Publishes `acme/<kind>` versions whose linux_amd64 archives each hold
