@@ -343,7 +343,9 @@ fn list(config: &Config, json: bool) -> anyhow::Result<()> {
 fn verify_cache(config: &Config) -> anyhow::Result<()> {
     let store = Store::open(&config.cache.dir)
         .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
-    let report = crate::integrity::verify_cache(&store).context("verifying the cache")?;
+    let trust =
+        crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
+    let report = crate::integrity::verify_cache(&store, &trust).context("verifying the cache")?;
     for f in &report.quarantined {
         println!("QUARANTINED {}: {}", f.archive.display(), f.reason);
     }

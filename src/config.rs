@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::address::Hostname;
+use crate::verify::TrustRule;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -32,6 +33,10 @@ pub struct Config {
     pub log: LogConfig,
     /// `[auth]`: who may use the mirror.
     pub auth: AuthConfig,
+    /// `[[trust]]`: rules pinning the keys that may sign the providers of a
+    /// registry and namespace (see the README, "Security model").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trust: Vec<TrustRule>,
 }
 
 /// `[auth]`: access control. With no token configured, anyone who can reach
@@ -110,6 +115,10 @@ pub struct ServerConfig {
     /// Default `30s`. A second signal exits at once.
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
+    /// `max_connections`: the most client connections served at once.
+    /// Further connections wait in the listen queue until one closes.
+    /// Default `1024`.
+    pub max_connections: usize,
 }
 
 /// `[cache]`: the on-disk cache.
@@ -161,6 +170,26 @@ pub struct UpstreamConfig {
     /// `max_archive_size`: the largest archive downloaded; a larger one is
     /// refused with 502 and nothing is stored. Default `1GiB`.
     pub max_archive_size: bytesize::ByteSize,
+    /// `max_fetches`: the most upstream requests in flight at once, archive
+    /// downloads included. Further requests wait for a slot, within
+    /// `request_timeout`. Default `64`.
+    pub max_fetches: usize,
+    /// `max_fetches_per_host`: the most upstream requests in flight to any
+    /// one host. Default `16`.
+    pub max_fetches_per_host: usize,
+    /// `allow_private_addresses`: allow connecting to loopback, private,
+    /// link-local, unique-local and multicast addresses for every host.
+    /// Off by default: such addresses are refused (server-side request
+    /// forgery guard) except for hosts configured under `[upstream.hosts]`
+    /// and the hosts of their `services` URLs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_private_addresses: bool,
+    /// `reject_expired_keys`: refuse SHA256SUMS signed by a key that has
+    /// expired. Off by default, as in Terraform, which accepts such
+    /// signatures with a warning. Revoked keys and expired signatures are
+    /// always refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reject_expired_keys: bool,
     /// `credentials_file`: a Terraform `credentials.tfrc.json` whose
     /// `credentials` give tokens for registry hosts. `TF_TOKEN_<host>`
     /// environment variables are honoured too, as Terraform honours them.
@@ -226,6 +255,7 @@ impl Default for Config {
                 hostnames: Vec::new(),
                 data_dir,
                 shutdown_grace: Duration::from_secs(30),
+                max_connections: 1024,
             },
             cache: CacheConfig {
                 dir: cache_dir,
@@ -241,6 +271,10 @@ impl Default for Config {
                 ca_file: None,
                 credentials_file: None,
                 max_archive_size: bytesize::ByteSize::gib(1),
+                max_fetches: 64,
+                max_fetches_per_host: 16,
+                allow_private_addresses: false,
+                reject_expired_keys: false,
                 connect_timeout: Duration::from_secs(10),
                 request_timeout: Duration::from_secs(60),
                 hosts: BTreeMap::new(),
@@ -255,6 +289,7 @@ impl Default for Config {
                 url_key_file: None,
                 url_lifetime: Duration::from_secs(3600),
             },
+            trust: Vec::new(),
         }
     }
 }
@@ -302,6 +337,20 @@ impl Config {
                 bail!("{what} must be longer than zero");
             }
         }
+        for (what, n) in [
+            ("server.max_connections", self.server.max_connections),
+            ("upstream.max_fetches", self.upstream.max_fetches),
+            (
+                "upstream.max_fetches_per_host",
+                self.upstream.max_fetches_per_host,
+            ),
+        ] {
+            if n == 0 {
+                bail!("{what} must be at least 1");
+            }
+        }
+        // Compiles the rules (globs, key IDs, key files) to report errors now.
+        crate::verify::TrustPolicy::new(&self.trust, self.upstream.reject_expired_keys)?;
         for (host, hc) in &self.upstream.hosts {
             for (service, url) in &hc.services {
                 if !matches!(url.scheme(), "https" | "http") {

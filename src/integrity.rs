@@ -1,6 +1,7 @@
 //! `tfmirror verify`: re-checks every cached archive against the evidence
 //! kept with it. For each archive, the stored SHA256SUMS must still carry a
-//! valid signature by one of the stored keys, must list the archive with the
+//! valid signature by a key that counts for it (the stored registry keys,
+//! or the keys `[[trust]]` rules pin), must list the archive with the
 //! recorded checksum, and the archive's SHA-256 must match it. Archives that
 //! fail are moved to `<cache.dir>/quarantine/`, where nothing serves them.
 
@@ -11,7 +12,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use crate::cache::{inventory, Store, VersionRecord};
-use crate::verify::{self, Keyring, Sha256Sums};
+use crate::verify::{self, Sha256Sums, TrustPolicy};
 
 /// One archive that failed, and why.
 #[derive(Debug, Clone)]
@@ -32,13 +33,13 @@ pub struct Report {
 }
 
 /// Checks every cached archive; quarantines those that fail.
-pub fn verify_cache(store: &Store) -> std::io::Result<Report> {
+pub fn verify_cache(store: &Store, trust: &TrustPolicy) -> std::io::Result<Report> {
     let mut report = Report::default();
     for archive in inventory::archives(store) {
         report.checked += 1;
         let (p, v, platform) = archive.key();
         let problem = match store.read_json::<VersionRecord>(&store.version_path(&p, &v)) {
-            Ok(Some(record)) => check(&record, &platform, &archive.path).err(),
+            Ok(Some(record)) => check(&record, &platform, &archive.path, trust).err(),
             Ok(None) => Some("no verified metadata is stored for it".to_string()),
             Err(e) => Some(format!("its metadata cannot be read: {e}")),
         };
@@ -69,6 +70,7 @@ fn check(
     record: &VersionRecord,
     platform: &crate::address::Platform,
     path: &Path,
+    trust: &TrustPolicy,
 ) -> Result<(), String> {
     let pkg = record
         .packages
@@ -78,13 +80,16 @@ fn check(
         .sums
         .get(pkg.sums)
         .ok_or("its SHA256SUMS is missing from the metadata")?;
-    let keyring =
-        Keyring::from_armored(signed.keys.iter().map(String::as_str)).map_err(|e| e.to_string())?;
     let signature = base64::engine::general_purpose::STANDARD
         .decode(&signed.signature)
         .map_err(|_| "the stored signature is not base64".to_string())?;
-    keyring
-        .verify(signed.document.as_bytes(), &signature)
+    trust
+        .check(
+            &record.provider,
+            signed.document.as_bytes(),
+            &signature,
+            &signed.keys,
+        )
         .map_err(|e| e.to_string())?;
     let sums = Sha256Sums::parse(signed.document.as_bytes()).map_err(|e| e.to_string())?;
     if sums.get(&pkg.filename) != Some(pkg.sha256.as_str()) {

@@ -28,7 +28,7 @@ use crate::config::Config;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, Metrics, VerifyOutcome};
 use crate::upstream::{registry, Client, Credentials, Discovery, UpstreamError};
-use crate::verify::{self, Keyring, Sha256Sums};
+use crate::verify::{self, Sha256Sums, TrustPolicy};
 
 /// How soon a stale or incomplete answer is retried against the origin.
 const RETRY_AFTER_TROUBLE: Duration = Duration::from_secs(30);
@@ -107,6 +107,7 @@ pub struct Mirror {
     client: Client,
     discovery: Discovery,
     credentials: Credentials,
+    trust: TrustPolicy,
     metrics: Arc<Metrics>,
     auth: Auth,
     draining: AtomicBool,
@@ -141,6 +142,7 @@ impl Mirror {
         let usage = (archives.iter().map(|a| a.size).sum(), archives.len() as u64);
         metrics.set_cache_size(usage.0, usage.1);
         let credentials = Credentials::load(&config.upstream, std::env::vars())?;
+        let trust = TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
         let discovery = Discovery::new(
             client.clone(),
             credentials.clone(),
@@ -152,6 +154,7 @@ impl Mirror {
             client,
             discovery,
             credentials,
+            trust,
             metrics,
             auth,
             draining: AtomicBool::new(false),
@@ -373,13 +376,20 @@ impl Mirror {
     ) -> Result<Timed<VersionRecord>, RequestError> {
         let path = self.store.version_path(provider, version);
         match self.store.read_json::<VersionRecord>(&path) {
-            Ok(Some(rec)) => {
-                self.note(CacheKind::Version, CacheOutcome::Hit);
-                return Ok(Timed {
-                    value: Arc::new(rec),
-                    ttl: None,
-                });
-            }
+            Ok(Some(rec)) => match self.recheck(&rec) {
+                Ok(()) => {
+                    self.note(CacheKind::Version, CacheOutcome::Hit);
+                    return Ok(Timed {
+                        value: Arc::new(rec),
+                        ttl: None,
+                    });
+                }
+                Err(reason) => {
+                    // Trust rules changed, a key was revoked or a signature
+                    // expired since it was stored: verify afresh.
+                    tracing::warn!(%provider, %version, %reason, "stored version record no longer passes verification; fetching it again");
+                }
+            },
             Ok(None) => {}
             Err(e) => {
                 tracing::warn!(%provider, %version, error = %e, "ignoring unreadable stored version record")
@@ -543,7 +553,9 @@ impl Mirror {
         let index = match known {
             Some(i) => i,
             None => {
-                let signed = self.fetch_signed_sums(&sums_url, &sig_url, keys).await?;
+                let signed = self
+                    .fetch_signed_sums(&record.provider, &sums_url, &sig_url, keys)
+                    .await?;
                 record.sums.push(signed);
                 record.sums.len() - 1
             }
@@ -570,24 +582,45 @@ impl Mirror {
         })
     }
 
+    /// Checks a stored version record's signatures against today's trust
+    /// policy.
+    fn recheck(&self, record: &VersionRecord) -> Result<(), String> {
+        for signed in &record.sums {
+            let signature = base64::engine::general_purpose::STANDARD
+                .decode(&signed.signature)
+                .map_err(|_| "the stored signature is not base64".to_string())?;
+            self.trust
+                .check(
+                    &record.provider,
+                    signed.document.as_bytes(),
+                    &signature,
+                    &signed.keys,
+                )
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
     async fn fetch_signed_sums(
         &self,
+        provider: &Provider,
         sums_url: &url::Url,
         sig_url: &url::Url,
         keys: Vec<String>,
     ) -> Result<SignedSums, Failure> {
-        let keyring = Keyring::from_armored(keys.iter().map(String::as_str))
-            .map_err(|e| Failure::Refused(e.to_string()))?;
         let (sums, sig) = tokio::join!(
             self.client.get_bytes(sums_url, None),
             self.client.get_bytes(sig_url, None)
         );
         let (sums, _) = sums.map_err(Failure::from_upstream)?;
         let (sig, _) = sig.map_err(Failure::from_upstream)?;
-        let signed_by = keyring.verify(&sums, &sig).map_err(|e| {
-            self.metrics.verification(VerifyOutcome::Invalid);
-            Failure::Refused(e.to_string())
-        })?;
+        let signed_by = self
+            .trust
+            .check(provider, &sums, &sig, &keys)
+            .map_err(|e| {
+                self.metrics.verification(VerifyOutcome::Invalid);
+                Failure::Refused(e.to_string())
+            })?;
         self.metrics.verification(VerifyOutcome::Valid);
         let document = String::from_utf8(sums.to_vec())
             .map_err(|_| Failure::Refused("SHA256SUMS is not text".into()))?;

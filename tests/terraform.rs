@@ -113,50 +113,12 @@ impl Workspace {
     }
 }
 
-fn shared_fixture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/h1")
-            .join(name),
-    )
-    .expect("../shared/fixtures/h1 must be beside the project")
-}
-
-fn gnupg_fixture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/gnupg")
-            .join(name),
-    )
-    .unwrap()
-}
-
-/// Publishes the shared widget 1.1.0 archive with the SHA256SUMS signature
-/// GnuPG made for it.
-fn publish_gnupg_widget(origin: &FakeOrigin) {
-    let archives = [(
-        "linux_amd64".to_string(),
-        shared_fixture("terraform-provider-widget_1.1.0_linux_amd64.zip"),
-    )]
-    .into();
-    let key = String::from_utf8(gnupg_fixture("signer.asc")).unwrap();
-    origin.publish_raw(
-        "acme",
-        "widget",
-        "1.1.0",
-        &archives,
-        gnupg_fixture("SHA256SUMS"),
-        gnupg_fixture("SHA256SUMS.sig"),
-        vec![("".into(), key)],
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terraform_init_cold_warm_and_with_the_origin_down() {
     let Some(tf) = terraform() else { return };
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
-    publish_gnupg_widget(&origin);
+    publish_gnupg_widget(&origin, "acme", "signer.asc", "SHA256SUMS.sig");
     let config = setup.config(&origin, &[], &[PROVIDER_HOST]);
     let mirror = RunningMirror::start(config.clone()).await;
     let source = format!("{PROVIDER_HOST}/acme/widget");
@@ -240,7 +202,7 @@ async fn terraform_init_fails_cleanly_on_a_tampered_package() {
     let Some(tf) = terraform() else { return };
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
-    publish_gnupg_widget(&origin);
+    publish_gnupg_widget(&origin, "acme", "signer.asc", "SHA256SUMS.sig");
     let mut evil = shared_fixture("terraform-provider-widget_1.1.0_linux_amd64.zip");
     evil[40] ^= 1;
     origin.replace_file("terraform-provider-widget_1.1.0_linux_amd64.zip", evil);

@@ -5,7 +5,9 @@
 pub mod hash;
 pub mod signature;
 pub mod sums;
+pub mod trust;
 
 pub use hash::{h1_of_zip, hex, zh};
-pub use signature::{Keyring, SignatureError};
+pub use signature::{Keyring, SignatureError, Signed};
 pub use sums::{Sha256Sums, SumsError};
+pub use trust::{TrustPolicy, TrustRule};

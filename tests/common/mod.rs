@@ -893,3 +893,44 @@ pub fn publish_big(
     }
     published
 }
+
+/// A file of `../shared/fixtures/h1`.
+pub fn shared_fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/fixtures/h1")
+            .join(name),
+    )
+    .expect("../shared/fixtures/h1 must be beside the project")
+}
+
+/// A file of `tests/fixtures/gnupg`.
+pub fn gnupg_fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/gnupg")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// Publishes the shared widget 1.1.0 archive (linux_amd64) under
+/// `<namespace>/widget`, with a SHA256SUMS signature GnuPG made
+/// (`signature`) and the registry listing the GnuPG key in `key`.
+pub fn publish_gnupg_widget(origin: &FakeOrigin, namespace: &str, key: &str, signature: &str) {
+    let archives = [(
+        "linux_amd64".to_string(),
+        shared_fixture("terraform-provider-widget_1.1.0_linux_amd64.zip"),
+    )]
+    .into();
+    let key = String::from_utf8(gnupg_fixture(key)).unwrap();
+    origin.publish_raw(
+        namespace,
+        "widget",
+        "1.1.0",
+        &archives,
+        gnupg_fixture("SHA256SUMS"),
+        gnupg_fixture(signature),
+        vec![("".into(), key)],
+    );
+}
