@@ -968,6 +968,7 @@ impl Failure {
 fn upstream_failure(e: UpstreamError, what: String) -> RequestError {
     match e {
         UpstreamError::Timeout { .. } => RequestError::GatewayTimeout(format!("{what}: {e}")),
+        UpstreamError::Busy { .. } => RequestError::Unavailable(format!("{what}: {e}")),
         _ => RequestError::BadGateway(format!("{what}: {e}")),
     }
 }

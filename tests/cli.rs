@@ -117,6 +117,7 @@ dir = "{cache}"
 [upstream]
 allowed_hosts = []
 ca_file = "{ca}"
+allow_private_addresses = true
 [upstream.hosts."registry.origin.test"]
 services = {{ "providers.v1" = "{api}" }}
 {extra}

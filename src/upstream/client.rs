@@ -2,10 +2,15 @@
 //! hosts: rustls with the system's roots, the built-in Mozilla roots and any
 //! extra roots from `upstream.ca_file`; redirects followed (at most five);
 //! metadata bodies read with a size cap; archive bodies handed back as a
-//! stream.
+//! stream. Connections go through the request forgery guard
+//! ([`super::guard`]), and the number of requests in flight is bounded in
+//! all and per host.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -14,11 +19,13 @@ use http::{header, Request, StatusCode};
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use serde::de::DeserializeOwned;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use url::Url;
+
+use super::guard::{refusal_in, GuardedConnector};
 
 use crate::config::UpstreamConfig;
 use crate::metrics::{Metrics, UpstreamOutcome};
@@ -61,6 +68,24 @@ pub enum UpstreamError {
         /// The status it answered with.
         status: StatusCode,
     },
+    /// The request forgery guard refused the connection.
+    #[error("{url} was not fetched: {reason}")]
+    Refused {
+        /// The URL that was requested.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// Too many upstream requests were in flight for too long.
+    #[error("{url} was not fetched: {limit} upstream requests stayed in flight for {secs}s")]
+    Busy {
+        /// The URL that was requested.
+        url: String,
+        /// Which limit, e.g. "upstream.max_fetches (64)".
+        limit: String,
+        /// How long the request waited.
+        secs: u64,
+    },
     /// The answer could not be used.
     #[error("{url} answered with something unusable: {reason}")]
     Invalid {
@@ -77,7 +102,9 @@ impl UpstreamError {
     /// Cached content is served in place of an answer in these cases.
     pub fn is_outage(&self) -> bool {
         match self {
-            UpstreamError::Unreachable { .. } | UpstreamError::Timeout { .. } => true,
+            UpstreamError::Unreachable { .. }
+            | UpstreamError::Timeout { .. }
+            | UpstreamError::Busy { .. } => true,
             UpstreamError::Status { status, .. } => status.is_server_error(),
             _ => false,
         }
@@ -94,7 +121,8 @@ impl UpstreamError {
 /// The shared upstream HTTPS client.
 #[derive(Clone)]
 pub struct Client {
-    inner: HyperClient<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    inner: HyperClient<HttpsConnector<GuardedConnector>, Empty<Bytes>>,
+    limits: Arc<Limits>,
     request_timeout: Duration,
     metrics: Arc<Metrics>,
     /// `host:port` authorities that may be reached over plain http.
@@ -112,10 +140,7 @@ impl Client {
         .context("configuring upstream TLS")?
         .with_root_certificates(roots)
         .with_no_client_auth();
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(config.connect_timeout));
-        http.set_nodelay(true);
+        let http = GuardedConnector::new(config);
         let https = HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
@@ -139,6 +164,12 @@ impl Client {
             .collect();
         Ok(Client {
             inner,
+            limits: Arc::new(Limits {
+                total: Arc::new(Semaphore::new(config.max_fetches)),
+                total_max: config.max_fetches,
+                per_host: Mutex::default(),
+                per_host_max: config.max_fetches_per_host,
+            }),
             request_timeout: config.request_timeout,
             metrics,
             plain_http: Arc::new(plain_http),
@@ -154,13 +185,16 @@ impl Client {
     /// (status 200) and the URL that produced it. Any other final status is
     /// an error. The timeout covers the wait for the response headers.
     /// `bearer` is sent as `Authorization: Bearer` to `url`'s host only: a
-    /// redirect to another host goes without it.
+    /// redirect to another host goes without it. The response body holds
+    /// the request's slots under `upstream.max_fetches` and
+    /// `upstream.max_fetches_per_host` until it is dropped.
     pub async fn get(
         &self,
         url: &Url,
         bearer: Option<&str>,
-    ) -> Result<(http::Response<Incoming>, Url), UpstreamError> {
+    ) -> Result<(http::Response<Fetched>, Url), UpstreamError> {
         let mut current = url.clone();
+        let total = self.limits.acquire_total(url, self.request_timeout).await?;
         for _ in 0..=MAX_REDIRECTS {
             let allowed = match current.scheme() {
                 "https" => true,
@@ -185,8 +219,12 @@ impl Client {
             let req = req
                 .body(Empty::new())
                 .map_err(|e| UpstreamError::invalid(&current, e))?;
-            let started = Instant::now();
             let host = current.host_str().unwrap_or("").to_owned();
+            let per_host = self
+                .limits
+                .acquire_host(&current, &host, self.request_timeout)
+                .await?;
+            let started = Instant::now();
             let sent = tokio::time::timeout(self.request_timeout, self.inner.request(req)).await;
             let outcome = match &sent {
                 Err(_) => UpstreamOutcome::Timeout,
@@ -203,9 +241,15 @@ impl Client {
                     url: current.to_string(),
                     secs: self.request_timeout.as_secs(),
                 })?
-                .map_err(|e| UpstreamError::Unreachable {
-                    url: current.to_string(),
-                    reason: error_chain(&e),
+                .map_err(|e| match refusal_in(&e) {
+                    Some(refused) => UpstreamError::Refused {
+                        url: current.to_string(),
+                        reason: refused.to_string(),
+                    },
+                    None => UpstreamError::Unreachable {
+                        url: current.to_string(),
+                        reason: error_chain(&e),
+                    },
                 })?;
             let status = resp.status();
             if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
@@ -220,7 +264,13 @@ impl Client {
                 continue;
             }
             return match status {
-                StatusCode::OK => Ok((resp, current)),
+                StatusCode::OK => Ok((
+                    resp.map(|body| Fetched {
+                        body,
+                        _slots: (total, per_host),
+                    }),
+                    current,
+                )),
                 StatusCode::NOT_FOUND => Err(UpstreamError::NotFound {
                     url: current.to_string(),
                 }),
@@ -283,6 +333,90 @@ impl Client {
             UpstreamError::invalid(&final_url, format!("not the expected JSON: {e}"))
         })?;
         Ok((value, final_url))
+    }
+}
+
+/// An upstream response body, holding the request's slots until dropped.
+pub struct Fetched {
+    body: Incoming,
+    _slots: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+}
+
+impl hyper::body::Body for Fetched {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The bounds on upstream requests in flight.
+struct Limits {
+    total: Arc<Semaphore>,
+    total_max: usize,
+    per_host: Mutex<HashMap<String, Arc<Semaphore>>>,
+    per_host_max: usize,
+}
+
+impl Limits {
+    async fn acquire_total(
+        &self,
+        url: &Url,
+        wait: Duration,
+    ) -> Result<OwnedSemaphorePermit, UpstreamError> {
+        let limit = format!("upstream.max_fetches ({})", self.total_max);
+        acquire(self.total.clone(), url, wait, limit).await
+    }
+
+    async fn acquire_host(
+        &self,
+        url: &Url,
+        host: &str,
+        wait: Duration,
+    ) -> Result<OwnedSemaphorePermit, UpstreamError> {
+        let semaphore = {
+            let mut map = self.per_host.lock().expect("per-host limits lock");
+            // Forget hosts no request is using, so the map stays small.
+            if map.len() > 1024 {
+                map.retain(|_, s| s.available_permits() < self.per_host_max);
+            }
+            map.entry(host.to_owned())
+                .or_insert_with(|| Arc::new(Semaphore::new(self.per_host_max)))
+                .clone()
+        };
+        let limit = format!(
+            "upstream.max_fetches_per_host ({}) for {host}",
+            self.per_host_max
+        );
+        acquire(semaphore, url, wait, limit).await
+    }
+}
+
+async fn acquire(
+    semaphore: Arc<Semaphore>,
+    url: &Url,
+    wait: Duration,
+    limit: String,
+) -> Result<OwnedSemaphorePermit, UpstreamError> {
+    match tokio::time::timeout(wait, semaphore.acquire_owned()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        _ => Err(UpstreamError::Busy {
+            url: url.to_string(),
+            limit,
+            secs: wait.as_secs(),
+        }),
     }
 }
 

@@ -217,6 +217,29 @@ struct OriginState {
     omit_platforms: bool,
     /// Serve discovery through a redirect.
     redirect_discovery: bool,
+    /// Misbehaviours, by request path.
+    faults: HashMap<String, Fault>,
+}
+
+/// A misbehaviour of one path of the fake origin.
+#[derive(Clone, Debug)]
+pub enum Fault {
+    /// Answer with this status.
+    Status(StatusCode),
+    /// Answer 200 with this body instead.
+    Body(Vec<u8>),
+    /// Send the headers and half the body, then nothing more, ever.
+    Hang,
+    /// Send half the body (chunked), then break the connection.
+    Truncate,
+    /// Close the connection without answering.
+    Reset,
+    /// Announce a Content-Length larger than the body that follows.
+    WrongLength,
+    /// Send the body in ten pieces, this far apart.
+    Trickle(Duration),
+    /// Redirect to the same path, forever.
+    RedirectLoop,
 }
 
 /// An in-process origin registry over HTTPS, standing in for the internet.
@@ -309,6 +332,15 @@ impl FakeOrigin {
 
     pub fn redirect_discovery(&self) {
         self.state.lock().unwrap().redirect_discovery = true;
+    }
+
+    /// Makes one path misbehave (or behave again, with `None`).
+    pub fn set_fault(&self, path: &str, fault: Option<Fault>) {
+        let mut st = self.state.lock().unwrap();
+        match fault {
+            Some(f) => st.faults.insert(path.to_string(), f),
+            None => st.faults.remove(path),
+        };
     }
 
     pub fn fail_with(&self, status: Option<StatusCode>) {
@@ -436,14 +468,91 @@ pub fn sums_document(kind: &str, version: &str, archives: &BTreeMap<String, Vec<
         .into_bytes()
 }
 
-type OriginBody = Full<Bytes>;
+type OriginBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+
+/// A streamed body of the given pieces; `then_fail` ends it with an error
+/// (breaking the connection), `then_hang` never ends it.
+fn pieces(parts: Vec<(Duration, Bytes)>, then_fail: bool, then_hang: bool) -> OriginBody {
+    use futures_util::StreamExt;
+    let frames = futures_util::stream::iter(parts).then(|(delay, bytes)| async move {
+        tokio::time::sleep(delay).await;
+        Ok::<_, std::io::Error>(hyper::body::Frame::data(bytes))
+    });
+    let end = futures_util::stream::iter(
+        then_fail.then(|| Err(std::io::Error::other("connection broken on purpose"))),
+    );
+    let stream = frames.chain(end);
+    if then_hang {
+        BodyExt::boxed(http_body_util::StreamBody::new(
+            stream.chain(futures_util::stream::pending()),
+        ))
+    } else {
+        BodyExt::boxed(http_body_util::StreamBody::new(stream))
+    }
+}
+
+/// Applies a fault to an answer.
+async fn misbehave(
+    fault: Fault,
+    path: &str,
+    answer: Response<OriginBody>,
+) -> Result<Response<OriginBody>, std::io::Error> {
+    let (mut parts, body) = answer.into_parts();
+    let bytes = body.collect().await?.to_bytes();
+    let half = bytes.slice(..bytes.len() / 2);
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    let body = match fault {
+        Fault::Status(status) => return Ok(reply(status, "application/json", b"{}".to_vec())),
+        Fault::Body(b) => return Ok(reply(StatusCode::OK, "application/octet-stream", b)),
+        Fault::Reset => return Err(std::io::Error::other("reset on purpose")),
+        Fault::RedirectLoop => {
+            let mut r = reply(StatusCode::FOUND, "text/plain", Vec::new());
+            r.headers_mut()
+                .insert(http::header::LOCATION, path.parse().unwrap());
+            return Ok(r);
+        }
+        Fault::Hang => pieces(vec![(Duration::ZERO, half)], false, true),
+        Fault::Truncate => pieces(vec![(Duration::ZERO, half)], true, false),
+        Fault::WrongLength => {
+            parts.headers.insert(
+                http::header::CONTENT_LENGTH,
+                (bytes.len() + 1000).to_string().parse().unwrap(),
+            );
+            pieces(vec![(Duration::ZERO, bytes)], false, false)
+        }
+        Fault::Trickle(gap) => {
+            let step = bytes.len().div_ceil(10).max(1);
+            let parts: Vec<(Duration, Bytes)> = (0..bytes.len())
+                .step_by(step)
+                .map(|at| (gap, bytes.slice(at..(at + step).min(bytes.len()))))
+                .collect();
+            pieces(parts, false, false)
+        }
+    };
+    Ok(Response::from_parts(parts, body))
+}
 
 async fn origin_answer(
     state: Arc<Mutex<OriginState>>,
     addr: SocketAddr,
     req: Request<hyper::body::Incoming>,
-) -> Result<Response<OriginBody>, std::convert::Infallible> {
+) -> Result<Response<OriginBody>, std::io::Error> {
     let path = req.uri().path().to_string();
+    let fault = state.lock().unwrap().faults.get(&path).cloned();
+    let answer = origin_route(state, addr, req, &path).await;
+    match fault {
+        Some(f) => misbehave(f, &path, answer).await,
+        None => Ok(answer),
+    }
+}
+
+async fn origin_route(
+    state: Arc<Mutex<OriginState>>,
+    addr: SocketAddr,
+    req: Request<hyper::body::Incoming>,
+    path: &str,
+) -> Response<OriginBody> {
+    let path = path.to_string();
     let authorization = req
         .headers()
         .get(http::header::AUTHORIZATION)
@@ -463,7 +572,7 @@ async fn origin_answer(
         )
     };
     if let Some(status) = fail {
-        return Ok(reply(status, "application/json", b"{}".to_vec()));
+        return reply(status, "application/json", b"{}".to_vec());
     }
     let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let json = |v: serde_json::Value| {
@@ -480,7 +589,7 @@ async fn origin_answer(
             b"{\"errors\":[\"not found\"]}".to_vec(),
         )
     };
-    let answer = match segs.as_slice() {
+    match segs.as_slice() {
         [".well-known", "terraform.json"] if redirect_discovery => {
             let mut r = reply(StatusCode::MOVED_PERMANENTLY, "text/plain", Vec::new());
             r.headers_mut().insert(
@@ -578,12 +687,15 @@ async fn origin_answer(
             }
         }
         _ => not_found(),
-    };
-    Ok(answer)
+    }
 }
 
 fn reply(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<OriginBody> {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+    let mut r = Response::new(
+        Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
     *r.status_mut() = status;
     r.headers_mut()
         .insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());
@@ -667,6 +779,9 @@ impl Setup {
         c.upstream.connect_timeout = Duration::from_secs(2);
         c.upstream.request_timeout = Duration::from_secs(10);
         c.upstream.allowed_hosts = allowed.iter().map(|h| h.parse().unwrap()).collect();
+        // The fake origin lives on loopback, which the request forgery guard
+        // refuses by default; tests of the guard turn this off again.
+        c.upstream.allow_private_addresses = true;
         for h in mapped {
             let mut hc = HostConfig::default();
             hc.services.insert(
