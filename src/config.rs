@@ -119,6 +119,11 @@ pub struct ServerConfig {
     /// Further connections wait in the listen queue until one closes.
     /// Default `1024`.
     pub max_connections: usize,
+    /// `header_timeout`: how long a new connection may take for its TLS
+    /// handshake, and any connection to send a request's headers, before it
+    /// is closed (slow clients cannot hold connections open). Default `30s`.
+    #[serde(with = "humantime_serde")]
+    pub header_timeout: Duration,
 }
 
 /// `[cache]`: the on-disk cache.
@@ -256,6 +261,7 @@ impl Default for Config {
                 data_dir,
                 shutdown_grace: Duration::from_secs(30),
                 max_connections: 1024,
+                header_timeout: Duration::from_secs(30),
             },
             cache: CacheConfig {
                 dir: cache_dir,
@@ -329,6 +335,7 @@ impl Config {
         }
         for (what, d) in [
             ("cache.index_ttl", self.cache.index_ttl),
+            ("server.header_timeout", self.server.header_timeout),
             ("upstream.connect_timeout", self.upstream.connect_timeout),
             ("upstream.request_timeout", self.upstream.request_timeout),
             ("auth.url_lifetime", self.auth.url_lifetime),

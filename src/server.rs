@@ -4,22 +4,22 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
 use crate::mirror::Mirror;
 use crate::service;
 
-/// How long a TLS handshake may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long a connection may take to send its request headers.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most bytes of request headers read (HTTP/1.1 read buffer, HTTP/2
+/// header list); more answers 431.
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// Serves `mirror` on `listener` until `shutdown` completes, then waits for
 /// in-flight connections, at most `grace`.
 pub async fn run(
@@ -31,14 +31,42 @@ pub async fn run(
 ) {
     let acceptor = tls.map(TlsAcceptor::from);
     let graceful = GracefulShutdown::new();
+    let settings = &mirror.config().server;
+    let header_timeout = settings.header_timeout;
+    let max_connections = settings.max_connections;
+    let slots = Arc::new(Semaphore::new(max_connections));
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(header_timeout)
+        .max_buf_size(MAX_HEADER_BYTES);
+    builder
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .max_header_list_size(MAX_HEADER_BYTES as u32);
     let builder = Arc::new(builder);
+    let mut warned_full: Option<Instant> = None;
     tokio::pin!(shutdown);
     loop {
+        // A slot first: at the limit, new connections wait in the kernel's
+        // listen queue rather than being accepted and starved.
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if warned_full.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    tracing::warn!(
+                        max_connections,
+                        "server.max_connections reached; new connections wait until one closes"
+                    );
+                    warned_full = Some(Instant::now());
+                }
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => slot.expect("never closed"),
+                    () = &mut shutdown => break,
+                }
+            }
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -58,21 +86,21 @@ pub async fn run(
         let watcher = graceful.watcher();
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let result = match acceptor {
                 Some(acceptor) => {
-                    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
-                        .await
-                    {
-                        Ok(Ok(tls)) => tls,
-                        Ok(Err(e)) => {
-                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!(%peer, "TLS handshake timed out");
-                            return;
-                        }
-                    };
+                    let tls =
+                        match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
+                            Ok(Ok(tls)) => tls,
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%peer, "TLS handshake timed out");
+                                return;
+                            }
+                        };
                     let conn = builder.serve_connection(TokioIo::new(tls), service);
                     watcher.watch(conn.into_owned()).await
                 }

@@ -51,27 +51,93 @@ fn cases() -> Vec<Case> {
     use Fault::*;
     let (bad, timeout) = (StatusCode::BAD_GATEWAY, StatusCode::GATEWAY_TIMEOUT);
     vec![
-        case(versions, Status(StatusCode::SERVICE_UNAVAILABLE), Index, bad, "answered 503"),
-        case(versions, Body(b"{\"versions\": [".to_vec()), Index, bad, "not the expected JSON"),
-        case(versions, Body(huge.into_bytes()), Index, bad, "body larger than 8388608 bytes"),
+        case(
+            versions,
+            Status(StatusCode::SERVICE_UNAVAILABLE),
+            Index,
+            bad,
+            "answered 503",
+        ),
+        case(
+            versions,
+            Body(b"{\"versions\": [".to_vec()),
+            Index,
+            bad,
+            "not the expected JSON",
+        ),
+        case(
+            versions,
+            Body(huge.into_bytes()),
+            Index,
+            bad,
+            "body larger than 8388608 bytes",
+        ),
         case(versions, Reset, Index, bad, "could not reach"),
         case(versions, Truncate, Index, bad, "reading the body failed"),
         case(versions, WrongLength, Index, bad, "reading the body failed"),
         case(versions, Hang, Index, timeout, "did not answer within 2s"),
-        case(versions, Trickle(Duration::from_millis(400)), Index, timeout, "did not answer within 2s"),
-        case(package, Status(StatusCode::INTERNAL_SERVER_ERROR), Version, bad, "answered 500"),
-        case(package, Body(b"[]".to_vec()), Version, bad, "not the expected JSON"),
+        case(
+            versions,
+            Trickle(Duration::from_millis(400)),
+            Index,
+            timeout,
+            "did not answer within 2s",
+        ),
+        case(
+            package,
+            Status(StatusCode::INTERNAL_SERVER_ERROR),
+            Version,
+            bad,
+            "answered 500",
+        ),
+        case(
+            package,
+            Body(b"[]".to_vec()),
+            Version,
+            bad,
+            "not the expected JSON",
+        ),
         case(package, Truncate, Version, bad, "reading the body failed"),
-        case(sums, Status(StatusCode::BAD_GATEWAY), Version, bad, "answered 502"),
+        case(
+            sums,
+            Status(StatusCode::BAD_GATEWAY),
+            Version,
+            bad,
+            "answered 502",
+        ),
         case(sums, Hang, Version, bad, "did not answer within 2s"),
-        case(sums, Body(b"not a sums file".to_vec()), Version, bad, "SHA256SUMS"),
-        case(&archive, Status(StatusCode::INTERNAL_SERVER_ERROR), Archive, bad, "answered 500"),
+        case(
+            sums,
+            Body(b"not a sums file".to_vec()),
+            Version,
+            bad,
+            "SHA256SUMS",
+        ),
+        case(
+            &archive,
+            Status(StatusCode::INTERNAL_SERVER_ERROR),
+            Archive,
+            bad,
+            "answered 500",
+        ),
         case(&archive, Reset, Archive, bad, "could not reach"),
         case(&archive, Truncate, Archive, bad, "downloading"),
         case(&archive, WrongLength, Archive, bad, "downloading"),
         case(&archive, Hang, Archive, timeout, "stalled for 2s"),
-        case(&archive, Body(b"PK\x03\x04 but not really".to_vec()), Archive, bad, "does not match the signed SHA256SUMS"),
-        case(&redirect, RedirectLoop, Archive, bad, "more than 5 redirects"),
+        case(
+            &archive,
+            Body(b"PK\x03\x04 but not really".to_vec()),
+            Archive,
+            bad,
+            "does not match the signed SHA256SUMS",
+        ),
+        case(
+            &redirect,
+            RedirectLoop,
+            Archive,
+            bad,
+            "more than 5 redirects",
+        ),
     ]
 }
 
@@ -111,7 +177,12 @@ async fn every_fault_fails_every_waiter_cleanly_and_then_recovers() {
 
         let answers = futures_util::future::join_all((0..4).map(|_| scene.client.get(&url))).await;
         for a in &answers {
-            assert_eq!(a.status, c.status, "{label}: {}", String::from_utf8_lossy(&a.body));
+            assert_eq!(
+                a.status,
+                c.status,
+                "{label}: {}",
+                String::from_utf8_lossy(&a.body)
+            );
             let text = a.error_text();
             assert!(text.contains(c.says), "{label}: {text}");
         }
@@ -121,7 +192,11 @@ async fn every_fault_fails_every_waiter_cleanly_and_then_recovers() {
         let again = scene.client.get(&url).await;
         assert_eq!(again.status, StatusCode::OK, "{label}: no recovery");
         if let Ask::Archive = c.ask {
-            assert_eq!(&again.body[..], &scene.archives["linux_amd64"][..], "{label}");
+            assert_eq!(
+                &again.body[..],
+                &scene.archives["linux_amd64"][..],
+                "{label}"
+            );
         }
         scene.mirror.stop().await;
     }
@@ -156,8 +231,11 @@ async fn a_signed_archive_that_is_not_a_zip_is_refused() {
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     let signer = Signer::new("acme");
-    let archives: BTreeMap<String, Vec<u8>> =
-        [("linux_amd64".to_string(), b"#!/bin/sh\necho not a zip\n".to_vec())].into();
+    let archives: BTreeMap<String, Vec<u8>> = [(
+        "linux_amd64".to_string(),
+        b"#!/bin/sh\necho not a zip\n".to_vec(),
+    )]
+    .into();
     let sums = sums_document("widget", "1.0.0", &archives);
     let sig = signer.sign_binary(&sums);
     let keys = vec![(signer.key_id(), signer.public_armored())];
@@ -168,7 +246,11 @@ async fn a_signed_archive_that_is_not_a_zip_is_refused() {
         .get(&m.url(&format!("/registry.origin.test/acme/widget/{ZIP}")))
         .await;
     assert_eq!(a.status, StatusCode::BAD_GATEWAY);
-    assert!(a.error_text().contains("not a valid zip"), "{}", a.error_text());
+    assert!(
+        a.error_text().contains("not a valid zip"),
+        "{}",
+        a.error_text()
+    );
     assert!(files_below(&setup.cache_dir())
         .iter()
         .all(|f| !f.ends_with(".zip") && !f.starts_with("tmp/")));

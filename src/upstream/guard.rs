@@ -99,9 +99,7 @@ impl Service<Name> for PublicResolver {
     fn call(&mut self, name: Name) -> Self::Future {
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let all: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let all: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let mut refused = None;
             let public: Vec<SocketAddr> = all
                 .into_iter()
@@ -114,7 +112,9 @@ impl Service<Name> for PublicResolver {
                 })
                 .collect();
             match (public.is_empty(), refused) {
-                (true, Some((addr, range))) => Err(Box::new(AddressRefused { host, addr, range }) as BoxError),
+                (true, Some((addr, range))) => {
+                    Err(Box::new(AddressRefused { host, addr, range }) as BoxError)
+                }
                 _ => Ok(public.into_iter()),
             }
         })
@@ -176,7 +176,10 @@ fn exempt_authorities(config: &UpstreamConfig) -> HashSet<String> {
         }
         for url in hc.services.values() {
             if let (Some(h), Some(p)) = (url.host_str(), url.port_or_known_default()) {
-                out.insert(format!("{}:{p}", h.trim_start_matches('[').trim_end_matches(']')));
+                out.insert(format!(
+                    "{}:{p}",
+                    h.trim_start_matches('[').trim_end_matches(']')
+                ));
             }
         }
     }
@@ -263,5 +266,39 @@ mod tests {
         ] {
             assert_eq!(non_public_range(ip.parse().unwrap()), range, "{ip}");
         }
+    }
+
+    async fn connect(config: &UpstreamConfig, uri: &str) -> Result<(), BoxError> {
+        GuardedConnector::new(config)
+            .call(uri.parse().unwrap())
+            .await
+            .map(drop)
+    }
+
+    #[tokio::test]
+    async fn literals_and_names_of_private_addresses_are_refused_unless_configured() {
+        let mut config = crate::config::Config::default().upstream;
+        // Port 9 (discard) on loopback: nothing listens, so an allowed
+        // attempt fails to connect instead.
+        for uri in [
+            "https://127.0.0.1:9/",
+            "https://[::1]:9/",
+            "https://localhost:9/",
+        ] {
+            let err = connect(&config, uri).await.unwrap_err();
+            let refused = refusal_in(&*err).unwrap_or_else(|| panic!("{uri}: {err}"));
+            assert_eq!(refused.range, "loopback", "{uri}");
+        }
+        config
+            .hosts
+            .insert("localhost:9".parse().unwrap(), Default::default());
+        let err = connect(&config, "https://localhost:9/").await.unwrap_err();
+        assert!(refusal_in(&*err).is_none(), "{err}");
+        // Another port of the same host is still refused.
+        let err = connect(&config, "https://localhost:10/").await.unwrap_err();
+        assert!(refusal_in(&*err).is_some(), "{err}");
+        config.allow_private_addresses = true;
+        let err = connect(&config, "https://127.0.0.1:9/").await.unwrap_err();
+        assert!(refusal_in(&*err).is_none(), "{err}");
     }
 }

@@ -833,18 +833,7 @@ impl Client {
     }
 
     pub fn trusting(ca_file: &Path) -> Client {
-        use rustls_pki_types::pem::PemObject;
-        let mut roots = rustls::RootCertStore::empty();
-        for c in rustls_pki_types::CertificateDer::pem_file_iter(ca_file).unwrap() {
-            roots.add(c.unwrap()).unwrap();
-        }
-        let tls = rustls::ClientConfig::builder_with_provider(
-            rustls::crypto::ring::default_provider().into(),
-        )
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        let tls = tls_client_config(ca_file);
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_only()
@@ -1048,4 +1037,29 @@ pub fn publish_gnupg_widget(origin: &FakeOrigin, namespace: &str, key: &str, sig
         gnupg_fixture(signature),
         vec![("".into(), key)],
     );
+}
+
+/// A TLS client configuration that trusts one authority.
+pub fn tls_client_config(ca_file: &Path) -> rustls::ClientConfig {
+    use rustls_pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pki_types::CertificateDer::pem_file_iter(ca_file).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    rustls::ClientConfig::builder_with_provider(rustls::crypto::ring::default_provider().into())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+/// A raw HTTP/1.1-over-TLS connection to a running mirror.
+pub async fn raw_tls(m: &RunningMirror) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let mut config = tls_client_config(&m.ca_file);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(m.addr).await.unwrap();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .unwrap()
 }
