@@ -21,6 +21,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::address::{Hostname, Platform, Provider, Version};
 use crate::auth::Auth;
+use crate::cache::health::DiskHealth;
 use crate::cache::{
     atomic, inventory, IndexRecord, PackageRecord, SignedSums, Store, VersionRecord,
 };
@@ -111,6 +112,8 @@ pub struct Mirror {
     metrics: Arc<Metrics>,
     auth: Auth,
     draining: AtomicBool,
+    /// Whether the cache can be written.
+    disk: DiskHealth,
     /// Archives being sent to clients, with how many readers each: never evicted.
     readers: Mutex<HashMap<ArchiveKey, usize>>,
     /// When each archive's last use was last written to disk.
@@ -150,6 +153,7 @@ impl Mirror {
             config.cache.index_ttl,
         );
         Ok(Mirror {
+            disk: DiskHealth::new(store.tmp_dir().to_path_buf()),
             store,
             client,
             discovery,
@@ -205,14 +209,12 @@ impl Mirror {
     }
 
     /// Whether the mirror can serve: not shutting down, and the cache is
-    /// writable. The reason when not.
+    /// writable (see [`DiskHealth`]). The reason when not.
     pub fn ready(&self) -> Result<(), String> {
         if self.draining.load(Ordering::SeqCst) {
             return Err("shutting down".into());
         }
-        atomic::temp_file(self.store.tmp_dir())
-            .map(drop)
-            .map_err(|e| format!("the cache directory is not writable: {e}"))
+        self.disk.check()
     }
 
     /// Cached bytes and archives.
@@ -298,9 +300,20 @@ impl Mirror {
                 if stored.as_ref().map(|s| &s.versions) != Some(&rec.versions) {
                     tracing::info!(%provider, versions = rec.versions.len(), "version list updated");
                 }
-                if let Err(e) = self.store.write_json(&path, &rec) {
-                    // Still answer: the list is correct, only not kept.
-                    tracing::error!(%provider, error = %e, "could not store version list");
+                match self.store.write_json(&path, &rec) {
+                    Ok(()) => self.disk.succeeded(),
+                    Err(e) => {
+                        let refusal = self.disk.failed("storing a version list", &e);
+                        if stored.is_none() {
+                            return Err(refusal);
+                        }
+                        // A refresh of a list the cache holds: serve it,
+                        // and try storing it again soon.
+                        return Ok(Timed {
+                            value: Arc::new(rec),
+                            ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
+                        });
+                    }
                 }
                 Ok(Timed {
                     value: Arc::new(rec),
@@ -416,8 +429,9 @@ impl Mirror {
         self.note(CacheKind::Version, CacheOutcome::Miss);
         let (record, complete) = self.fetch_version(provider, version, platforms).await?;
         if complete {
-            if let Err(e) = self.store.write_json(&path, &record) {
-                tracing::error!(%provider, %version, error = %e, "could not store version record");
+            match self.store.write_json(&path, &record) {
+                Ok(()) => self.disk.succeeded(),
+                Err(e) => return Err(self.disk.failed("storing a version record", &e)),
             }
         }
         Ok(Timed {
@@ -830,7 +844,7 @@ impl Mirror {
             )));
         };
         let tmp = atomic::temp_file(self.store.tmp_dir())
-            .map_err(|e| RequestError::disk("creating a temporary file", &e))?;
+            .map_err(|e| self.disk.failed("creating a temporary file", &e))?;
         let (file, temp_path) = tmp.into_parts();
         let mut file = tokio::fs::File::from_std(file);
 
@@ -885,7 +899,7 @@ impl Mirror {
                 self.metrics.fetched(data.len() as u64);
                 file.write_all(&data)
                     .await
-                    .map_err(|e| RequestError::disk("writing an archive", &e))?;
+                    .map_err(|e| self.disk.failed("writing an archive", &e))?;
             }
         }
         let actual = verify::hex(&hasher.finalize());
@@ -898,15 +912,16 @@ impl Mirror {
         }
         file.sync_all()
             .await
-            .map_err(|e| RequestError::disk("writing an archive", &e))?;
+            .map_err(|e| self.disk.failed("writing an archive", &e))?;
         drop(file);
 
         let store = self.store.clone();
         let (p, v, pl) = (provider.clone(), version.clone(), platform.clone());
         let what2 = what.clone();
+        let disk = self.disk.clone();
         tokio::task::spawn_blocking(move || -> Result<Archive, RequestError> {
             let h1 = std::fs::File::open(&temp_path)
-                .map_err(|e| RequestError::disk("reading a downloaded archive", &e))
+                .map_err(|e| disk.failed("reading a downloaded archive", &e))
                 .and_then(|f| {
                     verify::h1_of_zip(std::io::BufReader::new(f)).map_err(|e| {
                         RequestError::BadGateway(format!("{what2}: {e}; nothing was stored"))
@@ -915,7 +930,8 @@ impl Mirror {
             let dest = store.archive_path(&p, &v, &pl);
             atomic::write(store.tmp_dir(), &store.h1_path(&p, &v, &pl), h1.as_bytes())
                 .and_then(|()| atomic::persist(temp_path, &dest))
-                .map_err(|e| RequestError::disk("storing an archive", &e))?;
+                .map_err(|e| disk.failed("storing an archive", &e))?;
+            disk.succeeded();
             Ok(Archive {
                 path: dest,
                 size,

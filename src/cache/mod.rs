@@ -17,6 +17,7 @@
 //! archive is moved into place.
 
 pub mod atomic;
+pub mod health;
 pub mod inventory;
 pub mod records;
 
