@@ -328,6 +328,32 @@ impl fmt::Display for Provider {
 }
 
 impl Provider {
+    /// The registry hostname a source address without one refers to.
+    pub const DEFAULT_HOSTNAME: &'static str = "registry.terraform.io";
+
+    /// Parses a source address as written in `required_providers`:
+    /// `namespace/type` (on `registry.terraform.io`, as in Terraform) or
+    /// `hostname/namespace/type`.
+    pub fn from_source(source: &str) -> Result<Provider, InvalidName> {
+        let parts: Vec<&str> = source.split('/').collect();
+        let (host, namespace, kind) = match parts.as_slice() {
+            [namespace, kind] => (Self::DEFAULT_HOSTNAME, *namespace, *kind),
+            [host, namespace, kind] => (*host, *namespace, *kind),
+            _ => {
+                return Err(InvalidName::new(
+                    "provider source address",
+                    source,
+                    "expected namespace/type or hostname/namespace/type",
+                ))
+            }
+        };
+        Ok(Provider {
+            hostname: Hostname::parse(host)?,
+            namespace: Namespace::parse(namespace)?,
+            kind: ProviderType::parse(kind)?,
+        })
+    }
+
     /// The file name Terraform gives this provider's archive for `version` and
     /// `platform`, which is also the name the mirror serves it under.
     pub fn archive_name(&self, version: &Version, platform: &Platform) -> String {

@@ -342,22 +342,9 @@ impl Mirror {
         let base = self.discovery.providers_base(&provider.hostname).await?;
         let token = self.credentials.token(&provider.hostname);
         let listed = registry::versions(&self.client, &base, token, provider).await?;
-        let mut versions = BTreeMap::new();
-        for entry in listed.versions {
-            let Ok(version) = Version::parse(&entry.version) else {
-                tracing::warn!(%provider, version = %entry.version, "ignoring a version that is not semantic versioning");
-                continue;
-            };
-            let platforms: Vec<Platform> = entry
-                .platforms
-                .iter()
-                .filter_map(|p| Platform::from_parts(&p.os, &p.arch).ok())
-                .collect();
-            versions.insert(version, platforms);
-        }
         Ok(IndexRecord {
             fetched_at_ms: now_ms(),
-            versions,
+            versions: listed.usable(provider),
         })
     }
 

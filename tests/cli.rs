@@ -597,3 +597,100 @@ async fn kill_9_mid_download_leaves_nothing_servable_and_restart_recovers() {
     let (status, log) = d.wait().await;
     assert!(status.success(), "{log}");
 }
+
+/// `kill -9` at arbitrary moments while many version lists and records are
+/// being written: every metadata file on disk is always a whole record
+/// (writes go to tmp/ and are renamed into place), and the restart sweeps
+/// tmp/ and serves every version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_metadata_writes_leaves_only_whole_records() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let versions: Vec<String> = (0..24).map(|i| format!("1.{i}.0")).collect();
+    for kind in ["alpha", "beta", "gamma"] {
+        for v in &versions {
+            origin.publish("acme", kind, v, &["linux_amd64", "darwin_arm64"], &signer, &[&signer]);
+        }
+    }
+    let config = config_file(&setup, &origin, "");
+    let start = || {
+        let mut cmd = tfmirror(setup.dir.path());
+        cmd.args(["serve", "--config"]).arg(&config);
+        Daemon::start(cmd)
+    };
+    let ca = setup.dir.path().join("data/tls/ca.pem");
+    let check_records = || {
+        let root = setup.cache_dir().join("providers");
+        let mut records = 0;
+        for f in files_below(&root) {
+            let bytes = std::fs::read(root.join(&f)).unwrap();
+            if f.ends_with("/index.json") {
+                serde_json::from_slice::<tfmirror::cache::IndexRecord>(&bytes)
+                    .unwrap_or_else(|e| panic!("{f} is not a whole record: {e}"));
+                records += 1;
+            } else if f.ends_with("/version.json") {
+                serde_json::from_slice::<tfmirror::cache::VersionRecord>(&bytes)
+                    .unwrap_or_else(|e| panic!("{f} is not a whole record: {e}"));
+                records += 1;
+            }
+        }
+        records
+    };
+    // Each round kills once this many more records have reached the disk,
+    // so that writes are under way at the kill.
+    let mut kills = 0;
+    for (round, more) in [(0, 1), (1, 6), (2, 12), (3, 20)] {
+        let before = check_records();
+        let d = start();
+        let c = std::sync::Arc::new(Client::trusting(&ca));
+        let requests: Vec<_> = ["alpha", "beta", "gamma"]
+            .iter()
+            .flat_map(|kind| {
+                versions
+                    .iter()
+                    .map(move |v| format!("registry.origin.test/acme/{kind}/{v}.json"))
+            })
+            .map(|path| {
+                let (c, url) = (c.clone(), format!("{}{path}", d.url));
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(Duration::from_secs(10), c.try_get(&url)).await;
+                })
+            })
+            .collect();
+        for _ in 0..5000 {
+            if check_records() >= before + more {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        d.signal("KILL");
+        let _ = d.wait().await;
+        kills += 1;
+        for r in requests {
+            r.abort();
+        }
+        let records = check_records();
+        eprintln!("round {round}: killed with {records} records on disk");
+        assert!(records >= before + more, "round {round}: no writes seen");
+    }
+    assert_eq!(kills, 4);
+
+    // The restart sweeps tmp/ and answers for everything.
+    let d = start();
+    let c = Client::trusting(&ca);
+    let tmp = setup.cache_dir().join("tmp");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "leftovers not swept");
+    for kind in ["alpha", "beta", "gamma"] {
+        for v in &versions {
+            let url = format!("{}registry.origin.test/acme/{kind}/{v}.json", d.url);
+            let a = c.get(&url).await;
+            assert_eq!(a.status, StatusCode::OK, "{kind} {v}");
+            assert_eq!(a.json()["archives"].as_object().unwrap().len(), 2);
+        }
+    }
+    assert_eq!(check_records(), 3 + 3 * versions.len());
+    d.signal("TERM");
+    let (status, log) = d.wait().await;
+    assert!(status.success(), "{log}");
+}

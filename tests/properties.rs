@@ -1,12 +1,45 @@
 //! Property tests of the parsers that face untrusted input: request paths,
-//! names, SHA256SUMS documents and detached signatures. Each runs a few
+//! names, SHA256SUMS documents, detached signatures, the registry's JSON
+//! answers and the cache's own JSON records. Each runs a few
 //! thousand generated cases per test run; none may panic, and what parses
 //! must come out normalized and stable.
 
 use proptest::prelude::*;
 use tfmirror::address::{Hostname, Namespace, Provider};
 use tfmirror::routes::{self, Route};
+use tfmirror::cache::{IndexRecord, VersionRecord};
+use tfmirror::upstream::registry::{PackageResponse, VersionsResponse};
 use tfmirror::verify::{Keyring, Sha256Sums};
+
+/// Arbitrary JSON values, with the field names the registry uses among the
+/// keys so that objects sometimes almost fit.
+fn json() -> impl Strategy<Value = serde_json::Value> {
+    let key = prop_oneof![
+        Just("versions".to_string()),
+        Just("version".to_string()),
+        Just("platforms".to_string()),
+        Just("os".to_string()),
+        Just("arch".to_string()),
+        Just("filename".to_string()),
+        Just("signing_keys".to_string()),
+        Just("gpg_public_keys".to_string()),
+        "[a-z_]{1,8}",
+    ];
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::from),
+        any::<i64>().prop_map(serde_json::Value::from),
+        any::<f64>().prop_map(serde_json::Value::from),
+        "[0-9.a-z_-]{0,12}|\\PC{0,8}".prop_map(serde_json::Value::from),
+    ];
+    leaf.prop_recursive(4, 64, 8, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..8).prop_map(serde_json::Value::from),
+            proptest::collection::btree_map(key.clone(), inner, 0..8)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
 
 /// Path-like strings: segments made of characters that matter to parsers.
 fn pathish() -> impl Strategy<Value = String> {
@@ -132,5 +165,42 @@ proptest! {
         let key = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gnupg/signer.asc")).unwrap();
         let ring = Keyring::from_armored([key.as_str()]).unwrap();
         prop_assert!(ring.verify(b"document", &sig, "keys").is_err());
+    }
+
+    #[test]
+    fn registry_and_record_json_never_panics(value in json(), bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let text = value.to_string();
+        for doc in [text.as_bytes(), &bytes[..]] {
+            let _ = serde_json::from_slice::<PackageResponse>(doc);
+            let _ = serde_json::from_slice::<IndexRecord>(doc);
+            let _ = serde_json::from_slice::<VersionRecord>(doc);
+            if let Ok(listed) = serde_json::from_slice::<VersionsResponse>(doc) {
+                let provider = Provider::from_source("registry.example/acme/widget").unwrap();
+                let usable = listed.usable(&provider);
+                prop_assert!(usable.len() <= listed.versions.len());
+            }
+        }
+    }
+
+    #[test]
+    fn version_lists_keep_exactly_the_valid_versions(
+        entries in proptest::collection::vec(("[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}(-[a-z0-9]{1,5})?|[a-z0-9.]{1,8}", proptest::collection::vec(("[a-z0-9]{1,8}|\\PC{1,4}", "[a-z0-9]{1,8}"), 0..4)), 0..10)
+    ) {
+        let doc = serde_json::json!({"versions": entries.iter().map(|(v, ps)| serde_json::json!({
+            "version": v,
+            "platforms": ps.iter().map(|(os, arch)| serde_json::json!({"os": os, "arch": arch})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>()});
+        let listed: VersionsResponse = serde_json::from_value(doc).unwrap();
+        let provider = Provider::from_source("registry.example/acme/widget").unwrap();
+        let usable = listed.usable(&provider);
+        for (v, ps) in &entries {
+            match tfmirror::address::Version::parse(v) {
+                Ok(version) => {
+                    let platforms = &usable[&version];
+                    prop_assert!(platforms.len() <= ps.len());
+                }
+                Err(_) => prop_assert!(!usable.keys().any(|k| k.as_str() == v)),
+            }
+        }
     }
 }

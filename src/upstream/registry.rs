@@ -2,6 +2,8 @@
 //! the list of versions with their platforms, and the download metadata of
 //! one package.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 use url::Url;
 
@@ -13,6 +15,28 @@ use crate::address::{Platform, Provider, Version};
 pub struct VersionsResponse {
     /// Every version the registry offers.
     pub versions: Vec<VersionEntry>,
+}
+
+impl VersionsResponse {
+    /// The versions that are semantic versions, each with the platforms
+    /// whose names are valid. Others are left out (and logged); a version
+    /// listed twice keeps its last entry.
+    pub fn usable(&self, provider: &Provider) -> BTreeMap<Version, Vec<Platform>> {
+        let mut versions = BTreeMap::new();
+        for entry in &self.versions {
+            let Ok(version) = Version::parse(&entry.version) else {
+                tracing::warn!(%provider, version = %entry.version, "ignoring a version that is not semantic versioning");
+                continue;
+            };
+            let platforms: Vec<Platform> = entry
+                .platforms
+                .iter()
+                .filter_map(|p| Platform::from_parts(&p.os, &p.arch).ok())
+                .collect();
+            versions.insert(version, platforms);
+        }
+        versions
+    }
 }
 
 /// One entry of [`VersionsResponse`].

@@ -882,6 +882,20 @@ impl Client {
         self.inner.request(req).await.unwrap()
     }
 
+    /// A GET that may fail (the mirror may be killed under it).
+    pub async fn try_get(&self, url: &str) -> Option<Answer> {
+        let req = Request::get(url)
+            .body(http_body_util::Empty::new())
+            .unwrap();
+        let resp = self.inner.request(req).await.ok()?;
+        let (parts, body) = resp.into_parts();
+        Some(Answer {
+            status: parts.status,
+            headers: parts.headers,
+            body: body.collect().await.ok()?.to_bytes(),
+        })
+    }
+
     pub async fn get(&self, url: &str) -> Answer {
         self.request(http::Method::GET, url).await
     }
