@@ -5,132 +5,13 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::daemon::*;
 use common::*;
 use http::StatusCode;
-
-fn tfmirror(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfmirror"));
-    cmd.env_clear()
-        .env("HOME", home)
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("RUST_LOG", "info");
-    cmd
-}
-
-/// A running `tfmirror serve` whose log is read line by line.
-struct Daemon {
-    child: Child,
-    lines: Receiver<String>,
-    log: String,
-    url: String,
-}
-
-impl Daemon {
-    /// Starts a prepared `serve` command (arguments already given).
-    fn start(mut cmd: Command) -> Daemon {
-        let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let mut d = Daemon {
-            child,
-            lines,
-            log: String::new(),
-            url: String::new(),
-        };
-        let line = d.wait_for("protocol at ");
-        d.url = line
-            .split("protocol at ")
-            .nth(1)
-            .unwrap()
-            .split(|c: char| c.is_whitespace() || c == '"')
-            .next()
-            .unwrap()
-            .to_string();
-        d
-    }
-
-    /// Waits for a log line containing `needle` and returns it.
-    fn wait_for(&mut self, needle: &str) -> String {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .unwrap_or_else(|_| panic!("no {needle:?} in the log:\n{}", self.log));
-            self.log.push_str(&line);
-            self.log.push('\n');
-            if line.contains(needle) {
-                return line;
-            }
-        }
-    }
-
-    fn signal(&self, sig: &str) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args([&format!("-{sig}"), &pid])
-            .status()
-            .unwrap()
-            .success());
-    }
-
-    async fn wait(mut self) -> (std::process::ExitStatus, String) {
-        let status = tokio::task::spawn_blocking(move || {
-            let s = self.child.wait().unwrap();
-            while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
-                self.log.push_str(&line);
-                self.log.push('\n');
-            }
-            (s, std::mem::take(&mut self.log))
-        });
-        status.await.unwrap()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
-
-/// A configuration file for a daemon that mirrors `registry.origin.test`
-/// from the fake origin.
-fn config_file(setup: &Setup, origin: &FakeOrigin, extra: &str) -> PathBuf {
-    let dir = setup.dir.path();
-    let text = format!(
-        r#"
-[server]
-listen = "127.0.0.1:0"
-data_dir = "{data}"
-shutdown_grace = "20s"
-[cache]
-dir = "{cache}"
-[upstream]
-allowed_hosts = []
-ca_file = "{ca}"
-allow_private_addresses = true
-[upstream.hosts."registry.origin.test"]
-services = {{ "providers.v1" = "{api}" }}
-{extra}
-"#,
-        data = dir.join("data").display(),
-        cache = setup.cache_dir().display(),
-        ca = dir.join("origin-ca.pem").display(),
-        api = origin.providers_url(),
-    );
-    let path = dir.join("tfmirror.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 #[test]
 fn check_config_names_the_bad_key() {
@@ -610,7 +491,14 @@ async fn kill_9_during_metadata_writes_leaves_only_whole_records() {
     let versions: Vec<String> = (0..24).map(|i| format!("1.{i}.0")).collect();
     for kind in ["alpha", "beta", "gamma"] {
         for v in &versions {
-            origin.publish("acme", kind, v, &["linux_amd64", "darwin_arm64"], &signer, &[&signer]);
+            origin.publish(
+                "acme",
+                kind,
+                v,
+                &["linux_amd64", "darwin_arm64"],
+                &signer,
+                &[&signer],
+            );
         }
     }
     let config = config_file(&setup, &origin, "");
@@ -680,7 +568,11 @@ async fn kill_9_during_metadata_writes_leaves_only_whole_records() {
     let d = start();
     let c = Client::trusting(&ca);
     let tmp = setup.cache_dir().join("tmp");
-    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "leftovers not swept");
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "leftovers not swept"
+    );
     for kind in ["alpha", "beta", "gamma"] {
         for v in &versions {
             let url = format!("{}registry.origin.test/acme/{kind}/{v}.json", d.url);

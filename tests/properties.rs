@@ -6,8 +6,8 @@
 
 use proptest::prelude::*;
 use tfmirror::address::{Hostname, Namespace, Provider};
-use tfmirror::routes::{self, Route};
 use tfmirror::cache::{IndexRecord, VersionRecord};
+use tfmirror::routes::{self, Route};
 use tfmirror::upstream::registry::{PackageResponse, VersionsResponse};
 use tfmirror::verify::{Keyring, Sha256Sums};
 

@@ -4,6 +4,8 @@
 //! and a small HTTPS client.
 #![allow(dead_code)]
 
+pub mod daemon;
+
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::net::SocketAddr;
