@@ -204,7 +204,7 @@ async fn twenty_thousand_mixed_requests_at_64_connections() {
     }
     sampler.abort();
 
-    let failures = failures.lock().unwrap();
+    let failures = failures.lock().unwrap().clone();
     assert!(
         failures.is_empty(),
         "{} failures, e.g. {:?}",
