@@ -279,6 +279,21 @@ impl Platform {
         Self::from_parts(os, arch).map_err(|_| err("must be two lowercase words joined by _"))
     }
 
+    /// The platform tfmirror itself runs on, named as Terraform names it.
+    pub fn current() -> Platform {
+        let os = match std::env::consts::OS {
+            "macos" => "darwin",
+            other => other,
+        };
+        let arch = match std::env::consts::ARCH {
+            "x86_64" => "amd64",
+            "aarch64" => "arm64",
+            "x86" => "386",
+            other => other,
+        };
+        Platform(format!("{os}_{arch}"))
+    }
+
     /// Builds a platform from its operating system and architecture.
     pub fn from_parts(os: &str, arch: &str) -> Result<Self, InvalidName> {
         let word = |w: &str| {

@@ -1,4 +1,5 @@
-//! The command line: `tfmirror serve`, `check-config`, `ls` and `gc`.
+//! The command line: `tfmirror serve`, `sync`, `lock`, `export`, `import`,
+//! `check-config`, `ls`, `gc` and `verify`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -31,6 +32,86 @@ pub enum Command {
         /// TFMIRROR_* environment variables apply.
         #[arg(long, short)]
         config: Option<PathBuf>,
+        /// Never contact an origin: serve the cache, 404 for the rest
+        /// (upstream.offline).
+        #[arg(long)]
+        offline: bool,
+    },
+    /// Fill the cache ahead of time: download, verify and cache the
+    /// providers a manifest or a Terraform configuration asks for.
+    Sync {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// A manifest (TOML) listing providers, version constraints and
+        /// platforms (see the README, "Air-gapped sites").
+        #[arg(long, required_unless_present = "from", conflicts_with = "from")]
+        manifest: Option<PathBuf>,
+        /// A Terraform configuration directory: its required_providers
+        /// blocks and .terraform.lock.hcl files say what to fetch.
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// With --from: a platform to fetch (repeatable; default: this
+        /// machine's).
+        #[arg(long = "platform", requires = "from")]
+        platforms: Vec<String>,
+        /// How many archives to download at once.
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
+    },
+    /// Print .terraform.lock.hcl provider blocks with h1: and zh: hashes for
+    /// every platform given (downloading and verifying archives as needed).
+    Lock {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// A platform to lock (repeatable; default: this machine's).
+        #[arg(long = "platform")]
+        platforms: Vec<String>,
+        /// A Terraform configuration directory: lock what its
+        /// required_providers blocks and lock files ask for.
+        #[arg(long, conflicts_with = "sources")]
+        from: Option<PathBuf>,
+        /// Providers to lock, as `[hostname/]namespace/type`, optionally
+        /// followed by `@` and version constraints (`hashicorp/aws@~> 5.0`);
+        /// the newest version that meets them is locked.
+        #[arg(required_unless_present = "from")]
+        sources: Vec<String>,
+    },
+    /// Write cached providers, with the evidence that verified them, to one
+    /// bundle file; or (--static) as a static mirror directory.
+    Export {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The bundle file to write.
+        #[arg(
+            long,
+            required_unless_present = "static_dir",
+            conflicts_with = "static_dir"
+        )]
+        output: Option<PathBuf>,
+        /// Write the network mirror protocol as static files into this
+        /// directory instead (the layout `terraform providers mirror` writes).
+        #[arg(long = "static", value_name = "DIR")]
+        static_dir: Option<PathBuf>,
+        /// Only this provider, `[hostname/]namespace/type` (repeatable).
+        #[arg(long = "provider")]
+        providers: Vec<String>,
+    },
+    /// Verify and import a bundle written by `export`; or (--static) a
+    /// directory written by `terraform providers mirror`.
+    Import {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The bundle file.
+        #[arg(required_unless_present = "static_dir", conflicts_with = "static_dir")]
+        bundle: Option<PathBuf>,
+        /// Import this static mirror directory instead; its providers are
+        /// marked unsigned (see cache.allow_unsigned_imports).
+        #[arg(long = "static", value_name = "DIR")]
+        static_dir: Option<PathBuf>,
     },
     /// Validate the configuration and print the effective settings.
     CheckConfig {
@@ -69,7 +150,34 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { config } => load(config).and_then(serve),
+        Command::Serve { config, offline } => load(config).and_then(|mut c| {
+            c.upstream.offline |= offline;
+            serve(c)
+        }),
+        Command::Sync {
+            config,
+            manifest,
+            from,
+            platforms,
+            jobs,
+        } => load(config).and_then(|c| sync(c, manifest, from, platforms, jobs)),
+        Command::Lock {
+            config,
+            platforms,
+            from,
+            sources,
+        } => load(config).and_then(|c| lock(c, &platforms, from, &sources)),
+        Command::Export {
+            config,
+            output,
+            static_dir,
+            providers,
+        } => load(config).and_then(|c| export(&c, output, static_dir, &providers)),
+        Command::Import {
+            config,
+            bundle,
+            static_dir,
+        } => load(config).and_then(|c| import(&c, bundle, static_dir)),
         Command::CheckConfig { config } => load(config).and_then(|c| {
             print!("{}", c.to_toml()?);
             Ok(())
@@ -337,6 +445,179 @@ fn list(config: &Config, json: bool) -> anyhow::Result<()> {
         bytesize::ByteSize(total).display().iec()
     );
     Ok(())
+}
+
+/// The platforms given on the command line, or this machine's.
+fn platforms_or_current(given: &[String]) -> anyhow::Result<Vec<crate::address::Platform>> {
+    if given.is_empty() {
+        Ok(vec![crate::address::Platform::current()])
+    } else {
+        crate::selection::parse_platforms(given, "--platform")
+    }
+}
+
+/// A runtime for the commands that do network work.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// `tfmirror sync`.
+fn sync(
+    config: Config,
+    manifest: Option<PathBuf>,
+    from: Option<PathBuf>,
+    platforms: Vec<String>,
+    jobs: usize,
+) -> anyhow::Result<()> {
+    let requirements = match (manifest, from) {
+        (Some(path), _) => crate::selection::from_manifest(&path)?,
+        (None, Some(dir)) => {
+            crate::selection::from_directory(&dir, &platforms_or_current(&platforms)?)?
+        }
+        (None, None) => anyhow::bail!("give --manifest FILE or --from DIR"),
+    };
+    if config.upstream.offline {
+        anyhow::bail!("sync fetches from origins; it cannot run with upstream.offline");
+    }
+    let summary = runtime()?.block_on(async {
+        let mirror = Arc::new(Mirror::beside_daemon(config)?);
+        anyhow::Ok(crate::sync::run(mirror, &requirements, jobs).await)
+    })?;
+    println!("{summary}");
+    for failure in &summary.failures {
+        println!("FAILED {failure}");
+    }
+    if summary.failures.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("{} failures", summary.failures.len())
+    }
+}
+
+/// `tfmirror lock`.
+fn lock(
+    config: Config,
+    platforms: &[String],
+    from: Option<PathBuf>,
+    sources: &[String],
+) -> anyhow::Result<()> {
+    let platforms = platforms_or_current(platforms)?;
+    let requirements = match from {
+        Some(dir) => crate::selection::from_directory(&dir, &platforms)?,
+        None => sources
+            .iter()
+            .map(|s| crate::selection::from_argument(s, &platforms))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+    };
+    let text = runtime()?.block_on(async {
+        let mirror = Arc::new(Mirror::beside_daemon(config)?);
+        let mut entries = Vec::new();
+        for req in &requirements {
+            let versions = crate::sync::select_versions(&mirror, req)
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?;
+            // With several pinned versions, the newest is locked.
+            let version = versions.last().expect("never empty");
+            let constraints = Some(req.constraints.as_str().to_string());
+            let entry =
+                crate::lockfile::entry(&mirror, &req.provider, version, constraints, &platforms)
+                    .await
+                    .with_context(|| format!("locking {} {version}", req.provider))?;
+            entries.push(entry);
+        }
+        anyhow::Ok(crate::lockfile::render(&entries))
+    })?;
+    print!("{text}");
+    Ok(())
+}
+
+/// Parses `--provider` values.
+fn providers(sources: &[String]) -> anyhow::Result<Vec<crate::address::Provider>> {
+    sources
+        .iter()
+        .map(|s| {
+            crate::address::Provider::from_source(s).with_context(|| format!("--provider {s:?}"))
+        })
+        .collect()
+}
+
+/// `tfmirror export`.
+fn export(
+    config: &Config,
+    output: Option<PathBuf>,
+    static_dir: Option<PathBuf>,
+    only: &[String],
+) -> anyhow::Result<()> {
+    let store = Store::open(&config.cache.dir)
+        .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
+    let only = providers(only)?;
+    match (output, static_dir) {
+        (Some(output), _) => {
+            let done = crate::bundle::export(&store, &only, &output)?;
+            println!(
+                "wrote {}: {} versions, {} archives, {}",
+                output.display(),
+                done.versions,
+                done.archives,
+                bytesize::ByteSize(done.bytes).display().iec()
+            );
+        }
+        (None, Some(dir)) => {
+            let done = crate::static_dir::export(&store, &only, &dir)?;
+            println!(
+                "wrote {}: {} providers, {} versions, {} archives",
+                dir.display(),
+                done.providers,
+                done.versions,
+                done.archives
+            );
+        }
+        (None, None) => anyhow::bail!("give --output FILE or --static DIR"),
+    }
+    Ok(())
+}
+
+/// `tfmirror import`.
+fn import(
+    config: &Config,
+    bundle: Option<PathBuf>,
+    static_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let store = Store::open(&config.cache.dir)
+        .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
+    let (report, source) = match (bundle, static_dir) {
+        (Some(path), _) => {
+            let trust = crate::verify::TrustPolicy::new(
+                &config.trust,
+                config.upstream.reject_expired_keys,
+            )?;
+            (crate::bundle::import(&store, &trust, &path)?, path)
+        }
+        (None, Some(dir)) => (crate::static_dir::import(&store, &dir)?, dir),
+        (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
+    };
+    for (item, reason) in &report.rejected {
+        println!("REJECTED {item}: {reason}");
+    }
+    println!(
+        "imported {}: {} versions verified, {} archives stored, {} already cached, {} rejected",
+        source.display(),
+        report.versions,
+        report.archives,
+        report.unchanged,
+        report.rejected.len()
+    );
+    if report.rejected.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{} items were rejected; nothing else was changed",
+            report.rejected.len()
+        )
+    }
 }
 
 /// `tfmirror verify`.

@@ -148,6 +148,11 @@ pub struct CacheConfig {
     /// is being sent or downloaded). Default: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_size: Option<bytesize::ByteSize>,
+    /// `allow_unsigned_imports`: serve providers imported with
+    /// `tfmirror import --static` from a `terraform providers mirror`
+    /// directory, which carry hashes but no signature. Default `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_unsigned_imports: bool,
 }
 
 /// `[upstream]`: the origin registries.
@@ -189,6 +194,11 @@ pub struct UpstreamConfig {
     /// and the hosts of their `services` URLs.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_private_addresses: bool,
+    /// `offline`: never connect to an origin: serve what the cache holds and
+    /// answer 404 for anything else, so that clients can fall through to
+    /// their next installation method. Also `tfmirror serve --offline`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub offline: bool,
     /// `reject_expired_keys`: refuse SHA256SUMS signed by a key that has
     /// expired. Off by default, as in Terraform, which accepts such
     /// signatures with a warning. Revoked keys and expired signatures are
@@ -268,6 +278,7 @@ impl Default for Config {
                 index_ttl: Duration::from_secs(600),
                 negative_ttl: Duration::from_secs(60),
                 max_size: None,
+                allow_unsigned_imports: false,
             },
             upstream: UpstreamConfig {
                 allowed_hosts: ["registry.terraform.io", "registry.opentofu.org"]
@@ -280,6 +291,7 @@ impl Default for Config {
                 max_fetches: 64,
                 max_fetches_per_host: 16,
                 allow_private_addresses: false,
+                offline: false,
                 reject_expired_keys: false,
                 connect_timeout: Duration::from_secs(10),
                 request_timeout: Duration::from_secs(60),

@@ -8,11 +8,10 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use crate::cache::{inventory, Store, VersionRecord};
-use crate::verify::{self, Sha256Sums, TrustPolicy};
+use crate::verify::{self, TrustPolicy};
 
 /// One archive that failed, and why.
 #[derive(Debug, Clone)]
@@ -76,32 +75,18 @@ fn check(
         .packages
         .get(platform)
         .ok_or("its version's metadata does not list this platform")?;
-    let signed = record
-        .sums
-        .get(pkg.sums)
-        .ok_or("its SHA256SUMS is missing from the metadata")?;
-    let signature = base64::engine::general_purpose::STANDARD
-        .decode(&signed.signature)
-        .map_err(|_| "the stored signature is not base64".to_string())?;
-    trust
-        .check(
-            &record.provider,
-            signed.document.as_bytes(),
-            &signature,
-            &signed.keys,
-        )
-        .map_err(|e| e.to_string())?;
-    let sums = Sha256Sums::parse(signed.document.as_bytes()).map_err(|e| e.to_string())?;
-    if sums.get(&pkg.filename) != Some(pkg.sha256.as_str()) {
-        return Err(format!(
-            "the signed SHA256SUMS does not list {} with the recorded checksum",
-            pkg.filename
-        ));
-    }
+    // An unsigned import has no signature to check: the checksum recorded at
+    // its import is all there is.
+    let (checked, against) = if record.unsigned_import {
+        ("recorded at its (unsigned) import", Ok(()))
+    } else {
+        ("signed", verify::evidence::check_record(trust, record))
+    };
+    against?;
     let actual = sha256_file(path).map_err(|e| format!("reading it failed: {e}"))?;
     if actual != pkg.sha256 {
         return Err(format!(
-            "its SHA-256 {actual} differs from the signed {}",
+            "its SHA-256 {actual} differs from the {checked} {}",
             pkg.sha256
         ));
     }

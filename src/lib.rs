@@ -13,18 +13,24 @@
 
 pub mod address;
 pub mod auth;
+pub mod bundle;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod constraints;
 pub mod error;
 pub mod integrity;
+pub mod lockfile;
 pub mod metrics;
 pub mod mirror;
 pub mod protocol;
 pub mod routes;
+pub mod selection;
 pub mod server;
 pub mod service;
+pub mod static_dir;
 pub mod status;
+pub mod sync;
 pub mod tls;
 pub mod upstream;
 pub mod verify;

@@ -22,6 +22,8 @@ pub enum Endpoint {
     Version,
     /// Archive downloads.
     Archive,
+    /// Lock file blocks (`:version.lock.hcl`).
+    Lock,
     /// The status page.
     Home,
     /// `/healthz`, `/readyz`, `/metrics`.

@@ -23,7 +23,7 @@ use crate::address::{Hostname, Platform, Provider, Version};
 use crate::auth::Auth;
 use crate::cache::health::DiskHealth;
 use crate::cache::{
-    atomic, inventory, IndexRecord, PackageRecord, SignedSums, Store, VersionRecord,
+    atomic, inventory, IndexRecord, KeepError, PackageRecord, SignedSums, Store, VersionRecord,
 };
 use crate::config::Config;
 use crate::error::RequestError;
@@ -130,14 +130,27 @@ pub struct Mirror {
 }
 
 impl Mirror {
-    /// Builds the mirror from its configuration, opening the cache.
+    /// Builds the daemon's mirror from its configuration, opening the cache
+    /// and sweeping what an earlier run left unfinished in `tmp/`.
     pub fn new(config: Config) -> anyhow::Result<Mirror> {
+        Self::build(config, true)
+    }
+
+    /// Builds a mirror for a command (such as `sync`) that may run beside a
+    /// daemon using the same cache: `tmp/` is left alone.
+    pub fn beside_daemon(config: Config) -> anyhow::Result<Mirror> {
+        Self::build(config, false)
+    }
+
+    fn build(config: Config, sweep: bool) -> anyhow::Result<Mirror> {
         use anyhow::Context;
         let store = Store::open(&config.cache.dir)
             .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
-        store
-            .sweep()
-            .with_context(|| format!("sweeping {}", store.tmp_dir().display()))?;
+        if sweep {
+            store
+                .sweep()
+                .with_context(|| format!("sweeping {}", store.tmp_dir().display()))?;
+        }
         let metrics = Arc::new(Metrics::new());
         let auth = Auth::new(&config.auth, &config.server.data_dir)?;
         let client = Client::new(&config.upstream, metrics.clone())?;
@@ -222,6 +235,22 @@ impl Mirror {
         *self.usage.lock().expect("usage lock")
     }
 
+    /// Whether the mirror never contacts origins (`upstream.offline`).
+    pub fn offline(&self) -> bool {
+        self.config.upstream.offline
+    }
+
+    fn not_held(&self, provider: &Provider) -> RequestError {
+        RequestError::NotFound(format!(
+            "{provider} is not held by this mirror, which is offline (upstream.offline)"
+        ))
+    }
+
+    /// An archive already in the cache, if it is.
+    pub fn cached_archive(&self, key: &ArchiveKey) -> Option<Archive> {
+        self.stored_archive(key)
+    }
+
     /// Counts a cache lookup and notes its outcome on the request's span.
     fn note(&self, kind: CacheKind, outcome: CacheOutcome) {
         self.metrics.cache(kind, outcome);
@@ -260,8 +289,9 @@ impl Mirror {
         let entry = match entry {
             Err(RequestError::NotFound(message)) => {
                 // The origin's "no such provider" is remembered briefly;
-                // failures are not.
-                if !self.config.cache.negative_ttl.is_zero() {
+                // failures are not. Offline, the answer is the cache's own,
+                // and an import may change it at any time.
+                if !self.config.cache.negative_ttl.is_zero() && !self.offline() {
                     self.missing.insert(provider.clone(), message.clone()).await;
                 }
                 return Err(RequestError::NotFound(message));
@@ -284,6 +314,19 @@ impl Mirror {
             }
         };
         let ttl = self.config.cache.index_ttl;
+        if self.offline() {
+            return match stored {
+                Some(rec) => {
+                    self.note(CacheKind::Index, CacheOutcome::Hit);
+                    Ok(Timed {
+                        value: Arc::new(rec),
+                        // Read again soon: an import may add versions.
+                        ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
+                    })
+                }
+                None => Err(self.not_held(provider)),
+            };
+        }
         if let Some(rec) = &stored {
             let age = Duration::from_millis(now_ms().saturating_sub(rec.fetched_at_ms));
             if age < ttl {
@@ -376,6 +419,16 @@ impl Mirror {
     ) -> Result<Timed<VersionRecord>, RequestError> {
         let path = self.store.version_path(provider, version);
         match self.store.read_json::<VersionRecord>(&path) {
+            Ok(Some(rec)) if rec.unsigned_import && !self.config.cache.allow_unsigned_imports => {
+                tracing::info!(%provider, %version, "the cache holds this version only as an unsigned import, and cache.allow_unsigned_imports is off");
+            }
+            Ok(Some(rec)) if rec.unsigned_import => {
+                self.note(CacheKind::Version, CacheOutcome::Hit);
+                return Ok(Timed {
+                    value: Arc::new(rec),
+                    ttl: None,
+                });
+            }
             Ok(Some(rec)) => match self.recheck(&rec) {
                 Ok(()) => {
                     self.note(CacheKind::Version, CacheOutcome::Hit);
@@ -394,6 +447,11 @@ impl Mirror {
             Err(e) => {
                 tracing::warn!(%provider, %version, error = %e, "ignoring unreadable stored version record")
             }
+        }
+        if self.offline() {
+            return Err(RequestError::NotFound(format!(
+                "{provider} {version} is not held by this mirror, which is offline (upstream.offline)"
+            )));
         }
         let index = self.index(provider).await?;
         let Some(platforms) = index.versions.get(version) else {
@@ -466,6 +524,7 @@ impl Mirror {
             version: version.clone(),
             packages: BTreeMap::new(),
             sums: Vec::new(),
+            unsigned_import: false,
         };
         for (platform, answer) in answers {
             let (pkg, final_url) = match answer {
@@ -583,23 +642,10 @@ impl Mirror {
         })
     }
 
-    /// Checks a stored version record's signatures against today's trust
+    /// Checks a stored version record's evidence against today's trust
     /// policy.
     fn recheck(&self, record: &VersionRecord) -> Result<(), String> {
-        for signed in &record.sums {
-            let signature = base64::engine::general_purpose::STANDARD
-                .decode(&signed.signature)
-                .map_err(|_| "the stored signature is not base64".to_string())?;
-            self.trust
-                .check(
-                    &record.provider,
-                    signed.document.as_bytes(),
-                    &signature,
-                    &signed.keys,
-                )
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        verify::evidence::check_record(&self.trust, record)
     }
 
     async fn fetch_signed_sums(
@@ -695,6 +741,12 @@ impl Mirror {
         if let Some(a) = self.stored_archive(&key) {
             self.note(CacheKind::Archive, CacheOutcome::Hit);
             return Ok(Arc::new(a));
+        }
+        if self.offline() {
+            let (p, v, platform) = &key;
+            return Err(RequestError::NotFound(format!(
+                "{p} {v} {platform} is not held by this mirror, which is offline (upstream.offline)"
+            )));
         }
         self.note(CacheKind::Archive, CacheOutcome::Miss);
         let task = tokio::spawn(async move {
@@ -907,20 +959,15 @@ impl Mirror {
         let what2 = what.clone();
         let disk = self.disk.clone();
         tokio::task::spawn_blocking(move || -> Result<Archive, RequestError> {
-            let h1 = std::fs::File::open(&temp_path)
-                .map_err(|e| disk.failed("reading a downloaded archive", &e))
-                .and_then(|f| {
-                    verify::h1_of_zip(std::io::BufReader::new(f)).map_err(|e| {
-                        RequestError::BadGateway(format!("{what2}: {e}; nothing was stored"))
-                    })
-                })?;
-            let dest = store.archive_path(&p, &v, &pl);
-            atomic::write(store.tmp_dir(), &store.h1_path(&p, &v, &pl), h1.as_bytes())
-                .and_then(|()| atomic::persist(temp_path, &dest))
-                .map_err(|e| disk.failed("storing an archive", &e))?;
+            let h1 = store.keep_archive(temp_path, &p, &v, &pl).map_err(|e| match e {
+                KeepError::Disk(e) => disk.failed("storing an archive", &e),
+                KeepError::NotAnArchive(e) => {
+                    RequestError::BadGateway(format!("{what2}: {e}; nothing was stored"))
+                }
+            })?;
             disk.succeeded();
             Ok(Archive {
-                path: dest,
+                path: store.archive_path(&p, &v, &pl),
                 size,
                 h1,
             })

@@ -3,32 +3,32 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::address::Platform;
 use crate::cache::{IndexRecord, VersionRecord};
 use crate::verify;
 
 /// `index.json`: `{"versions": {"1.2.3": {}, …}}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct IndexDocument {
     /// Every available version, each with an empty object.
     pub versions: BTreeMap<String, Empty>,
 }
 
 /// The empty object the protocol puts beside each version.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Empty {}
 
 /// `:version.json`: `{"archives": {"os_arch": {"url": …, "hashes": […]}}}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct VersionDocument {
     /// One entry per platform the mirror can serve.
     pub archives: BTreeMap<Platform, ArchiveEntry>,
 }
 
 /// One platform's archive in a [`VersionDocument`].
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ArchiveEntry {
     /// The archive's URL, relative to the document's own URL.
     pub url: String,

@@ -3,7 +3,8 @@
 //! The mirror protocol's paths are `/:hostname/:namespace/:type/index.json`
 //! and `/:hostname/:namespace/:type/:version.json`; tfmirror serves archives
 //! beside them as `/:hostname/:namespace/:type/terraform-provider-<type>_<version>_<os>_<arch>.zip`,
-//! the name `terraform providers mirror` gives them. `/`, `/healthz`,
+//! the name `terraform providers mirror` gives them, and lock file blocks as
+//! `/:hostname/:namespace/:type/:version.lock.hcl`. `/`, `/healthz`,
 //! `/readyz` and `/metrics` are one-segment paths outside the protocol's
 //! four-segment space. Each segment is
 //! percent-decoded and parsed into its validated type; anything else is a
@@ -34,6 +35,9 @@ pub enum Route {
     Version(Provider, Version),
     /// An archive.
     Archive(Provider, Version, Platform),
+    /// `:version.lock.hcl`: a lock file block with the hashes of the
+    /// platforms the query names (tfmirror's own, beside the protocol).
+    Lock(Provider, Version),
 }
 
 /// Parses a raw (still percent-encoded) request path.
@@ -71,6 +75,10 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
     }
     if let Some((version, platform)) = provider.parse_archive_name(leaf) {
         return Ok(Route::Archive(provider, version, platform));
+    }
+    if let Some(version) = leaf.strip_suffix(".lock.hcl") {
+        let version = Version::parse(version)?;
+        return Ok(Route::Lock(provider, version));
     }
     if let Some(version) = leaf.strip_suffix(".json") {
         let version = Version::parse(version)?;

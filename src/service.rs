@@ -198,6 +198,21 @@ async fn answer(
             }
             .await,
         ),
+        Route::Lock(provider, version) => (
+            Endpoint::Lock,
+            async {
+                mirror.auth().check(asked.authorization)?;
+                let platforms = lock_platforms(asked.query)?;
+                let entry =
+                    crate::lockfile::entry(mirror, &provider, &version, None, &platforms).await?;
+                Ok(with_type(
+                    StatusCode::OK,
+                    crate::lockfile::render(&[entry]).into_bytes(),
+                    "text/plain; charset=utf-8",
+                ))
+            }
+            .await,
+        ),
         Route::Archive(provider, version, platform) => (
             Endpoint::Archive,
             async {
@@ -208,6 +223,25 @@ async fn answer(
             .await,
         ),
     }
+}
+
+/// The `platform` parameters of a lock request: at least one.
+fn lock_platforms(query: Option<&str>) -> Result<Vec<crate::address::Platform>, RequestError> {
+    let mut platforms = Vec::new();
+    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if key == "platform" {
+            let platform = crate::address::Platform::parse(&value)?;
+            if !platforms.contains(&platform) {
+                platforms.push(platform);
+            }
+        }
+    }
+    if platforms.is_empty() {
+        return Err(RequestError::BadRequest(
+            "name the platforms to lock with ?platform=linux_amd64&platform=…".into(),
+        ));
+    }
+    Ok(platforms)
 }
 
 async fn serve_archive(

@@ -28,6 +28,17 @@ use crate::address::{Platform, Provider, Version};
 
 pub use records::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
 
+/// Why a checked archive could not be kept.
+#[derive(Debug, thiserror::Error)]
+pub enum KeepError {
+    /// Reading or writing the cache failed.
+    #[error("{0}")]
+    Disk(io::Error),
+    /// The bytes are not a zip archive, so no `h1:` hash exists for them.
+    #[error("{0}")]
+    NotAnArchive(String),
+}
+
 /// The cache directory and its layout.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -115,6 +126,53 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// Moves a downloaded archive whose SHA-256 has been checked into place:
+    /// computes its `h1:` hash (which also proves it is a zip archive),
+    /// writes the `.h1` file, then renames the archive to its cache path.
+    /// Returns the `h1:` hash.
+    pub fn keep_archive(
+        &self,
+        temp: tempfile::TempPath,
+        p: &Provider,
+        v: &Version,
+        platform: &Platform,
+    ) -> Result<String, KeepError> {
+        let file = std::fs::File::open(&temp).map_err(KeepError::Disk)?;
+        let h1 = crate::verify::h1_of_zip(io::BufReader::new(file))
+            .map_err(|e| KeepError::NotAnArchive(e.to_string()))?;
+        atomic::write(&self.tmp, &self.h1_path(p, v, platform), h1.as_bytes())
+            .and_then(|()| atomic::persist(temp, &self.archive_path(p, v, platform)))
+            .map_err(KeepError::Disk)?;
+        Ok(h1)
+    }
+
+    /// Adds a version and its platforms to a provider's stored version
+    /// list (created when there is none, with a fetch time of zero so that
+    /// an online mirror asks the origin for the full list).
+    pub fn add_to_index(
+        &self,
+        p: &Provider,
+        v: &Version,
+        platforms: Vec<Platform>,
+    ) -> io::Result<()> {
+        let path = self.index_path(p);
+        let mut index: IndexRecord = self.read_json(&path)?.unwrap_or(IndexRecord {
+            fetched_at_ms: 0,
+            versions: Default::default(),
+        });
+        if index.versions.get(v) == Some(&platforms) {
+            return Ok(());
+        }
+        let listed = index.versions.entry(v.clone()).or_default();
+        for platform in platforms {
+            if !listed.contains(&platform) {
+                listed.push(platform);
+            }
+        }
+        listed.sort();
+        self.write_json(&path, &index)
     }
 
     /// Writes a JSON record atomically.

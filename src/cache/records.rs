@@ -28,6 +28,12 @@ pub struct VersionRecord {
     pub packages: BTreeMap<Platform, PackageRecord>,
     /// The signed SHA256SUMS documents the packages were checked against.
     pub sums: Vec<SignedSums>,
+    /// Imported from a directory written by `terraform providers mirror`:
+    /// the packages match the hashes that directory recorded, but no
+    /// signature vouches for them (`sums` is empty). Served only when
+    /// `cache.allow_unsigned_imports` is set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unsigned_import: bool,
 }
 
 /// One verified package of a [`VersionRecord`].

@@ -128,3 +128,48 @@ services = {{ "providers.v1" = "{api}" }}
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// What a finished `tfmirror` command printed.
+pub struct Ran {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs a `tfmirror` command to its end.
+pub async fn run_tfmirror(home: &Path, args: &[&str]) -> Ran {
+    let mut cmd = tfmirror(home);
+    cmd.args(args);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    Ran {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A configuration file for a mirror inside an air-gapped site: its own
+/// cache and data directories under `dir`, serving `registry.origin.test`,
+/// offline.
+pub fn site_config(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let text = format!(
+        r#"
+[server]
+listen = "127.0.0.1:0"
+data_dir = "{data}"
+[cache]
+dir = "{cache}"
+{extra}
+[upstream]
+allowed_hosts = ["registry.origin.test"]
+offline = true
+"#,
+        data = dir.join(format!("{name}-data")).display(),
+        cache = dir.join(format!("{name}-cache")).display(),
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}

@@ -1,0 +1,482 @@
+//! Bundles: one file that carries cached providers across an air gap with
+//! the evidence that verified them, and the import that checks everything
+//! again before anything enters the receiving cache.
+//!
+//! A bundle is a tar file:
+//!
+//! ```text
+//! tfmirror-bundle/manifest.json            format, contents, sizes, checksums
+//! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/version.json
+//! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/<archive>.zip
+//! ```
+//!
+//! `version.json` is the version's record as the exporting cache keeps it:
+//! the registry's package metadata, the SHA256SUMS documents, their
+//! signatures and the signing keys the registry listed. Each record comes
+//! before its archives, so an import can read a bundle in one pass.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::address::{Platform, Provider, Version};
+use crate::cache::{atomic, inventory, Store, VersionRecord};
+use crate::verify::{self, TrustPolicy};
+
+/// The top directory of every bundle entry.
+const ROOT: &str = "tfmirror-bundle";
+/// The bundle format this build writes and reads.
+const FORMAT: u32 = 1;
+/// The largest `version.json` or manifest read from a bundle.
+const MAX_RECORD_BYTES: u64 = 8 * 1024 * 1024;
+
+/// `manifest.json`: what a bundle holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The bundle format, `1`.
+    pub format: u32,
+    /// When it was written, in milliseconds since the Unix epoch.
+    pub created_ms: u64,
+    /// The versions in it.
+    pub versions: Vec<ManifestVersion>,
+}
+
+/// One version of a [`Manifest`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestVersion {
+    /// The provider.
+    pub provider: Provider,
+    /// The version.
+    pub version: Version,
+    /// The archives included, by platform, with their sizes.
+    pub archives: BTreeMap<Platform, u64>,
+}
+
+/// The providers to export: all cached ones, or those named.
+pub fn selected(store: &Store, only: &[Provider]) -> BTreeMap<(Provider, Version), Vec<Platform>> {
+    let mut out: BTreeMap<(Provider, Version), Vec<Platform>> = BTreeMap::new();
+    for archive in inventory::archives(store) {
+        let (p, v, platform) = archive.key();
+        if only.is_empty() || only.contains(&p) {
+            out.entry((p, v)).or_default().push(platform);
+        }
+    }
+    out
+}
+
+/// What an export wrote.
+#[derive(Debug, Default)]
+pub struct Exported {
+    /// Versions written.
+    pub versions: usize,
+    /// Archives written.
+    pub archives: usize,
+    /// Bytes of archives written.
+    pub bytes: u64,
+}
+
+/// Writes a bundle of the cached providers (all, or those in `only`) to
+/// `output`, atomically.
+pub fn export(store: &Store, only: &[Provider], output: &Path) -> anyhow::Result<Exported> {
+    let chosen = selected(store, only);
+    if chosen.is_empty() {
+        anyhow::bail!("the cache holds no archive of the selected providers");
+    }
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let temp =
+        atomic::temp_file(dir).with_context(|| format!("creating a file in {}", dir.display()))?;
+    let (file, temp_path) = temp.into_parts();
+    let mut tar = tar::Builder::new(BufWriter::new(file));
+    let mut done = Exported::default();
+    let mut manifest = Manifest {
+        format: FORMAT,
+        created_ms: now_ms(),
+        versions: Vec::new(),
+    };
+    let mut records = Vec::new();
+    for ((p, v), platforms) in &chosen {
+        let record: VersionRecord = store
+            .read_json(&store.version_path(p, v))?
+            .with_context(|| format!("{p} {v}: archives are cached but its record is missing"))?;
+        if record.unsigned_import {
+            // Nothing crosses the gap that cannot be verified on the other side.
+            tracing::warn!(provider = %p, version = %v, "not exported: an unsigned import");
+            continue;
+        }
+        let mut archives = BTreeMap::new();
+        for platform in platforms {
+            let size = std::fs::metadata(store.archive_path(p, v, platform))?.len();
+            archives.insert(platform.clone(), size);
+        }
+        manifest.versions.push(ManifestVersion {
+            provider: p.clone(),
+            version: v.clone(),
+            archives,
+        });
+        records.push(record);
+    }
+    append_bytes(
+        &mut tar,
+        &format!("{ROOT}/manifest.json"),
+        &serde_json::to_vec_pretty(&manifest)?,
+    )?;
+    for (entry, record) in manifest.versions.iter().zip(&records) {
+        let (p, v) = (&entry.provider, &entry.version);
+        let base = entry_dir(p, v);
+        append_bytes(
+            &mut tar,
+            &format!("{base}/version.json"),
+            &serde_json::to_vec_pretty(record)?,
+        )?;
+        done.versions += 1;
+        for (platform, size) in &entry.archives {
+            let path = store.archive_path(p, v, platform);
+            let mut file =
+                File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+            let mut header = tar::Header::new_gnu();
+            header.set_size(*size);
+            header.set_mode(0o644);
+            header.set_mtime(manifest.created_ms / 1000);
+            tar.append_data(
+                &mut header,
+                format!("{base}/{}", p.archive_name(v, platform)),
+                &mut file,
+            )
+            .with_context(|| format!("writing {} into the bundle", path.display()))?;
+            done.archives += 1;
+            done.bytes += size;
+        }
+    }
+    let writer = tar.into_inner().context("finishing the bundle")?;
+    let file = writer.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    atomic::persist(temp_path, output).with_context(|| format!("writing {}", output.display()))?;
+    Ok(done)
+}
+
+fn append_bytes<W: Write>(tar: &mut tar::Builder<W>, path: &str, bytes: &[u8]) -> io::Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(0o644);
+    header.set_mtime(now_ms() / 1000);
+    tar.append_data(&mut header, path, bytes)
+}
+
+/// The bundle directory of a version.
+fn entry_dir(p: &Provider, v: &Version) -> String {
+    format!(
+        "{ROOT}/providers/{}/{}/{}/{v}",
+        p.hostname, p.namespace, p.kind
+    )
+}
+
+/// What an import did, item by item.
+#[derive(Debug, Default)]
+pub struct Imported {
+    /// Versions whose records were verified (new or already cached).
+    pub versions: usize,
+    /// Archives verified and stored.
+    pub archives: usize,
+    /// Archives that were cached already.
+    pub unchanged: usize,
+    /// Items refused, with the reason.
+    pub rejected: Vec<(String, String)>,
+}
+
+/// Imports a bundle into the cache. Every record's signatures are checked
+/// under `trust` and every archive's SHA-256 against its verified record
+/// before it is stored; an item that fails is reported and left out, and
+/// nothing already cached is replaced.
+pub fn import(store: &Store, trust: &TrustPolicy, bundle: &Path) -> anyhow::Result<Imported> {
+    let file = File::open(bundle).with_context(|| format!("opening {}", bundle.display()))?;
+    let mut tar = tar::Archive::new(BufReader::new(file));
+    let mut report = Imported::default();
+    let mut manifest: Option<Manifest> = None;
+    // Verified records of this bundle, and which archives were seen.
+    let mut verified: BTreeMap<(Provider, Version), VersionRecord> = BTreeMap::new();
+    let mut seen: BTreeSet<(Provider, Version, Platform)> = BTreeSet::new();
+    let mut refused_versions: BTreeSet<(Provider, Version)> = BTreeSet::new();
+    let entries = tar
+        .entries()
+        .with_context(|| format!("{} is not a tar file", bundle.display()))?;
+    for entry in entries {
+        let mut entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                report.rejected.push((
+                    "the bundle".into(),
+                    format!("it is truncated or damaged: {e}"),
+                ));
+                break;
+            }
+        };
+        let path = match entry.path() {
+            Ok(p) => p.to_string_lossy().into_owned(),
+            Err(e) => {
+                report
+                    .rejected
+                    .push(("an entry".into(), format!("unreadable name: {e}")));
+                continue;
+            }
+        };
+        if manifest.is_none() {
+            if path != format!("{ROOT}/manifest.json") {
+                anyhow::bail!(
+                    "{} is not a tfmirror bundle: it starts with {path:?}, not its manifest",
+                    bundle.display()
+                );
+            }
+            let bytes = read_small(&mut entry).context("reading the manifest")?;
+            let m: Manifest =
+                serde_json::from_slice(&bytes).context("the manifest is not valid")?;
+            if m.format != FORMAT {
+                anyhow::bail!(
+                    "bundle format {} is not supported (this tfmirror reads {FORMAT})",
+                    m.format
+                );
+            }
+            manifest = Some(m);
+            continue;
+        }
+        let Some((provider, version, leaf)) = parse_entry_path(&path) else {
+            report.rejected.push((path, "not a bundle path".into()));
+            continue;
+        };
+        let key = (provider.clone(), version.clone());
+        if leaf == "version.json" {
+            let record = read_small(&mut entry)
+                .map_err(|e| e.to_string())
+                .and_then(|b| {
+                    serde_json::from_slice::<VersionRecord>(&b).map_err(|e| e.to_string())
+                })
+                .and_then(|r| check_imported_record(trust, &provider, &version, r))
+                .and_then(|r| agrees_with_cache(store, r));
+            match record {
+                Ok(record) => {
+                    verified.insert(key, record);
+                }
+                Err(reason) => {
+                    report
+                        .rejected
+                        .push((format!("{provider} {version}"), reason));
+                    refused_versions.insert(key);
+                }
+            }
+            continue;
+        }
+        let item = path;
+        let Some((_, platform)) = provider
+            .parse_archive_name(&leaf)
+            .filter(|(named, _)| *named == version)
+        else {
+            report
+                .rejected
+                .push((item, "not an archive of this provider version".into()));
+            continue;
+        };
+        let Some(record) = verified.get(&key) else {
+            let why = if refused_versions.contains(&key) {
+                "its version's record was refused"
+            } else {
+                "its version's record does not come before it"
+            };
+            report.rejected.push((item, why.into()));
+            continue;
+        };
+        seen.insert((provider.clone(), version.clone(), platform.clone()));
+        match import_archive(store, record, &platform, &mut entry) {
+            Ok(true) => report.archives += 1,
+            Ok(false) => report.unchanged += 1,
+            Err(reason) => report.rejected.push((item, reason)),
+        }
+    }
+    let Some(manifest) = manifest else {
+        anyhow::bail!("{} is empty", bundle.display());
+    };
+    // Store each verified record the cache does not have yet, and list it.
+    for ((p, v), record) in &verified {
+        let path = store.version_path(p, v);
+        let platforms: Vec<Platform> = record
+            .packages
+            .keys()
+            .filter(|pl| store.archive_path(p, v, pl).exists())
+            .cloned()
+            .collect();
+        let existing: Option<VersionRecord> = store.read_json(&path).ok().flatten();
+        let stored = match existing {
+            Some(e) if !e.unsigned_import => Ok(()),
+            _ => store.write_json(&path, record),
+        };
+        match stored.and_then(|()| store.add_to_index(p, v, platforms)) {
+            Ok(()) => report.versions += 1,
+            Err(e) => report.rejected.push((
+                format!("{p} {v}"),
+                format!("storing its record failed: {e}"),
+            )),
+        }
+    }
+    // Whatever the manifest promised and the bundle did not deliver.
+    for mv in &manifest.versions {
+        let key = (mv.provider.clone(), mv.version.clone());
+        if refused_versions.contains(&key) {
+            continue;
+        }
+        if !verified.contains_key(&key) {
+            report.rejected.push((
+                format!("{} {}", mv.provider, mv.version),
+                "missing from the bundle (truncated?)".into(),
+            ));
+            continue;
+        }
+        for platform in mv.archives.keys() {
+            if !seen.contains(&(mv.provider.clone(), mv.version.clone(), platform.clone())) {
+                report.rejected.push((
+                    mv.provider.archive_name(&mv.version, platform),
+                    "missing from the bundle (truncated?)".into(),
+                ));
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Reads a small entry whole.
+fn read_small(entry: &mut impl Read) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    entry.take(MAX_RECORD_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_RECORD_BYTES {
+        return Err(io::Error::other("larger than 8 MiB"));
+    }
+    Ok(bytes)
+}
+
+/// Splits `tfmirror-bundle/providers/<host>/<ns>/<type>/<version>/<leaf>`
+/// into validated parts; anything else (traversal included) is `None`.
+fn parse_entry_path(path: &str) -> Option<(Provider, Version, String)> {
+    let rest = path.strip_prefix(ROOT)?.strip_prefix("/providers/")?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    let [host, ns, kind, version, leaf] = parts.as_slice() else {
+        return None;
+    };
+    let provider = Provider::from_source(&format!("{host}/{ns}/{kind}")).ok()?;
+    // The names must already be in their normal form: one spelling only.
+    if provider.to_string() != format!("{host}/{ns}/{kind}") {
+        return None;
+    }
+    let version = Version::parse(version).ok()?;
+    if version.as_str() != parts[3] {
+        return None;
+    }
+    Some((provider, version, leaf.to_string()))
+}
+
+/// A bundle's record must be the one its path names, and its evidence must
+/// verify here, under this site's trust policy.
+fn check_imported_record(
+    trust: &TrustPolicy,
+    provider: &Provider,
+    version: &Version,
+    record: VersionRecord,
+) -> Result<VersionRecord, String> {
+    if record.provider != *provider || record.version != *version {
+        return Err(format!(
+            "its record is for {} {} instead",
+            record.provider, record.version
+        ));
+    }
+    verify::evidence::check_record(trust, &record)?;
+    Ok(record)
+}
+
+/// A signed record the cache already holds for the version wins; the
+/// bundle's must then name the same checksums for the platforms both list.
+fn agrees_with_cache(store: &Store, record: VersionRecord) -> Result<VersionRecord, String> {
+    let path = store.version_path(&record.provider, &record.version);
+    let Ok(Some(held)) = store.read_json::<VersionRecord>(&path) else {
+        return Ok(record);
+    };
+    if held.unsigned_import {
+        return Ok(record);
+    }
+    for (platform, pkg) in &record.packages {
+        if held
+            .packages
+            .get(platform)
+            .is_some_and(|h| h.sha256 != pkg.sha256)
+        {
+            return Err(format!(
+                "{platform}: its checksum {} differs from the {} of the record this cache holds",
+                pkg.sha256, held.packages[platform].sha256
+            ));
+        }
+    }
+    Ok(record)
+}
+
+/// Streams one archive into the cache's temporary directory while hashing
+/// it; keeps it only when its SHA-256 is the verified one. `Ok(false)` when
+/// the cache already holds it.
+fn import_archive(
+    store: &Store,
+    record: &VersionRecord,
+    platform: &Platform,
+    entry: &mut impl Read,
+) -> Result<bool, String> {
+    let (p, v) = (&record.provider, &record.version);
+    let pkg = record
+        .packages
+        .get(platform)
+        .ok_or_else(|| format!("its version's record has no package for {platform}"))?;
+    if store.archive_path(p, v, platform).exists() && store.h1_path(p, v, platform).exists() {
+        return Ok(false);
+    }
+    let temp = atomic::temp_file(store.tmp_dir()).map_err(|e| format!("cache: {e}"))?;
+    let (file, temp_path) = temp.into_parts();
+    let mut out = BufWriter::new(file);
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = entry
+            .read(&mut buf)
+            .map_err(|e| format!("reading it from the bundle failed: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n])
+            .map_err(|e| format!("cache: {e}"))?;
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| format!("cache: {}", e.error()))?;
+    file.sync_all().map_err(|e| format!("cache: {e}"))?;
+    drop(file);
+    let actual = verify::hex(&hasher.finalize());
+    if actual != pkg.sha256 {
+        return Err(format!(
+            "its SHA-256 {actual} does not match the signed SHA256SUMS ({})",
+            pkg.sha256
+        ));
+    }
+    store
+        .keep_archive(temp_path, p, v, platform)
+        .map_err(|e| e.to_string())?;
+    Ok(true)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

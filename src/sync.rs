@@ -1,0 +1,213 @@
+//! `tfmirror sync`: fills the cache ahead of time with every archive a list
+//! of requirements asks for, through the same code path (and the same
+//! verification) as the daemon. Archives already cached are not fetched
+//! again, so a second run transfers nothing and an interrupted run picks
+//! up where it stopped.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use futures_util::stream::{self, StreamExt};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::address::{Platform, Provider, Version};
+use crate::error::RequestError;
+use crate::mirror::Mirror;
+use crate::selection::Requirement;
+
+/// What a sync did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Providers asked for.
+    pub providers: usize,
+    /// Versions selected.
+    pub versions: usize,
+    /// Archives wanted.
+    pub archives: usize,
+    /// Archives downloaded by this run.
+    pub downloaded: usize,
+    /// Archives that were cached already.
+    pub cached: usize,
+    /// Bytes downloaded by this run.
+    pub bytes: u64,
+    /// What failed, one line each.
+    pub failures: Vec<String>,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "providers: {}, versions: {}, archives: {} ({} downloaded, {} already cached), bytes downloaded: {}, failures: {}",
+            self.providers,
+            self.versions,
+            self.archives,
+            self.downloaded,
+            self.cached,
+            bytesize::ByteSize(self.bytes).display().iec(),
+            self.failures.len()
+        )
+    }
+}
+
+/// The versions of a requirement: those its lock files pin, else those that
+/// meet its constraints (only the newest when it asks for that).
+pub async fn select_versions(mirror: &Mirror, req: &Requirement) -> Result<Vec<Version>, String> {
+    if !req.pinned.is_empty() {
+        return Ok(req.pinned.clone());
+    }
+    let index = mirror
+        .index(&req.provider)
+        .await
+        .map_err(|e| format!("{}: {e}", req.provider))?;
+    let mut matching: Vec<Version> = index
+        .versions
+        .keys()
+        .filter(|v| req.constraints.allows(&v.semver()))
+        .cloned()
+        .collect();
+    if matching.is_empty() {
+        return Err(format!(
+            "{}: no version meets {:?} (the origin lists {})",
+            req.provider,
+            req.constraints.as_str(),
+            index.versions.len()
+        ));
+    }
+    if req.newest_only {
+        matching = matching.split_off(matching.len() - 1);
+    }
+    Ok(matching)
+}
+
+/// One archive to make sure of.
+type Job = (Provider, Version, Platform);
+
+/// Runs a sync with at most `jobs` downloads at once.
+pub async fn run(mirror: Arc<Mirror>, requirements: &[Requirement], jobs: usize) -> Summary {
+    let mut summary = Summary {
+        providers: requirements.len(),
+        ..Summary::default()
+    };
+    let mut progress = Progress::new();
+    let mut work: Vec<Job> = Vec::new();
+    for req in requirements {
+        let versions = match select_versions(&mirror, req).await {
+            Ok(v) => v,
+            Err(e) => {
+                progress.line(&format!("FAILED {e}"));
+                summary.failures.push(format!("provider {e}"));
+                continue;
+            }
+        };
+        for version in versions {
+            summary.versions += 1;
+            let record = match mirror.version(&req.provider, &version).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let line = format!("version {} {version}: {e}", req.provider);
+                    progress.line(&format!("FAILED {line}"));
+                    summary.failures.push(line);
+                    continue;
+                }
+            };
+            for platform in &req.platforms {
+                if record.packages.contains_key(platform) {
+                    work.push((req.provider.clone(), version.clone(), platform.clone()));
+                } else {
+                    let line = format!(
+                        "platform {} {version} {platform}: the origin offers no verified package for it",
+                        req.provider
+                    );
+                    progress.line(&format!("FAILED {line}"));
+                    summary.failures.push(line);
+                }
+            }
+        }
+    }
+    summary.archives = work.len();
+    progress.start(work.len() as u64);
+    let results: Vec<(Job, Result<Option<u64>, RequestError>)> = stream::iter(work)
+        .map(|job| {
+            let mirror = mirror.clone();
+            async move {
+                let (p, v, platform) = &job;
+                if mirror.cached_archive(&job).is_some() {
+                    return (job, Ok(None));
+                }
+                let fetched = mirror.archive(p, v, platform).await.map(|a| Some(a.size));
+                (job, fetched)
+            }
+        })
+        .buffer_unordered(jobs.max(1))
+        .inspect(|((p, v, platform), result)| {
+            let line = match result {
+                Ok(Some(size)) => format!(
+                    "stored {p} {v} {platform} ({})",
+                    bytesize::ByteSize(*size).display().iec()
+                ),
+                Ok(None) => format!("cached {p} {v} {platform}"),
+                Err(e) => format!("FAILED {p} {v} {platform}: {e}"),
+            };
+            progress.advance(&line);
+        })
+        .collect()
+        .await;
+    for ((p, v, platform), result) in results {
+        match result {
+            Ok(Some(size)) => {
+                summary.downloaded += 1;
+                summary.bytes += size;
+            }
+            Ok(None) => summary.cached += 1,
+            Err(e) => summary
+                .failures
+                .push(format!("archive {p} {v} {platform}: {e}")),
+        }
+    }
+    progress.finish();
+    summary
+}
+
+/// Progress on a terminal (a bar), or one plain line per event otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress { bar: None }
+    }
+
+    /// Shows a bar for `total` archives when standard error is a terminal.
+    fn start(&mut self, total: u64) {
+        if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} archives {elapsed}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            self.bar = Some(bar);
+        }
+    }
+
+    fn line(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    fn advance(&self, text: &str) {
+        self.line(text);
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
