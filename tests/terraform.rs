@@ -9,6 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::daemon::*;
 use common::*;
 
 const PROVIDER_HOST: &str = "registry.tfmirror.test";
@@ -43,6 +44,21 @@ impl Workspace {
         mirror: &RunningMirror,
         providers: &[(&str, &str, &str)],
     ) -> Workspace {
+        let installation = format!(
+            "  network_mirror {{\n    url = \"{}\"\n  }}\n",
+            mirror.url("/")
+        );
+        Workspace::with(terraform, &installation, &mirror.ca_file, providers)
+    }
+
+    /// A workspace whose CLI configuration installs providers as the given
+    /// `provider_installation` body says, trusting `ca_file`.
+    fn with(
+        terraform: &Path,
+        installation: &str,
+        ca_file: &Path,
+        providers: &[(&str, &str, &str)],
+    ) -> Workspace {
         let dir = tempfile::tempdir().unwrap();
         let required: String = providers
             .iter()
@@ -58,17 +74,14 @@ impl Workspace {
         let cli_config = dir.path().join("cli.tfrc");
         std::fs::write(
             &cli_config,
-            format!(
-                "provider_installation {{\n  network_mirror {{\n    url = \"{}\"\n  }}\n}}\n",
-                mirror.url("/")
-            ),
+            format!("provider_installation {{\n{installation}}}\n"),
         )
         .unwrap();
         Workspace {
             dir,
             terraform: terraform.to_path_buf(),
             cli_config,
-            ca_file: mirror.ca_file.clone(),
+            ca_file: ca_file.to_path_buf(),
         }
     }
 
@@ -216,4 +229,245 @@ async fn terraform_init_fails_cleanly_on_a_tampered_package() {
     let stored = files_below(&setup.cache_dir());
     assert!(!stored.iter().any(|f| f.ends_with(".zip")), "{stored:?}");
     mirror.stop().await;
+}
+
+/// The hashes of a lock file's provider blocks.
+fn lock_hashes(text: &str) -> std::collections::BTreeSet<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("\"h1:") || l.starts_with("\"zh:"))
+        .map(|l| l.trim_end_matches(',').trim_matches('"').to_string())
+        .collect()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The README's air-gapped walkthrough, command for command: sync on the
+/// connected side, export, import inside the site, serve offline, and the
+/// real Terraform installs through it with the origin gone; then a
+/// complete lock file from `tfmirror lock` is accepted by `terraform init`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_through_an_offline_site_mirror() {
+    let Some(tf) = terraform() else { return };
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    for v in ["1.0.0", "1.1.0", "2.0.0"] {
+        origin.publish(
+            "acme",
+            "widget",
+            v,
+            &["linux_amd64", "darwin_arm64"],
+            &signer,
+            &[&signer],
+        );
+    }
+    let dir = setup.dir.path();
+    // Connected side (the file names are the README's).
+    let connected = dir.join("connected.toml");
+    std::fs::rename(config_file(&setup, &origin, ""), &connected).unwrap();
+    let manifest = dir.join("providers.toml");
+    std::fs::write(
+        &manifest,
+        "platforms = [\"linux_amd64\", \"darwin_arm64\"]\n\n[[provider]]\nsource = \"registry.origin.test/acme/widget\"\nversions = \"~> 1.0\"\n",
+    )
+    .unwrap();
+    let bundle = dir.join("providers.bundle");
+    for args in [
+        vec![
+            "sync",
+            "--config",
+            s(&connected),
+            "--manifest",
+            s(&manifest),
+        ],
+        vec!["export", "--config", s(&connected), "--output", s(&bundle)],
+    ] {
+        let out = run_tfmirror(dir, &args).await;
+        assert!(out.ok, "{args:?}: {}{}", out.stdout, out.stderr);
+    }
+    // The gap: nothing reaches the origin from here on.
+    origin.stop();
+    let site = site_config(dir, "site", "");
+    let out = run_tfmirror(dir, &["import", "--config", s(&site), s(&bundle)]).await;
+    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    let mut serve = tfmirror(dir);
+    serve.args(["serve", "--config", s(&site), "--offline"]);
+    let daemon = Daemon::start(serve);
+    let ca = dir.join("site-data/tls/ca.pem");
+    let installation = format!("  network_mirror {{\n    url = \"{}\"\n  }}\n", daemon.url);
+    let source = "registry.origin.test/acme/widget";
+    let ws = Workspace::with(&tf, &installation, &ca, &[("widget", source, "~> 1.0")]);
+    let (ok, out) = ws.init().await;
+    assert!(
+        ok,
+        "terraform init through the offline site mirror failed:\n{out}"
+    );
+    assert!(
+        ws.installed(source, "1.1.0", "linux_amd64").exists(),
+        "{out}"
+    );
+
+    // A lock file for both platforms, written inside the site.
+    let lock = run_tfmirror(
+        dir,
+        &[
+            "lock",
+            "--config",
+            s(&site),
+            "--platform",
+            "linux_amd64",
+            "--platform",
+            "darwin_arm64",
+            "registry.origin.test/acme/widget@~> 1.0",
+        ],
+    )
+    .await;
+    assert!(lock.ok, "{}{}", lock.stdout, lock.stderr);
+    let ours = lock_hashes(&lock.stdout);
+    assert_eq!(
+        ours.iter().filter(|h| h.starts_with("h1:")).count(),
+        2,
+        "{}",
+        lock.stdout
+    );
+    assert!(
+        lock.stdout.contains("constraints = \"~> 1.0\""),
+        "{}",
+        lock.stdout
+    );
+    std::fs::write(ws.dir.path().join(".terraform.lock.hcl"), &lock.stdout).unwrap();
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init refused tfmirror's lock file:\n{out}");
+    // Terraform kept every hash: they all belong to the version it installed.
+    assert!(
+        ours.is_subset(&lock_hashes(&ws.lock_file())),
+        "{}",
+        ws.lock_file()
+    );
+    daemon.signal("TERM");
+    let (status, log) = daemon.wait().await;
+    assert!(status.success(), "{log}");
+}
+
+/// `tfmirror lock` and the lock endpoint give a superset of the hashes
+/// `terraform providers lock -net-mirror` records for the same platforms,
+/// and `terraform init` accepts the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tfmirror_lock_covers_terraform_providers_lock() {
+    let Some(tf) = terraform() else { return };
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let platforms = ["darwin_arm64", "linux_amd64", "windows_amd64"];
+    origin.publish("acme", "gadget", "0.3.1", &platforms, &signer, &[&signer]);
+    origin.publish(
+        "acme",
+        "gadget",
+        "0.4.0-beta1",
+        &platforms,
+        &signer,
+        &[&signer],
+    );
+    let mirror = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    let source = "registry.origin.test/acme/gadget";
+    let dir = setup.dir.path();
+    let config = config_file(&setup, &origin, "");
+    let mut args = vec!["lock", "--config", s(&config)];
+    for p in platforms {
+        args.extend(["--platform", p]);
+    }
+    args.push(source);
+    let lock = run_tfmirror(dir, &args).await;
+    assert!(lock.ok, "{}{}", lock.stdout, lock.stderr);
+    // The newest release: pre-releases only when named.
+    assert!(
+        lock.stdout.contains("version = \"0.3.1\""),
+        "{}",
+        lock.stdout
+    );
+    let ours = lock_hashes(&lock.stdout);
+
+    let theirs_ws = Workspace::new(&tf, &mirror, &[("gadget", source, "0.3.1")]);
+    let net_mirror = format!("-net-mirror={}", mirror.url("/"));
+    let mut tf_args = vec!["providers", "lock", "-no-color", net_mirror.as_str()];
+    let platform_args: Vec<String> = platforms.iter().map(|p| format!("-platform={p}")).collect();
+    tf_args.extend(platform_args.iter().map(String::as_str));
+    let (ok, out) = theirs_ws.run(&tf_args).await;
+    assert!(ok, "terraform providers lock failed:\n{out}");
+    let theirs = lock_hashes(&theirs_ws.lock_file());
+    assert!(!theirs.is_empty());
+    assert!(
+        theirs.is_subset(&ours),
+        "terraform recorded hashes tfmirror lock lacks: {:?}",
+        theirs.difference(&ours).collect::<Vec<_>>()
+    );
+
+    let ws = Workspace::new(&tf, &mirror, &[("gadget", source, "0.3.1")]);
+    std::fs::write(ws.dir.path().join(".terraform.lock.hcl"), &lock.stdout).unwrap();
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init refused tfmirror's lock file:\n{out}");
+
+    // The same block over HTTP.
+    let c = Client::trusting(&mirror.ca_file);
+    let query: Vec<String> = platforms.iter().map(|p| format!("platform={p}")).collect();
+    let url = mirror.url(&format!("/{source}/0.3.1.lock.hcl?{}", query.join("&")));
+    let served = c.get(&url).await;
+    assert_eq!(served.status, http::StatusCode::OK);
+    assert_eq!(lock_hashes(&String::from_utf8_lossy(&served.body)), ours);
+    let none = c
+        .get(&mirror.url(&format!("/{source}/0.3.1.lock.hcl")))
+        .await;
+    assert_eq!(none.status, http::StatusCode::BAD_REQUEST);
+    mirror.stop().await;
+}
+
+/// A directory written by `tfmirror export --static` is a mirror Terraform
+/// installs from (here as a `filesystem_mirror`), with the same `h1:` the
+/// mirror reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_from_a_static_export() {
+    let Some(tf) = terraform() else { return };
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish_gnupg_widget(&origin, "acme", "signer.asc", "SHA256SUMS.sig");
+    let dir = setup.dir.path();
+    let config = config_file(&setup, &origin, "");
+    let manifest = dir.join("m.toml");
+    std::fs::write(
+        &manifest,
+        "platforms = [\"linux_amd64\"]\n[[provider]]\nsource = \"registry.origin.test/acme/widget\"\n",
+    )
+    .unwrap();
+    let snapshot = dir.join("snapshot");
+    for args in [
+        vec!["sync", "--config", s(&config), "--manifest", s(&manifest)],
+        vec!["export", "--config", s(&config), "--static", s(&snapshot)],
+    ] {
+        let out = run_tfmirror(dir, &args).await;
+        assert!(out.ok, "{args:?}: {}{}", out.stdout, out.stderr);
+    }
+    origin.stop();
+    let installation = format!(
+        "  filesystem_mirror {{\n    path = \"{}\"\n  }}\n",
+        snapshot.display()
+    );
+    let source = "registry.origin.test/acme/widget";
+    let ws = Workspace::with(
+        &tf,
+        &installation,
+        &setup.dir.path().join("origin-ca.pem"),
+        &[("widget", source, "1.1.0")],
+    );
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init from the static export failed:\n{out}");
+    // The h1: recorded for the shared fixture by a real Terraform.
+    assert!(
+        ws.lock_file()
+            .contains("h1:sOTXWnXSxY+hmLoQsMc+YUZZUMEIs+hKVrGB0OLMNVo="),
+        "{}",
+        ws.lock_file()
+    );
 }
