@@ -89,8 +89,9 @@ pub fn export(store: &Store, only: &[Provider], dir: &Path) -> anyhow::Result<Wr
     Ok(written)
 }
 
+/// Writes a document exactly as the daemon serves it.
 fn write_json<T: serde::Serialize>(dir: &Path, name: &str, value: &T) -> anyhow::Result<()> {
-    let bytes = serde_json::to_vec_pretty(value)?;
+    let bytes = serde_json::to_vec(value)?;
     atomic::write(dir, &dir.join(name), &bytes)
         .with_context(|| format!("writing {}", dir.join(name).display()))
 }

@@ -11,7 +11,12 @@ use super::{FakeOrigin, Setup};
 
 /// The `tfmirror` binary with a clean environment and `home` as `$HOME`.
 pub fn tfmirror(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfmirror"));
+    // Set by cargo for integration tests; this module is also compiled into
+    // the benchmark harness, which does not start the binary this way.
+    let Some(bin) = option_env!("CARGO_BIN_EXE_tfmirror") else {
+        panic!("the tfmirror binary is known to integration tests only");
+    };
+    let mut cmd = Command::new(bin);
     cmd.env_clear()
         .env("HOME", home)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())

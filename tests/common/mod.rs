@@ -81,9 +81,20 @@ pub struct Signer {
 }
 
 impl Signer {
+    /// An Ed25519 key (quick to make).
     pub fn new(name: &str) -> Signer {
+        Self::of_type(name, KeyType::Ed25519Legacy)
+    }
+
+    /// An RSA 2048 key, which Terraform v1.0.3 itself can check signatures
+    /// of (its OpenPGP library predates EdDSA keys).
+    pub fn rsa(name: &str) -> Signer {
+        Self::of_type(name, KeyType::Rsa(2048))
+    }
+
+    fn of_type(name: &str, key_type: KeyType) -> Signer {
         let params = SecretKeyParamsBuilder::default()
-            .key_type(KeyType::Ed25519Legacy)
+            .key_type(key_type)
             .can_certify(true)
             .can_sign(true)
             .primary_user_id(format!("{name} <{name}@origin.test>"))

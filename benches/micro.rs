@@ -1,0 +1,181 @@
+//! Micro-benchmarks of tfmirror's hot paths: request path parsing, `h1:`
+//! hashing of a 50 MiB archive beside plain SHA-256 of the same bytes,
+//! rendering `index.json` and `:version.json`, SHA256SUMS parsing and
+//! signature verification. `cargo bench --bench micro`; figures in
+//! BENCHMARKS.md.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::io::{Cursor, Write};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use sha2::{Digest, Sha256};
+use tfmirror::address::{Platform, Provider, Version};
+use tfmirror::cache::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
+use tfmirror::protocol::{IndexDocument, VersionDocument};
+use tfmirror::routes;
+use tfmirror::verify::{h1_of_zip, Keyring, Sha256Sums};
+
+const PLATFORMS: [&str; 6] = [
+    "darwin_amd64",
+    "darwin_arm64",
+    "linux_amd64",
+    "linux_arm64",
+    "windows_386",
+    "windows_amd64",
+];
+
+/// A zip of one stored (uncompressed) file of `size` pseudo-random bytes:
+/// a provider archive's shape, and as large as some.
+fn archive(size: usize) -> Vec<u8> {
+    let mut data = vec![0u8; size];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for chunk in data.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+    }
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .large_file(false);
+    zip.start_file("terraform-provider-bench_v1.0.0", options)
+        .unwrap();
+    zip.write_all(&data).unwrap();
+    zip.finish().unwrap().into_inner()
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/tests/fixtures/gnupg/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn version_record() -> VersionRecord {
+    let provider = Provider::from_source("registry.terraform.io/hashicorp/aws").unwrap();
+    let version = Version::parse("5.31.0").unwrap();
+    let packages = PLATFORMS
+        .iter()
+        .map(|p| {
+            let platform = Platform::parse(p).unwrap();
+            let filename = provider.archive_name(&version, &platform);
+            let sha256 = tfmirror::verify::hex(&Sha256::digest(filename.as_bytes()));
+            let record = PackageRecord {
+                download_url: format!("https://releases.example/{filename}")
+                    .parse()
+                    .unwrap(),
+                filename,
+                sha256,
+                sums: 0,
+            };
+            (platform, record)
+        })
+        .collect();
+    VersionRecord {
+        provider,
+        version,
+        packages,
+        sums: vec![SignedSums {
+            url: "https://releases.example/SHA256SUMS".parse().unwrap(),
+            document: String::new(),
+            signature: String::new(),
+            signed_by: String::new(),
+            keys: Vec::new(),
+        }],
+        unsigned_import: false,
+    }
+}
+
+fn paths(c: &mut Criterion) {
+    c.bench_function("parse version path", |b| {
+        b.iter(|| {
+            routes::parse(black_box(
+                "/registry.terraform.io/hashicorp/aws/5.31.0.json",
+            ))
+        })
+    });
+    c.bench_function("parse archive path", |b| {
+        b.iter(|| {
+            routes::parse(black_box(
+                "/registry.terraform.io/hashicorp/aws/terraform-provider-aws_5.31.0_linux_amd64.zip",
+            ))
+        })
+    });
+}
+
+fn hashing(c: &mut Criterion) {
+    let zip = archive(50 * 1024 * 1024);
+    let mut group = c.benchmark_group("50 MiB archive");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(zip.len() as u64));
+    group.bench_function("h1", |b| {
+        b.iter(|| h1_of_zip(Cursor::new(black_box(&zip[..]))).unwrap())
+    });
+    group.bench_function("sha256", |b| b.iter(|| Sha256::digest(black_box(&zip[..]))));
+    group.finish();
+}
+
+fn rendering(c: &mut Criterion) {
+    let index = IndexRecord {
+        fetched_at_ms: 0,
+        versions: (0..200)
+            .map(|i| {
+                let v = Version::parse(&format!("{}.{}.0", i / 20, i % 20)).unwrap();
+                let platforms = PLATFORMS
+                    .iter()
+                    .map(|p| Platform::parse(p).unwrap())
+                    .collect();
+                (v, platforms)
+            })
+            .collect(),
+    };
+    c.bench_function("render index.json (200 versions)", |b| {
+        b.iter(|| serde_json::to_vec(&IndexDocument::from_record(black_box(&index))).unwrap())
+    });
+    let record = version_record();
+    let h1: BTreeMap<Platform, String> = record
+        .packages
+        .keys()
+        .map(|p| (p.clone(), format!("h1:{}=", "A".repeat(43))))
+        .collect();
+    c.bench_function("render :version.json (6 platforms)", |b| {
+        b.iter(|| {
+            serde_json::to_vec(&VersionDocument::from_record(
+                black_box(&record),
+                &h1,
+                |_| None,
+            ))
+            .unwrap()
+        })
+    });
+}
+
+fn verification(c: &mut Criterion) {
+    let sums: String = PLATFORMS
+        .iter()
+        .map(|p| {
+            format!(
+                "{}  terraform-provider-aws_5.31.0_{p}.zip\n",
+                "ab".repeat(32)
+            )
+        })
+        .collect();
+    c.bench_function("parse SHA256SUMS (6 lines)", |b| {
+        b.iter(|| Sha256Sums::parse(black_box(sums.as_bytes())).unwrap())
+    });
+    let key = String::from_utf8(fixture("signer.asc")).unwrap();
+    let ring = Keyring::from_armored([key.as_str()]).unwrap();
+    let (document, signature) = (fixture("SHA256SUMS"), fixture("SHA256SUMS.sig"));
+    c.bench_function("verify SHA256SUMS signature (RSA 2048, GnuPG)", |b| {
+        b.iter(|| {
+            ring.verify(black_box(&document), &signature, "keys")
+                .unwrap()
+        })
+    });
+}
+
+criterion_group!(benches, paths, hashing, rendering, verification);
+criterion_main!(benches);
