@@ -180,6 +180,13 @@ pub struct UpstreamConfig {
     /// `max_archive_size`: the largest archive downloaded; a larger one is
     /// refused with 502 and nothing is stored. Default `1GiB`.
     pub max_archive_size: bytesize::ByteSize,
+    /// `stream_above`: archives the origin announces as larger than this
+    /// are sent to the clients waiting for them while they download, the
+    /// last byte held back until the whole archive has verified (a failure
+    /// cuts those connections short, so no client gets a bad archive).
+    /// Smaller ones are verified before the first byte is sent, and a
+    /// failure answers 502 with its reason. Default `8MiB`.
+    pub stream_above: bytesize::ByteSize,
     /// `max_fetches`: the most upstream requests in flight at once, archive
     /// downloads included. Further requests wait for a slot, within
     /// `request_timeout`. Default `64`.
@@ -288,6 +295,7 @@ impl Default for Config {
                 ca_file: None,
                 credentials_file: None,
                 max_archive_size: bytesize::ByteSize::gib(1),
+                stream_above: bytesize::ByteSize::mib(8),
                 max_fetches: 64,
                 max_fetches_per_host: 16,
                 allow_private_addresses: false,

@@ -18,6 +18,7 @@ use futures_util::future::join_all;
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
+use tracing::Instrument;
 
 use crate::address::{Hostname, Platform, Provider, Version};
 use crate::auth::Auth;
@@ -28,6 +29,7 @@ use crate::cache::{
 use crate::config::Config;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, Metrics, VerifyOutcome};
+use crate::protocol::{IndexDocument, Rendered, VersionDocument};
 use crate::upstream::{registry, Client, Credentials, Discovery, UpstreamError};
 use crate::verify::{self, Sha256Sums, TrustPolicy};
 
@@ -65,6 +67,82 @@ pub struct Archive {
     pub h1: String,
 }
 
+/// How far a download that clients are reading while it arrives has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// This many bytes are in the temporary file.
+    Running(u64),
+    /// All bytes are in and their SHA-256 is the signed one.
+    Verified,
+    /// The download failed or did not verify: no client may finish.
+    Failed,
+}
+
+/// A download under way, announced with its size, that clients read from
+/// its temporary file as it arrives. A reader never gets the last byte
+/// before the whole archive has verified, so no client can accept one that
+/// fails.
+pub struct Arriving {
+    /// The temporary file, opened for reading.
+    pub file: std::fs::File,
+    /// The size the origin announced.
+    pub size: u64,
+    /// Progress of the download.
+    pub progress: tokio::sync::watch::Receiver<Progress>,
+}
+
+/// What [`Mirror::follow_archive`] found.
+pub enum Following {
+    /// The archive is cached.
+    Cached(Arc<Archive>, Reading),
+    /// It is arriving.
+    Arriving(Arriving),
+}
+
+/// A registered download under way.
+struct InFlight {
+    path: PathBuf,
+    size: u64,
+    progress: tokio::sync::watch::Receiver<Progress>,
+}
+
+/// Publishes a download's progress; marks it failed and unregisters it
+/// when dropped before it verified.
+struct Publisher<'a> {
+    mirror: &'a Mirror,
+    key: ArchiveKey,
+    tx: Option<tokio::sync::watch::Sender<Progress>>,
+}
+
+impl Publisher<'_> {
+    fn advance(&self, written: u64) {
+        if let Some(tx) = &self.tx {
+            tx.send_replace(Progress::Running(written));
+        }
+    }
+
+    fn verified(&self) {
+        if let Some(tx) = &self.tx {
+            tx.send_replace(Progress::Verified);
+        }
+    }
+}
+
+impl Drop for Publisher<'_> {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            if *tx.borrow() != Progress::Verified {
+                tx.send_replace(Progress::Failed);
+            }
+            self.mirror
+                .inflight
+                .lock()
+                .expect("in-flight lock")
+                .remove(&self.key);
+        }
+    }
+}
+
 /// A value held in memory for a limited time.
 #[derive(Debug)]
 struct Timed<T> {
@@ -98,6 +176,9 @@ impl<K, T> moka::Expiry<K, Timed<T>> for PerEntryTtl {
 /// Identifies one archive.
 pub type ArchiveKey = (Provider, Version, Platform);
 
+/// How many downloaded bytes are gathered before they are written out.
+const WRITE_BATCH: usize = 1024 * 1024;
+
 /// How long between two updates of an archive's last-use time on disk.
 const TOUCH_EVERY: Duration = Duration::from_secs(3600);
 
@@ -122,11 +203,21 @@ pub struct Mirror {
     usage: Mutex<(u64, u64)>,
     /// Held while evicting.
     evicting: Mutex<()>,
+    /// Downloads clients can read while they arrive.
+    inflight: Mutex<HashMap<ArchiveKey, InFlight>>,
+    /// Signalled when a download is registered there.
+    inflight_added: tokio::sync::Notify,
     indexes: moka::future::Cache<Provider, Timed<IndexRecord>>,
     /// Providers the origin recently said do not exist, with its message.
     missing: moka::future::Cache<Provider, String>,
     versions: moka::future::Cache<(Provider, Version), Timed<VersionRecord>>,
     archives: moka::future::Cache<ArchiveKey, Arc<Archive>>,
+    /// `index.json` as last rendered, with the record it rendered.
+    rendered_indexes: moka::future::Cache<Provider, (Arc<IndexRecord>, Rendered)>,
+    /// `:version.json` (unsigned links) as last rendered, with the record
+    /// and whether every platform's `h1:` was in it.
+    rendered_versions:
+        moka::future::Cache<(Provider, Version), (Arc<VersionRecord>, bool, Rendered)>,
 }
 
 impl Mirror {
@@ -179,6 +270,8 @@ impl Mirror {
             touched: Mutex::default(),
             usage: Mutex::new(usage),
             evicting: Mutex::new(()),
+            inflight: Mutex::default(),
+            inflight_added: tokio::sync::Notify::new(),
             indexes: moka::future::Cache::builder()
                 .max_capacity(10_000)
                 .expire_after(PerEntryTtl)
@@ -192,6 +285,8 @@ impl Mirror {
                 .expire_after(PerEntryTtl)
                 .build(),
             archives: moka::future::Cache::builder().max_capacity(100_000).build(),
+            rendered_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
+            rendered_versions: moka::future::Cache::builder().max_capacity(20_000).build(),
             config,
         })
     }
@@ -680,6 +775,45 @@ impl Mirror {
         })
     }
 
+    /// A provider's `index.json`, rendered once per version list.
+    pub async fn index_document(&self, provider: &Provider) -> Result<Rendered, RequestError> {
+        let record = self.index(provider).await?;
+        if let Some((seen, rendered)) = self.rendered_indexes.get(provider).await {
+            if Arc::ptr_eq(&seen, &record) {
+                return Ok(rendered);
+            }
+        }
+        let rendered = Rendered::new(&IndexDocument::from_record(&record));
+        self.rendered_indexes
+            .insert(provider.clone(), (record, rendered.clone()))
+            .await;
+        Ok(rendered)
+    }
+
+    /// A version's `:version.json` with plain archive links, rendered once
+    /// per record and set of cached archives.
+    pub async fn version_document(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Rendered, RequestError> {
+        let record = self.version(provider, version).await?;
+        let key = (provider.clone(), version.clone());
+        if let Some((seen, complete, rendered)) = self.rendered_versions.get(&key).await {
+            // Complete: every archive's h1: is in it, so nothing can change.
+            if complete && Arc::ptr_eq(&seen, &record) {
+                return Ok(rendered);
+            }
+        }
+        let h1 = self.cached_h1(&record).await;
+        let complete = h1.len() == record.packages.len();
+        let rendered = Rendered::new(&VersionDocument::from_record(&record, &h1, |_| None));
+        self.rendered_versions
+            .insert(key, (record, complete, rendered.clone()))
+            .await;
+        Ok(rendered)
+    }
+
     /// The `h1:` hashes of the archives of `record` that are in the cache.
     pub async fn cached_h1(&self, record: &VersionRecord) -> BTreeMap<Platform, String> {
         let mut out = BTreeMap::new();
@@ -761,6 +895,122 @@ impl Mirror {
                 "the download task failed: {e}"
             ))),
         }
+    }
+
+    /// Writes the downloaded bytes gathered so far and, for a download
+    /// clients follow, tells them how far the file goes (`written`).
+    async fn write_batch(
+        &self,
+        file: &mut tokio::fs::File,
+        pending: &mut Vec<u8>,
+        publisher: &Publisher<'_>,
+        written: u64,
+    ) -> Result<(), RequestError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        file.write_all(pending)
+            .await
+            .map_err(|e| self.disk.failed("writing an archive", &e))?;
+        pending.clear();
+        if publisher.tx.is_some() {
+            // Readers open the file by path: the bytes must have reached the
+            // kernel before they are said to be there.
+            file.flush()
+                .await
+                .map_err(|e| self.disk.failed("writing an archive", &e))?;
+            publisher.advance(written);
+        }
+        Ok(())
+    }
+
+    /// Registers a download whose size is announced, so that clients can
+    /// read it while it arrives.
+    fn publish_download(&self, key: ArchiveKey, path: PathBuf, size: Option<u64>) -> Publisher<'_> {
+        let Some(size) = size else {
+            return Publisher {
+                mirror: self,
+                key,
+                tx: None,
+            };
+        };
+        let (tx, progress) = tokio::sync::watch::channel(Progress::Running(0));
+        self.inflight.lock().expect("in-flight lock").insert(
+            key.clone(),
+            InFlight {
+                path,
+                size,
+                progress,
+            },
+        );
+        self.inflight_added.notify_waiters();
+        Publisher {
+            mirror: self,
+            key,
+            tx: Some(tx),
+        }
+    }
+
+    /// The archive of a package for sending: the cached file, or, while it
+    /// is being downloaded with an announced size, the download itself as
+    /// it arrives (starting the download when no one has).
+    pub async fn follow_archive(
+        self: &Arc<Self>,
+        provider: &Provider,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<Following, RequestError> {
+        self.check_host(&provider.hostname)?;
+        let key = (provider.clone(), version.clone(), platform.clone());
+        let cached = self.archives.contains_key(&key) || self.stored_archive(&key).is_some();
+        if cached || self.offline() {
+            let (archive, reading) = self.open_archive(provider, version, platform).await?;
+            return Ok(Following::Cached(archive, reading));
+        }
+        let mut fetch = tokio::spawn(
+            {
+                let (this, p, v, pl) = (
+                    self.clone(),
+                    provider.clone(),
+                    version.clone(),
+                    platform.clone(),
+                );
+                async move { this.open_archive(&p, &v, &pl).await }
+            }
+            // Cache outcomes are noted on the request's span.
+            .in_current_span(),
+        );
+        loop {
+            let added = self.inflight_added.notified();
+            tokio::pin!(added);
+            added.as_mut().enable();
+            if let Some(arriving) = self.arriving(&key) {
+                // The task goes on: it keeps the archive once it is in.
+                return Ok(Following::Arriving(arriving));
+            }
+            tokio::select! {
+                done = &mut fetch => {
+                    let (archive, reading) = done.map_err(|e| {
+                        RequestError::Unavailable(format!("the download task failed: {e}"))
+                    })??;
+                    return Ok(Following::Cached(archive, reading));
+                }
+                () = &mut added => {}
+            }
+        }
+    }
+
+    /// Opens a registered download for reading, if there is one.
+    fn arriving(&self, key: &ArchiveKey) -> Option<Arriving> {
+        let inflight = self.inflight.lock().expect("in-flight lock");
+        let entry = inflight.get(key)?;
+        // Gone already (kept or refused): the caller waits for the outcome.
+        let file = std::fs::File::open(&entry.path).ok()?;
+        Some(Arriving {
+            file,
+            size: entry.size,
+            progress: entry.progress.clone(),
+        })
     }
 
     /// The archive of a package, with a guard that keeps it from being
@@ -905,9 +1155,15 @@ impl Mirror {
                 bytesize::ByteSize(max_size).display().iec()
             )));
         }
+        let key = (provider.clone(), version.clone(), platform.clone());
+        let stream_above = self.config.upstream.stream_above.as_u64();
+        let streamed = announced.filter(|n| *n > stream_above);
+        let publisher = self.publish_download(key, temp_path.to_path_buf(), streamed);
         let mut body = resp.into_body();
         let mut hasher = Sha256::new();
         let mut size: u64 = 0;
+        // Network frames are small; the disk gets them in batches.
+        let mut pending: Vec<u8> = Vec::with_capacity(WRITE_BATCH);
         let idle = self.client.request_timeout();
         loop {
             let frame = match tokio::time::timeout(idle, body.frame()).await {
@@ -936,10 +1192,20 @@ impl Mirror {
                     )));
                 }
                 self.metrics.fetched(data.len() as u64);
-                file.write_all(&data)
-                    .await
-                    .map_err(|e| self.disk.failed("writing an archive", &e))?;
+                pending.extend_from_slice(&data);
+                if pending.len() >= WRITE_BATCH {
+                    self.write_batch(&mut file, &mut pending, &publisher, size)
+                        .await?;
+                }
             }
+        }
+        self.write_batch(&mut file, &mut pending, &publisher, size)
+            .await?;
+        if announced.is_some_and(|n| n != size) {
+            return Err(RequestError::BadGateway(format!(
+                "{what}: the origin announced {} bytes and sent {size}; nothing was stored",
+                announced.unwrap_or(0)
+            )));
         }
         let actual = verify::hex(&hasher.finalize());
         if actual != pkg.sha256 {
@@ -949,6 +1215,8 @@ impl Mirror {
                 pkg.sha256
             )));
         }
+        // Readers may finish now; storing continues behind them.
+        publisher.verified();
         file.sync_all()
             .await
             .map_err(|e| self.disk.failed("writing an archive", &e))?;

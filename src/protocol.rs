@@ -79,6 +79,29 @@ impl VersionDocument {
     }
 }
 
+/// A document rendered once, with its strong entity tag (a digest of its
+/// bytes), served as it is until what it renders changes.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The JSON bytes.
+    pub bytes: bytes::Bytes,
+    /// The `ETag`, quotes included.
+    pub etag: String,
+}
+
+impl Rendered {
+    /// Renders a document.
+    pub fn new<T: Serialize>(doc: &T) -> Rendered {
+        use sha2::Digest;
+        let bytes = serde_json::to_vec(doc).expect("documents always serialize");
+        let digest = sha2::Sha256::digest(&bytes);
+        Rendered {
+            etag: format!("\"{}\"", verify::hex(&digest[..16])),
+            bytes: bytes.into(),
+        }
+    }
+}
+
 /// Characters escaped in a relative URL made of one path segment.
 const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'-')

@@ -16,8 +16,8 @@ use tracing::Instrument;
 
 use crate::error::RequestError;
 use crate::metrics::Endpoint;
-use crate::mirror::Mirror;
-use crate::protocol::{IndexDocument, VersionDocument};
+use crate::mirror::{Arriving, Following, Mirror, Progress};
+use crate::protocol::{Rendered, VersionDocument};
 use crate::routes::{self, Route};
 
 /// The body type of every answer.
@@ -53,6 +53,11 @@ pub async fn handle<B>(mirror: Arc<Mirror>, req: Request<B>) -> Result<Response<
         .get(header::AUTHORIZATION)
         .and_then(|h| h.to_str().ok())
         .map(str::to_owned);
+    let if_none_match = req
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned);
     async move {
         let asked = Asked {
             method: &method,
@@ -60,6 +65,7 @@ pub async fn handle<B>(mirror: Arc<Mirror>, req: Request<B>) -> Result<Response<
             query: query.as_deref(),
             host: host.as_deref(),
             authorization: authorization.as_deref(),
+            if_none_match: if_none_match.as_deref(),
         };
         let (endpoint, result) = answer(&mirror, &asked).await;
         let mut response = match result {
@@ -123,6 +129,7 @@ struct Asked<'a> {
     query: Option<&'a str>,
     host: Option<&'a str>,
     authorization: Option<&'a str>,
+    if_none_match: Option<&'a str>,
 }
 
 async fn answer(
@@ -171,11 +178,8 @@ async fn answer(
             Endpoint::Index,
             async {
                 mirror.auth().check(asked.authorization)?;
-                let record = mirror.index(&provider).await?;
-                Ok(json_response(
-                    StatusCode::OK,
-                    &IndexDocument::from_record(&record),
-                ))
+                let doc = mirror.index_document(&provider).await?;
+                Ok(rendered_response(doc, asked.if_none_match))
             }
             .await,
         ),
@@ -183,18 +187,23 @@ async fn answer(
             Endpoint::Version,
             async {
                 mirror.auth().check(asked.authorization)?;
-                let record = mirror.version(&provider, &version).await?;
-                let h1 = mirror.cached_h1(&record).await;
                 let auth = mirror.auth();
-                let sign = |platform: &crate::address::Platform| {
-                    auth.enabled().then(|| {
-                        auth.sign_archive(&(provider.clone(), version.clone(), platform.clone()))
-                    })
+                let doc = if auth.enabled() {
+                    // Archive links carry signatures made for this answer.
+                    let record = mirror.version(&provider, &version).await?;
+                    let h1 = mirror.cached_h1(&record).await;
+                    let sign = |platform: &crate::address::Platform| {
+                        Some(auth.sign_archive(&(
+                            provider.clone(),
+                            version.clone(),
+                            platform.clone(),
+                        )))
+                    };
+                    Rendered::new(&VersionDocument::from_record(&record, &h1, sign))
+                } else {
+                    mirror.version_document(&provider, &version).await?
                 };
-                Ok(json_response(
-                    StatusCode::OK,
-                    &VersionDocument::from_record(&record, &h1, sign),
-                ))
+                Ok(rendered_response(doc, asked.if_none_match))
             }
             .await,
         ),
@@ -250,28 +259,160 @@ async fn serve_archive(
     version: &crate::address::Version,
     platform: &crate::address::Platform,
 ) -> Result<Response<Body>, RequestError> {
-    let (archive, reading) = mirror.open_archive(provider, version, platform).await?;
-    let file = tokio::fs::File::open(&archive.path)
-        .await
-        .map_err(|e| RequestError::disk("opening a cached archive", &e))?;
-    let stream = ReaderStream::with_capacity(file, FILE_CHUNK);
-    let metrics = mirror.clone();
-    let body = StreamBody::new(futures_util::StreamExt::map(stream, move |chunk| {
-        // The guard lives as long as the body: the archive is being read.
-        let _ = &reading;
-        chunk.map(|data| {
-            metrics.metrics().served(data.len() as u64);
-            hyper::body::Frame::data(data)
-        })
-    }));
-    let mut resp = Response::new(BodyExt::boxed(body));
+    let (body, size) = match mirror.follow_archive(provider, version, platform).await? {
+        Following::Cached(archive, reading) => {
+            let file = tokio::fs::File::open(&archive.path)
+                .await
+                .map_err(|e| RequestError::disk("opening a cached archive", &e))?;
+            let stream = ReaderStream::with_capacity(file, FILE_CHUNK);
+            let metrics = mirror.clone();
+            let body = StreamBody::new(futures_util::StreamExt::map(stream, move |chunk| {
+                // The guard lives as long as the body: the archive is being read.
+                let _ = &reading;
+                chunk.map(|data| {
+                    metrics.metrics().served(data.len() as u64);
+                    hyper::body::Frame::data(data)
+                })
+            }));
+            (BodyExt::boxed(body), archive.size)
+        }
+        Following::Arriving(arriving) => {
+            let size = arriving.size;
+            (arriving_body(mirror.clone(), arriving), size)
+        }
+    };
+    let mut resp = Response::new(body);
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/zip"),
     );
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(archive.size));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
     Ok(resp)
+}
+
+/// Streams a download as it arrives, holding back its last byte until the
+/// whole archive has verified; when it fails, the body ends in an error, so
+/// the connection is cut before the client has the whole file.
+fn arriving_body(mirror: Arc<Mirror>, arriving: Arriving) -> Body {
+    let Arriving {
+        file,
+        size,
+        progress,
+    } = arriving;
+    let state = Follow {
+        file: Some(file),
+        sent: 0,
+        size,
+        progress,
+        mirror,
+    };
+    let stream = futures_util::stream::unfold(state, |mut st| async move {
+        let chunk = st.next_chunk().await?;
+        if chunk.is_err() {
+            // Nothing follows an error.
+            st.file = None;
+        }
+        Some((chunk.map(hyper::body::Frame::data), st))
+    });
+    BodyExt::boxed(StreamBody::new(stream))
+}
+
+/// The reading side of an arriving download.
+struct Follow {
+    /// `None` once the body has failed.
+    file: Option<std::fs::File>,
+    sent: u64,
+    size: u64,
+    progress: tokio::sync::watch::Receiver<Progress>,
+    mirror: Arc<Mirror>,
+}
+
+impl Follow {
+    /// The next piece of the body, an error, or `None` at its end.
+    async fn next_chunk(&mut self) -> Option<Result<Bytes, std::io::Error>> {
+        use std::io::Read;
+        loop {
+            let mut file = self.file.take()?;
+            if self.sent == self.size {
+                return None;
+            }
+            let now = *self.progress.borrow_and_update();
+            let limit = match now {
+                Progress::Running(written) => written.min(self.size - 1),
+                Progress::Verified => self.size,
+                Progress::Failed => {
+                    return Some(Err(std::io::Error::other(
+                        "the download failed; see the mirror's log",
+                    )))
+                }
+            };
+            if self.sent < limit {
+                let want = (limit - self.sent).min(FILE_CHUNK as u64) as usize;
+                let read = tokio::task::spawn_blocking(move || {
+                    let mut buf = vec![0u8; want];
+                    let n = file.read(&mut buf)?;
+                    buf.truncate(n);
+                    Ok::<_, std::io::Error>((file, buf))
+                })
+                .await
+                .map_err(std::io::Error::other)
+                .and_then(|r| r);
+                return match read {
+                    Ok((_, buf)) if buf.is_empty() => Some(Err(std::io::Error::other(
+                        "the download's file ended early",
+                    ))),
+                    Ok((file, buf)) => {
+                        self.file = Some(file);
+                        self.sent += buf.len() as u64;
+                        self.mirror.metrics().served(buf.len() as u64);
+                        Some(Ok(Bytes::from(buf)))
+                    }
+                    Err(e) => Some(Err(e)),
+                };
+            }
+            self.file = Some(file);
+            if self.progress.changed().await.is_err()
+                && *self.progress.borrow() != Progress::Verified
+            {
+                self.file = None;
+                return Some(Err(std::io::Error::other(
+                    "the download ended without verifying",
+                )));
+            }
+        }
+    }
+}
+
+/// A rendered document, or 304 when the client holds it already. Clients
+/// must revalidate (`no-cache`): the version list and the hashes change.
+fn rendered_response(doc: Rendered, if_none_match: Option<&str>) -> Response<Body> {
+    let matches = if_none_match.is_some_and(|tags| {
+        tags.split(',')
+            .map(|t| t.trim().trim_start_matches("W/"))
+            .any(|t| t == doc.etag || t == "*")
+    });
+    let mut resp = if matches {
+        let mut r = Response::new(Empty::new().map_err(|never| match never {}).boxed());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        let len = doc.bytes.len();
+        let mut r = Response::new(Full::new(doc.bytes).map_err(|never| match never {}).boxed());
+        r.headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
+    };
+    let h = resp.headers_mut();
+    if let Ok(tag) = HeaderValue::from_str(&doc.etag) {
+        h.insert(header::ETAG, tag);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
 }
 
 /// A JSON answer with the right content type.

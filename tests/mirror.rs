@@ -568,3 +568,53 @@ async fn plain_http_upstreams_need_insecure_http() {
         m.stop().await;
     }
 }
+
+/// Documents carry a strong ETag; a client that has the current one gets
+/// 304, and the tag changes when the document does (an archive's `h1:`
+/// joins it once cached).
+#[tokio::test]
+async fn documents_answer_304_to_the_current_etag() {
+    let scene = Scene::start("widget", "1.0.0", &["linux_amd64"]).await;
+    let c = &scene.client;
+    for path in ["widget/index.json", "widget/1.0.0.json"] {
+        let first = c.get(&scene.url(path)).await;
+        assert_eq!(first.status, StatusCode::OK);
+        assert_eq!(first.headers["cache-control"], "no-cache");
+        let etag = first.headers["etag"].to_str().unwrap().to_string();
+        assert!(etag.starts_with('"') && etag.len() == 34, "{etag}");
+        let again = c
+            .get_with_header(&scene.url(path), "if-none-match", &etag)
+            .await;
+        assert_eq!(again.status, StatusCode::NOT_MODIFIED, "{path}");
+        assert!(again.body.is_empty());
+        assert_eq!(again.headers["etag"], etag.as_str());
+        let other = c
+            .get_with_header(&scene.url(path), "if-none-match", "\"0\"")
+            .await;
+        assert_eq!(other.status, StatusCode::OK);
+        assert_eq!(other.body, first.body);
+    }
+    let before = c.get(&scene.url("widget/1.0.0.json")).await;
+    let zip = c
+        .get(&scene.archive_url("widget", "1.0.0", "linux_amd64"))
+        .await;
+    assert_eq!(zip.status, StatusCode::OK);
+    let after = c
+        .get_with_header(
+            &scene.url("widget/1.0.0.json"),
+            "if-none-match",
+            before.headers["etag"].to_str().unwrap(),
+        )
+        .await;
+    assert_eq!(
+        after.status,
+        StatusCode::OK,
+        "the h1: hash was added: a new document"
+    );
+    assert!(after.json()["archives"]["linux_amd64"]["hashes"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("h1:"));
+    assert_ne!(after.headers["etag"], before.headers["etag"]);
+    scene.mirror.stop().await;
+}

@@ -173,6 +173,9 @@ async fn big_cache(
     let published = publish_big(&origin, &signer, "big", &versions, size_mib * MIB);
     let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
     config.cache.max_size = Some(bytesize::ByteSize::mib(max_mib));
+    // These tests look at the cache as soon as an answer is complete, so
+    // answers must wait for the archive to be stored.
+    config.upstream.stream_above = bytesize::ByteSize::gib(1);
     let m = RunningMirror::start(config).await;
     (setup, origin, published, m)
 }

@@ -284,6 +284,8 @@ impl FakeOrigin {
                     let Ok((stream, _)) = listener.accept().await else {
                         continue;
                     };
+                    // As real servers do: small answers go out at once.
+                    let _ = stream.set_nodelay(true);
                     let (state, requests, acceptor) =
                         (state.clone(), requests.clone(), acceptor.clone());
                     tasks.lock().unwrap().spawn(async move {
@@ -534,6 +536,11 @@ async fn misbehave(
             pieces(vec![(Duration::ZERO, bytes)], false, false)
         }
         Fault::Trickle(gap) => {
+            // Slow, but announced and whole.
+            parts.headers.insert(
+                http::header::CONTENT_LENGTH,
+                bytes.len().to_string().parse().unwrap(),
+            );
             let step = bytes.len().div_ceil(10).max(1);
             let parts: Vec<(Duration, Bytes)> = (0..bytes.len())
                 .step_by(step)
@@ -893,6 +900,21 @@ impl Client {
             .body(http_body_util::Empty::new())
             .unwrap();
         self.inner.request(req).await.unwrap()
+    }
+
+    /// A GET with one extra header.
+    pub async fn get_with_header(&self, url: &str, name: &str, value: &str) -> Answer {
+        let req = Request::get(url)
+            .header(name, value)
+            .body(http_body_util::Empty::new())
+            .unwrap();
+        let resp = self.inner.request(req).await.expect("request went through");
+        let (parts, body) = resp.into_parts();
+        Answer {
+            status: parts.status,
+            headers: parts.headers,
+            body: body.collect().await.unwrap().to_bytes(),
+        }
     }
 
     /// A GET that may fail (the mirror may be killed under it).
