@@ -24,7 +24,7 @@ use crate::routes::{self, Route};
 pub type Body = BoxBody<Bytes, std::io::Error>;
 
 /// Chunk size for streaming archives from disk.
-const FILE_CHUNK: usize = 256 * 1024;
+const FILE_CHUNK: usize = 128 * 1024;
 
 /// Answers one request. Never fails: errors become JSON error answers.
 pub async fn handle<B>(mirror: Arc<Mirror>, req: Request<B>) -> Result<Response<Body>, Infallible> {
