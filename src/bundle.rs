@@ -22,7 +22,6 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::address::{Platform, Provider, Version};
 use crate::cache::{atomic, inventory, Store, VersionRecord};
@@ -440,28 +439,10 @@ fn import_archive(
     if store.archive_path(p, v, platform).exists() && store.h1_path(p, v, platform).exists() {
         return Ok(false);
     }
-    let temp = atomic::temp_file(store.tmp_dir()).map_err(|e| format!("cache: {e}"))?;
-    let (file, temp_path) = temp.into_parts();
-    let mut out = BufWriter::new(file);
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = entry
-            .read(&mut buf)
-            .map_err(|e| format!("reading it from the bundle failed: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        out.write_all(&buf[..n])
-            .map_err(|e| format!("cache: {e}"))?;
-    }
-    let file = out
-        .into_inner()
-        .map_err(|e| format!("cache: {}", e.error()))?;
-    file.sync_all().map_err(|e| format!("cache: {e}"))?;
-    drop(file);
-    let actual = verify::hex(&hasher.finalize());
+    let (temp_path, actual) = atomic::copy_hashed(entry, store.tmp_dir()).map_err(|e| match e {
+        atomic::CopyError::Read(e) => format!("reading it from the bundle failed: {e}"),
+        e => e.to_string(),
+    })?;
     if actual != pkg.sha256 {
         return Err(format!(
             "its SHA-256 {actual} does not match the signed SHA256SUMS ({})",

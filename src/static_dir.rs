@@ -14,15 +14,13 @@
 //! a directory is signed, the imports are marked unsigned.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use sha2::{Digest, Sha256};
 
 use crate::address::{Platform, Provider, Version};
 use crate::bundle::Imported;
-use crate::cache::{atomic, PackageRecord, Store, VersionRecord};
+use crate::cache::{atomic, h1_of_file, PackageRecord, Store, VersionRecord};
 use crate::protocol::{IndexDocument, VersionDocument};
 use crate::verify;
 
@@ -261,29 +259,14 @@ fn import_archive(
     if recorded.is_empty() {
         return Err("the directory records no hash to check it against".into());
     }
-    let temp = atomic::temp_file(store.tmp_dir()).map_err(|e| format!("cache: {e}"))?;
-    let (mut out, temp_path) = temp.into_parts();
     let mut input =
         std::fs::File::open(src).map_err(|e| format!("reading {}: {e}", src.display()))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = input
-            .read(&mut buf)
-            .map_err(|e| format!("reading {}: {e}", src.display()))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        std::io::Write::write_all(&mut out, &buf[..n]).map_err(|e| format!("cache: {e}"))?;
-    }
-    out.sync_all().map_err(|e| format!("cache: {e}"))?;
-    drop(out);
-    let sha256 = verify::hex(&hasher.finalize());
-    let h1 = {
-        let f = std::fs::File::open(&temp_path).map_err(|e| format!("cache: {e}"))?;
-        verify::h1_of_zip(std::io::BufReader::new(f)).map_err(|e| e.to_string())?
-    };
+    let (temp_path, sha256) =
+        atomic::copy_hashed(&mut input, store.tmp_dir()).map_err(|e| match e {
+            atomic::CopyError::Read(e) => format!("reading {}: {e}", src.display()),
+            e => e.to_string(),
+        })?;
+    let h1 = h1_of_file(&temp_path).map_err(|e| e.to_string())?;
     if !recorded.contains(&h1) && !recorded.contains(&verify::zh(&sha256)) {
         return Err(format!(
             "its hashes ({h1}, {}) are not among those the directory records",
@@ -298,7 +281,7 @@ fn import_archive(
         return Ok((sha256, false));
     }
     store
-        .keep_archive(temp_path, p, v, platform)
+        .keep_hashed(temp_path, p, v, platform, &h1)
         .map_err(|e| e.to_string())?;
     Ok((sha256, true))
 }

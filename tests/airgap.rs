@@ -134,7 +134,7 @@ async fn sync_export_import_and_tampered_bundles() {
 
     // Connected side: sync selects widget 1.0.0 and 1.1.0 (two platforms
     // each) and gadget 0.3.1 (one): five archives.
-    let first = run_tfmirror(
+    let first = run_ok(
         dir,
         &[
             "sync",
@@ -145,7 +145,6 @@ async fn sync_export_import_and_tampered_bundles() {
         ],
     )
     .await;
-    assert!(first.ok, "{}{}", first.stdout, first.stderr);
     assert!(
         first
             .stdout
@@ -155,7 +154,7 @@ async fn sync_export_import_and_tampered_bundles() {
     );
     assert_eq!(archive_hits(&origin, &archives), 5);
     // Idempotent: a second run transfers nothing.
-    let second = run_tfmirror(
+    let second = run_ok(
         dir,
         &[
             "sync",
@@ -166,7 +165,6 @@ async fn sync_export_import_and_tampered_bundles() {
         ],
     )
     .await;
-    assert!(second.ok, "{}{}", second.stdout, second.stderr);
     assert!(
         second
             .stdout
@@ -178,19 +176,18 @@ async fn sync_export_import_and_tampered_bundles() {
 
     let bundle = dir.join("providers.bundle");
     let gadget_only = dir.join("gadget.bundle");
-    let out = run_tfmirror(
+    let out = run_ok(
         dir,
         &["export", "--config", s(&connected), "--output", s(&bundle)],
     )
     .await;
-    assert!(out.ok, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains("3 versions, 5 archives"),
         "{}",
         out.stdout
     );
     let gadget = format!("{HOST}/acme/gadget");
-    let out = run_tfmirror(
+    run_ok(
         dir,
         &[
             "export",
@@ -203,7 +200,6 @@ async fn sync_export_import_and_tampered_bundles() {
         ],
     )
     .await;
-    assert!(out.ok, "{}{}", out.stdout, out.stderr);
 
     // Inside the site: a cache that holds gadget already. Each bad bundle
     // goes to a fresh one of those.
@@ -211,8 +207,7 @@ async fn sync_export_import_and_tampered_bundles() {
         let site = site_config(dir, name, "");
         let gadget_only = gadget_only.clone();
         async move {
-            let out = run_tfmirror(dir, &["import", "--config", s(&site), s(&gadget_only)]).await;
-            assert!(out.ok, "{}{}", out.stdout, out.stderr);
+            run_ok(dir, &["import", "--config", s(&site), s(&gadget_only)]).await;
             let cache = dir.join(format!("{name}-cache"));
             let before = snapshot(&cache);
             assert!(before
@@ -283,11 +278,9 @@ async fn sync_export_import_and_tampered_bundles() {
     // The whole bundle imports, and importing it again changes nothing.
     let site = site_config(dir, "site", "");
     let site_cache = dir.join("site-cache");
-    let out = run_tfmirror(dir, &["import", "--config", s(&site), s(&bundle)]).await;
-    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    run_ok(dir, &["import", "--config", s(&site), s(&bundle)]).await;
     let full = snapshot(&site_cache);
-    let again = run_tfmirror(dir, &["import", "--config", s(&site), s(&bundle)]).await;
-    assert!(again.ok, "{}{}", again.stdout, again.stderr);
+    let again = run_ok(dir, &["import", "--config", s(&site), s(&bundle)]).await;
     assert!(
         again
             .stdout
@@ -376,7 +369,7 @@ async fn sync_from_a_configuration_directory_and_failures() {
         format!("provider \"{HOST}/acme/gadget\" {{\n  version = \"0.3.1\"\n  hashes = []\n}}\n"),
     )
     .unwrap();
-    let out = run_tfmirror(
+    run_ok(
         dir,
         &[
             "sync",
@@ -389,7 +382,6 @@ async fn sync_from_a_configuration_directory_and_failures() {
         ],
     )
     .await;
-    assert!(out.ok, "{}{}", out.stdout, out.stderr);
     // The newest widget that meets ~> 1.0, and the gadget the lock file pins.
     let zips: Vec<String> = files_below(&setup.cache_dir())
         .into_iter()
@@ -483,7 +475,7 @@ async fn an_interrupted_sync_resumes() {
         "{kept} archives before the kill"
     );
 
-    let out = run_tfmirror(
+    let out = run_ok(
         dir,
         &[
             "sync",
@@ -494,7 +486,6 @@ async fn an_interrupted_sync_resumes() {
         ],
     )
     .await;
-    assert!(out.ok, "{}{}", out.stdout, out.stderr);
     let expect = format!(
         "archives: 4 ({} downloaded, {kept} already cached)",
         versions.len() - kept
@@ -542,7 +533,7 @@ async fn static_directories_both_ways() {
     )
     .unwrap();
     let snapshot_dir = dir.join("snapshot");
-    let out = run_tfmirror(
+    run_ok(
         dir,
         &[
             "export",
@@ -553,7 +544,6 @@ async fn static_directories_both_ways() {
         ],
     )
     .await;
-    assert!(out.ok, "{}{}", out.stdout, out.stderr);
     let provider_dir = snapshot_dir.join(format!("{HOST}/acme/widget"));
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(provider_dir.join("1.1.0.json")).unwrap()).unwrap();

@@ -285,14 +285,12 @@ async fn terraform_installs_through_an_offline_site_mirror() {
         ],
         vec!["export", "--config", s(&connected), "--output", s(&bundle)],
     ] {
-        let out = run_tfmirror(dir, &args).await;
-        assert!(out.ok, "{args:?}: {}{}", out.stdout, out.stderr);
+        run_ok(dir, &args).await;
     }
     // The gap: nothing reaches the origin from here on.
     origin.stop();
     let site = site_config(dir, "site", "");
-    let out = run_tfmirror(dir, &["import", "--config", s(&site), s(&bundle)]).await;
-    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    run_ok(dir, &["import", "--config", s(&site), s(&bundle)]).await;
     let mut serve = tfmirror(dir);
     serve.args(["serve", "--config", s(&site), "--offline"]);
     let daemon = Daemon::start(serve);
@@ -311,7 +309,7 @@ async fn terraform_installs_through_an_offline_site_mirror() {
     );
 
     // A lock file for both platforms, written inside the site.
-    let lock = run_tfmirror(
+    let lock = run_ok(
         dir,
         &[
             "lock",
@@ -325,7 +323,6 @@ async fn terraform_installs_through_an_offline_site_mirror() {
         ],
     )
     .await;
-    assert!(lock.ok, "{}{}", lock.stdout, lock.stderr);
     let ours = lock_hashes(&lock.stdout);
     assert_eq!(
         ours.iter().filter(|h| h.starts_with("h1:")).count(),
@@ -380,8 +377,7 @@ async fn tfmirror_lock_covers_terraform_providers_lock() {
         args.extend(["--platform", p]);
     }
     args.push(source);
-    let lock = run_tfmirror(dir, &args).await;
-    assert!(lock.ok, "{}{}", lock.stdout, lock.stderr);
+    let lock = run_ok(dir, &args).await;
     // The newest release: pre-releases only when named.
     assert!(
         lock.stdout.contains("version = \"0.3.1\""),
@@ -446,8 +442,7 @@ async fn terraform_installs_from_a_static_export() {
         vec!["sync", "--config", s(&config), "--manifest", s(&manifest)],
         vec!["export", "--config", s(&config), "--static", s(&snapshot)],
     ] {
-        let out = run_tfmirror(dir, &args).await;
-        assert!(out.ok, "{args:?}: {}{}", out.stdout, out.stderr);
+        run_ok(dir, &args).await;
     }
     origin.stop();
     let installation = format!(

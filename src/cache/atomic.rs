@@ -26,6 +26,43 @@ pub fn persist(temp: TempPath, dest: &Path) -> io::Result<()> {
     sync_dir(dir)
 }
 
+/// Why [`copy_hashed`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    /// Reading the source failed.
+    #[error("reading failed: {0}")]
+    Read(io::Error),
+    /// Writing the temporary file failed.
+    #[error("cache: {0}")]
+    Write(io::Error),
+}
+
+/// Copies `input` into a new temporary file in `tmp_dir` while hashing it,
+/// and flushes the file to disk. Returns the file and its SHA-256 (hex).
+pub fn copy_hashed(
+    input: &mut impl io::Read,
+    tmp_dir: &Path,
+) -> Result<(TempPath, String), CopyError> {
+    use sha2::Digest;
+    let (file, temp_path) = temp_file(tmp_dir).map_err(CopyError::Write)?.into_parts();
+    let mut out = io::BufWriter::new(file);
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = input.read(&mut buf).map_err(CopyError::Read)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n]).map_err(CopyError::Write)?;
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| CopyError::Write(e.into_error()))?;
+    file.sync_all().map_err(CopyError::Write)?;
+    Ok((temp_path, crate::verify::hex(&hasher.finalize())))
+}
+
 /// Writes `bytes` to `dest` atomically.
 pub fn write(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut file = temp_file(tmp_dir)?;

@@ -28,6 +28,13 @@ use crate::address::{Platform, Provider, Version};
 
 pub use records::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
 
+/// The `h1:` hash of an archive file; an error when it is not a zip.
+pub fn h1_of_file(path: &Path) -> Result<String, KeepError> {
+    let file = std::fs::File::open(path).map_err(KeepError::Disk)?;
+    crate::verify::h1_of_zip(io::BufReader::new(file))
+        .map_err(|e| KeepError::NotAnArchive(e.to_string()))
+}
+
 /// Why a checked archive could not be kept.
 #[derive(Debug, thiserror::Error)]
 pub enum KeepError {
@@ -139,13 +146,24 @@ impl Store {
         v: &Version,
         platform: &Platform,
     ) -> Result<String, KeepError> {
-        let file = std::fs::File::open(&temp).map_err(KeepError::Disk)?;
-        let h1 = crate::verify::h1_of_zip(io::BufReader::new(file))
-            .map_err(|e| KeepError::NotAnArchive(e.to_string()))?;
+        let h1 = h1_of_file(&temp)?;
+        self.keep_hashed(temp, p, v, platform, &h1)?;
+        Ok(h1)
+    }
+
+    /// Like [`Store::keep_archive`], for an archive whose `h1:` hash the
+    /// caller has computed already.
+    pub fn keep_hashed(
+        &self,
+        temp: tempfile::TempPath,
+        p: &Provider,
+        v: &Version,
+        platform: &Platform,
+        h1: &str,
+    ) -> Result<(), KeepError> {
         atomic::write(&self.tmp, &self.h1_path(p, v, platform), h1.as_bytes())
             .and_then(|()| atomic::persist(temp, &self.archive_path(p, v, platform)))
-            .map_err(KeepError::Disk)?;
-        Ok(h1)
+            .map_err(KeepError::Disk)
     }
 
     /// Adds a version and its platforms to a provider's stored version

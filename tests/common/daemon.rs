@@ -178,3 +178,14 @@ offline = true
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// Runs a `tfmirror` command that must succeed.
+pub async fn run_ok(home: &Path, args: &[&str]) -> Ran {
+    let ran = run_tfmirror(home, args).await;
+    assert!(
+        ran.ok,
+        "tfmirror {args:?} failed:\n{}{}",
+        ran.stdout, ran.stderr
+    );
+    ran
+}
