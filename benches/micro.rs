@@ -11,9 +11,9 @@ use std::io::{Cursor, Write};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use sha2::{Digest, Sha256};
 use tfmirror::address::{Platform, Provider, Version};
-use tfmirror::cache::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
+use tfmirror::http::routes;
 use tfmirror::protocol::{IndexDocument, VersionDocument};
-use tfmirror::routes;
+use tfmirror::store::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
 use tfmirror::verify::{h1_of_zip, Keyring, Sha256Sums};
 
 const PLATFORMS: [&str; 6] = [

@@ -225,10 +225,11 @@ impl ProviderType {
 }
 
 /// A provider version: a strict semantic version such as `1.2.3` or
-/// `2.0.0-beta1`, kept in its canonical text form.
+/// `2.0.0-beta1`, kept in its canonical text form beside its parsed form,
+/// so that ordering never parses again.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Version(String);
+pub struct Version(String, semver::Version);
 string_name!(Version);
 
 impl Version {
@@ -239,13 +240,12 @@ impl Version {
         }
         let v = semver::Version::parse(given)
             .map_err(|_| InvalidName::new("version", given, "not a semantic version"))?;
-        Ok(Version(v.to_string()))
+        Ok(Version(v.to_string(), v))
     }
 
-    /// The version as a `semver::Version`, for ordering.
-    pub fn semver(&self) -> semver::Version {
-        // The constructor only accepts text that parses.
-        semver::Version::parse(&self.0).expect("validated version")
+    /// The version as a `semver::Version`, for constraint checks.
+    pub fn semver(&self) -> &semver::Version {
+        &self.1
     }
 }
 
@@ -257,9 +257,7 @@ impl PartialOrd for Version {
 
 impl Ord for Version {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.semver()
-            .cmp(&other.semver())
-            .then_with(|| self.0.cmp(&other.0))
+        self.1.cmp(&other.1).then_with(|| self.0.cmp(&other.0))
     }
 }
 
@@ -392,6 +390,40 @@ impl Provider {
             Version::parse(version).ok()?,
             Platform::from_parts(os, arch).ok()?,
         ))
+    }
+}
+
+/// One archive of the cache: a provider's package for one version and
+/// platform.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ArchiveKey {
+    /// The provider.
+    pub provider: Provider,
+    /// The version.
+    pub version: Version,
+    /// The platform.
+    pub platform: Platform,
+}
+
+impl ArchiveKey {
+    /// The key of `provider`'s package for `version` and `platform`.
+    pub fn new(provider: &Provider, version: &Version, platform: &Platform) -> ArchiveKey {
+        ArchiveKey {
+            provider: provider.clone(),
+            version: version.clone(),
+            platform: platform.clone(),
+        }
+    }
+
+    /// The archive's file name, as Terraform names it.
+    pub fn file_name(&self) -> String {
+        self.provider.archive_name(&self.version, &self.platform)
+    }
+}
+
+impl fmt::Display for ArchiveKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.provider, self.version, self.platform)
     }
 }
 

@@ -1,60 +1,89 @@
-//! The one error type of request handling, with its single mapping to an
-//! HTTP status and a JSON body `{"errors": ["…"]}`.
-//!
-//! Every message here is written for the person running `terraform init`:
-//! it names the provider, version and platform involved and says what went
-//! wrong, without internal detail such as file paths.
+//! The one error type of request handling: each variant names a cause and
+//! carries a message written for the person running `terraform init` (it
+//! names the provider, version and platform involved and says what went
+//! wrong, without internal detail such as file paths). [`RequestError::status`]
+//! is the single mapping to an HTTP status; the HTTP layer logs each error
+//! once, with the request's ID, and answers `{"errors": ["…"]}`.
 
 use http::StatusCode;
 
 use crate::address::InvalidName;
+use crate::store::health::Unwritable;
+use crate::upstream::download::DownloadError;
+use crate::upstream::UpstreamError;
 
 /// Why a request could not be answered.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RequestError {
-    /// The request path is not one the mirror protocol defines, or one of its
+    /// The request path or query is not one tfmirror serves, or one of its
     /// parts is not a valid name.
     #[error("{0}")]
-    BadRequest(String),
-    /// The provider's registry hostname is neither allowed nor configured.
-    #[error("registry host {0} is not allowed by this mirror; add it to upstream.allowed_hosts (or configure it under [upstream.hosts]) to mirror its providers")]
-    HostNotAllowed(String),
-    /// The request carries no valid token.
-    #[error("{0}")]
-    Unauthorized(String),
-    /// An archive link is unsigned, tampered with or expired.
-    #[error("{0}")]
-    Forbidden(String),
+    InvalidRequest(String),
     /// The request method is not GET or HEAD.
     #[error("method not allowed")]
     MethodNotAllowed,
-    /// The origin registry says the thing asked for does not exist.
+    /// The provider's registry hostname is neither allowed nor configured.
+    #[error("registry host {0} is not allowed by this mirror; add it to upstream.allowed_hosts (or configure it under [upstream.hosts]) to mirror its providers")]
+    HostNotAllowed(String),
+    /// The request carries no token, or one the mirror does not know.
     #[error("{0}")]
-    NotFound(String),
-    /// The origin answered, but with something unusable, or a package failed
-    /// verification.
+    Unauthenticated(String),
+    /// An archive link is unsigned, tampered with or expired.
     #[error("{0}")]
-    BadGateway(String),
+    LinkRefused(String),
+    /// The origin registry says the provider or version does not exist.
+    #[error("{0}")]
+    NotAtOrigin(String),
+    /// The mirror is offline and does not hold what was asked for.
+    #[error("{0}")]
+    NotHeld(String),
+    /// The version exists but has no verified package for the platform.
+    #[error("{0}")]
+    NoPackage(String),
+    /// The origin could not be reached.
+    #[error("{0}")]
+    UpstreamUnreachable(String),
+    /// The origin answered with something unusable.
+    #[error("{0}")]
+    UpstreamInvalid(String),
     /// The origin did not answer in time.
     #[error("{0}")]
-    GatewayTimeout(String),
-    /// The mirror itself cannot do the work right now (disk trouble, overload).
+    UpstreamTimeout(String),
+    /// Too many upstream fetches were in flight for too long.
     #[error("{0}")]
-    Unavailable(String),
+    UpstreamBusy(String),
+    /// What the origin published failed verification: a bad signature, a
+    /// checksum that does not match, a package that is not a zip archive.
+    #[error("{0}")]
+    VerificationFailed(String),
+    /// The cache cannot be read or written.
+    #[error("{0}")]
+    DiskUnavailable(String),
+    /// The mirror is shutting down or cannot store new content.
+    #[error("{0}")]
+    NotReady(String),
+    /// A task of the mirror's own failed (a bug).
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl RequestError {
     /// The HTTP status this error answers with.
     pub fn status(&self) -> StatusCode {
+        use RequestError::*;
         match self {
-            RequestError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            RequestError::HostNotAllowed(_) | RequestError::Forbidden(_) => StatusCode::FORBIDDEN,
-            RequestError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            RequestError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            RequestError::NotFound(_) => StatusCode::NOT_FOUND,
-            RequestError::BadGateway(_) => StatusCode::BAD_GATEWAY,
-            RequestError::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
-            RequestError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            InvalidRequest(_) => StatusCode::BAD_REQUEST,
+            Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            HostNotAllowed(_) | LinkRefused(_) => StatusCode::FORBIDDEN,
+            NotAtOrigin(_) | NotHeld(_) | NoPackage(_) => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            UpstreamUnreachable(_) | UpstreamInvalid(_) | VerificationFailed(_) => {
+                StatusCode::BAD_GATEWAY
+            }
+            UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            UpstreamBusy(_) | DiskUnavailable(_) | NotReady(_) | Internal(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 
@@ -63,30 +92,69 @@ impl RequestError {
         serde_json::json!({ "errors": [self.to_string()] })
     }
 
-    /// Adds context in front of the message, keeping the status.
+    /// Adds context in front of the message, keeping the cause.
+    #[must_use]
     pub fn context(self, what: impl std::fmt::Display) -> Self {
         use RequestError::*;
+        let with = |m: String| format!("{what}: {m}");
         match self {
-            BadRequest(m) => BadRequest(format!("{what}: {m}")),
-            NotFound(m) => NotFound(format!("{what}: {m}")),
-            BadGateway(m) => BadGateway(format!("{what}: {m}")),
-            GatewayTimeout(m) => GatewayTimeout(format!("{what}: {m}")),
-            Unavailable(m) => Unavailable(format!("{what}: {m}")),
+            InvalidRequest(m) => InvalidRequest(with(m)),
+            NotAtOrigin(m) => NotAtOrigin(with(m)),
+            NotHeld(m) => NotHeld(with(m)),
+            NoPackage(m) => NoPackage(with(m)),
+            UpstreamUnreachable(m) => UpstreamUnreachable(with(m)),
+            UpstreamInvalid(m) => UpstreamInvalid(with(m)),
+            UpstreamTimeout(m) => UpstreamTimeout(with(m)),
+            UpstreamBusy(m) => UpstreamBusy(with(m)),
+            VerificationFailed(m) => VerificationFailed(with(m)),
+            DiskUnavailable(m) => DiskUnavailable(with(m)),
             other => other,
         }
     }
 
-    /// A local disk failure, reported without the path.
-    pub fn disk(what: &str, err: &std::io::Error) -> Self {
-        tracing::error!(error = %err, "{what}");
-        RequestError::Unavailable(format!(
-            "the mirror's cache is not usable right now ({what})"
-        ))
+    /// An upstream failure while doing `what`.
+    pub fn upstream(e: &UpstreamError, what: &str) -> Self {
+        let message = format!("{what}: {e}");
+        match e {
+            UpstreamError::Timeout { .. } => RequestError::UpstreamTimeout(message),
+            UpstreamError::Busy { .. } => RequestError::UpstreamBusy(message),
+            UpstreamError::Unreachable { .. } | UpstreamError::Refused { .. } => {
+                RequestError::UpstreamUnreachable(message)
+            }
+            _ => RequestError::UpstreamInvalid(message),
+        }
+    }
+
+    /// A failed download of `what` (a provider, version and platform).
+    pub fn download(e: &DownloadError, what: &str) -> Self {
+        match e {
+            DownloadError::Upstream(e) => Self::upstream(e, &format!("could not download {what}")),
+            DownloadError::Stalled(_) => {
+                RequestError::UpstreamTimeout(format!("downloading {what} {e}"))
+            }
+            DownloadError::Broken(_) => {
+                RequestError::UpstreamUnreachable(format!("downloading {what} {e}"))
+            }
+            DownloadError::AnnouncedTooLarge { .. }
+            | DownloadError::TooLarge(_)
+            | DownloadError::WrongLength { .. } => {
+                RequestError::UpstreamInvalid(format!("{what}: {e}; nothing was stored"))
+            }
+            DownloadError::Write(io) => RequestError::DiskUnavailable(format!(
+                "the cache cannot be written (writing an archive: {io}); what is already cached is still served"
+            )),
+        }
     }
 }
 
 impl From<InvalidName> for RequestError {
     fn from(e: InvalidName) -> Self {
-        RequestError::BadRequest(e.to_string())
+        RequestError::InvalidRequest(e.to_string())
+    }
+}
+
+impl From<Unwritable> for RequestError {
+    fn from(e: Unwritable) -> Self {
+        RequestError::DiskUnavailable(format!("{e}; what is already cached is still served"))
     }
 }

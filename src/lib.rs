@@ -3,34 +3,24 @@
 //! the OpenPGP signature over every package's checksum before it caches or
 //! serves the package.
 //!
-//! A request flows `server` → `service` → `routes` (path to typed request)
-//! → `mirror` (cache or origin) → `upstream` (discovery, registry, download)
-//! and `verify` (signature, SHA256SUMS, hashes) → `cache` (disk) →
-//! `protocol` (the JSON answers).
+//! A request flows `http` (listener → dispatch → routes) → `mirror` (versions,
+//! documents, archives) → `upstream` (discovery, registry, download) and
+//! `verify` (signature, SHA256SUMS, hashes) → `store` (what the cache
+//! keeps). `daemon` runs it all; `commands` are the command line.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod address;
-pub mod auth;
-pub mod bundle;
-pub mod cache;
-pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod constraints;
+pub mod daemon;
 pub mod error;
-pub mod integrity;
-pub mod lockfile;
+pub mod http;
 pub mod metrics;
 pub mod mirror;
 pub mod protocol;
-pub mod routes;
-pub mod selection;
-pub mod server;
-pub mod service;
-pub mod static_dir;
-pub mod status;
-pub mod sync;
-pub mod tls;
+pub mod store;
 pub mod upstream;
 pub mod verify;

@@ -1,5 +1,5 @@
 //! The `tfmirror` command; everything it does lives in the library.
 
 fn main() -> std::process::ExitCode {
-    tfmirror::cli::main()
+    tfmirror::commands::main()
 }

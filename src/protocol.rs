@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::address::Platform;
-use crate::cache::{IndexRecord, VersionRecord};
+use crate::store::{IndexRecord, VersionRecord};
 use crate::verify;
 
 /// `index.json`: `{"versions": {"1.2.3": {}, …}}`.

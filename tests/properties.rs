@@ -6,8 +6,8 @@
 
 use proptest::prelude::*;
 use tfmirror::address::{Hostname, Namespace, Provider};
-use tfmirror::cache::{IndexRecord, VersionRecord};
-use tfmirror::routes::{self, Route};
+use tfmirror::http::routes::{self, Route};
+use tfmirror::store::{IndexRecord, VersionRecord};
 use tfmirror::upstream::registry::{PackageResponse, VersionsResponse};
 use tfmirror::verify::{Keyring, Sha256Sums};
 
@@ -71,12 +71,12 @@ fn render(route: &Route) -> Option<String> {
             enc(p.namespace.as_str()),
             enc(p.kind.as_str())
         ),
-        Route::Archive(p, v, pl) => format!(
+        Route::Archive(key) => format!(
             "/{}/{}/{}/{}",
-            p.hostname,
-            enc(p.namespace.as_str()),
-            enc(p.kind.as_str()),
-            enc(&p.archive_name(v, pl))
+            key.provider.hostname,
+            enc(key.provider.namespace.as_str()),
+            enc(key.provider.kind.as_str()),
+            enc(&key.file_name())
         ),
         _ => return None,
     })
@@ -88,7 +88,8 @@ fn enc(s: &str) -> String {
 
 fn provider_of(route: &Route) -> Option<&Provider> {
     match route {
-        Route::Index(p) | Route::Version(p, _) | Route::Archive(p, _, _) => Some(p),
+        Route::Index(p) | Route::Version(p, _) => Some(p),
+        Route::Archive(key) => Some(&key.provider),
         _ => None,
     }
 }

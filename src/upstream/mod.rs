@@ -4,6 +4,7 @@
 pub mod client;
 pub mod credentials;
 pub mod discovery;
+pub mod download;
 pub mod guard;
 pub mod registry;
 

@@ -16,13 +16,7 @@ use sha2::{Digest, Sha256};
 
 /// Lowercase hex of a byte string.
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    hex::encode(bytes)
 }
 
 /// Formats a hex SHA-256 of an archive as a `zh:` hash.
@@ -96,9 +90,9 @@ mod tests {
     fn fixture() -> Vec<u8> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/fixtures/h1/terraform-provider-widget_1.1.0_linux_amd64.zip"
+            "/tests/fixtures/h1/terraform-provider-widget_1.1.0_linux_amd64.zip"
         );
-        std::fs::read(path).expect("the shared h1 fixture must be beside the project")
+        std::fs::read(path).expect("tests/fixtures/h1 is part of the repository")
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! signature over the origin's SHA256SUMS, the SHA256SUMS entries
 //! themselves, and Terraform's `h1:`/`zh:` package hashes.
 
-pub mod evidence;
 pub mod hash;
 pub mod signature;
 pub mod sums;

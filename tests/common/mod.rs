@@ -28,6 +28,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use tfmirror::config::{Config, HostConfig};
+use tfmirror::daemon::{Daemon, Signal};
+use tfmirror::http::App;
 use tfmirror::mirror::Mirror;
 
 /// A certificate authority made for one test, and a server certificate for
@@ -722,38 +724,39 @@ fn reply(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<Orig
     r
 }
 
-/// A tfmirror running in this process, with its own cache and data dirs.
+/// A tfmirror running in this process, with its own cache and data dirs,
+/// started the way `tfmirror serve` starts it (`tfmirror::daemon`).
 pub struct RunningMirror {
     pub addr: SocketAddr,
+    pub app: Arc<App>,
     pub mirror: Arc<Mirror>,
     /// The authority clients must trust (the mirror's generated one).
     pub ca_file: PathBuf,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    signals: tokio::sync::mpsc::Sender<Signal>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl RunningMirror {
     pub async fn start(config: Config) -> RunningMirror {
-        let tls = tfmirror::tls::server_tls(&config.server).unwrap();
-        let grace = config.server.shutdown_grace;
         let listener = TcpListener::bind(config.server.listen).await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mirror = Arc::new(Mirror::new(config).unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(tfmirror::server::run(
-            listener,
-            Some(tls.config.clone()),
-            mirror.clone(),
-            async {
-                let _ = rx.await;
-            },
-            grace,
-        ));
+        let daemon = Daemon::new(config, listener).await.unwrap();
+        let addr = daemon.local_addr().unwrap();
+        let app = daemon.app().clone();
+        let ca_file = daemon
+            .tls()
+            .and_then(|t| t.generated.clone())
+            .unwrap()
+            .ca_cert;
+        let (signals, rx) = tokio::sync::mpsc::channel(4);
+        let task = tokio::spawn(async move {
+            daemon.run(rx, || {}, || {}).await.unwrap();
+        });
         RunningMirror {
             addr,
-            mirror,
-            ca_file: tls.generated.clone().unwrap().ca_cert,
-            stop: Some(tx),
+            mirror: app.mirror.clone(),
+            app,
+            ca_file,
+            signals,
             task: Some(task),
         }
     }
@@ -762,9 +765,14 @@ impl RunningMirror {
         format!("https://127.0.0.1:{}{}", self.addr.port(), path)
     }
 
+    /// Tells the daemon to reload its certificate and token file.
+    pub async fn reload(&self) {
+        self.signals.send(Signal::Reload).await.unwrap();
+    }
+
     /// Shuts the server down and waits until it has.
     pub async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
+        let _ = self.signals.send(Signal::Stop).await;
         self.task.take().unwrap().await.unwrap();
     }
 }
@@ -1047,14 +1055,15 @@ pub fn publish_big(
     published
 }
 
-/// A file of `../shared/fixtures/h1`.
-pub fn shared_fixture(name: &str) -> Vec<u8> {
+/// A file of `tests/fixtures/h1`: an archive and the hashes a real
+/// Terraform CLI recorded for it.
+pub fn h1_fixture(name: &str) -> Vec<u8> {
     std::fs::read(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/h1")
+            .join("tests/fixtures/h1")
             .join(name),
     )
-    .expect("../shared/fixtures/h1 must be beside the project")
+    .expect("tests/fixtures/h1 is part of the repository")
 }
 
 /// A file of `tests/fixtures/gnupg`.
@@ -1067,13 +1076,13 @@ pub fn gnupg_fixture(name: &str) -> Vec<u8> {
     .unwrap()
 }
 
-/// Publishes the shared widget 1.1.0 archive (linux_amd64) under
+/// Publishes the fixture widget 1.1.0 archive (linux_amd64) under
 /// `<namespace>/widget`, with a SHA256SUMS signature GnuPG made
 /// (`signature`) and the registry listing the GnuPG key in `key`.
 pub fn publish_gnupg_widget(origin: &FakeOrigin, namespace: &str, key: &str, signature: &str) {
     let archives = [(
         "linux_amd64".to_string(),
-        shared_fixture("terraform-provider-widget_1.1.0_linux_amd64.zip"),
+        h1_fixture("terraform-provider-widget_1.1.0_linux_amd64.zip"),
     )]
     .into();
     let key = String::from_utf8(gnupg_fixture(key)).unwrap();

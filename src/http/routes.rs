@@ -12,7 +12,7 @@
 
 use percent_encoding::percent_decode_str;
 
-use crate::address::{Hostname, Namespace, Platform, Provider, ProviderType, Version};
+use crate::address::{ArchiveKey, Hostname, Namespace, Provider, ProviderType, Version};
 use crate::error::RequestError;
 
 /// The longest request path accepted.
@@ -34,7 +34,7 @@ pub enum Route {
     /// `:version.json`: a version's packages.
     Version(Provider, Version),
     /// An archive.
-    Archive(Provider, Version, Platform),
+    Archive(ArchiveKey),
     /// `:version.lock.hcl`: a lock file block with the hashes of the
     /// platforms the query names (tfmirror's own, beside the protocol).
     Lock(Provider, Version),
@@ -42,7 +42,7 @@ pub enum Route {
 
 /// Parses a raw (still percent-encoded) request path.
 pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
-    let bad = |m: &str| RequestError::BadRequest(m.to_owned());
+    let bad = |m: &str| RequestError::InvalidRequest(m.to_owned());
     if raw_path.len() > MAX_PATH_LEN {
         return Err(bad("request path too long"));
     }
@@ -74,7 +74,11 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
         return Ok(Route::Index(provider));
     }
     if let Some((version, platform)) = provider.parse_archive_name(leaf) {
-        return Ok(Route::Archive(provider, version, platform));
+        return Ok(Route::Archive(ArchiveKey {
+            provider,
+            version,
+            platform,
+        }));
     }
     if let Some(version) = leaf.strip_suffix(".lock.hcl") {
         let version = Version::parse(version)?;
@@ -92,7 +96,7 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
 /// Percent-decodes one segment and refuses what no valid name contains:
 /// separators (including encoded ones), dot segments, control characters.
 fn decode_segment(raw: &str) -> Result<String, RequestError> {
-    let bad = |m: &str| Err(RequestError::BadRequest(m.to_owned()));
+    let bad = |m: &str| Err(RequestError::InvalidRequest(m.to_owned()));
     if raw.is_empty() {
         return bad("empty path segment");
     }
@@ -114,6 +118,7 @@ fn decode_segment(raw: &str) -> Result<String, RequestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::address::Platform;
 
     fn provider(h: &str, n: &str, t: &str) -> Provider {
         Provider {
@@ -140,11 +145,11 @@ mod tests {
                 "/registry.terraform.io/hashicorp/aws/terraform-provider-aws_5.1.0_linux_arm64.zip"
             )
             .unwrap(),
-            Route::Archive(
-                p,
-                Version::parse("5.1.0").unwrap(),
-                Platform::parse("linux_arm64").unwrap()
-            )
+            Route::Archive(ArchiveKey::new(
+                &p,
+                &Version::parse("5.1.0").unwrap(),
+                &Platform::parse("linux_arm64").unwrap()
+            ))
         );
         assert_eq!(
             parse("/example.com:8443/%C3%BCn/t/index.json").unwrap(),

@@ -10,7 +10,12 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::cache::{inventory, Store, VersionRecord};
+use super::Refusal;
+use crate::store::{inventory, DiskStore, VersionRecord};
+use anyhow::Context;
+
+use crate::address::ArchiveKey;
+use crate::config::Config;
 use crate::verify::{self, TrustPolicy};
 
 /// One archive that failed, and why.
@@ -32,13 +37,19 @@ pub struct Report {
 }
 
 /// Checks every cached archive; quarantines those that fail.
-pub fn verify_cache(store: &Store, trust: &TrustPolicy) -> std::io::Result<Report> {
+pub fn verify_cache(store: &DiskStore, trust: &TrustPolicy) -> std::io::Result<Report> {
     let mut report = Report::default();
     for archive in inventory::archives(store) {
         report.checked += 1;
-        let (p, v, platform) = archive.key();
+        let ArchiveKey {
+            provider: p,
+            version: v,
+            platform,
+        } = archive.key();
         let problem = match store.read_json::<VersionRecord>(&store.version_path(&p, &v)) {
-            Ok(Some(record)) => check(&record, &platform, &archive.path, trust).err(),
+            Ok(Some(record)) => check(&record, &platform, &archive.path, trust)
+                .err()
+                .map(|r| r.to_string()),
             Ok(None) => Some("no verified metadata is stored for it".to_string()),
             Err(e) => Some(format!("its metadata cannot be read: {e}")),
         };
@@ -70,7 +81,7 @@ fn check(
     platform: &crate::address::Platform,
     path: &Path,
     trust: &TrustPolicy,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let pkg = record
         .packages
         .get(platform)
@@ -80,7 +91,10 @@ fn check(
     let (checked, against) = if record.unsigned_import {
         ("recorded at its (unsigned) import", Ok(()))
     } else {
-        ("signed", verify::evidence::check_record(trust, record))
+        (
+            "signed",
+            crate::store::evidence::check_record(trust, record),
+        )
     };
     against?;
     let actual = sha256_file(path).map_err(|e| format!("reading it failed: {e}"))?;
@@ -88,7 +102,8 @@ fn check(
         return Err(format!(
             "its SHA-256 {actual} differs from the {checked} {}",
             pkg.sha256
-        ));
+        )
+        .into());
     }
     Ok(())
 }
@@ -108,10 +123,40 @@ fn sha256_file(path: &Path) -> std::io::Result<String> {
 }
 
 /// Moves an archive (and its hash file) under `quarantine/`.
-fn quarantine(store: &Store, archive: &Path, h1: &Path, relative: &Path) -> std::io::Result<()> {
+fn quarantine(
+    store: &DiskStore,
+    archive: &Path,
+    h1: &Path,
+    relative: &Path,
+) -> std::io::Result<()> {
     let dest = store.root().join("quarantine").join(relative);
     std::fs::create_dir_all(dest.parent().expect("has a parent"))?;
     std::fs::rename(archive, &dest)?;
     let _ = std::fs::remove_file(h1);
     Ok(())
+}
+
+/// `tfmirror verify`.
+pub fn command(config: &Config) -> anyhow::Result<()> {
+    let store = super::open_store(config)?;
+    let trust =
+        crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
+    let report = verify_cache(&store, &trust).context("verifying the cache")?;
+    for f in &report.quarantined {
+        println!("QUARANTINED {}: {}", f.archive.display(), f.reason);
+    }
+    println!(
+        "checked {} archives, quarantined {}",
+        report.checked,
+        report.quarantined.len()
+    );
+    if report.quarantined.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{} cached archives failed verification and were moved to {}",
+            report.quarantined.len(),
+            store.root().join("quarantine").display()
+        )
+    }
 }

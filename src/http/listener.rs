@@ -14,24 +14,23 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
-use crate::mirror::Mirror;
-use crate::service;
+use super::{dispatch, App};
 
 /// The most bytes of request headers read (HTTP/1.1 read buffer, HTTP/2
 /// header list); more answers 431.
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
-/// Serves `mirror` on `listener` until `shutdown` completes, then waits for
+/// Serves `app` on `listener` until `shutdown` completes, then waits for
 /// in-flight connections, at most `grace`.
 pub async fn run(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
-    mirror: Arc<Mirror>,
+    app: Arc<App>,
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) {
     let acceptor = tls.map(TlsAcceptor::from);
     let graceful = GracefulShutdown::new();
-    let settings = &mirror.config().server;
+    let settings = &app.mirror.config().server;
     let header_timeout = settings.header_timeout;
     let max_connections = settings.max_connections;
     let slots = Arc::new(Semaphore::new(max_connections));
@@ -80,8 +79,8 @@ pub async fn run(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let mirror = mirror.clone();
-        let service = service_fn(move |req| service::handle(mirror.clone(), req));
+        let app = app.clone();
+        let service = service_fn(move |req| dispatch::handle(app.clone(), req));
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let acceptor = acceptor.clone();

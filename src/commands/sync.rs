@@ -5,15 +5,17 @@
 //! up where it stopped.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures_util::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::address::{Platform, Provider, Version};
+use super::selection::Requirement;
+use crate::address::{ArchiveKey, Provider, Version};
+use crate::config::Config;
 use crate::error::RequestError;
 use crate::mirror::Mirror;
-use crate::selection::Requirement;
 
 /// What a sync did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -50,29 +52,57 @@ impl std::fmt::Display for Summary {
     }
 }
 
+/// Why no version of a requirement could be selected.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    /// The provider's version list could not be had.
+    #[error("{provider}: {source}")]
+    Unlisted {
+        /// The provider.
+        provider: Provider,
+        /// Why.
+        source: RequestError,
+    },
+    /// No listed version meets the constraints.
+    #[error("{provider}: no version meets {constraints:?} (the origin lists {listed})")]
+    NoneMeets {
+        /// The provider.
+        provider: Provider,
+        /// The constraints, as written.
+        constraints: String,
+        /// How many versions the origin lists.
+        listed: usize,
+    },
+}
+
 /// The versions of a requirement: those its lock files pin, else those that
 /// meet its constraints (only the newest when it asks for that).
-pub async fn select_versions(mirror: &Mirror, req: &Requirement) -> Result<Vec<Version>, String> {
+pub async fn select_versions(
+    mirror: &Mirror,
+    req: &Requirement,
+) -> Result<Vec<Version>, SelectError> {
     if !req.pinned.is_empty() {
         return Ok(req.pinned.clone());
     }
     let index = mirror
         .index(&req.provider)
         .await
-        .map_err(|e| format!("{}: {e}", req.provider))?;
+        .map_err(|source| SelectError::Unlisted {
+            provider: req.provider.clone(),
+            source,
+        })?;
     let mut matching: Vec<Version> = index
         .versions
         .keys()
-        .filter(|v| req.constraints.allows(&v.semver()))
+        .filter(|v| req.constraints.allows(v.semver()))
         .cloned()
         .collect();
     if matching.is_empty() {
-        return Err(format!(
-            "{}: no version meets {:?} (the origin lists {})",
-            req.provider,
-            req.constraints.as_str(),
-            index.versions.len()
-        ));
+        return Err(SelectError::NoneMeets {
+            provider: req.provider.clone(),
+            constraints: req.constraints.as_str().to_owned(),
+            listed: index.versions.len(),
+        });
     }
     if req.newest_only {
         matching = matching.split_off(matching.len() - 1);
@@ -81,7 +111,7 @@ pub async fn select_versions(mirror: &Mirror, req: &Requirement) -> Result<Vec<V
 }
 
 /// One archive to make sure of.
-type Job = (Provider, Version, Platform);
+type Job = ArchiveKey;
 
 /// Runs a sync with at most `jobs` downloads at once.
 pub async fn run(mirror: Arc<Mirror>, requirements: &[Requirement], jobs: usize) -> Summary {
@@ -113,7 +143,7 @@ pub async fn run(mirror: Arc<Mirror>, requirements: &[Requirement], jobs: usize)
             };
             for platform in &req.platforms {
                 if record.packages.contains_key(platform) {
-                    work.push((req.provider.clone(), version.clone(), platform.clone()));
+                    work.push(ArchiveKey::new(&req.provider, &version, platform));
                 } else {
                     let line = format!(
                         "platform {} {version} {platform}: the origin offers no verified package for it",
@@ -131,38 +161,35 @@ pub async fn run(mirror: Arc<Mirror>, requirements: &[Requirement], jobs: usize)
         .map(|job| {
             let mirror = mirror.clone();
             async move {
-                let (p, v, platform) = &job;
-                if mirror.cached_archive(&job).is_some() {
+                if mirror.store().archive(&job).await.ok().flatten().is_some() {
                     return (job, Ok(None));
                 }
-                let fetched = mirror.archive(p, v, platform).await.map(|a| Some(a.size));
+                let fetched = mirror.archive(&job).await.map(|a| Some(a.size));
                 (job, fetched)
             }
         })
         .buffer_unordered(jobs.max(1))
-        .inspect(|((p, v, platform), result)| {
+        .inspect(|(key, result)| {
             let line = match result {
                 Ok(Some(size)) => format!(
-                    "stored {p} {v} {platform} ({})",
+                    "stored {key} ({})",
                     bytesize::ByteSize(*size).display().iec()
                 ),
-                Ok(None) => format!("cached {p} {v} {platform}"),
-                Err(e) => format!("FAILED {p} {v} {platform}: {e}"),
+                Ok(None) => format!("cached {key}"),
+                Err(e) => format!("FAILED {key}: {e}"),
             };
             progress.advance(&line);
         })
         .collect()
         .await;
-    for ((p, v, platform), result) in results {
+    for (key, result) in results {
         match result {
             Ok(Some(size)) => {
                 summary.downloaded += 1;
                 summary.bytes += size;
             }
             Ok(None) => summary.cached += 1,
-            Err(e) => summary
-                .failures
-                .push(format!("archive {p} {v} {platform}: {e}")),
+            Err(e) => summary.failures.push(format!("archive {key}: {e}")),
         }
     }
     progress.finish();
@@ -209,5 +236,38 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// `tfmirror sync`.
+pub fn command(
+    config: Config,
+    manifest: Option<PathBuf>,
+    from: Option<PathBuf>,
+    platforms: &[String],
+    jobs: usize,
+) -> anyhow::Result<()> {
+    let requirements = match (manifest, from) {
+        (Some(path), _) => super::selection::from_manifest(&path)?,
+        (None, Some(dir)) => {
+            super::selection::from_directory(&dir, &super::platforms_or_current(platforms)?)?
+        }
+        (None, None) => anyhow::bail!("give --manifest FILE or --from DIR"),
+    };
+    if config.upstream.offline {
+        anyhow::bail!("sync fetches from origins; it cannot run with upstream.offline");
+    }
+    let summary = super::runtime()?.block_on(async {
+        let mirror = Arc::new(Mirror::beside_daemon(config).await?);
+        anyhow::Ok(run(mirror, &requirements, jobs).await)
+    })?;
+    println!("{summary}");
+    for failure in &summary.failures {
+        println!("FAILED {failure}");
+    }
+    if summary.failures.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("{} failures", summary.failures.len())
     }
 }

@@ -23,9 +23,13 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::address::{Platform, Provider, Version};
-use crate::cache::{atomic, inventory, Store, VersionRecord};
-use crate::verify::{self, TrustPolicy};
+use std::path::PathBuf;
+
+use super::Refusal;
+use crate::address::{ArchiveKey, Platform, Provider, Version};
+use crate::config::Config;
+use crate::store::{atomic, inventory, DiskStore, VersionRecord};
+use crate::verify::TrustPolicy;
 
 /// The top directory of every bundle entry.
 const ROOT: &str = "tfmirror-bundle";
@@ -59,10 +63,17 @@ pub struct ManifestVersion {
 }
 
 /// The providers to export: all cached ones, or those named.
-pub fn selected(store: &Store, only: &[Provider]) -> BTreeMap<(Provider, Version), Vec<Platform>> {
+pub fn selected(
+    store: &DiskStore,
+    only: &[Provider],
+) -> BTreeMap<(Provider, Version), Vec<Platform>> {
     let mut out: BTreeMap<(Provider, Version), Vec<Platform>> = BTreeMap::new();
     for archive in inventory::archives(store) {
-        let (p, v, platform) = archive.key();
+        let ArchiveKey {
+            provider: p,
+            version: v,
+            platform,
+        } = archive.key();
         if only.is_empty() || only.contains(&p) {
             out.entry((p, v)).or_default().push(platform);
         }
@@ -83,7 +94,7 @@ pub struct Exported {
 
 /// Writes a bundle of the cached providers (all, or those in `only`) to
 /// `output`, atomically.
-pub fn export(store: &Store, only: &[Provider], output: &Path) -> anyhow::Result<Exported> {
+pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Result<Exported> {
     let chosen = selected(store, only);
     if chosen.is_empty() {
         anyhow::bail!("the cache holds no archive of the selected providers");
@@ -196,7 +207,7 @@ pub struct Imported {
 /// under `trust` and every archive's SHA-256 against its verified record
 /// before it is stored; an item that fails is reported and left out, and
 /// nothing already cached is replaced.
-pub fn import(store: &Store, trust: &TrustPolicy, bundle: &Path) -> anyhow::Result<Imported> {
+pub fn import(store: &DiskStore, trust: &TrustPolicy, bundle: &Path) -> anyhow::Result<Imported> {
     let file = File::open(bundle).with_context(|| format!("opening {}", bundle.display()))?;
     let mut tar = tar::Archive::new(BufReader::new(file));
     let mut report = Imported::default();
@@ -254,9 +265,10 @@ pub fn import(store: &Store, trust: &TrustPolicy, bundle: &Path) -> anyhow::Resu
         let key = (provider.clone(), version.clone());
         if leaf == "version.json" {
             let record = read_small(&mut entry)
-                .map_err(|e| e.to_string())
+                .map_err(|e| Refusal::from(e.to_string()))
                 .and_then(|b| {
-                    serde_json::from_slice::<VersionRecord>(&b).map_err(|e| e.to_string())
+                    serde_json::from_slice::<VersionRecord>(&b)
+                        .map_err(|e| Refusal::from(e.to_string()))
                 })
                 .and_then(|r| check_imported_record(trust, &provider, &version, r))
                 .and_then(|r| agrees_with_cache(store, r));
@@ -267,7 +279,7 @@ pub fn import(store: &Store, trust: &TrustPolicy, bundle: &Path) -> anyhow::Resu
                 Err(reason) => {
                     report
                         .rejected
-                        .push((format!("{provider} {version}"), reason));
+                        .push((format!("{provider} {version}"), reason.to_string()));
                     refused_versions.insert(key);
                 }
             }
@@ -296,7 +308,7 @@ pub fn import(store: &Store, trust: &TrustPolicy, bundle: &Path) -> anyhow::Resu
         match import_archive(store, record, &platform, &mut entry) {
             Ok(true) => report.archives += 1,
             Ok(false) => report.unchanged += 1,
-            Err(reason) => report.rejected.push((item, reason)),
+            Err(reason) => report.rejected.push((item, reason.to_string())),
         }
     }
     let Some(manifest) = manifest else {
@@ -386,20 +398,21 @@ fn check_imported_record(
     provider: &Provider,
     version: &Version,
     record: VersionRecord,
-) -> Result<VersionRecord, String> {
+) -> Result<VersionRecord, Refusal> {
     if record.provider != *provider || record.version != *version {
         return Err(format!(
             "its record is for {} {} instead",
             record.provider, record.version
-        ));
+        )
+        .into());
     }
-    verify::evidence::check_record(trust, &record)?;
+    crate::store::evidence::check_record(trust, &record)?;
     Ok(record)
 }
 
 /// A signed record the cache already holds for the version wins; the
 /// bundle's must then name the same checksums for the platforms both list.
-fn agrees_with_cache(store: &Store, record: VersionRecord) -> Result<VersionRecord, String> {
+fn agrees_with_cache(store: &DiskStore, record: VersionRecord) -> Result<VersionRecord, Refusal> {
     let path = store.version_path(&record.provider, &record.version);
     let Ok(Some(held)) = store.read_json::<VersionRecord>(&path) else {
         return Ok(record);
@@ -416,7 +429,8 @@ fn agrees_with_cache(store: &Store, record: VersionRecord) -> Result<VersionReco
             return Err(format!(
                 "{platform}: its checksum {} differs from the {} of the record this cache holds",
                 pkg.sha256, held.packages[platform].sha256
-            ));
+            )
+            .into());
         }
     }
     Ok(record)
@@ -426,11 +440,11 @@ fn agrees_with_cache(store: &Store, record: VersionRecord) -> Result<VersionReco
 /// it; keeps it only when its SHA-256 is the verified one. `Ok(false)` when
 /// the cache already holds it.
 fn import_archive(
-    store: &Store,
+    store: &DiskStore,
     record: &VersionRecord,
     platform: &Platform,
     entry: &mut impl Read,
-) -> Result<bool, String> {
+) -> Result<bool, Refusal> {
     let (p, v) = (&record.provider, &record.version);
     let pkg = record
         .packages
@@ -447,11 +461,12 @@ fn import_archive(
         return Err(format!(
             "its SHA-256 {actual} does not match the signed SHA256SUMS ({})",
             pkg.sha256
-        ));
+        )
+        .into());
     }
     store
         .keep_archive(temp_path, p, v, platform)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Refusal::from(e.to_string()))?;
     Ok(true)
 }
 
@@ -460,4 +475,88 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// Parses `--provider` values.
+fn providers(sources: &[String]) -> anyhow::Result<Vec<crate::address::Provider>> {
+    sources
+        .iter()
+        .map(|s| {
+            crate::address::Provider::from_source(s).with_context(|| format!("--provider {s:?}"))
+        })
+        .collect()
+}
+
+/// `tfmirror export`.
+pub fn export_command(
+    config: &Config,
+    output: Option<PathBuf>,
+    static_dir: Option<PathBuf>,
+    only: &[String],
+) -> anyhow::Result<()> {
+    let store = super::open_store(config)?;
+    let only = providers(only)?;
+    match (output, static_dir) {
+        (Some(output), _) => {
+            let done = export(&store, &only, &output)?;
+            println!(
+                "wrote {}: {} versions, {} archives, {}",
+                output.display(),
+                done.versions,
+                done.archives,
+                bytesize::ByteSize(done.bytes).display().iec()
+            );
+        }
+        (None, Some(dir)) => {
+            let done = super::static_dir::export(&store, &only, &dir)?;
+            println!(
+                "wrote {}: {} providers, {} versions, {} archives",
+                dir.display(),
+                done.providers,
+                done.versions,
+                done.archives
+            );
+        }
+        (None, None) => anyhow::bail!("give --output FILE or --static DIR"),
+    }
+    Ok(())
+}
+
+/// `tfmirror import`.
+pub fn import_command(
+    config: &Config,
+    bundle: Option<PathBuf>,
+    static_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let store = super::open_store(config)?;
+    let (report, source) = match (bundle, static_dir) {
+        (Some(path), _) => {
+            let trust = crate::verify::TrustPolicy::new(
+                &config.trust,
+                config.upstream.reject_expired_keys,
+            )?;
+            (import(&store, &trust, &path)?, path)
+        }
+        (None, Some(dir)) => (super::static_dir::import(&store, &dir)?, dir),
+        (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
+    };
+    for (item, reason) in &report.rejected {
+        println!("REJECTED {item}: {reason}");
+    }
+    println!(
+        "imported {}: {} versions verified, {} archives stored, {} already cached, {} rejected",
+        source.display(),
+        report.versions,
+        report.archives,
+        report.unchanged,
+        report.rejected.len()
+    );
+    if report.rejected.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{} items were rejected; nothing else was changed",
+            report.rejected.len()
+        )
+    }
 }

@@ -18,10 +18,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::bundle::Imported;
+use super::Refusal;
 use crate::address::{Platform, Provider, Version};
-use crate::bundle::Imported;
-use crate::cache::{atomic, h1_of_file, PackageRecord, Store, VersionRecord};
 use crate::protocol::{IndexDocument, VersionDocument};
+use crate::store::{atomic, h1_of_file, DiskStore, PackageRecord, VersionRecord};
 use crate::verify;
 
 /// What an export wrote.
@@ -38,8 +39,8 @@ pub struct Written {
 /// Writes the cached providers (all, or those in `only`) under `dir` in the
 /// static mirror layout. Every file is written atomically; archives are
 /// hard-linked from the cache when `dir` is on the same file system.
-pub fn export(store: &Store, only: &[Provider], dir: &Path) -> anyhow::Result<Written> {
-    let chosen = crate::bundle::selected(store, only);
+pub fn export(store: &DiskStore, only: &[Provider], dir: &Path) -> anyhow::Result<Written> {
+    let chosen = super::bundle::selected(store, only);
     if chosen.is_empty() {
         anyhow::bail!("the cache holds no archive of the selected providers");
     }
@@ -55,7 +56,7 @@ pub fn export(store: &Store, only: &[Provider], dir: &Path) -> anyhow::Result<Wr
             .join(p.kind.as_str());
         std::fs::create_dir_all(&target)
             .with_context(|| format!("creating {}", target.display()))?;
-        let mut listed = crate::cache::IndexRecord {
+        let mut listed = crate::store::IndexRecord {
             fetched_at_ms: 0,
             versions: BTreeMap::new(),
         };
@@ -112,7 +113,7 @@ fn place_archive(src: &Path, dest: &Path) -> anyhow::Result<()> {
 /// `<hostname>/<namespace>/<type>/`, and each archive it names whose
 /// `h1:` or `zh:` hash it records. Versions the cache holds with a
 /// signature are left as they are.
-pub fn import(store: &Store, dir: &Path) -> anyhow::Result<Imported> {
+pub fn import(store: &DiskStore, dir: &Path) -> anyhow::Result<Imported> {
     let mut report = Imported::default();
     let mut found = Vec::new();
     for host in read_dirs(dir)? {
@@ -147,7 +148,7 @@ pub fn import(store: &Store, dir: &Path) -> anyhow::Result<Imported> {
             let item = format!("{provider} {}", name.trim_end_matches(".json"));
             match import_version(store, &provider, &provider_dir, &name, &mut report) {
                 Ok(()) => {}
-                Err(reason) => report.rejected.push((item, reason)),
+                Err(reason) => report.rejected.push((item, reason.to_string())),
             }
         }
     }
@@ -166,13 +167,14 @@ fn read_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 fn import_version(
-    store: &Store,
+    store: &DiskStore,
     provider: &Provider,
     dir: &Path,
     name: &str,
     report: &mut Imported,
-) -> Result<(), String> {
-    let version = Version::parse(name.trim_end_matches(".json")).map_err(|e| e.to_string())?;
+) -> Result<(), Refusal> {
+    let version =
+        Version::parse(name.trim_end_matches(".json")).map_err(|e| Refusal::from(e.to_string()))?;
     let path = store.version_path(provider, &version);
     if let Ok(Some(held)) = store.read_json::<VersionRecord>(&path) {
         if !held.unsigned_import {
@@ -180,7 +182,7 @@ fn import_version(
             return Ok(());
         }
     }
-    let text = std::fs::read(dir.join(name)).map_err(|e| e.to_string())?;
+    let text = std::fs::read(dir.join(name)).map_err(|e| Refusal::from(e.to_string()))?;
     let doc: VersionDocument =
         serde_json::from_slice(&text).map_err(|e| format!("not a version document: {e}"))?;
     let mut record = VersionRecord {
@@ -231,7 +233,7 @@ fn import_version(
                     },
                 );
             }
-            Err(reason) => report.rejected.push((item, reason)),
+            Err(reason) => report.rejected.push((item, reason.to_string())),
         }
     }
     if record.packages.is_empty() {
@@ -249,13 +251,13 @@ fn import_version(
 /// Copies one archive into the cache if its hashes match one the directory
 /// recorded. Returns its SHA-256 and whether it was stored now.
 fn import_archive(
-    store: &Store,
+    store: &DiskStore,
     p: &Provider,
     v: &Version,
     platform: &Platform,
     src: &Path,
     recorded: &[String],
-) -> Result<(String, bool), String> {
+) -> Result<(String, bool), Refusal> {
     if recorded.is_empty() {
         return Err("the directory records no hash to check it against".into());
     }
@@ -266,12 +268,13 @@ fn import_archive(
             atomic::CopyError::Read(e) => format!("reading {}: {e}", src.display()),
             e => e.to_string(),
         })?;
-    let h1 = h1_of_file(&temp_path).map_err(|e| e.to_string())?;
+    let h1 = h1_of_file(&temp_path).map_err(|e| Refusal::from(e.to_string()))?;
     if !recorded.contains(&h1) && !recorded.contains(&verify::zh(&sha256)) {
         return Err(format!(
             "its hashes ({h1}, {}) are not among those the directory records",
             verify::zh(&sha256)
-        ));
+        )
+        .into());
     }
     if store.archive_path(p, v, platform).exists() {
         let held = std::fs::read_to_string(store.h1_path(p, v, platform)).unwrap_or_default();
@@ -282,6 +285,6 @@ fn import_archive(
     }
     store
         .keep_hashed(temp_path, p, v, platform, &h1)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Refusal::from(e.to_string()))?;
     Ok((sha256, true))
 }

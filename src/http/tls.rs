@@ -20,8 +20,8 @@ use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::cache::atomic;
 use crate::config::ServerConfig;
+use crate::store::atomic;
 
 /// Where a generated identity lives.
 #[derive(Debug, Clone)]

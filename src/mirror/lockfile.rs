@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::address::{Platform, Provider, Version};
+use super::Mirror;
+use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
-use crate::mirror::Mirror;
 use crate::verify;
 
 /// One provider block of a lock file.
@@ -41,11 +41,13 @@ pub async fn entry(
         .collect();
     for platform in platforms {
         if !record.packages.contains_key(platform) {
-            return Err(RequestError::NotFound(format!(
+            return Err(RequestError::NoPackage(format!(
                 "{provider} {version} has no verified package for {platform}"
             )));
         }
-        let archive = mirror.archive(provider, version, platform).await?;
+        let archive = mirror
+            .archive(&ArchiveKey::new(provider, version, platform))
+            .await?;
         hashes.insert(archive.h1.clone());
     }
     Ok(LockEntry {
@@ -120,7 +122,7 @@ mod tests {
         assert!(text.contains("  version     = \"1.2.0\"\n  constraints = \"~> 1.0\"\n"));
         assert!(text.find("a/one").unwrap() < text.find("b/two").unwrap());
         let body = hcl::parse(&text).unwrap();
-        let locked = crate::selection::locked(&body).unwrap();
+        let locked = crate::commands::selection::locked(&body).unwrap();
         assert_eq!(locked.len(), 2);
         assert_eq!(locked[0].2.as_deref(), Some("~> 1.0"));
         assert_eq!(locked[1].2, None);

@@ -7,8 +7,8 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use super::Store;
-use crate::address::{Hostname, Namespace, Platform, Provider, ProviderType, Version};
+use super::DiskStore;
+use crate::address::{ArchiveKey, Hostname, Namespace, Platform, Provider, ProviderType, Version};
 
 /// One cached archive.
 #[derive(Debug, Clone, Serialize)]
@@ -30,18 +30,14 @@ pub struct CachedArchive {
 
 impl CachedArchive {
     /// The key the mirror knows this archive by.
-    pub fn key(&self) -> (Provider, Version, Platform) {
-        (
-            self.provider.clone(),
-            self.version.clone(),
-            self.platform.clone(),
-        )
+    pub fn key(&self) -> ArchiveKey {
+        ArchiveKey::new(&self.provider, &self.version, &self.platform)
     }
 }
 
 /// Lists every archive in the cache. Directories and files whose names are
 /// not valid addresses are skipped: they were not written by tfmirror.
-pub fn archives(store: &Store) -> Vec<CachedArchive> {
+pub fn archives(store: &DiskStore) -> Vec<CachedArchive> {
     let mut out = Vec::new();
     let root = store.root().join("providers");
     for (host, host_dir) in subdirs(&root) {
@@ -100,7 +96,7 @@ pub fn archives(store: &Store) -> Vec<CachedArchive> {
 /// `max_bytes`, skipping those `busy` says are in use. Returns what was
 /// removed.
 pub fn evict(
-    store: &Store,
+    store: &DiskStore,
     max_bytes: u64,
     busy: impl Fn(&CachedArchive) -> bool,
 ) -> Vec<CachedArchive> {
@@ -118,17 +114,10 @@ pub fn evict(
         if busy(&archive) {
             continue;
         }
-        // The archive goes first: a crash in between leaves only the small
-        // hash file, which is never served on its own.
-        if let Err(e) = std::fs::remove_file(&archive.path) {
+        if let Err(e) = remove(store, &archive.key()) {
             tracing::warn!(path = %archive.path.display(), error = %e, "could not evict archive");
             continue;
         }
-        let _ = std::fs::remove_file(store.h1_path(
-            &archive.provider,
-            &archive.version,
-            &archive.platform,
-        ));
         total -= archive.size;
         tracing::info!(provider = %archive.provider, version = %archive.version, platform = %archive.platform, bytes = archive.size, "evicted least recently used archive");
         removed.push(archive);
@@ -138,11 +127,19 @@ pub fn evict(
 
 /// Records that an archive was used now (the modification time of its hash
 /// file is its last-use time).
-pub fn touch(store: &Store, key: &(Provider, Version, Platform)) {
-    let path = store.h1_path(&key.0, &key.1, &key.2);
+pub fn touch(store: &DiskStore, key: &ArchiveKey) {
+    let path = store.h1_path(&key.provider, &key.version, &key.platform);
     if let Ok(f) = std::fs::File::options().append(true).open(path) {
         let _ = f.set_modified(SystemTime::now());
     }
+}
+
+/// Removes one archive. The archive goes first: a crash in between leaves
+/// only the small hash file, which is never served on its own.
+pub fn remove(store: &DiskStore, key: &ArchiveKey) -> std::io::Result<()> {
+    std::fs::remove_file(store.archive_path(&key.provider, &key.version, &key.platform))?;
+    let _ = std::fs::remove_file(store.h1_path(&key.provider, &key.version, &key.platform));
+    Ok(())
 }
 
 fn subdirs(dir: &Path) -> Vec<(String, PathBuf)> {

@@ -9,15 +9,15 @@ use std::fmt::Write;
 
 use http::{Response, StatusCode};
 
-use crate::cache::inventory;
-use crate::mirror::Mirror;
-use crate::service::{with_type, Body};
+use super::dispatch::with_type;
+use super::{App, Body};
 
 /// Renders the page. `host` is the `Host` the client used, so the CLI
 /// block names the server the way this client reaches it.
 /// With auth on, the table of cached providers is shown only to a request
 /// that carries a valid token (`authorized`).
-pub async fn page(mirror: &Mirror, host: Option<&str>, authorized: bool) -> Response<Body> {
+pub async fn page(app: &App, host: Option<&str>, authorized: bool) -> Response<Body> {
+    let mirror = &app.mirror;
     let cfg = mirror.config();
     let scheme = if cfg.server.tls { "https" } else { "http" };
     let listen = cfg.server.listen.to_string();
@@ -25,14 +25,11 @@ pub async fn page(mirror: &Mirror, host: Option<&str>, authorized: bool) -> Resp
         .filter(|h| h.len() < 300 && h.bytes().all(|b| b.is_ascii_graphic()))
         .unwrap_or(&listen);
     let url = format!("{scheme}://{authority}/");
-    let auth_on = mirror.auth().enabled();
-    let store = mirror.store().clone();
+    let auth_on = app.auth.enabled();
     let archives = if auth_on && !authorized {
         Vec::new()
     } else {
-        tokio::task::spawn_blocking(move || inventory::archives(&store))
-            .await
-            .unwrap_or_default()
+        mirror.store().list_archives().await.unwrap_or_default()
     };
     let credentials = if auth_on {
         format!(

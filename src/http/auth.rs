@@ -19,10 +19,10 @@ use ring::hmac;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::cache::atomic;
+use crate::address::ArchiveKey;
 use crate::config::AuthConfig;
 use crate::error::RequestError;
-use crate::mirror::ArchiveKey;
+use crate::store::atomic;
 
 /// The tokens in force and the key that signs archive URLs.
 pub struct Auth {
@@ -132,7 +132,7 @@ impl Auth {
             })
             .filter(|t| !t.is_empty())
             .ok_or_else(|| {
-                RequestError::Unauthorized(
+                RequestError::Unauthenticated(
                     "this mirror requires a token: add a credentials block for its host to the CLI configuration".into(),
                 )
             })?;
@@ -146,7 +146,7 @@ impl Auth {
         if bool::from(found) {
             Ok(())
         } else {
-            Err(RequestError::Unauthorized(
+            Err(RequestError::Unauthenticated(
                 "the token is not valid for this mirror".into(),
             ))
         }
@@ -166,16 +166,16 @@ impl Auth {
             return Ok(());
         }
         let refuse = |why: &str| {
-            Err(RequestError::Forbidden(format!(
+            Err(RequestError::LinkRefused(format!(
                 "archive link {why}; ask the mirror for {}/{}.json again",
-                key.0, key.1
+                key.provider, key.version
             )))
         };
         let (mut expires, mut sig) = (None, None);
-        for pair in query.unwrap_or("").split('&') {
-            match pair.split_once('=') {
-                Some(("expires", v)) => expires = v.parse::<u64>().ok(),
-                Some(("sig", v)) => sig = decode_hex(v),
+        for (name, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            match name.as_ref() {
+                "expires" => expires = value.parse::<u64>().ok(),
+                "sig" => sig = decode_hex(&value),
                 _ => {}
             }
         }
@@ -193,8 +193,13 @@ impl Auth {
 }
 
 /// What an archive URL's signature covers.
-fn signed_text((p, v, platform): &ArchiveKey, expires: u64) -> Vec<u8> {
-    format!("{p}\n{v}\n{platform}\n{expires}").into_bytes()
+fn signed_text(key: &ArchiveKey, expires: u64) -> Vec<u8> {
+    let ArchiveKey {
+        provider,
+        version,
+        platform,
+    } = key;
+    format!("{provider}\n{version}\n{platform}\n{expires}").into_bytes()
 }
 
 fn now_secs() -> u64 {
@@ -205,13 +210,10 @@ fn now_secs() -> u64 {
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || s.len() > 128 {
+    if s.len() > 128 {
         return None;
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    hex::decode(s).ok()
 }
 
 /// The URL-signing key kept in the data directory, made on first use.
@@ -242,14 +244,15 @@ mod tests {
     use crate::address::{Platform, Provider, Version};
 
     fn key() -> ArchiveKey {
-        (
-            Provider {
-                hostname: "r.example".parse().unwrap(),
-                namespace: "ns".parse().unwrap(),
-                kind: "t".parse().unwrap(),
-            },
-            Version::parse("1.0.0").unwrap(),
-            Platform::parse("linux_amd64").unwrap(),
+        let provider = Provider {
+            hostname: "r.example".parse().unwrap(),
+            namespace: "ns".parse().unwrap(),
+            kind: "t".parse().unwrap(),
+        };
+        ArchiveKey::new(
+            &provider,
+            &Version::parse("1.0.0").unwrap(),
+            &Platform::parse("linux_amd64").unwrap(),
         )
     }
 
@@ -291,7 +294,7 @@ mod tests {
         let q = a.sign_archive(&key());
         assert!(a.check_archive(&key(), Some(&q)).is_ok());
         let mut other = key();
-        other.2 = Platform::parse("darwin_arm64").unwrap();
+        other.platform = Platform::parse("darwin_arm64").unwrap();
         assert!(
             a.check_archive(&other, Some(&q)).is_err(),
             "bound to the archive"

@@ -5,20 +5,27 @@
 
 use base64::Engine;
 
-use crate::cache::VersionRecord;
+use super::VersionRecord;
 use crate::verify::{Sha256Sums, TrustPolicy};
+
+/// Why a record's evidence does not count.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Rejected(String);
 
 /// Checks a signed version record's evidence. Records of unsigned imports
 /// have none and fail.
-pub fn check_record(trust: &TrustPolicy, record: &VersionRecord) -> Result<(), String> {
+pub fn check_record(trust: &TrustPolicy, record: &VersionRecord) -> Result<(), Rejected> {
     if record.unsigned_import {
-        return Err("it is an unsigned import, with no signature to check".into());
+        return Err(Rejected(
+            "it is an unsigned import, with no signature to check".into(),
+        ));
     }
     let mut parsed = Vec::with_capacity(record.sums.len());
     for signed in &record.sums {
         let signature = base64::engine::general_purpose::STANDARD
             .decode(&signed.signature)
-            .map_err(|_| "the stored signature is not base64".to_string())?;
+            .map_err(|_| Rejected("the stored signature is not base64".into()))?;
         trust
             .check(
                 &record.provider,
@@ -26,18 +33,22 @@ pub fn check_record(trust: &TrustPolicy, record: &VersionRecord) -> Result<(), S
                 &signature,
                 &signed.keys,
             )
-            .map_err(|e| e.to_string())?;
-        parsed.push(Sha256Sums::parse(signed.document.as_bytes()).map_err(|e| e.to_string())?);
+            .map_err(|e| Rejected(e.to_string()))?;
+        parsed.push(
+            Sha256Sums::parse(signed.document.as_bytes()).map_err(|e| Rejected(e.to_string()))?,
+        );
     }
     for (platform, pkg) in &record.packages {
-        let sums = parsed
-            .get(pkg.sums)
-            .ok_or_else(|| format!("{platform}: its SHA256SUMS is missing from the record"))?;
+        let sums = parsed.get(pkg.sums).ok_or_else(|| {
+            Rejected(format!(
+                "{platform}: its SHA256SUMS is missing from the record"
+            ))
+        })?;
         if sums.get(&pkg.filename) != Some(pkg.sha256.as_str()) {
-            return Err(format!(
+            return Err(Rejected(format!(
                 "{platform}: the signed SHA256SUMS does not list {} with the recorded checksum",
                 pkg.filename
-            ));
+            )));
         }
     }
     Ok(())

@@ -1,0 +1,56 @@
+//! Decides which tests can run on this machine. A test that needs a tool
+//! or a privilege the machine lacks is marked ignored, with the reason,
+//! through a `cfg` set here; it never runs and reports a pass. Under
+//! `CI=true` nothing is marked: every such test runs, and fails when what
+//! it needs is missing.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Each `cfg` a test can be ignored by.
+const CFGS: &[&str] = &[
+    "tfmirror_no_terraform",
+    "tfmirror_no_chromium",
+    "tfmirror_no_systemd_tools",
+    "tfmirror_not_root",
+];
+
+fn main() {
+    for cfg in CFGS {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    }
+    for var in ["CI", "TERRAFORM_BIN", "CHROMIUM", "PATH"] {
+        println!("cargo::rerun-if-env-changed={var}");
+    }
+    println!("cargo::rerun-if-changed=build.rs");
+    if std::env::var("CI").as_deref() == Ok("true") {
+        return;
+    }
+    let runs = |program: &str, arg: &str| {
+        Command::new(program)
+            .arg(arg)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let terraform = std::env::var_os("TERRAFORM_BIN").is_some_and(|p| Path::new(&p).is_file());
+    let chromium = std::env::var_os("CHROMIUM").map_or_else(
+        || Path::new("/usr/bin/chromium").is_file(),
+        |p| Path::new(&p).is_file(),
+    );
+    let systemd =
+        runs("systemd-analyze", "--version") && runs("systemd-socket-activate", "--version");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    for (present, cfg) in [
+        (terraform, "tfmirror_no_terraform"),
+        (chromium, "tfmirror_no_chromium"),
+        (systemd, "tfmirror_no_systemd_tools"),
+        (root, "tfmirror_not_root"),
+    ] {
+        if !present {
+            println!("cargo::rustc-cfg={cfg}");
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! `tfmirror lock`: prints `.terraform.lock.hcl` provider blocks with the
+//! `h1:` and `zh:` hashes of every platform asked for.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::config::Config;
+use crate::mirror::Mirror;
+
+/// `tfmirror lock`.
+pub fn command(
+    config: Config,
+    platforms: &[String],
+    from: Option<PathBuf>,
+    sources: &[String],
+) -> anyhow::Result<()> {
+    let platforms = super::platforms_or_current(platforms)?;
+    let requirements = match from {
+        Some(dir) => super::selection::from_directory(&dir, &platforms)?,
+        None => sources
+            .iter()
+            .map(|s| super::selection::from_argument(s, &platforms))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+    };
+    let text = super::runtime()?.block_on(async {
+        let mirror = Arc::new(Mirror::beside_daemon(config).await?);
+        let mut entries = Vec::new();
+        for req in &requirements {
+            let versions = super::sync::select_versions(&mirror, req)
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?;
+            // With several pinned versions, the newest is locked.
+            let version = versions.last().expect("never empty");
+            let constraints = Some(req.constraints.as_str().to_string());
+            let entry = crate::mirror::lockfile::entry(
+                &mirror,
+                &req.provider,
+                version,
+                constraints,
+                &platforms,
+            )
+            .await
+            .with_context(|| format!("locking {} {version}", req.provider))?;
+            entries.push(entry);
+        }
+        anyhow::Ok(crate::mirror::lockfile::render(&entries))
+    })?;
+    print!("{text}");
+    Ok(())
+}

@@ -1,0 +1,280 @@
+//! The command line: `tfmirror serve`, `sync`, `lock`, `export`, `import`,
+//! `check-config`, `ls`, `gc` and `verify`.
+
+//!
+//! Each command lives in its own module and prints its own report.
+
+pub mod bundle;
+pub mod gc;
+pub mod lock;
+pub mod ls;
+pub mod selection;
+pub mod serve;
+pub mod static_dir;
+pub mod sync;
+pub mod verify;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, LogFormat};
+use crate::store::DiskStore;
+
+/// A caching, verifying provider network mirror for Terraform and OpenTofu.
+#[derive(Debug, Parser)]
+#[command(name = "tfmirror", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the mirror until SIGTERM or SIGINT; SIGHUP reloads the TLS certificate.
+    Serve {
+        /// Configuration file (TOML). Without one, the built-in defaults and
+        /// TFMIRROR_* environment variables apply.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Never contact an origin: serve the cache, 404 for the rest
+        /// (upstream.offline).
+        #[arg(long)]
+        offline: bool,
+    },
+    /// Fill the cache ahead of time: download, verify and cache the
+    /// providers a manifest or a Terraform configuration asks for.
+    Sync {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// A manifest (TOML) listing providers, version constraints and
+        /// platforms (see the README, "Air-gapped sites").
+        #[arg(long, required_unless_present = "from", conflicts_with = "from")]
+        manifest: Option<PathBuf>,
+        /// A Terraform configuration directory: its required_providers
+        /// blocks and .terraform.lock.hcl files say what to fetch.
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// With --from: a platform to fetch (repeatable; default: this
+        /// machine's).
+        #[arg(long = "platform", requires = "from")]
+        platforms: Vec<String>,
+        /// How many archives to download at once.
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
+    },
+    /// Print .terraform.lock.hcl provider blocks with h1: and zh: hashes for
+    /// every platform given (downloading and verifying archives as needed).
+    Lock {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// A platform to lock (repeatable; default: this machine's).
+        #[arg(long = "platform")]
+        platforms: Vec<String>,
+        /// A Terraform configuration directory: lock what its
+        /// required_providers blocks and lock files ask for.
+        #[arg(long, conflicts_with = "sources")]
+        from: Option<PathBuf>,
+        /// Providers to lock, as `[hostname/]namespace/type`, optionally
+        /// followed by `@` and version constraints (`hashicorp/aws@~> 5.0`);
+        /// the newest version that meets them is locked.
+        #[arg(required_unless_present = "from")]
+        sources: Vec<String>,
+    },
+    /// Write cached providers, with the evidence that verified them, to one
+    /// bundle file; or (--static) as a static mirror directory.
+    Export {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The bundle file to write.
+        #[arg(
+            long,
+            required_unless_present = "static_dir",
+            conflicts_with = "static_dir"
+        )]
+        output: Option<PathBuf>,
+        /// Write the network mirror protocol as static files into this
+        /// directory instead (the layout `terraform providers mirror` writes).
+        #[arg(long = "static", value_name = "DIR")]
+        static_dir: Option<PathBuf>,
+        /// Only this provider, `[hostname/]namespace/type` (repeatable).
+        #[arg(long = "provider")]
+        providers: Vec<String>,
+    },
+    /// Verify and import a bundle written by `export`; or (--static) a
+    /// directory written by `terraform providers mirror`.
+    Import {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The bundle file.
+        #[arg(required_unless_present = "static_dir", conflicts_with = "static_dir")]
+        bundle: Option<PathBuf>,
+        /// Import this static mirror directory instead; its providers are
+        /// marked unsigned (see cache.allow_unsigned_imports).
+        #[arg(long = "static", value_name = "DIR")]
+        static_dir: Option<PathBuf>,
+    },
+    /// Validate the configuration and print the effective settings.
+    CheckConfig {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+    /// List the cached archives: provider, version, platform, size, last use.
+    Ls {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-check every cached archive against its signed SHA256SUMS; move
+    /// failures to quarantine and exit non-zero when there were any.
+    Verify {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+    /// Evict least recently used archives until the cache fits cache.max_size.
+    Gc {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The size to shrink to, instead of cache.max_size (e.g. "10GiB").
+        #[arg(long)]
+        max_size: Option<bytesize::ByteSize>,
+    },
+}
+
+/// Parses the command line and runs the command; the process's entry point.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve { config, offline } => load(config).and_then(|mut c| {
+            c.upstream.offline |= offline;
+            serve::run(c)
+        }),
+        Command::Sync {
+            config,
+            manifest,
+            from,
+            platforms,
+            jobs,
+        } => load(config).and_then(|c| sync::command(c, manifest, from, &platforms, jobs)),
+        Command::Lock {
+            config,
+            platforms,
+            from,
+            sources,
+        } => load(config).and_then(|c| lock::command(c, &platforms, from, &sources)),
+        Command::Export {
+            config,
+            output,
+            static_dir,
+            providers,
+        } => load(config).and_then(|c| bundle::export_command(&c, output, static_dir, &providers)),
+        Command::Import {
+            config,
+            bundle,
+            static_dir,
+        } => load(config).and_then(|c| bundle::import_command(&c, bundle, static_dir)),
+        Command::CheckConfig { config } => load(config).and_then(|c| {
+            print!("{}", c.to_toml()?);
+            Ok(())
+        }),
+        Command::Ls { config, json } => load(config).and_then(|c| ls::command(&c, json)),
+        Command::Gc { config, max_size } => load(config).and_then(|c| gc::command(&c, max_size)),
+        Command::Verify { config } => load(config).and_then(|c| verify::command(&c)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tfmirror: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Loads the configuration and starts logging as it says.
+fn load(file: Option<PathBuf>) -> anyhow::Result<Config> {
+    let config = Config::load(file.as_deref())?;
+    init_logging(&config)?;
+    Ok(config)
+}
+
+fn init_logging(config: &Config) -> anyhow::Result<()> {
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.is_empty() => tracing_subscriber::EnvFilter::try_new(spec)
+            .context("RUST_LOG is not a valid log filter")?,
+        _ => tracing_subscriber::EnvFilter::try_new(&config.log.level).with_context(|| {
+            format!("log.level {:?} is not a valid log filter", config.log.level)
+        })?,
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match config.log.format {
+        LogFormat::Pretty => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder.json().with_current_span(true).try_init(),
+    }
+    .map_err(|e| anyhow::anyhow!("starting logging: {e}"))
+}
+
+/// The platforms given on the command line, or this machine's.
+fn platforms_or_current(given: &[String]) -> anyhow::Result<Vec<crate::address::Platform>> {
+    if given.is_empty() {
+        Ok(vec![crate::address::Platform::current()])
+    } else {
+        selection::parse_platforms(given, "--platform")
+    }
+}
+
+/// A runtime for the commands that do network work.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// Why one item of an import or a check was refused: said in the
+/// command's report, beside the item.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(String);
+
+impl From<String> for Refusal {
+    fn from(reason: String) -> Self {
+        Refusal(reason)
+    }
+}
+
+impl From<&str> for Refusal {
+    fn from(reason: &str) -> Self {
+        Refusal(reason.to_owned())
+    }
+}
+
+impl From<crate::store::evidence::Rejected> for Refusal {
+    fn from(e: crate::store::evidence::Rejected) -> Self {
+        Refusal(e.to_string())
+    }
+}
+
+/// Opens the local-disk cache under `cache.dir`.
+fn open_store(config: &Config) -> anyhow::Result<DiskStore> {
+    DiskStore::open(&config.cache.dir)
+        .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))
+}

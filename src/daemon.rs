@@ -1,0 +1,230 @@
+//! The daemon's lifecycle, one library call for `tfmirror serve` and the
+//! tests alike: build the mirror and its HTTP side, say how to use it,
+//! serve until told to stop, reload the certificate and the token file
+//! when told to, and drain: stop accepting, let requests in flight finish,
+//! and give downloads whose clients have gone their time to be kept, all
+//! within `server.shutdown_grace`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::config::Config;
+use crate::http::tls::ServerTls;
+use crate::http::{auth::Auth, App};
+use crate::mirror::Mirror;
+
+/// What a running daemon is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// Reload the TLS certificate and the token file (SIGHUP).
+    Reload,
+    /// Drain and stop (SIGTERM, SIGINT).
+    Stop,
+}
+
+/// A daemon that is set up and not yet serving.
+pub struct Daemon {
+    config: Config,
+    listener: TcpListener,
+    tls: Option<Arc<ServerTls>>,
+    app: Arc<App>,
+}
+
+impl Daemon {
+    /// Sets the daemon up on `listener`: TLS, the mirror on its store, and
+    /// access control.
+    pub async fn new(config: Config, listener: TcpListener) -> anyhow::Result<Daemon> {
+        let tls = if config.server.tls {
+            Some(Arc::new(crate::http::tls::server_tls(&config.server)?))
+        } else {
+            None
+        };
+        let auth = Auth::new(&config.auth, &config.server.data_dir)?;
+        let mirror = Arc::new(Mirror::new(config.clone()).await?);
+        Ok(Daemon {
+            config,
+            listener,
+            tls,
+            app: Arc::new(App { mirror, auth }),
+        })
+    }
+
+    /// What the daemon serves.
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
+    }
+
+    /// The TLS set-up, when TLS is on.
+    pub fn tls(&self) -> Option<&ServerTls> {
+        self.tls.as_deref()
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until [`Signal::Stop`] arrives (or `signals` closes), then
+    /// drains. `ready` runs once the daemon accepts connections;
+    /// `stopping` once it has begun to drain.
+    pub async fn run(
+        self,
+        mut signals: mpsc::Receiver<Signal>,
+        ready: impl FnOnce(),
+        stopping: impl FnOnce() + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let Daemon {
+            config,
+            listener,
+            tls,
+            app,
+        } = self;
+        announce(&config, &listener, tls.as_deref(), &app)?;
+        let watcher = config
+            .auth
+            .token_file
+            .is_some()
+            .then(|| tokio::spawn(watch_token_file(app.clone())));
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let control = {
+            let (app, tls) = (app.clone(), tls.clone());
+            tokio::spawn(async move {
+                while let Some(signal) = signals.recv().await {
+                    match signal {
+                        Signal::Reload => reload(tls.as_deref(), &app),
+                        Signal::Stop => break,
+                    }
+                }
+                let _ = stop_tx.send(());
+            })
+        };
+        ready();
+        let draining = app.mirror.clone();
+        let stopped = async move {
+            let _ = stop_rx.await;
+            draining.set_draining();
+            stopping();
+        };
+        let grace = config.server.shutdown_grace;
+        crate::http::listener::run(
+            listener,
+            tls.as_ref().map(|t| t.config.clone()),
+            app.clone(),
+            stopped,
+            grace,
+        )
+        .await;
+        control.abort();
+        if let Some(w) = watcher {
+            w.abort();
+        }
+        // Downloads whose clients have gone still get their time to finish.
+        if !app.mirror.drain(grace).await {
+            tracing::warn!("downloads still running after the grace period; exiting anyway");
+        }
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+/// Sets up and runs a daemon on `listener` until `shutdown` completes: the
+/// shape of `tfmirror serve` without process signals.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (tx, rx) = mpsc::channel(1);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = tx.send(Signal::Stop).await;
+    });
+    Daemon::new(config, listener)
+        .await?
+        .run(rx, || {}, || {})
+        .await
+}
+
+/// Logs where the mirror serves and the CLI configuration that uses it.
+fn announce(
+    config: &Config,
+    listener: &TcpListener,
+    tls: Option<&ServerTls>,
+    app: &App,
+) -> anyhow::Result<()> {
+    let addr = listener
+        .local_addr()
+        .context("reading the listening address")?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let public = public_authority(config, addr);
+    tracing::info!(
+        %addr,
+        cache = %app.mirror.store().location(),
+        "tfmirror {} serving the provider network mirror protocol at {scheme}://{public}/",
+        env!("CARGO_PKG_VERSION")
+    );
+    let mut hint = format!(
+        "Point Terraform or OpenTofu at this mirror with this CLI configuration \
+         (~/.terraformrc, or the file named by TF_CLI_CONFIG_FILE):\n\n\
+         provider_installation {{\n  network_mirror {{\n    url = \"{scheme}://{public}/\"\n  }}\n}}\n"
+    );
+    if let Some(generated) = tls.and_then(|t| t.generated.as_ref()) {
+        hint.push_str(&format!(
+            "\nThe certificate was generated by tfmirror; make clients trust its authority:\n\n\
+             export SSL_CERT_FILE={}\n",
+            generated.ca_cert.display()
+        ));
+    }
+    tracing::info!("\n{hint}");
+    Ok(())
+}
+
+/// Reloads the certificate and the token file; what cannot be read is
+/// kept as it is.
+fn reload(tls: Option<&ServerTls>, app: &App) {
+    match tls {
+        Some(tls) => match tls.reload() {
+            Ok(()) => tracing::info!("reloaded the TLS certificate"),
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "kept the current TLS certificate: the new one is not usable")
+            }
+        },
+        None => tracing::info!("SIGHUP: TLS is off, no certificate to reload"),
+    }
+    if app.mirror.config().auth.token_file.is_some() {
+        match app.auth.reload_token_file() {
+            Ok(n) => tracing::info!(tokens = n, "reloaded auth.token_file"),
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "kept the tokens in force: auth.token_file could not be read")
+            }
+        }
+    }
+}
+
+/// Re-reads the token file whenever it changes (checked every two seconds).
+async fn watch_token_file(app: Arc<App>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let app = app.clone();
+        let _ = tokio::task::spawn_blocking(move || app.auth.reload_if_changed()).await;
+    }
+}
+
+/// The `host:port` clients should use: the listening address, or when that
+/// is a wildcard address, the first of `server.hostnames` (else `localhost`).
+fn public_authority(config: &Config, addr: std::net::SocketAddr) -> String {
+    if !addr.ip().is_unspecified() {
+        return addr.to_string();
+    }
+    let host = config
+        .server
+        .hostnames
+        .first()
+        .map_or("localhost", String::as_str);
+    format!("{host}:{}", addr.port())
+}

@@ -1,0 +1,309 @@
+//! One HTTP request in, one answer out: method check, routing, access
+//! control, the mirror call, rendering, and the single place where errors
+//! become answers and are logged. Each request gets an ID (returned as
+//! `X-Request-Id`), a tracing span with its method, path, status, duration
+//! and cache outcome, and metrics.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use tracing::Instrument;
+
+use super::body::{self, Body};
+use super::routes::{self, Route};
+use super::App;
+use crate::address::{ArchiveKey, Platform};
+use crate::error::RequestError;
+use crate::metrics::Endpoint;
+use crate::protocol::Rendered;
+
+/// Answers one request. Never fails: errors become JSON error answers.
+pub async fn handle<B>(app: Arc<App>, req: Request<B>) -> Result<Response<Body>, Infallible> {
+    let started = Instant::now();
+    let id = next_request_id();
+    let span = tracing::info_span!(
+        "request",
+        id = %id,
+        method = %req.method(),
+        path = %req.uri().path(),
+        status = tracing::field::Empty,
+        ms = tracing::field::Empty,
+        cache = tracing::field::Empty,
+    );
+    let header = |name: header::HeaderName| {
+        req.headers()
+            .get(name)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_owned)
+    };
+    let asked = Asked {
+        method: req.method().clone(),
+        path: req.uri().path().to_owned(),
+        query: req.uri().query().map(str::to_owned),
+        host: header(header::HOST).or_else(|| req.uri().authority().map(ToString::to_string)),
+        authorization: header(header::AUTHORIZATION),
+        if_none_match: header(header::IF_NONE_MATCH),
+    };
+    async move {
+        let (endpoint, result) = answer(&app, &asked).await;
+        let mut response = match result {
+            Ok(resp) => resp,
+            Err(e) => error_response(&e),
+        };
+        let took = started.elapsed();
+        let status = response.status().as_u16();
+        app.mirror.metrics().request(endpoint, status, took);
+        let span = tracing::Span::current();
+        span.record("status", status);
+        span.record("ms", u64::try_from(took.as_millis()).unwrap_or(u64::MAX));
+        tracing::info!("answered");
+        if let Ok(v) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert("x-request-id", v);
+        }
+        Ok(if asked.method == Method::HEAD {
+            strip_body(response)
+        } else {
+            response
+        })
+    }
+    .instrument(span)
+    .await
+}
+
+/// The answer for an error, logged here and nowhere else (within the
+/// request's span, so with its ID).
+fn error_response(e: &RequestError) -> Response<Body> {
+    let status = e.status();
+    match e {
+        RequestError::VerificationFailed(_) | RequestError::DiskUnavailable(_) => {
+            tracing::error!(status = status.as_u16(), error = %e, "request failed");
+        }
+        _ if status.is_server_error() => {
+            tracing::warn!(status = status.as_u16(), error = %e, "request failed");
+        }
+        _ => {}
+    }
+    let mut resp = json_response(status, &e.body());
+    if status == StatusCode::UNAUTHORIZED {
+        resp.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"tfmirror\""),
+        );
+    }
+    resp
+}
+
+/// A request ID: unique within this process, and unlikely to repeat across
+/// restarts because the counter starts from the clock.
+fn next_request_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| {
+                u64::try_from(d.as_nanos() & u128::from(u64::MAX)).unwrap_or(0)
+            })
+    });
+    format!(
+        "{:016x}",
+        start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed))
+    )
+}
+
+/// The parts of a request that decide its answer.
+struct Asked {
+    method: Method,
+    path: String,
+    query: Option<String>,
+    host: Option<String>,
+    authorization: Option<String>,
+    if_none_match: Option<String>,
+}
+
+async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, RequestError>) {
+    if asked.method != Method::GET && asked.method != Method::HEAD {
+        return (Endpoint::Invalid, Err(RequestError::MethodNotAllowed));
+    }
+    let route = match routes::parse(&asked.path) {
+        Ok(r) => r,
+        Err(e) => return (Endpoint::Invalid, Err(e)),
+    };
+    let mirror = &app.mirror;
+    let authorization = asked.authorization.as_deref();
+    match route {
+        Route::Home => (
+            Endpoint::Home,
+            Ok(super::status_page::page(
+                app,
+                asked.host.as_deref(),
+                app.auth.check(authorization).is_ok(),
+            )
+            .await),
+        ),
+        Route::Health => (
+            Endpoint::Operations,
+            Ok(text_response(StatusCode::OK, "ok\n")),
+        ),
+        Route::Ready => (
+            Endpoint::Operations,
+            mirror
+                .ready()
+                .await
+                .map(|()| text_response(StatusCode::OK, "ready\n")),
+        ),
+        Route::Metrics => {
+            let mut resp = text_response(StatusCode::OK, &mirror.metrics().render());
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                ),
+            );
+            (Endpoint::Operations, Ok(resp))
+        }
+        Route::Index(provider) => (
+            Endpoint::Index,
+            async {
+                app.auth.check(authorization)?;
+                let doc = mirror.index_document(&provider).await?;
+                Ok(rendered_response(doc, asked.if_none_match.as_deref()))
+            }
+            .await,
+        ),
+        Route::Version(provider, version) => (
+            Endpoint::Version,
+            async {
+                app.auth.check(authorization)?;
+                // With access control on, archive links carry signatures
+                // made for this answer.
+                let sign = |key: &ArchiveKey| app.auth.sign_archive(key);
+                let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
+                    app.auth.enabled().then_some(&sign);
+                let doc = mirror.version_document(&provider, &version, sign).await?;
+                Ok(rendered_response(doc, asked.if_none_match.as_deref()))
+            }
+            .await,
+        ),
+        Route::Lock(provider, version) => (
+            Endpoint::Lock,
+            async {
+                app.auth.check(authorization)?;
+                let platforms = lock_platforms(asked.query.as_deref())?;
+                let entry =
+                    crate::mirror::lockfile::entry(mirror, &provider, &version, None, &platforms)
+                        .await?;
+                Ok(with_type(
+                    StatusCode::OK,
+                    crate::mirror::lockfile::render(&[entry]).into_bytes(),
+                    "text/plain; charset=utf-8",
+                ))
+            }
+            .await,
+        ),
+        Route::Archive(key) => (
+            Endpoint::Archive,
+            async {
+                app.auth.check_archive(&key, asked.query.as_deref())?;
+                let archive = mirror.archive_body(&key).await?;
+                let mut resp = Response::new(body::stream(archive.stream));
+                let h = resp.headers_mut();
+                h.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/zip"),
+                );
+                h.insert(header::CONTENT_LENGTH, HeaderValue::from(archive.size));
+                Ok(resp)
+            }
+            .await,
+        ),
+    }
+}
+
+/// The `platform` parameters of a lock request: at least one.
+fn lock_platforms(query: Option<&str>) -> Result<Vec<Platform>, RequestError> {
+    let mut platforms = Vec::new();
+    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if key == "platform" {
+            let platform = Platform::parse(&value)?;
+            if !platforms.contains(&platform) {
+                platforms.push(platform);
+            }
+        }
+    }
+    if platforms.is_empty() {
+        return Err(RequestError::InvalidRequest(
+            "name the platforms to lock with ?platform=linux_amd64&platform=…".into(),
+        ));
+    }
+    Ok(platforms)
+}
+
+/// A rendered document, or 304 when the client holds it already. Clients
+/// must revalidate (`no-cache`): the version list and the hashes change.
+fn rendered_response(doc: Rendered, if_none_match: Option<&str>) -> Response<Body> {
+    let matches = if_none_match.is_some_and(|tags| {
+        tags.split(',')
+            .map(|t| t.trim().trim_start_matches("W/"))
+            .any(|t| t == doc.etag || t == "*")
+    });
+    let mut resp = if matches {
+        let mut r = Response::new(body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        let len = doc.bytes.len();
+        let mut r = Response::new(body::full(doc.bytes));
+        r.headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
+    };
+    let h = resp.headers_mut();
+    if let Ok(tag) = HeaderValue::from_str(&doc.etag) {
+        h.insert(header::ETAG, tag);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// A JSON answer with the right content type.
+pub(crate) fn json_response<T: serde::Serialize>(status: StatusCode, value: &T) -> Response<Body> {
+    let bytes = serde_json::to_vec(value).expect("documents always serialize");
+    with_type(status, bytes, "application/json")
+}
+
+fn text_response(status: StatusCode, text: &str) -> Response<Body> {
+    with_type(
+        status,
+        text.as_bytes().to_vec(),
+        "text/plain; charset=utf-8",
+    )
+}
+
+/// An answer with a body, its length and its content type.
+pub(crate) fn with_type(
+    status: StatusCode,
+    bytes: Vec<u8>,
+    content_type: &'static str,
+) -> Response<Body> {
+    let len = bytes.len();
+    let mut resp = Response::new(body::full(bytes));
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}
+
+/// Keeps status and headers (Content-Length included) and drops the body.
+fn strip_body(resp: Response<Body>) -> Response<Body> {
+    let (parts, _) = resp.into_parts();
+    Response::from_parts(parts, body::empty())
+}

@@ -1,0 +1,29 @@
+//! The HTTP side: a request arrives at the [`listener`] (TLS, HTTP/1.1 and
+//! HTTP/2, connection limits, graceful shutdown), is answered by
+//! [`dispatch`] (request ID, access control, routing through [`routes`],
+//! the mirror call, the one place where errors become answers), in a
+//! [`body::Body`]. [`status_page`] renders `/`; [`auth`] holds the tokens
+//! and signs archive links; [`tls`] loads or makes the certificate.
+
+pub mod auth;
+pub mod body;
+pub mod dispatch;
+pub mod listener;
+pub mod routes;
+pub mod status_page;
+pub mod tls;
+
+use std::sync::Arc;
+
+use crate::mirror::Mirror;
+
+pub use body::Body;
+
+/// What the HTTP side serves: the mirror and the access control in front
+/// of it.
+pub struct App {
+    /// The mirror.
+    pub mirror: Arc<Mirror>,
+    /// Who may use it.
+    pub auth: auth::Auth,
+}

@@ -1,0 +1,478 @@
+//! Archives: downloaded once, checked against the signed SHA256SUMS, kept
+//! in the store, and handed to the HTTP layer as a stream of bytes.
+//!
+//! A large download (above `upstream.stream_above`, with an announced
+//! size) is registered while it arrives, and clients that ask for the
+//! archive then read the staging file as it grows rather than wait for
+//! the end. The rule that makes this safe lives here, on both sides: the
+//! producer ([`Publisher`]) says how far the file goes and, only after the
+//! whole archive's SHA-256 matched, that it verified; the consumer
+//! ([`Follow`]) never sends the last byte before that, and ends the body
+//! in an error when the download fails, so no client can ever accept an
+//! archive that did not verify.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures_util::stream::BoxStream;
+use futures_util::StreamExt;
+use tokio::sync::watch;
+use tokio_util::io::ReaderStream;
+use tracing::Instrument;
+
+use super::Mirror;
+use crate::address::ArchiveKey;
+use crate::error::RequestError;
+use crate::metrics::{CacheKind, CacheOutcome};
+use crate::store::StoreError;
+use crate::upstream::download::{Download, DownloadError};
+
+/// Chunk size for reading archives.
+const CHUNK: usize = 128 * 1024;
+
+/// An archive the cache holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Archive {
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its `h1:` hash.
+    pub h1: String,
+}
+
+/// An archive ready to send: its size and its bytes.
+pub struct ArchiveBody {
+    /// The size, for `Content-Length`.
+    pub size: u64,
+    /// The bytes; an error cuts the response short.
+    pub stream: BoxStream<'static, std::io::Result<Bytes>>,
+}
+
+/// How far a download that clients read while it arrives has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Progress {
+    /// This many bytes are in the staging file.
+    Running(u64),
+    /// All bytes are in and their SHA-256 is the signed one.
+    Verified,
+    /// The download failed or did not verify: no client may finish.
+    Failed,
+}
+
+/// A registered download under way.
+struct Arrival {
+    path: std::path::PathBuf,
+    size: u64,
+    progress: watch::Receiver<Progress>,
+}
+
+/// The downloads clients can read while they arrive.
+#[derive(Default)]
+pub(super) struct Arrivals {
+    under_way: Mutex<HashMap<ArchiveKey, Arrival>>,
+    /// Signalled when a download is registered.
+    added: tokio::sync::Notify,
+}
+
+impl Arrivals {
+    /// Registers a download of `size` bytes being written to `path`.
+    fn publish(&self, key: ArchiveKey, path: std::path::PathBuf, size: u64) -> Publisher<'_> {
+        let (tx, progress) = watch::channel(Progress::Running(0));
+        self.under_way.lock().expect("arrivals lock").insert(
+            key.clone(),
+            Arrival {
+                path,
+                size,
+                progress,
+            },
+        );
+        self.added.notify_waiters();
+        Publisher {
+            arrivals: self,
+            key,
+            tx,
+        }
+    }
+
+    /// Opens a registered download for reading, if there is one.
+    fn follow(&self, key: &ArchiveKey, mirror: &Arc<Mirror>) -> Option<ArchiveBody> {
+        let under_way = self.under_way.lock().expect("arrivals lock");
+        let entry = under_way.get(key)?;
+        // Gone already (kept or refused): the caller waits for the outcome.
+        let file = std::fs::File::open(&entry.path).ok()?;
+        let follow = Follow {
+            file: Some(file),
+            sent: 0,
+            size: entry.size,
+            progress: entry.progress.clone(),
+            mirror: mirror.clone(),
+        };
+        Some(ArchiveBody {
+            size: entry.size,
+            stream: follow.into_stream(),
+        })
+    }
+}
+
+/// The producer's side: publishes a download's progress; marks it failed
+/// and unregisters it when dropped before it verified.
+struct Publisher<'a> {
+    arrivals: &'a Arrivals,
+    key: ArchiveKey,
+    tx: watch::Sender<Progress>,
+}
+
+impl Publisher<'_> {
+    fn advance(&self, written: u64) {
+        self.tx.send_replace(Progress::Running(written));
+    }
+
+    fn verified(&self) {
+        self.tx.send_replace(Progress::Verified);
+    }
+}
+
+impl Drop for Publisher<'_> {
+    fn drop(&mut self) {
+        if *self.tx.borrow() != Progress::Verified {
+            self.tx.send_replace(Progress::Failed);
+        }
+        self.arrivals
+            .under_way
+            .lock()
+            .expect("arrivals lock")
+            .remove(&self.key);
+    }
+}
+
+/// The consumer's side: reads an arriving download, holding back its last
+/// byte until the whole archive has verified.
+struct Follow {
+    /// `None` once the body has ended in an error.
+    file: Option<std::fs::File>,
+    sent: u64,
+    size: u64,
+    progress: watch::Receiver<Progress>,
+    mirror: Arc<Mirror>,
+}
+
+impl Follow {
+    fn into_stream(self) -> BoxStream<'static, std::io::Result<Bytes>> {
+        futures_util::stream::unfold(self, |mut st| async move {
+            let chunk = st.next_chunk().await?;
+            if chunk.is_err() {
+                // Nothing follows an error.
+                st.file = None;
+            }
+            Some((chunk, st))
+        })
+        .boxed()
+    }
+
+    /// The next piece of the body, an error, or `None` at its end.
+    async fn next_chunk(&mut self) -> Option<std::io::Result<Bytes>> {
+        use std::io::Read;
+        loop {
+            let mut file = self.file.take()?;
+            if self.sent == self.size {
+                return None;
+            }
+            let now = *self.progress.borrow_and_update();
+            let limit = match now {
+                Progress::Running(written) => written.min(self.size - 1),
+                Progress::Verified => self.size,
+                Progress::Failed => {
+                    return Some(Err(std::io::Error::other(
+                        "the download failed; see the mirror's log",
+                    )))
+                }
+            };
+            if self.sent < limit {
+                let want = usize::try_from((limit - self.sent).min(CHUNK as u64)).unwrap_or(CHUNK);
+                let read = tokio::task::spawn_blocking(move || {
+                    let mut buf = vec![0u8; want];
+                    let n = file.read(&mut buf)?;
+                    buf.truncate(n);
+                    Ok::<_, std::io::Error>((file, buf))
+                })
+                .await
+                .map_err(std::io::Error::other)
+                .and_then(|r| r);
+                return match read {
+                    Ok((_, buf)) if buf.is_empty() => Some(Err(std::io::Error::other(
+                        "the download's file ended early",
+                    ))),
+                    Ok((file, buf)) => {
+                        self.file = Some(file);
+                        self.sent += buf.len() as u64;
+                        self.mirror.metrics().served(buf.len() as u64);
+                        Some(Ok(Bytes::from(buf)))
+                    }
+                    Err(e) => Some(Err(e)),
+                };
+            }
+            self.file = Some(file);
+            if self.progress.changed().await.is_err()
+                && *self.progress.borrow() != Progress::Verified
+            {
+                self.file = None;
+                return Some(Err(std::io::Error::other(
+                    "the download ended without verifying",
+                )));
+            }
+        }
+    }
+}
+
+/// Marks an archive as being read; dropping it ends that.
+struct Reading {
+    mirror: Arc<Mirror>,
+    key: ArchiveKey,
+}
+
+impl Reading {
+    fn new(mirror: &Arc<Mirror>, key: &ArchiveKey) -> Reading {
+        mirror.residency.reading(key);
+        Reading {
+            mirror: mirror.clone(),
+            key: key.clone(),
+        }
+    }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.mirror.residency.done_reading(&self.key);
+    }
+}
+
+impl Mirror {
+    /// The archive of a package, downloaded and verified on first use.
+    /// Concurrent first requests share one download, which runs as its own
+    /// task so that it completes (and is kept) even when every client that
+    /// asked for it has gone away.
+    pub async fn archive(self: &Arc<Self>, key: &ArchiveKey) -> Result<Arc<Archive>, RequestError> {
+        self.check_host(&key.provider.hostname)?;
+        let entry = self
+            .archives
+            .entry(key.clone())
+            .or_try_insert_with(self.clone().stored_or_download(key.clone()))
+            .await
+            .map_err(|e| (*e).clone())?;
+        if !entry.is_fresh() {
+            self.note(CacheKind::Archive, CacheOutcome::Hit);
+        }
+        Ok(entry.into_value())
+    }
+
+    /// The archive of a package as a stream of bytes: the stored archive,
+    /// or, while it is being downloaded with an announced size, the
+    /// download itself as it arrives (starting the download when no one
+    /// has). The archive is not evicted while the stream lives.
+    pub async fn archive_body(
+        self: &Arc<Self>,
+        key: &ArchiveKey,
+    ) -> Result<ArchiveBody, RequestError> {
+        self.check_host(&key.provider.hostname)?;
+        let cached = self.archives.contains_key(key) || self.stored_archive(key).await.is_some();
+        if cached || self.offline() {
+            return self.open_stored(key).await;
+        }
+        let mut fetch = tokio::spawn(
+            {
+                let (this, key) = (self.clone(), key.clone());
+                async move { this.open_stored(&key).await }
+            }
+            // Cache outcomes are noted on the request's span.
+            .in_current_span(),
+        );
+        loop {
+            let added = self.arriving.added.notified();
+            tokio::pin!(added);
+            added.as_mut().enable();
+            if let Some(body) = self.arriving.follow(key, self) {
+                // The task goes on: it keeps the archive once it is in.
+                return Ok(body);
+            }
+            tokio::select! {
+                done = &mut fetch => {
+                    return done.map_err(|e| {
+                        RequestError::Internal(format!("the download task failed: {e}"))
+                    })?;
+                }
+                () = &mut added => {}
+            }
+        }
+    }
+
+    /// Opens the stored archive (fetching it first when needed), marked as
+    /// being read for as long as its stream lives, and records its use.
+    async fn open_stored(self: &Arc<Self>, key: &ArchiveKey) -> Result<ArchiveBody, RequestError> {
+        // Marked as being read before it is looked up, so that no eviction
+        // can slip in between finding the archive and opening it.
+        let reading = Reading::new(self, key);
+        for _ in 0..2 {
+            let archive = self.archive(key).await?;
+            let opened = self.store.open_archive(key).await.map_err(|e| {
+                RequestError::DiskUnavailable(format!(
+                    "the mirror's cache is not usable right now (opening a cached archive: {e})"
+                ))
+            })?;
+            let Some(opened) = opened else {
+                // Removed behind the mirror's back: forget it, fetch again.
+                self.archives.invalidate(key).await;
+                self.residency.forget(key);
+                continue;
+            };
+            if self.residency.used(key, archive.size) {
+                let (this, key) = (self.clone(), key.clone());
+                tokio::spawn(async move { this.store.touch_archive(&key).await });
+            }
+            let mirror = self.clone();
+            let stream = ReaderStream::with_capacity(opened.reader, CHUNK).map(move |chunk| {
+                // The guard lives as long as the stream: the archive is being read.
+                let _ = &reading;
+                if let Ok(data) = &chunk {
+                    mirror.metrics().served(data.len() as u64);
+                }
+                chunk
+            });
+            return Ok(ArchiveBody {
+                size: opened.size,
+                stream: stream.boxed(),
+            });
+        }
+        Err(RequestError::DiskUnavailable(format!(
+            "{key}: the cached archive keeps disappearing from disk"
+        )))
+    }
+
+    /// An archive the store holds.
+    pub(super) async fn stored_archive(&self, key: &ArchiveKey) -> Option<Archive> {
+        let stored = self.store.archive(key).await.ok()??;
+        Some(Archive {
+            size: stored.size,
+            h1: stored.h1,
+        })
+    }
+
+    async fn stored_or_download(
+        self: Arc<Self>,
+        key: ArchiveKey,
+    ) -> Result<Arc<Archive>, RequestError> {
+        if let Some(a) = self.stored_archive(&key).await {
+            self.note(CacheKind::Archive, CacheOutcome::Hit);
+            return Ok(Arc::new(a));
+        }
+        if self.offline() {
+            return Err(RequestError::NotHeld(format!(
+                "{key} is not held by this mirror, which is offline (upstream.offline)"
+            )));
+        }
+        self.note(CacheKind::Archive, CacheOutcome::Miss);
+        let tasks = self.tasks.clone();
+        let task = tasks.spawn(async move {
+            let archive = self.download(&key).await?;
+            self.evict_for(&key, archive.size).await;
+            Ok(archive)
+        });
+        match task.await {
+            Ok(result) => result.map(Arc::new),
+            Err(e) => Err(RequestError::Internal(format!(
+                "the download task failed: {e}"
+            ))),
+        }
+    }
+
+    /// Counts a newly stored archive and evicts what no longer fits.
+    async fn evict_for(&self, key: &ArchiveKey, size: u64) {
+        for old in self.residency.stored(key, size) {
+            match self.store.remove_archive(&old).await {
+                Ok(()) => {
+                    tracing::info!(provider = %old.provider, version = %old.version, platform = %old.platform, "evicted least recently used archive");
+                    self.archives.invalidate(&old).await;
+                }
+                Err(e) => {
+                    tracing::warn!(archive = %old, error = %e, "could not evict archive");
+                    if let Some(a) = self.stored_archive(&old).await {
+                        self.residency.restore(&old, a.size);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Downloads an archive into a staging file, checks its SHA-256 against
+    /// the signed SHA256SUMS, and keeps it.
+    async fn download(&self, key: &ArchiveKey) -> Result<Archive, RequestError> {
+        let what = key.to_string();
+        let record = self.version(&key.provider, &key.version).await?;
+        let Some(pkg) = record.packages.get(&key.platform) else {
+            return Err(RequestError::NoPackage(format!(
+                "{} {} has no verified package for {}",
+                key.provider, key.version, key.platform
+            )));
+        };
+        let staged = self
+            .store
+            .staging_file()
+            .map_err(|e| self.store_failed("creating a temporary file", &e))?;
+        let (file, staged) = staged.into_parts();
+        let mut file = tokio::fs::File::from_std(file);
+        let max_size = self.config.upstream.max_archive_size.as_u64();
+        let download = Download::start(&self.client, &pkg.download_url, max_size)
+            .await
+            .map_err(|e| RequestError::download(&e, &what))?;
+        let stream_above = self.config.upstream.stream_above.as_u64();
+        let publisher = download
+            .announced()
+            .filter(|n| *n > stream_above)
+            .map(|size| {
+                self.arriving
+                    .publish(key.clone(), staged.to_path_buf(), size)
+            });
+        let written = download
+            .write_to(&mut file, &self.metrics, publisher.is_some(), |n| {
+                if let Some(p) = &publisher {
+                    p.advance(n);
+                }
+            })
+            .await;
+        let downloaded = match written {
+            Ok(d) => d,
+            Err(DownloadError::Write(io)) => {
+                return Err(self.store_failed("writing an archive", &StoreError::from(io)))
+            }
+            Err(e) => return Err(RequestError::download(&e, &what)),
+        };
+        if downloaded.sha256 != pkg.sha256 {
+            return Err(RequestError::VerificationFailed(format!(
+                "{what}: the downloaded archive's SHA-256 {} does not match the signed SHA256SUMS ({}); nothing was stored",
+                downloaded.sha256, pkg.sha256
+            )));
+        }
+        // Readers may finish now; storing continues behind them.
+        if let Some(p) = &publisher {
+            p.verified();
+        }
+        file.sync_all()
+            .await
+            .map_err(|e| self.store_failed("writing an archive", &StoreError::from(e)))?;
+        drop(file);
+        let h1 = match self.store.keep_archive(staged, key).await {
+            Ok(h1) => h1,
+            Err(StoreError::NotAnArchive(e)) => {
+                return Err(RequestError::VerificationFailed(format!(
+                    "{what}: {e}; nothing was stored"
+                )))
+            }
+            Err(e) => return Err(self.store_failed("storing an archive", &e)),
+        };
+        self.health.succeeded();
+        tracing::info!(provider = %key.provider, version = %key.version, platform = %key.platform, bytes = downloaded.size, %h1, "archive verified and stored");
+        Ok(Archive {
+            size: downloaded.size,
+            h1,
+        })
+    }
+}

@@ -1,0 +1,79 @@
+//! The protocol's JSON documents, rendered once per record: `index.json`
+//! per version list, and `:version.json` per version record and set of
+//! cached archives (an archive arriving in the cache adds its `h1:`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::Mirror;
+use crate::address::{ArchiveKey, Platform, Provider, Version};
+use crate::error::RequestError;
+use crate::protocol::{IndexDocument, Rendered, VersionDocument};
+use crate::store::VersionRecord;
+
+impl Mirror {
+    /// A provider's `index.json`, rendered once per version list.
+    pub async fn index_document(&self, provider: &Provider) -> Result<Rendered, RequestError> {
+        let record = self.index(provider).await?;
+        if let Some((seen, rendered)) = self.rendered_indexes.get(provider).await {
+            if Arc::ptr_eq(&seen, &record) {
+                return Ok(rendered);
+            }
+        }
+        let rendered = Rendered::new(&IndexDocument::from_record(&record));
+        self.rendered_indexes
+            .insert(provider.clone(), (record, rendered.clone()))
+            .await;
+        Ok(rendered)
+    }
+
+    /// A version's `:version.json`. With `sign`, each archive link carries
+    /// the query `sign` makes for it (signed links, made for this answer
+    /// and never kept); without, plain links, rendered once per record and
+    /// set of cached archives.
+    pub async fn version_document(
+        &self,
+        provider: &Provider,
+        version: &Version,
+        sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)>,
+    ) -> Result<Rendered, RequestError> {
+        let record = self.version(provider, version).await?;
+        if let Some(sign) = sign {
+            let h1 = self.cached_h1(&record).await;
+            let query =
+                |platform: &Platform| Some(sign(&ArchiveKey::new(provider, version, platform)));
+            return Ok(Rendered::new(&VersionDocument::from_record(
+                &record, &h1, query,
+            )));
+        }
+        let key = (provider.clone(), version.clone());
+        if let Some((seen, complete, rendered)) = self.rendered_versions.get(&key).await {
+            // Complete: every archive's h1: is in it, so nothing can change.
+            if complete && Arc::ptr_eq(&seen, &record) {
+                return Ok(rendered);
+            }
+        }
+        let h1 = self.cached_h1(&record).await;
+        let complete = h1.len() == record.packages.len();
+        let rendered = Rendered::new(&VersionDocument::from_record(&record, &h1, |_| None));
+        self.rendered_versions
+            .insert(key, (record, complete, rendered.clone()))
+            .await;
+        Ok(rendered)
+    }
+
+    /// The `h1:` hashes of the archives of `record` that are in the cache.
+    pub async fn cached_h1(&self, record: &VersionRecord) -> BTreeMap<Platform, String> {
+        let mut out = BTreeMap::new();
+        for platform in record.packages.keys() {
+            let key = ArchiveKey::new(&record.provider, &record.version, platform);
+            if let Some(archive) = self.archives.get(&key).await {
+                out.insert(platform.clone(), archive.h1.clone());
+            } else if let Some(archive) = self.stored_archive(&key).await {
+                out.insert(platform.clone(), archive.h1.clone());
+                self.archives.insert(key, Arc::new(archive)).await;
+            }
+        }
+        out
+    }
+}

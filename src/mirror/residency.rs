@@ -1,0 +1,275 @@
+//! Which archives the cache holds, how big they are, when each was last
+//! used and which are being sent right now; and eviction of the least
+//! recently used ones when the cache outgrows `cache.max_size`.
+//!
+//! The index is read from the store once, at start, and kept up to date
+//! as archives are stored, used and evicted, so that one eviction costs
+//! the same however many archives the cache holds. An archive that another
+//! process (`tfmirror sync`, `import`) put in the store joins the index
+//! when the daemon first finds it there.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::address::ArchiveKey;
+use crate::metrics::Metrics;
+use crate::store::CachedArchive;
+
+/// How long between two updates of an archive's last-use time in the store.
+const TOUCH_EVERY: Duration = Duration::from_secs(3600);
+
+/// One indexed archive.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    size: u64,
+    last_used: u64,
+}
+
+#[derive(Default)]
+struct Index {
+    entries: HashMap<ArchiveKey, Entry>,
+    /// The same archives ordered by last use, oldest first.
+    by_age: BTreeSet<(u64, ArchiveKey)>,
+    bytes: u64,
+    /// Archives being sent to clients, with how many readers each: never
+    /// evicted.
+    readers: HashMap<ArchiveKey, usize>,
+    /// When each archive's last use was last written to the store.
+    touched: HashMap<ArchiveKey, Instant>,
+}
+
+impl Index {
+    fn insert(&mut self, key: ArchiveKey, entry: Entry) {
+        self.remove(&key);
+        self.bytes += entry.size;
+        self.by_age.insert((entry.last_used, key.clone()));
+        self.entries.insert(key, entry);
+    }
+
+    fn remove(&mut self, key: &ArchiveKey) -> Option<Entry> {
+        let old = self.entries.remove(key)?;
+        self.bytes -= old.size;
+        self.by_age.remove(&(old.last_used, key.clone()));
+        Some(old)
+    }
+}
+
+/// The cache's residency: see the module documentation.
+pub struct Residency {
+    max_bytes: Option<u64>,
+    metrics: Arc<Metrics>,
+    index: Mutex<Index>,
+}
+
+impl Residency {
+    /// The residency of the archives `held`, to be kept under `max_size`.
+    pub fn new(
+        held: Vec<CachedArchive>,
+        max_size: Option<bytesize::ByteSize>,
+        metrics: Arc<Metrics>,
+    ) -> Residency {
+        let mut index = Index::default();
+        for a in held {
+            let entry = Entry {
+                size: a.size,
+                last_used: a.last_used,
+            };
+            index.insert(a.key(), entry);
+        }
+        let residency = Residency {
+            max_bytes: max_size.map(|m| m.as_u64()),
+            metrics,
+            index: Mutex::new(index),
+        };
+        residency.publish();
+        residency
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.index.lock().expect("residency lock")
+    }
+
+    /// Cached bytes and archives.
+    pub fn usage(&self) -> (u64, u64) {
+        let index = self.lock();
+        (index.bytes, index.entries.len() as u64)
+    }
+
+    fn publish(&self) {
+        let (bytes, count) = self.usage();
+        self.metrics.set_cache_size(bytes, count);
+    }
+
+    /// Marks an archive as being read: it is not evicted until
+    /// [`Residency::done_reading`].
+    pub fn reading(&self, key: &ArchiveKey) {
+        *self.lock().readers.entry(key.clone()).or_default() += 1;
+    }
+
+    /// Ends one [`Residency::reading`].
+    pub fn done_reading(&self, key: &ArchiveKey) {
+        let mut index = self.lock();
+        if let Some(n) = index.readers.get_mut(key) {
+            *n -= 1;
+            if *n == 0 {
+                index.readers.remove(key);
+            }
+        }
+    }
+
+    /// Records a use of an archive of `size` bytes (indexing it when it
+    /// was not). Returns whether its last-use time should be written to
+    /// the store now (at most once per [`TOUCH_EVERY`]).
+    pub fn used(&self, key: &ArchiveKey, size: u64) -> bool {
+        let mut index = self.lock();
+        let known = index.entries.contains_key(key);
+        index.insert(
+            key.clone(),
+            Entry {
+                size,
+                last_used: now_secs(),
+            },
+        );
+        let due = index
+            .touched
+            .get(key)
+            .is_none_or(|t| t.elapsed() >= TOUCH_EVERY);
+        if due {
+            index.touched.insert(key.clone(), Instant::now());
+        }
+        drop(index);
+        if !known {
+            self.publish();
+        }
+        due
+    }
+
+    /// Counts a newly stored archive and picks the least recently used
+    /// archives to evict (never `key`, never one being read) until the
+    /// cache fits `cache.max_size`. They leave the index at once; the
+    /// caller removes them from the store.
+    pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<ArchiveKey> {
+        let mut index = self.lock();
+        index.insert(
+            key.clone(),
+            Entry {
+                size,
+                last_used: now_secs(),
+            },
+        );
+        let mut chosen = Vec::new();
+        if let Some(max) = self.max_bytes {
+            let mut over = index.bytes.saturating_sub(max);
+            let mut picked = Vec::new();
+            for (_, candidate) in &index.by_age {
+                if over == 0 {
+                    break;
+                }
+                if candidate == key || index.readers.get(candidate).is_some_and(|n| *n > 0) {
+                    continue;
+                }
+                let size = index.entries[candidate].size;
+                over = over.saturating_sub(size);
+                picked.push(candidate.clone());
+            }
+            for k in picked {
+                index.remove(&k);
+                index.touched.remove(&k);
+                chosen.push(k);
+            }
+        }
+        drop(index);
+        self.publish();
+        chosen
+    }
+
+    /// Forgets an archive that is no longer in the store.
+    pub fn forget(&self, key: &ArchiveKey) {
+        let removed = self.lock().remove(key).is_some();
+        if removed {
+            self.publish();
+        }
+    }
+
+    /// Puts back an archive whose eviction failed.
+    pub fn restore(&self, key: &ArchiveKey, size: u64) {
+        self.lock()
+            .insert(key.clone(), Entry { size, last_used: 0 });
+        self.publish();
+    }
+
+    /// An indexed archive's size.
+    pub fn size_of(&self, key: &ArchiveKey) -> Option<u64> {
+        self.lock().entries.get(key).map(|e| e.size)
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::{Platform, Provider, Version};
+
+    fn key(n: usize) -> ArchiveKey {
+        let provider = Provider::from_source("r.example/ns/t").unwrap();
+        let version = Version::parse(&format!("1.0.{n}")).unwrap();
+        ArchiveKey::new(
+            &provider,
+            &version,
+            &Platform::parse("linux_amd64").unwrap(),
+        )
+    }
+
+    fn held(n: usize, size: u64) -> Vec<CachedArchive> {
+        (0..n)
+            .map(|i| {
+                let k = key(i);
+                CachedArchive {
+                    provider: k.provider,
+                    version: k.version,
+                    platform: k.platform,
+                    size,
+                    last_used: i as u64,
+                    path: std::path::PathBuf::new(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn evicts_the_least_recently_used_that_no_one_reads() {
+        let r = Residency::new(
+            held(5, 10),
+            Some(bytesize::ByteSize(50)),
+            Arc::new(Metrics::new()),
+        );
+        assert_eq!(r.usage(), (50, 5));
+        r.reading(&key(0));
+        // Archive 1 is used now: it becomes the most recent.
+        assert!(r.used(&key(1), 10));
+        let new = key(99);
+        let evicted = r.stored(&new, 25);
+        // 75 bytes held, 50 allowed: 0 is being read and 1 was just used,
+        // so 2, 3 and 4 go (the third because 25 > 20).
+        assert_eq!(evicted, vec![key(2), key(3), key(4)]);
+        assert_eq!(r.usage(), (45, 3));
+        r.done_reading(&key(0));
+        let evicted = r.stored(&key(100), 10);
+        assert_eq!(evicted, vec![key(0)]);
+    }
+
+    #[test]
+    fn use_is_written_to_the_store_at_most_hourly() {
+        let r = Residency::new(Vec::new(), None, Arc::new(Metrics::new()));
+        assert!(r.used(&key(1), 5), "first use is written");
+        assert!(!r.used(&key(1), 5), "a second use within the hour is not");
+        assert_eq!(r.usage(), (5, 1), "an unknown archive joins the index");
+        assert!(r.stored(&key(2), 5).is_empty(), "no limit, no eviction");
+    }
+}

@@ -1,0 +1,467 @@
+//! Provider metadata: a provider's version list (fresh for
+//! `cache.index_ttl`, served stale while the origin is down) and each
+//! version's verified package record, fetched once and checked against the
+//! origin's signed SHA256SUMS before it is stored.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use futures_util::future::join_all;
+
+use super::{now_ms, Mirror, Timed, RETRY_AFTER_TROUBLE};
+use crate::address::{Platform, Provider, Version};
+use crate::error::RequestError;
+use crate::metrics::{CacheKind, CacheOutcome, VerifyOutcome};
+use crate::store::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
+use crate::upstream::{registry, UpstreamError};
+use crate::verify::Sha256Sums;
+
+/// The platforms asked for when a registry does not list a version's
+/// platforms: those Terraform and OpenTofu are released for.
+const COMMON_PLATFORMS: &[&str] = &[
+    "darwin_amd64",
+    "darwin_arm64",
+    "freebsd_386",
+    "freebsd_amd64",
+    "freebsd_arm",
+    "linux_386",
+    "linux_amd64",
+    "linux_arm",
+    "linux_arm64",
+    "openbsd_386",
+    "openbsd_amd64",
+    "solaris_amd64",
+    "windows_386",
+    "windows_amd64",
+    "windows_arm64",
+];
+
+impl Mirror {
+    /// A provider's versions and platforms: from memory or disk while fresh,
+    /// else from the origin; the stored copy when the origin is down.
+    pub async fn index(&self, provider: &Provider) -> Result<Arc<IndexRecord>, RequestError> {
+        self.check_host(&provider.hostname)?;
+        if let Some(message) = self.missing.get(provider).await {
+            return Err(RequestError::NotAtOrigin(message));
+        }
+        let entry = self
+            .indexes
+            .entry(provider.clone())
+            .or_try_insert_with(self.load_index(provider))
+            .await
+            .map_err(|e| (*e).clone());
+        let entry = match entry {
+            Err(RequestError::NotAtOrigin(message)) => {
+                // The origin's "no such provider" is remembered briefly;
+                // failures are not. Offline, the answer is the cache's own,
+                // and an import may change it at any time.
+                if !self.config.cache.negative_ttl.is_zero() && !self.offline() {
+                    self.missing.insert(provider.clone(), message.clone()).await;
+                }
+                return Err(RequestError::NotAtOrigin(message));
+            }
+            other => other?,
+        };
+        if !entry.is_fresh() {
+            self.note(CacheKind::Index, CacheOutcome::Hit);
+        }
+        Ok(entry.into_value().value)
+    }
+
+    async fn load_index(&self, provider: &Provider) -> Result<Timed<IndexRecord>, RequestError> {
+        let stored: Option<IndexRecord> = match self.store.read_index(provider).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(%provider, error = %e, "ignoring unreadable stored version list");
+                None
+            }
+        };
+        let ttl = self.config.cache.index_ttl;
+        if self.offline() {
+            return match stored {
+                Some(rec) => {
+                    self.note(CacheKind::Index, CacheOutcome::Hit);
+                    Ok(Timed {
+                        value: Arc::new(rec),
+                        // Read again soon: an import may add versions.
+                        ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
+                    })
+                }
+                None => Err(RequestError::NotHeld(format!(
+                    "{provider} is not held by this mirror, which is offline (upstream.offline)"
+                ))),
+            };
+        }
+        if let Some(rec) = &stored {
+            let age = Duration::from_millis(now_ms().saturating_sub(rec.fetched_at_ms));
+            if age < ttl {
+                self.note(CacheKind::Index, CacheOutcome::Hit);
+                return Ok(Timed {
+                    value: Arc::new(rec.clone()),
+                    ttl: Some(ttl - age),
+                });
+            }
+        }
+        match self.fetch_index(provider).await {
+            Ok(rec) => {
+                self.note(CacheKind::Index, CacheOutcome::Miss);
+                if stored.as_ref().map(|s| &s.versions) != Some(&rec.versions) {
+                    tracing::info!(%provider, versions = rec.versions.len(), "version list updated");
+                }
+                match self.store.write_index(provider, &rec).await {
+                    Ok(()) => self.health.succeeded(),
+                    Err(e) => {
+                        let refusal = self.store_failed("storing a version list", &e);
+                        if stored.is_none() {
+                            return Err(refusal);
+                        }
+                        // A refresh of a list the cache holds: serve it,
+                        // and try storing it again soon.
+                        return Ok(Timed {
+                            value: Arc::new(rec),
+                            ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
+                        });
+                    }
+                }
+                Ok(Timed {
+                    value: Arc::new(rec),
+                    ttl: Some(ttl),
+                })
+            }
+            Err(e) if e.is_outage() && stored.is_some() => {
+                self.note(CacheKind::Index, CacheOutcome::Stale);
+                tracing::warn!(%provider, error = %e, "origin unavailable; serving the stored version list");
+                Ok(Timed {
+                    value: Arc::new(stored.expect("checked")),
+                    ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
+                })
+            }
+            Err(UpstreamError::NotFound { .. }) => Err(RequestError::NotAtOrigin(format!(
+                "provider {provider} does not exist at its origin registry"
+            ))),
+            Err(e) => Err(RequestError::upstream(
+                &e,
+                &format!("could not list the versions of {provider}"),
+            )),
+        }
+    }
+
+    async fn fetch_index(&self, provider: &Provider) -> Result<IndexRecord, UpstreamError> {
+        let base = self.discovery.providers_base(&provider.hostname).await?;
+        let token = self.credentials.token(&provider.hostname);
+        let listed = registry::versions(&self.client, &base, token, provider).await?;
+        Ok(IndexRecord {
+            fetched_at_ms: now_ms(),
+            versions: listed.usable(provider),
+        })
+    }
+
+    /// A version's verified packages: from memory or disk when stored, else
+    /// fetched from the origin and verified.
+    pub async fn version(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Arc<VersionRecord>, RequestError> {
+        self.check_host(&provider.hostname)?;
+        let key = (provider.clone(), version.clone());
+        let entry = self
+            .versions
+            .entry(key)
+            .or_try_insert_with(self.load_version(provider, version))
+            .await
+            .map_err(|e| (*e).clone())?;
+        if !entry.is_fresh() {
+            self.note(CacheKind::Version, CacheOutcome::Hit);
+        }
+        Ok(entry.into_value().value)
+    }
+
+    async fn load_version(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Timed<VersionRecord>, RequestError> {
+        match self.store.read_version(provider, version).await {
+            Ok(Some(rec)) if rec.unsigned_import && !self.config.cache.allow_unsigned_imports => {
+                tracing::info!(%provider, %version, "the cache holds this version only as an unsigned import, and cache.allow_unsigned_imports is off");
+            }
+            Ok(Some(rec)) if rec.unsigned_import => {
+                self.note(CacheKind::Version, CacheOutcome::Hit);
+                return Ok(Timed {
+                    value: Arc::new(rec),
+                    ttl: None,
+                });
+            }
+            Ok(Some(rec)) => match self.recheck(&rec) {
+                Ok(()) => {
+                    self.note(CacheKind::Version, CacheOutcome::Hit);
+                    return Ok(Timed {
+                        value: Arc::new(rec),
+                        ttl: None,
+                    });
+                }
+                Err(reason) => {
+                    // Trust rules changed, a key was revoked or a signature
+                    // expired since it was stored: verify afresh.
+                    tracing::warn!(%provider, %version, %reason, "stored version record no longer passes verification; fetching it again");
+                }
+            },
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(%provider, %version, error = %e, "ignoring unreadable stored version record")
+            }
+        }
+        if self.offline() {
+            return Err(RequestError::NotHeld(format!(
+                "{provider} {version} is not held by this mirror, which is offline (upstream.offline)"
+            )));
+        }
+        let index = self.index(provider).await?;
+        let Some(platforms) = index.versions.get(version) else {
+            return Err(RequestError::NotAtOrigin(format!(
+                "provider {provider} has no version {version}"
+            )));
+        };
+        let probed;
+        let platforms = if platforms.is_empty() {
+            // `platforms` is optional in the registry protocol: ask for the
+            // usual ones; those the registry has no package for are left out.
+            probed = COMMON_PLATFORMS
+                .iter()
+                .map(|p| Platform::parse(p).expect("valid built-in platform"))
+                .collect::<Vec<_>>();
+            &probed
+        } else {
+            platforms
+        };
+        self.note(CacheKind::Version, CacheOutcome::Miss);
+        let (record, complete) = self.fetch_version(provider, version, platforms).await?;
+        if complete {
+            match self.store.write_version(&record).await {
+                Ok(()) => self.health.succeeded(),
+                Err(e) => return Err(self.store_failed("storing a version record", &e)),
+            }
+        }
+        Ok(Timed {
+            value: Arc::new(record),
+            ttl: if complete {
+                None
+            } else {
+                Some(RETRY_AFTER_TROUBLE)
+            },
+        })
+    }
+
+    /// Fetches every platform's package metadata concurrently, then each
+    /// distinct SHA256SUMS document and signature once, and verifies. Returns
+    /// the record and whether every platform got a definite answer.
+    async fn fetch_version(
+        &self,
+        provider: &Provider,
+        version: &Version,
+        platforms: &[Platform],
+    ) -> Result<(VersionRecord, bool), RequestError> {
+        let what = format!("{provider} {version}");
+        let base = self
+            .discovery
+            .providers_base(&provider.hostname)
+            .await
+            .map_err(|e| {
+                RequestError::upstream(&e, &format!("could not reach the registry of {what}"))
+            })?;
+        let answers = join_all(platforms.iter().map(|platform| {
+            let base = base.clone();
+            async move {
+                let token = self.credentials.token(&provider.hostname);
+                let answer =
+                    registry::package(&self.client, &base, token, provider, version, platform)
+                        .await;
+                (platform.clone(), answer)
+            }
+        }))
+        .await;
+
+        let mut complete = true;
+        let mut refusals: Vec<String> = Vec::new();
+        let mut outages: Vec<String> = Vec::new();
+        let mut record = VersionRecord {
+            provider: provider.clone(),
+            version: version.clone(),
+            packages: BTreeMap::new(),
+            sums: Vec::new(),
+            unsigned_import: false,
+        };
+        for (platform, answer) in answers {
+            let (pkg, final_url) = match answer {
+                Ok(a) => a,
+                Err(UpstreamError::NotFound { .. }) => {
+                    tracing::warn!(%provider, %version, %platform, "origin lists the platform but has no package for it; leaving it out");
+                    continue;
+                }
+                Err(e) => {
+                    complete = false;
+                    tracing::warn!(%provider, %version, %platform, error = %e, "could not read package metadata; leaving the platform out for now");
+                    outages.push(format!("{platform}: {e}"));
+                    continue;
+                }
+            };
+            match self
+                .verify_package(&mut record, &platform, &pkg, &final_url)
+                .await
+            {
+                Ok(package) => {
+                    record.packages.insert(platform, package);
+                }
+                Err(Failure::Outage(reason)) => {
+                    complete = false;
+                    tracing::warn!(%provider, %version, %platform, %reason, "could not fetch SHA256SUMS; leaving the platform out for now");
+                    outages.push(format!("{platform}: {reason}"));
+                }
+                Err(Failure::Refused(reason)) => {
+                    refusals.push(format!("{platform}: {reason}"));
+                }
+            }
+        }
+        if !refusals.is_empty() {
+            return Err(RequestError::VerificationFailed(format!(
+                "{what} failed verification, nothing was stored: {}",
+                refusals.join("; ")
+            )));
+        }
+        if record.packages.is_empty() && !outages.is_empty() {
+            return Err(RequestError::UpstreamUnreachable(format!(
+                "could not fetch the packages of {what}: {}",
+                outages.join("; ")
+            )));
+        }
+        Ok((record, complete))
+    }
+
+    /// Checks one package's metadata against its signed SHA256SUMS, fetching
+    /// and verifying each SHA256SUMS document once per version.
+    async fn verify_package(
+        &self,
+        record: &mut VersionRecord,
+        platform: &Platform,
+        pkg: &registry::PackageResponse,
+        final_url: &url::Url,
+    ) -> Result<PackageRecord, Failure> {
+        if pkg.os != platform.os() || pkg.arch != platform.arch() {
+            return Err(Failure::Refused(format!(
+                "the registry answered for {}_{} instead",
+                pkg.os, pkg.arch
+            )));
+        }
+        let resolve = |field: &str, value: &str| {
+            final_url
+                .join(value)
+                .map_err(|e| Failure::Refused(format!("{field} {value:?} is not a URL: {e}")))
+        };
+        let download_url = resolve("download_url", &pkg.download_url)?;
+        let sums_url = resolve("shasums_url", &pkg.shasums_url)?;
+        let sig_url = resolve("shasums_signature_url", &pkg.shasums_signature_url)?;
+        let keys: Vec<String> = pkg
+            .signing_keys
+            .gpg_public_keys
+            .iter()
+            .map(|k| k.ascii_armor.clone())
+            .collect();
+
+        // One SHA256SUMS serves all platforms of a version as a rule; fetch
+        // and verify it once, and again only if another platform lists other
+        // keys for it.
+        let known = record
+            .sums
+            .iter()
+            .position(|s| s.url == sums_url && s.keys == keys);
+        let index = match known {
+            Some(i) => i,
+            None => {
+                let signed = self
+                    .fetch_signed_sums(&record.provider, &sums_url, &sig_url, keys)
+                    .await?;
+                record.sums.push(signed);
+                record.sums.len() - 1
+            }
+        };
+        let sums = Sha256Sums::parse(record.sums[index].document.as_bytes())
+            .map_err(|e| Failure::Refused(e.to_string()))?;
+        let listed = sums.get(&pkg.filename).ok_or_else(|| {
+            Failure::Refused(format!(
+                "the signed SHA256SUMS has no entry for {}",
+                pkg.filename
+            ))
+        })?;
+        if !listed.eq_ignore_ascii_case(&pkg.shasum) {
+            return Err(Failure::Refused(format!(
+                "the registry's shasum {} for {} differs from the signed SHA256SUMS ({listed})",
+                pkg.shasum, pkg.filename
+            )));
+        }
+        Ok(PackageRecord {
+            filename: pkg.filename.clone(),
+            download_url,
+            sha256: listed.to_owned(),
+            sums: index,
+        })
+    }
+
+    /// Checks a stored version record's evidence against today's trust
+    /// policy.
+    fn recheck(&self, record: &VersionRecord) -> Result<(), crate::store::evidence::Rejected> {
+        crate::store::evidence::check_record(&self.trust, record)
+    }
+
+    async fn fetch_signed_sums(
+        &self,
+        provider: &Provider,
+        sums_url: &url::Url,
+        sig_url: &url::Url,
+        keys: Vec<String>,
+    ) -> Result<SignedSums, Failure> {
+        let (sums, sig) = tokio::join!(
+            self.client.get_bytes(sums_url, None),
+            self.client.get_bytes(sig_url, None)
+        );
+        let (sums, _) = sums.map_err(Failure::from_upstream)?;
+        let (sig, _) = sig.map_err(Failure::from_upstream)?;
+        let signed_by = self
+            .trust
+            .check(provider, &sums, &sig, &keys)
+            .map_err(|e| {
+                self.metrics.verification(VerifyOutcome::Invalid);
+                Failure::Refused(e.to_string())
+            })?;
+        self.metrics.verification(VerifyOutcome::Valid);
+        let document = String::from_utf8(sums.to_vec())
+            .map_err(|_| Failure::Refused("SHA256SUMS is not text".into()))?;
+        Ok(SignedSums {
+            url: sums_url.clone(),
+            document,
+            signature: base64::engine::general_purpose::STANDARD.encode(&sig),
+            signed_by,
+            keys,
+        })
+    }
+}
+
+/// Why one package could not be verified.
+enum Failure {
+    /// The origin could not be asked; try again later.
+    Outage(String),
+    /// The origin's answer was checked and is not acceptable.
+    Refused(String),
+}
+
+impl Failure {
+    fn from_upstream(e: UpstreamError) -> Self {
+        if e.is_outage() {
+            Failure::Outage(e.to_string())
+        } else {
+            Failure::Refused(e.to_string())
+        }
+    }
+}

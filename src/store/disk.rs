@@ -1,0 +1,352 @@
+//! The local-disk store: today's layout under `cache.dir`.
+//!
+//! Layout under `cache.dir` (every name below `providers/` comes from the
+//! validated address types, never from raw request text):
+//!
+//! ```text
+//! tmp/                                        files being written; swept at start
+//! providers/<hostname>/<namespace>/<type>/
+//!     index.json                              versions and platforms, with fetch time
+//!     <version>/version.json                  verified package metadata and its evidence
+//!     <version>/terraform-provider-<type>_<version>_<os>_<arch>.zip
+//!     <version>/terraform-provider-<type>_<version>_<os>_<arch>.zip.h1
+//! ```
+//!
+//! An archive is present only once its SHA-256 has matched the signed
+//! SHA256SUMS; its `.h1` file holds its `h1:` hash and is written before the
+//! archive is moved into place.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use tempfile::{NamedTempFile, TempPath};
+
+use super::{
+    atomic, inventory, ArchiveReader, CachedArchive, IndexRecord, Store, StoreError, StoredArchive,
+    VersionRecord,
+};
+use crate::address::{ArchiveKey, Platform, Provider, Version};
+
+/// The `h1:` hash of an archive file; an error when it is not a zip.
+pub fn h1_of_file(path: &Path) -> Result<String, StoreError> {
+    let file = std::fs::File::open(path)?;
+    crate::verify::h1_of_zip(io::BufReader::new(file))
+        .map_err(|e| StoreError::NotAnArchive(e.to_string()))
+}
+
+/// The cache directory and its layout.
+#[derive(Debug, Clone)]
+pub struct DiskStore {
+    root: PathBuf,
+    tmp: PathBuf,
+}
+
+impl DiskStore {
+    /// Opens (creating when needed) the cache at `root`.
+    pub fn open(root: &Path) -> io::Result<DiskStore> {
+        let tmp = root.join("tmp");
+        std::fs::create_dir_all(root.join("providers"))?;
+        std::fs::create_dir_all(&tmp)?;
+        Ok(DiskStore {
+            root: root.to_path_buf(),
+            tmp,
+        })
+    }
+
+    /// Removes unfinished files that an earlier run of the daemon left in
+    /// `tmp/`. Only the daemon does this, at start: the other commands may
+    /// run beside a daemon whose files there are still being written.
+    pub fn sweep(&self) -> io::Result<()> {
+        let mut swept = 0;
+        for entry in std::fs::read_dir(&self.tmp)? {
+            let entry = entry?;
+            if std::fs::remove_file(entry.path()).is_ok() {
+                swept += 1;
+            }
+        }
+        if swept > 0 {
+            tracing::info!(swept, "removed unfinished files of an earlier run");
+        }
+        Ok(())
+    }
+
+    /// The cache's root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory for files being written.
+    pub fn tmp_dir(&self) -> &Path {
+        &self.tmp
+    }
+
+    fn provider_dir(&self, p: &Provider) -> PathBuf {
+        self.root
+            .join("providers")
+            .join(p.hostname.as_str())
+            .join(p.namespace.as_str())
+            .join(p.kind.as_str())
+    }
+
+    /// Where a provider's version list is kept.
+    pub fn index_path(&self, p: &Provider) -> PathBuf {
+        self.provider_dir(p).join("index.json")
+    }
+
+    /// Where a provider version's verified metadata is kept.
+    pub fn version_path(&self, p: &Provider, v: &Version) -> PathBuf {
+        self.provider_dir(p).join(v.as_str()).join("version.json")
+    }
+
+    /// Where an archive is kept.
+    pub fn archive_path(&self, p: &Provider, v: &Version, platform: &Platform) -> PathBuf {
+        self.provider_dir(p)
+            .join(v.as_str())
+            .join(p.archive_name(v, platform))
+    }
+
+    /// Where an archive's `h1:` hash is kept.
+    pub fn h1_path(&self, p: &Provider, v: &Version, platform: &Platform) -> PathBuf {
+        let mut path = self.archive_path(p, v, platform).into_os_string();
+        path.push(".h1");
+        PathBuf::from(path)
+    }
+
+    /// Reads a JSON record; `Ok(None)` when it does not exist.
+    pub fn read_json<T: serde::de::DeserializeOwned>(&self, path: &Path) -> io::Result<Option<T>> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Moves a downloaded archive whose SHA-256 has been checked into place:
+    /// computes its `h1:` hash (which also proves it is a zip archive),
+    /// writes the `.h1` file, then renames the archive to its cache path.
+    /// Returns the `h1:` hash.
+    pub fn keep_archive(
+        &self,
+        temp: tempfile::TempPath,
+        p: &Provider,
+        v: &Version,
+        platform: &Platform,
+    ) -> Result<String, StoreError> {
+        let h1 = h1_of_file(&temp)?;
+        self.keep_hashed(temp, p, v, platform, &h1)?;
+        Ok(h1)
+    }
+
+    /// Like [`DiskStore::keep_archive`], for an archive whose `h1:` hash the
+    /// caller has computed already.
+    pub fn keep_hashed(
+        &self,
+        temp: tempfile::TempPath,
+        p: &Provider,
+        v: &Version,
+        platform: &Platform,
+        h1: &str,
+    ) -> Result<(), StoreError> {
+        atomic::write(&self.tmp, &self.h1_path(p, v, platform), h1.as_bytes())
+            .and_then(|()| atomic::persist(temp, &self.archive_path(p, v, platform)))
+            .map_err(StoreError::from)
+    }
+
+    /// Adds a version and its platforms to a provider's stored version
+    /// list (created when there is none, with a fetch time of zero so that
+    /// an online mirror asks the origin for the full list).
+    pub fn add_to_index(
+        &self,
+        p: &Provider,
+        v: &Version,
+        platforms: Vec<Platform>,
+    ) -> io::Result<()> {
+        let path = self.index_path(p);
+        let mut index: IndexRecord = self.read_json(&path)?.unwrap_or(IndexRecord {
+            fetched_at_ms: 0,
+            versions: Default::default(),
+        });
+        if index.versions.get(v) == Some(&platforms) {
+            return Ok(());
+        }
+        let listed = index.versions.entry(v.clone()).or_default();
+        for platform in platforms {
+            if !listed.contains(&platform) {
+                listed.push(platform);
+            }
+        }
+        listed.sort();
+        self.write_json(&path, &index)
+    }
+
+    /// Writes a JSON record atomically.
+    pub fn write_json<T: serde::Serialize>(&self, path: &Path, value: &T) -> io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+        atomic::write(&self.tmp, path, &bytes)
+    }
+}
+
+impl DiskStore {
+    /// Reads a JSON record that may not be there, on a blocking thread.
+    async fn read_record<T>(
+        &self,
+        path: PathBuf,
+        what: &'static str,
+    ) -> Result<Option<T>, StoreError>
+    where
+        T: serde::de::DeserializeOwned + Send + 'static,
+    {
+        let read = tokio::task::spawn_blocking(move || match std::fs::read(path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        });
+        let Some(bytes) = read.await.map_err(io::Error::other)?? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt {
+                what,
+                reason: e.to_string(),
+            })
+    }
+
+    /// Writes a JSON record atomically, on a blocking thread.
+    async fn write_record<T: serde::Serialize>(
+        &self,
+        path: PathBuf,
+        value: &T,
+    ) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+        let tmp = self.tmp.clone();
+        tokio::task::spawn_blocking(move || atomic::write(&tmp, &path, &bytes))
+            .await
+            .map_err(io::Error::other)??;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Store for DiskStore {
+    fn location(&self) -> String {
+        self.root.display().to_string()
+    }
+
+    async fn read_index(&self, provider: &Provider) -> Result<Option<IndexRecord>, StoreError> {
+        self.read_record(self.index_path(provider), "version list")
+            .await
+    }
+
+    async fn write_index(
+        &self,
+        provider: &Provider,
+        record: &IndexRecord,
+    ) -> Result<(), StoreError> {
+        self.write_record(self.index_path(provider), record).await
+    }
+
+    async fn read_version(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Option<VersionRecord>, StoreError> {
+        self.read_record(self.version_path(provider, version), "version record")
+            .await
+    }
+
+    async fn write_version(&self, record: &VersionRecord) -> Result<(), StoreError> {
+        let path = self.version_path(&record.provider, &record.version);
+        self.write_record(path, record).await
+    }
+
+    fn staging_file(&self) -> Result<NamedTempFile, StoreError> {
+        Ok(atomic::temp_file(&self.tmp)?)
+    }
+
+    async fn keep_archive(&self, staged: TempPath, key: &ArchiveKey) -> Result<String, StoreError> {
+        let (store, key) = (self.clone(), key.clone());
+        tokio::task::spawn_blocking(move || {
+            store.keep_archive(staged, &key.provider, &key.version, &key.platform)
+        })
+        .await
+        .map_err(io::Error::other)?
+    }
+
+    async fn archive(&self, key: &ArchiveKey) -> Result<Option<StoredArchive>, StoreError> {
+        let path = self.archive_path(&key.provider, &key.version, &key.platform);
+        let size = match tokio::fs::metadata(&path).await {
+            Ok(meta) => meta.len(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        match tokio::fs::read_to_string(self.h1_path(&key.provider, &key.version, &key.platform))
+            .await
+        {
+            Ok(h1) => Ok(Some(StoredArchive {
+                size,
+                h1: h1.trim().to_owned(),
+            })),
+            // An archive without its hash file is not servable (a crash
+            // between the two renames, or half an eviction).
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn open_archive(&self, key: &ArchiveKey) -> Result<Option<ArchiveReader>, StoreError> {
+        let path = self.archive_path(&key.provider, &key.version, &key.platform);
+        match tokio::fs::File::open(&path).await {
+            Ok(file) => {
+                let size = file.metadata().await?.len();
+                Ok(Some(ArchiveReader {
+                    size,
+                    reader: Box::pin(file),
+                }))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn remove_archive(&self, key: &ArchiveKey) -> Result<(), StoreError> {
+        let (store, key) = (self.clone(), key.clone());
+        tokio::task::spawn_blocking(move || inventory::remove(&store, &key))
+            .await
+            .map_err(io::Error::other)??;
+        Ok(())
+    }
+
+    async fn touch_archive(&self, key: &ArchiveKey) {
+        let (store, key) = (self.clone(), key.clone());
+        let _ = tokio::task::spawn_blocking(move || inventory::touch(&store, &key)).await;
+    }
+
+    async fn list_archives(&self) -> Result<Vec<CachedArchive>, StoreError> {
+        let store = self.clone();
+        Ok(
+            tokio::task::spawn_blocking(move || inventory::archives(&store))
+                .await
+                .map_err(io::Error::other)?,
+        )
+    }
+
+    async fn probe(&self, bytes: usize) -> Result<(), StoreError> {
+        let tmp = self.tmp.clone();
+        tokio::task::spawn_blocking(move || -> io::Result<()> {
+            use std::io::Write;
+            let mut file = atomic::temp_file(&tmp)?;
+            if bytes > 0 {
+                file.write_all(&vec![0u8; bytes])?;
+                file.as_file().sync_all()?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(io::Error::other)??;
+        Ok(())
+    }
+}

@@ -1,0 +1,64 @@
+//! Whether the cache can be written. A failed write (disk full, read-only
+//! file system, permissions) marks the cache as in trouble: `/readyz` then
+//! answers 503 with the reason, while what is cached keeps being served.
+//! The mark clears with the next successful write, or when a probe write
+//! succeeds at least [`PROBE_AFTER`] after the failure.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{Store, StoreError};
+
+/// How long after a failure `/readyz` starts probing whether it is over.
+pub const PROBE_AFTER: Duration = Duration::from_secs(10);
+/// The size of the probe write: enough that a nearly full disk fails it.
+const PROBE_BYTES: usize = 1024 * 1024;
+
+/// Why the cache cannot be written right now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unwritable(String);
+
+/// The cache's write health, shared by everything that writes to it.
+#[derive(Clone, Default)]
+pub struct StoreHealth {
+    trouble: Arc<Mutex<Option<(Instant, Unwritable)>>>,
+}
+
+impl StoreHealth {
+    /// A store in good health.
+    pub fn new() -> StoreHealth {
+        StoreHealth::default()
+    }
+
+    /// Records a failed write while doing `what`.
+    pub fn failed(&self, what: &str, err: &StoreError) -> Unwritable {
+        let reason = Unwritable(format!("the cache cannot be written ({what}: {err})"));
+        *self.trouble.lock().expect("store health lock") = Some((Instant::now(), reason.clone()));
+        reason
+    }
+
+    /// Records a successful write.
+    pub fn succeeded(&self) {
+        *self.trouble.lock().expect("store health lock") = None;
+    }
+
+    /// Whether the cache can be written, and why not.
+    pub async fn check(&self, store: &dyn Store) -> Result<(), Unwritable> {
+        let trouble = self.trouble.lock().expect("store health lock").clone();
+        match trouble {
+            None => store
+                .probe(0)
+                .await
+                .map_err(|e| Unwritable(format!("the cache directory is not writable: {e}"))),
+            Some((since, reason)) if since.elapsed() < PROBE_AFTER => Err(reason),
+            Some((_, reason)) => match store.probe(PROBE_BYTES).await {
+                Ok(()) => {
+                    self.succeeded();
+                    Ok(())
+                }
+                Err(e) => Err(Unwritable(format!("{reason}; still failing: {e}"))),
+            },
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! What the cache keeps, behind one trait: provider version lists, version
+//! records with the signed evidence that verified them, and archives.
+//!
+//! The mirror only speaks to [`Store`]; [`DiskStore`] (today's layout under
+//! `cache.dir`) is its first implementation. An archive enters a store in
+//! two steps: it is downloaded into a local staging file
+//! ([`Store::staging_file`]), checked, and then kept
+//! ([`Store::keep_archive`]), which makes it visible whole or not at all.
+
+pub mod atomic;
+mod disk;
+pub mod evidence;
+pub mod health;
+pub mod inventory;
+pub mod records;
+
+use std::io;
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use tempfile::{NamedTempFile, TempPath};
+
+use crate::address::{ArchiveKey, Provider, Version};
+
+pub use disk::{h1_of_file, DiskStore};
+pub use inventory::CachedArchive;
+pub use records::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
+
+/// Why the store could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Reading or writing the storage failed (disk full, read-only file
+    /// system, permissions).
+    #[error("{0}")]
+    Unavailable(#[from] io::Error),
+    /// A stored record could not be understood.
+    #[error("unreadable {what}: {reason}")]
+    Corrupt {
+        /// Which record.
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The bytes offered as an archive are not a zip archive, so no `h1:`
+    /// hash exists for them.
+    #[error("{0}")]
+    NotAnArchive(String),
+}
+
+/// An archive the store holds: its size and `h1:` hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredArchive {
+    /// Size in bytes.
+    pub size: u64,
+    /// The `h1:` hash.
+    pub h1: String,
+}
+
+/// An archive opened for reading.
+pub struct ArchiveReader {
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its bytes.
+    pub reader: Pin<Box<dyn tokio::io::AsyncRead + Send>>,
+}
+
+/// Where the cache keeps what it holds. Every write is atomic: a reader
+/// sees the old object or the whole new one, never a part.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Where the store is, for people (a directory, a bucket).
+    fn location(&self) -> String;
+
+    /// A provider's stored version list.
+    async fn read_index(&self, provider: &Provider) -> Result<Option<IndexRecord>, StoreError>;
+
+    /// Stores a provider's version list.
+    async fn write_index(
+        &self,
+        provider: &Provider,
+        record: &IndexRecord,
+    ) -> Result<(), StoreError>;
+
+    /// A provider version's stored record.
+    async fn read_version(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Option<VersionRecord>, StoreError>;
+
+    /// Stores a provider version's record.
+    async fn write_version(&self, record: &VersionRecord) -> Result<(), StoreError>;
+
+    /// A new local file to download an archive into, removed when dropped
+    /// unless kept. Clients may read it by path while it is written.
+    fn staging_file(&self) -> Result<NamedTempFile, StoreError>;
+
+    /// Keeps a staged archive whose SHA-256 the caller has checked:
+    /// computes its `h1:` hash (which proves it is a zip archive) and makes
+    /// it visible under `key`. Returns the `h1:` hash.
+    async fn keep_archive(&self, staged: TempPath, key: &ArchiveKey) -> Result<String, StoreError>;
+
+    /// An archive's size and `h1:` hash, when the store holds it.
+    async fn archive(&self, key: &ArchiveKey) -> Result<Option<StoredArchive>, StoreError>;
+
+    /// Opens an archive for reading; `None` when the store does not hold it.
+    async fn open_archive(&self, key: &ArchiveKey) -> Result<Option<ArchiveReader>, StoreError>;
+
+    /// Removes an archive (eviction).
+    async fn remove_archive(&self, key: &ArchiveKey) -> Result<(), StoreError>;
+
+    /// Records that an archive was used now.
+    async fn touch_archive(&self, key: &ArchiveKey);
+
+    /// Every archive the store holds, with its size and last use.
+    async fn list_archives(&self) -> Result<Vec<CachedArchive>, StoreError>;
+
+    /// Writes and removes a scratch object of `bytes` bytes, to learn
+    /// whether the store can be written.
+    async fn probe(&self, bytes: usize) -> Result<(), StoreError>;
+}
