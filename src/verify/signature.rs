@@ -338,8 +338,15 @@ mod tests {
     #[test]
     fn accepts_a_gnupg_signing_subkey() {
         let keys = ring("subkey-signer.asc");
-        keys.verify(&read("SHA256SUMS"), &read("SHA256SUMS.subkey.sig"), "keys")
-            .unwrap();
+        let (sums, sig) = (read("SHA256SUMS"), read("SHA256SUMS.subkey.sig"));
+        let signed = keys.verify(&sums, &sig, "keys").unwrap();
+        // Reported under the primary key's ID, the one registries list.
+        assert_eq!(signed.key_id, keys.key_ids()[0]);
+        // The subkey made it: without the subkey, the primary key alone
+        // does not verify the signature.
+        let mut primary_only = keys.clone();
+        primary_only.keys[0].public_subkeys.clear();
+        assert!(primary_only.verify(&sums, &sig, "keys").is_err());
     }
 
     #[test]
