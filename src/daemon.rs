@@ -206,7 +206,11 @@ fn reload(tls: Option<&ServerTls>, app: &App) {
     }
 }
 
-/// Re-reads the token file whenever it changes (checked every two seconds).
+/// Re-reads the token file whenever it changes. A fixed interval is right
+/// here: the check is one `stat` of the file, and two seconds bounds how
+/// long a token written by an operator's tooling waits to take effect
+/// without depending on file-change notification, which does not see
+/// files replaced on some mounts.
 async fn watch_token_file(app: Arc<App>) {
     loop {
         tokio::time::sleep(Duration::from_secs(2)).await;

@@ -198,11 +198,6 @@ impl Residency {
             .insert(key.clone(), Entry { size, last_used: 0 });
         self.publish();
     }
-
-    /// An indexed archive's size.
-    pub fn size_of(&self, key: &ArchiveKey) -> Option<u64> {
-        self.lock().entries.get(key).map(|e| e.size)
-    }
 }
 
 fn now_secs() -> u64 {
