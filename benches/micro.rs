@@ -95,14 +95,14 @@ fn paths(c: &mut Criterion) {
             routes::parse(black_box(
                 "/registry.terraform.io/hashicorp/aws/5.31.0.json",
             ))
-        })
+        });
     });
     c.bench_function("parse archive path", |b| {
         b.iter(|| {
             routes::parse(black_box(
                 "/registry.terraform.io/hashicorp/aws/terraform-provider-aws_5.31.0_linux_amd64.zip",
             ))
-        })
+        });
     });
 }
 
@@ -112,7 +112,7 @@ fn hashing(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Bytes(zip.len() as u64));
     group.bench_function("h1", |b| {
-        b.iter(|| h1_of_zip(Cursor::new(black_box(&zip[..]))).unwrap())
+        b.iter(|| h1_of_zip(Cursor::new(black_box(&zip[..]))).unwrap());
     });
     group.bench_function("sha256", |b| b.iter(|| Sha256::digest(black_box(&zip[..]))));
     group.finish();
@@ -133,7 +133,7 @@ fn rendering(c: &mut Criterion) {
             .collect(),
     };
     c.bench_function("render index.json (200 versions)", |b| {
-        b.iter(|| serde_json::to_vec(&IndexDocument::from_record(black_box(&index))).unwrap())
+        b.iter(|| serde_json::to_vec(&IndexDocument::from_record(black_box(&index))).unwrap());
     });
     let record = version_record();
     let h1: BTreeMap<Platform, String> = record
@@ -149,7 +149,7 @@ fn rendering(c: &mut Criterion) {
                 |_| None,
             ))
             .unwrap()
-        })
+        });
     });
 }
 
@@ -162,9 +162,10 @@ fn verification(c: &mut Criterion) {
                 "ab".repeat(32)
             )
         })
-        .collect();
+        .collect::<Vec<_>>()
+        .concat();
     c.bench_function("parse SHA256SUMS (6 lines)", |b| {
-        b.iter(|| Sha256Sums::parse(black_box(sums.as_bytes())).unwrap())
+        b.iter(|| Sha256Sums::parse(black_box(sums.as_bytes())).unwrap());
     });
     let key = String::from_utf8(fixture("signer.asc")).unwrap();
     let ring = Keyring::from_armored([key.as_str()]).unwrap();
@@ -173,7 +174,7 @@ fn verification(c: &mut Criterion) {
         b.iter(|| {
             ring.verify(black_box(&document), &signature, "keys")
                 .unwrap()
-        })
+        });
     });
 }
 

@@ -313,12 +313,12 @@ impl Platform {
 
     /// The operating system part (`linux`).
     pub fn os(&self) -> &str {
-        self.0.split_once('_').map(|(os, _)| os).unwrap_or("")
+        self.0.split_once('_').map_or("", |(os, _)| os)
     }
 
     /// The architecture part (`amd64`).
     pub fn arch(&self) -> &str {
-        self.0.split_once('_').map(|(_, a)| a).unwrap_or("")
+        self.0.split_once('_').map_or("", |(_, a)| a)
     }
 }
 

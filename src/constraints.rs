@@ -15,7 +15,43 @@ use semver::{Prerelease, Version};
 #[error("invalid version constraint {given:?}: {reason}")]
 pub struct InvalidConstraint {
     given: String,
-    reason: String,
+    reason: TermError,
+}
+
+/// What is wrong with one term of a constraint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TermError {
+    /// Nothing between two commas.
+    #[error("an empty term")]
+    Empty,
+    /// `v1.2.3`.
+    #[error(r#"a "v" prefix is not used before versions"#)]
+    VPrefix,
+    /// `1.2.3.4`.
+    #[error("at most three numbers (major.minor.patch)")]
+    TooManyNumbers,
+    /// Not numbers separated by dots.
+    #[error("{0:?} is not a version")]
+    NotAVersion(String),
+    /// A number that does not fit in 64 bits.
+    #[error("{0:?} is too large")]
+    TooLarge(String),
+    /// An operator that does not exist, with the one likely meant.
+    #[error("unknown operator {given:?}{}", hint.map(|h| format!("; did you mean {h:?}?")).unwrap_or_default())]
+    UnknownOperator {
+        /// The operator as written.
+        given: String,
+        /// The operator likely meant.
+        hint: Option<&'static str>,
+    },
+    /// A pre-release label that is not valid.
+    #[error("pre-release {given:?}: {reason}")]
+    Prerelease {
+        /// The label as written.
+        given: String,
+        /// Why it was refused.
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +85,7 @@ impl Constraints {
     /// Parses comma-separated constraint terms. Blank text constrains
     /// nothing.
     pub fn parse(given: &str) -> Result<Constraints, InvalidConstraint> {
-        let err = |reason: String| InvalidConstraint {
+        let err = |reason: TermError| InvalidConstraint {
             given: given.to_string(),
             reason,
         };
@@ -115,9 +151,9 @@ impl Term {
     }
 }
 
-fn parse_term(raw: &str) -> Result<Term, String> {
+fn parse_term(raw: &str) -> Result<Term, TermError> {
     if raw.is_empty() {
-        return Err("an empty term".into());
+        return Err(TermError::Empty);
     }
     let split = raw
         .find(|c: char| c.is_ascii_digit() || c.is_whitespace() || c.is_alphabetic())
@@ -125,7 +161,7 @@ fn parse_term(raw: &str) -> Result<Term, String> {
     let (op_text, rest) = raw.split_at(split);
     let rest = rest.trim_start();
     if rest.starts_with('v') {
-        return Err(r#"a "v" prefix is not used before versions"#.into());
+        return Err(TermError::VPrefix);
     }
     let (numbers, pre) = match rest.split_once('-') {
         Some((n, p)) => (n, Some(p)),
@@ -138,7 +174,7 @@ fn parse_term(raw: &str) -> Result<Term, String> {
     };
     let parts: Vec<&str> = numbers.split('.').collect();
     if parts.len() > 3 {
-        return Err("at most three numbers (major.minor.patch)".into());
+        return Err(TermError::TooManyNumbers);
     }
     let mut nums = [0u64; 3];
     for (i, p) in parts.iter().enumerate() {
@@ -146,9 +182,11 @@ fn parse_term(raw: &str) -> Result<Term, String> {
             || !p.bytes().all(|b| b.is_ascii_digit())
             || (p.len() > 1 && p.starts_with('0'))
         {
-            return Err(format!("{rest:?} is not a version"));
+            return Err(TermError::NotAVersion(rest.to_string()));
         }
-        nums[i] = p.parse().map_err(|_| format!("{p:?} is too large"))?;
+        nums[i] = p
+            .parse()
+            .map_err(|_| TermError::TooLarge((*p).to_string()))?;
     }
     let op = match op_text.trim() {
         "" | "=" => Op::Eq,
@@ -159,13 +197,24 @@ fn parse_term(raw: &str) -> Result<Term, String> {
         "<=" => Op::Le,
         "~>" if parts.len() == 3 => Op::PatchOnly,
         "~>" => Op::MinorOnly,
-        "=>" => return Err(r#"unknown operator "=>"; did you mean ">="?"#.into()),
-        "=<" => return Err(r#"unknown operator "=<"; did you mean "<="?"#.into()),
-        other => return Err(format!("unknown operator {other:?}")),
+        other => {
+            let hint = match other {
+                "=>" => Some(">="),
+                "=<" => Some("<="),
+                _ => None,
+            };
+            return Err(TermError::UnknownOperator {
+                given: other.to_string(),
+                hint,
+            });
+        }
     };
     let mut version = Version::new(nums[0], nums[1], nums[2]);
     if let Some(pre) = pre {
-        version.pre = Prerelease::new(pre).map_err(|e| format!("pre-release {pre:?}: {e}"))?;
+        version.pre = Prerelease::new(pre).map_err(|e| TermError::Prerelease {
+            given: pre.to_string(),
+            reason: e.to_string(),
+        })?;
     }
     Ok(Term { op, version })
 }

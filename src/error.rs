@@ -70,7 +70,12 @@ pub enum RequestError {
 impl RequestError {
     /// The HTTP status this error answers with.
     pub fn status(&self) -> StatusCode {
-        use RequestError::*;
+        use RequestError::{
+            DiskUnavailable, HostNotAllowed, Internal, InvalidRequest, LinkRefused,
+            MethodNotAllowed, NoPackage, NotAtOrigin, NotHeld, NotReady, Unauthenticated,
+            UpstreamBusy, UpstreamInvalid, UpstreamTimeout, UpstreamUnreachable,
+            VerificationFailed,
+        };
         match self {
             InvalidRequest(_) => StatusCode::BAD_REQUEST,
             Unauthenticated(_) => StatusCode::UNAUTHORIZED,
@@ -95,7 +100,10 @@ impl RequestError {
     /// Adds context in front of the message, keeping the cause.
     #[must_use]
     pub fn context(self, what: impl std::fmt::Display) -> Self {
-        use RequestError::*;
+        use RequestError::{
+            DiskUnavailable, InvalidRequest, NoPackage, NotAtOrigin, NotHeld, UpstreamBusy,
+            UpstreamInvalid, UpstreamTimeout, UpstreamUnreachable, VerificationFailed,
+        };
         let with = |m: String| format!("{what}: {m}");
         match self {
             InvalidRequest(m) => InvalidRequest(with(m)),

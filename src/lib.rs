@@ -1,6 +1,6 @@
-//! tfmirror: a read-through caching mirror for Terraform and OpenTofu
+//! tfmirror: a read-through caching mirror for Terraform and `OpenTofu`
 //! providers that speaks the Provider Network Mirror Protocol and verifies
-//! the OpenPGP signature over every package's checksum before it caches or
+//! the `OpenPGP` signature over every package's checksum before it caches or
 //! serves the package.
 //!
 //! A request flows `http` (listener → dispatch → routes) → `mirror` (versions,
@@ -8,10 +8,10 @@
 //! `verify` (signature, SHA256SUMS, hashes) → `store` (what the cache
 //! keeps). `daemon` runs it all; `commands` are the command line.
 
-#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod constraints;

@@ -327,8 +327,7 @@ impl Metrics {
                 let n = self
                     .cache
                     .get(&CacheLabels { kind, outcome })
-                    .map(|c| c.get())
-                    .unwrap_or(0);
+                    .map_or(0, |c| c.get());
                 all += n;
                 if outcome != CacheOutcome::Miss {
                     hits += n;

@@ -13,6 +13,7 @@ use crate::verify;
 #[derive(Debug, Serialize, Deserialize)]
 pub struct IndexDocument {
     /// Every available version, each with an empty object.
+    #[allow(clippy::zero_sized_map_values)] // the protocol's shape: `{"1.0.0": {}}`
     pub versions: BTreeMap<String, Empty>,
 }
 

@@ -96,7 +96,7 @@ fn snapshot(cache: &Path) -> BTreeMap<String, String> {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    tfmirror::verify::hex(bytes)
 }
 
 /// A bundle's entries, to alter them.
@@ -461,12 +461,12 @@ async fn an_interrupted_sync_resumes() {
     .stdout(std::process::Stdio::null())
     .stderr(std::process::Stdio::null());
     let mut child = cmd.spawn().unwrap();
-    for _ in 0..400 {
-        if zips(&setup.cache_dir()) >= 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until(
+        "sync to store its first archive",
+        Duration::from_secs(10),
+        || zips(&setup.cache_dir()) >= 1,
+    )
+    .await;
     child.kill().unwrap();
     child.wait().unwrap();
     let kept = zips(&setup.cache_dir());

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -123,7 +124,7 @@ async fn expired_links_are_refused_and_the_token_file_is_reread() {
         .as_str()
         .unwrap()
         .to_string();
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    m.clock.advance(Duration::from_secs(2));
     let a = c
         .get(&m.url(&format!("/registry.origin.test/acme/widget/{link}")))
         .await;
@@ -193,10 +194,12 @@ async fn terraform_sends_its_credentials_and_downloads_through_signed_links() {
             m.url("/")
         );
         if with_credentials {
-            rc.push_str(&format!(
-                "credentials \"127.0.0.1:{}\" {{\n  token = \"{TOKEN}\"\n}}\n",
-                m.addr.port()
-            ));
+            let port = m.addr.port();
+            writeln!(
+                rc,
+                "credentials \"127.0.0.1:{port}\" {{\n  token = \"{TOKEN}\"\n}}"
+            )
+            .unwrap();
         }
         let rc_path = work.path().join("cli.tfrc");
         std::fs::write(&rc_path, rc).unwrap();

@@ -101,7 +101,12 @@ async fn sigterm_lets_a_slow_download_finish_and_systemd_hears_of_it() {
         let (c, url) = (c.clone(), url.clone());
         tokio::spawn(async move { c.get(&url).await })
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_until(
+        "the download to reach the origin",
+        Duration::from_secs(10),
+        || origin.hits("/files/terraform-provider-widget_1.0.0_linux_amd64.zip") == 1,
+    )
+    .await;
     d.signal("TERM");
     let n = notify.recv(&mut buf).unwrap();
     assert_eq!(String::from_utf8_lossy(&buf[..n]).trim_end(), "STOPPING=1");
@@ -330,7 +335,6 @@ async fn takes_over_a_socket_passed_by_systemd() {
         all
     });
     // The first connection starts tfmirror, which then answers it.
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let tcp = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             if let Ok(s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
@@ -443,17 +447,10 @@ async fn kill_9_mid_download_leaves_nothing_servable_and_restart_recovers() {
     };
     // Wait until the download has begun: its temporary file exists.
     let tmp = setup.cache_dir().join("tmp");
-    for _ in 0..200 {
-        if std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0) > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(
-        std::fs::read_dir(&tmp).unwrap().count(),
-        1,
-        "no download under way"
-    );
+    wait_until("a download to be under way", Duration::from_secs(5), || {
+        std::fs::read_dir(&tmp).is_ok_and(|d| d.count() == 1)
+    })
+    .await;
     d.signal("KILL");
     let _ = d.wait().await;
     pending.abort();

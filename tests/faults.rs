@@ -41,14 +41,14 @@ fn case(path: &str, fault: Fault, ask: Ask, status: StatusCode, says: &'static s
 }
 
 fn cases() -> Vec<Case> {
+    use Ask::*;
+    use Fault::*;
     let versions = "/v1/providers/acme/widget/versions";
     let package = "/v1/providers/acme/widget/1.0.0/download/linux/amd64";
     let sums = "/files/terraform-provider-widget_1.0.0_SHA256SUMS";
     let archive = format!("/files/{ZIP}");
     let redirect = format!("/dl/{ZIP}");
     let huge = format!("{{\"versions\": [{}]}}", "{},".repeat(3 * 1024 * 1024));
-    use Ask::*;
-    use Fault::*;
     let (bad, timeout) = (StatusCode::BAD_GATEWAY, StatusCode::GATEWAY_TIMEOUT);
     vec![
         case(

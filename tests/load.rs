@@ -144,7 +144,7 @@ async fn twenty_thousand_mixed_requests_at_64_connections() {
     let failures = Arc::new(Mutex::new(Vec::<String>::new()));
     let counts = Arc::new(Mutex::new([0usize; 3]));
     let rss = Arc::new(Mutex::new(Vec::<(usize, u64)>::new()));
-    let sampler = {
+    let rss_task = {
         let (rss, next) = (rss.clone(), next.clone());
         tokio::spawn(async move {
             loop {
@@ -202,7 +202,7 @@ async fn twenty_thousand_mixed_requests_at_64_connections() {
     for w in workers {
         w.await.unwrap();
     }
-    sampler.abort();
+    rss_task.abort();
 
     let failures = failures.lock().unwrap().clone();
     assert!(

@@ -283,7 +283,7 @@ async fn origin_outage_serves_stale_and_survives_a_restart() {
 
     // The origin answers 503: once the list is stale it is still served.
     origin.fail_with(Some(StatusCode::SERVICE_UNAVAILABLE));
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    m.clock.advance(Duration::from_millis(400));
     let before = origin.hits("/v1/providers/acme/widget/versions");
     let stale = c.get(&m.url(index)).await;
     assert_eq!(stale.status, StatusCode::OK);
@@ -298,7 +298,7 @@ async fn origin_outage_serves_stale_and_survives_a_restart() {
     m.stop().await;
     let m = RunningMirror::start(config).await;
     let c = Client::trusting(&m.ca_file);
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    m.clock.advance(Duration::from_millis(400));
     let stale = c.get(&m.url(index)).await;
     assert_eq!(stale.status, StatusCode::OK, "{:?}", stale.body);
     let d = c.get(&m.url(doc)).await;
@@ -432,14 +432,16 @@ async fn a_download_whose_client_gave_up_still_completes_once() {
     let url = sc.archive_url("widget", "4.0.0", "linux_amd64");
     let gave_up = tokio::time::timeout(Duration::from_millis(150), c.get(&url)).await;
     assert!(gave_up.is_err(), "the first client should have given up");
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-    let stored = files_below(&setup.cache_dir());
-    assert!(
-        stored
-            .iter()
-            .any(|f| f.ends_with("terraform-provider-widget_4.0.0_linux_amd64.zip")),
-        "{stored:?}"
-    );
+    wait_until(
+        "the abandoned download to be stored",
+        Duration::from_secs(10),
+        || {
+            files_below(&setup.cache_dir())
+                .iter()
+                .any(|f| f.ends_with("terraform-provider-widget_4.0.0_linux_amd64.zip"))
+        },
+    )
+    .await;
     let a = c.get(&url).await;
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(&a.body[..], &sc.archives["linux_amd64"][..]);
@@ -569,7 +571,7 @@ async fn plain_http_upstreams_need_insecure_http() {
     }
 }
 
-/// Documents carry a strong ETag; a client that has the current one gets
+/// Documents carry a strong `ETag`; a client that has the current one gets
 /// 304, and the tag changes when the document does (an archive's `h1:`
 /// joins it once cached).
 #[tokio::test]

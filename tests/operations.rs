@@ -17,6 +17,7 @@ fn metric(text: &str, series: &str) -> f64 {
 }
 
 #[tokio::test]
+#[allow(clippy::many_single_char_names, clippy::float_cmp)] // m, c and answers; metrics are exact counts
 async fn probes_metrics_request_ids_and_status_page() {
     let Scene {
         setup,
@@ -48,7 +49,7 @@ async fn probes_metrics_request_ids_and_status_page() {
         );
         assert_eq!(c.get(&m.url(&zip)).await.status, StatusCode::OK);
     }
-    let size = archives["linux_amd64"].len() as f64;
+    let size = f64::from(u32::try_from(archives["linux_amd64"].len()).unwrap());
     let text = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
     let cases = [
         (
@@ -199,7 +200,6 @@ async fn eviction_keeps_the_cache_under_max_size_and_spares_archives_being_read(
     };
 
     assert_eq!(c.get(&url("1.0.0")).await.status, StatusCode::OK);
-    tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(c.get(&url("2.0.0")).await.status, StatusCode::OK);
     // 1.0.0 is the least recently used, but a client is reading it now.
     let reading = c.start_get(&url("1.0.0")).await;
@@ -244,7 +244,12 @@ async fn an_archive_downloading_while_the_cache_fills_is_not_evicted() {
         let (c, u) = (c.clone(), url("3.0.0"));
         tokio::spawn(async move { c.get(&u).await })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_until(
+        "the slow download to begin",
+        Duration::from_secs(10),
+        || origin.hits("/files/terraform-provider-big_3.0.0_linux_amd64.zip") == 1,
+    )
+    .await;
     assert_eq!(c.get(&url("1.0.0")).await.status, StatusCode::OK);
     assert_eq!(c.get(&url("2.0.0")).await.status, StatusCode::OK);
     let a = slow.await.unwrap();

@@ -126,7 +126,7 @@ proptest! {
         let tail = match which {
             0 => "index.json".to_string(),
             1 => format!("{version}.json"),
-            _ => format!("terraform-provider-{}_{version}_linux_amd64.zip", kind),
+            _ => format!("terraform-provider-{kind}_{version}_linux_amd64.zip"),
         };
         let path = format!("/{host}/{ns}/{kind}/{tail}");
         let route = routes::parse(&path);
@@ -150,7 +150,7 @@ proptest! {
     fn sha256sums_never_panic_and_yield_hex(doc in proptest::collection::vec(any::<u8>(), 0..400),
                                            lines in proptest::collection::vec(("[0-9a-fA-F]{62,66}", "[ \\t*]{1,3}", "[a-z0-9_.]{1,20}"), 0..6)) {
         let _ = Sha256Sums::parse(&doc);
-        let text: String = lines.iter().map(|(h, sep, n)| format!("{h}{sep}{n}\n")).collect();
+        let text: String = lines.iter().map(|(h, sep, n)| format!("{h}{sep}{n}\n")).collect::<Vec<_>>().concat();
         if let Ok(sums) = Sha256Sums::parse(text.as_bytes()) {
             for (_, _, name) in &lines {
                 if let Some(sum) = sums.get(name) {

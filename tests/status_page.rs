@@ -13,8 +13,7 @@ use http::StatusCode;
 /// ignored where it is missing, outside CI (see `build.rs`).
 fn chromium() -> PathBuf {
     let path = std::env::var_os("CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
     assert!(
         path.is_file(),
         "{} not found: install Debian's chromium package (the README's test command does)",

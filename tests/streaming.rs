@@ -67,7 +67,7 @@ async fn big_archives_reach_clients_while_they_download() {
             "{headers_after:?}"
         );
         assert!(
-            first_bytes_after < Duration::from_millis(2000),
+            first_bytes_after < Duration::from_secs(2),
             "{first_bytes_after:?}"
         );
         assert_eq!(bytes, archive);
@@ -85,12 +85,12 @@ async fn big_archives_reach_clients_while_they_download() {
     let stored = setup.cache_dir().join(format!(
         "providers/registry.origin.test/acme/big/1.0.0/{ZIP}"
     ));
-    for _ in 0..100 {
-        if stored.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until(
+        "the streamed archive to be stored",
+        Duration::from_secs(10),
+        || stored.exists(),
+    )
+    .await;
     assert_eq!(std::fs::read(&stored).unwrap(), archive);
     m.stop().await;
 }
@@ -116,12 +116,11 @@ async fn a_streamed_archive_that_fails_its_check_never_arrives_whole() {
                 let mut got = 0usize;
                 let mut failed = false;
                 while let Some(frame) = body.frame().await {
-                    match frame {
-                        Ok(f) => got += f.into_data().map(|d| d.len()).unwrap_or(0),
-                        Err(_) => {
-                            failed = true;
-                            break;
-                        }
+                    if let Ok(f) = frame {
+                        got += f.into_data().map_or(0, |d| d.len());
+                    } else {
+                        failed = true;
+                        break;
                     }
                 }
                 (got, failed)

@@ -60,7 +60,8 @@ impl Workspace {
             .map(|(name, source, version)| {
                 format!("    {name} = {{\n      source  = \"{source}\"\n      version = \"{version}\"\n    }}\n")
             })
-            .collect();
+            .collect::<Vec<_>>()
+            .concat();
         std::fs::write(
             dir.path().join("main.tf"),
             format!("terraform {{\n  required_providers {{\n{required}  }}\n}}\n"),

@@ -1,15 +1,14 @@
 //! The load benchmark's stand-in for the internet: the tests' fake origin
 //! registry (real TLS, real signatures), serving `registry.origin.test`'s
 //! `acme/small` (20 versions, 3 platforms each) and `acme/big` (one
-//! version with a 48 MiB linux_amd64 archive) until it is killed.
+//! version with a 48 MiB `linux_amd64` archive) until it is killed.
 //!
-//! Usage: bench-origin PORT CA_FILE [BIG_MIB]
+//! Usage: bench-origin PORT `CA_FILE` [`BIG_MIB`]
 
 #[path = "../../tests/common/mod.rs"]
-#[allow(unused_imports)]
 mod common;
 
-use common::*;
+use common::{publish_big, FakeOrigin, Signer, TestCa};
 
 #[tokio::main]
 async fn main() {
@@ -18,10 +17,7 @@ async fn main() {
         eprintln!("usage: bench-origin PORT CA_FILE [BIG_MIB]");
         std::process::exit(2);
     };
-    let big_mib: usize = args
-        .get(3)
-        .map(|m| m.parse().expect("BIG_MIB"))
-        .unwrap_or(48);
+    let big_mib: usize = args.get(3).map_or(48, |m| m.parse().expect("BIG_MIB"));
     let ca = TestCa::new();
     std::fs::write(ca_file, &ca.ca_pem).expect("writing CA_FILE");
     let origin =

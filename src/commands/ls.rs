@@ -1,5 +1,6 @@
 //! `tfmirror ls`: the cached archives as a table or as JSON.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::config::Config;
@@ -39,9 +40,9 @@ pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
         let mut s = String::new();
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
             if i == 3 {
-                s.push_str(&format!("{cell:>w$}  "));
+                let _ = write!(s, "{cell:>w$}  ");
             } else {
-                s.push_str(&format!("{cell:<w$}  "));
+                let _ = write!(s, "{cell:<w$}  ");
             }
         }
         s.trim_end().to_owned()

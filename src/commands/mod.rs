@@ -15,7 +15,7 @@ pub mod sync;
 pub mod verify;
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -24,7 +24,7 @@ use clap::{Parser, Subcommand};
 use crate::config::{Config, LogFormat};
 use crate::store::DiskStore;
 
-/// A caching, verifying provider network mirror for Terraform and OpenTofu.
+/// A caching, verifying provider network mirror for Terraform and `OpenTofu`.
 #[derive(Debug, Parser)]
 #[command(name = "tfmirror", version, about)]
 pub struct Cli {
@@ -57,7 +57,7 @@ pub enum Command {
         /// platforms (see the README, "Air-gapped sites").
         #[arg(long, required_unless_present = "from", conflicts_with = "from")]
         manifest: Option<PathBuf>,
-        /// A Terraform configuration directory: its required_providers
+        /// A Terraform configuration directory: its `required_providers`
         /// blocks and .terraform.lock.hcl files say what to fetch.
         #[arg(long)]
         from: Option<PathBuf>,
@@ -79,7 +79,7 @@ pub enum Command {
         #[arg(long = "platform")]
         platforms: Vec<String>,
         /// A Terraform configuration directory: lock what its
-        /// required_providers blocks and lock files ask for.
+        /// `required_providers` blocks and lock files ask for.
         #[arg(long, conflicts_with = "sources")]
         from: Option<PathBuf>,
         /// Providers to lock, as `[hostname/]namespace/type`, optionally
@@ -119,7 +119,7 @@ pub enum Command {
         #[arg(required_unless_present = "static_dir", conflicts_with = "static_dir")]
         bundle: Option<PathBuf>,
         /// Import this static mirror directory instead; its providers are
-        /// marked unsigned (see cache.allow_unsigned_imports).
+        /// marked unsigned (see `cache.allow_unsigned_imports`).
         #[arg(long = "static", value_name = "DIR")]
         static_dir: Option<PathBuf>,
     },
@@ -145,12 +145,12 @@ pub enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
-    /// Evict least recently used archives until the cache fits cache.max_size.
+    /// Evict least recently used archives until the cache fits `cache.max_size`.
     Gc {
         /// Configuration file (TOML).
         #[arg(long, short)]
         config: Option<PathBuf>,
-        /// The size to shrink to, instead of cache.max_size (e.g. "10GiB").
+        /// The size to shrink to, instead of `cache.max_size` (e.g. "10GiB").
         #[arg(long)]
         max_size: Option<bytesize::ByteSize>,
     },
@@ -160,7 +160,7 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { config, offline } => load(config).and_then(|mut c| {
+        Command::Serve { config, offline } => load(config.as_deref()).and_then(|mut c| {
             c.upstream.offline |= offline;
             serve::run(c)
         }),
@@ -170,31 +170,36 @@ pub fn main() -> ExitCode {
             from,
             platforms,
             jobs,
-        } => load(config).and_then(|c| sync::command(c, manifest, from, &platforms, jobs)),
+        } => {
+            load(config.as_deref()).and_then(|c| sync::command(c, manifest, from, &platforms, jobs))
+        }
         Command::Lock {
             config,
             platforms,
             from,
             sources,
-        } => load(config).and_then(|c| lock::command(c, &platforms, from, &sources)),
+        } => load(config.as_deref()).and_then(|c| lock::command(c, &platforms, from, &sources)),
         Command::Export {
             config,
             output,
             static_dir,
             providers,
-        } => load(config).and_then(|c| bundle::export_command(&c, output, static_dir, &providers)),
+        } => load(config.as_deref())
+            .and_then(|c| bundle::export_command(&c, output, static_dir, &providers)),
         Command::Import {
             config,
             bundle,
             static_dir,
-        } => load(config).and_then(|c| bundle::import_command(&c, bundle, static_dir)),
-        Command::CheckConfig { config } => load(config).and_then(|c| {
+        } => load(config.as_deref()).and_then(|c| bundle::import_command(&c, bundle, static_dir)),
+        Command::CheckConfig { config } => load(config.as_deref()).and_then(|c| {
             print!("{}", c.to_toml()?);
             Ok(())
         }),
-        Command::Ls { config, json } => load(config).and_then(|c| ls::command(&c, json)),
-        Command::Gc { config, max_size } => load(config).and_then(|c| gc::command(&c, max_size)),
-        Command::Verify { config } => load(config).and_then(|c| verify::command(&c)),
+        Command::Ls { config, json } => load(config.as_deref()).and_then(|c| ls::command(&c, json)),
+        Command::Gc { config, max_size } => {
+            load(config.as_deref()).and_then(|c| gc::command(&c, max_size))
+        }
+        Command::Verify { config } => load(config.as_deref()).and_then(|c| verify::command(&c)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -206,8 +211,8 @@ pub fn main() -> ExitCode {
 }
 
 /// Loads the configuration and starts logging as it says.
-fn load(file: Option<PathBuf>) -> anyhow::Result<Config> {
-    let config = Config::load(file.as_deref())?;
+fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+    let config = Config::load(file)?;
     init_logging(&config)?;
     Ok(config)
 }

@@ -171,7 +171,7 @@ pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Vec<
 /// `.terraform` directories Terraform keeps its working data in.
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(|e| e.file_name());
+    entries.sort_by_key(std::fs::DirEntry::file_name);
     for entry in entries {
         let path = entry.path();
         let name = entry.file_name();

@@ -158,7 +158,7 @@ pub fn import(store: &DiskStore, dir: &Path) -> anyhow::Result<Imported> {
 fn read_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok())
+        .filter_map(std::result::Result::ok)
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
         .collect();
@@ -266,7 +266,7 @@ fn import_archive(
     let (temp_path, sha256) =
         atomic::copy_hashed(&mut input, store.tmp_dir()).map_err(|e| match e {
             atomic::CopyError::Read(e) => format!("reading {}: {e}", src.display()),
-            e => e.to_string(),
+            e @ atomic::CopyError::Write(_) => e.to_string(),
         })?;
     let h1 = h1_of_file(&temp_path).map_err(|e| Refusal::from(e.to_string()))?;
     if !recorded.contains(&h1) && !recorded.contains(&verify::zh(&sha256)) {

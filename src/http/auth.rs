@@ -1,7 +1,7 @@
 //! Who may use the mirror.
 //!
 //! When `[auth]` configures any token, the JSON endpoints require
-//! `Authorization: Bearer <token>`, which Terraform and OpenTofu send when
+//! `Authorization: Bearer <token>`, which Terraform and `OpenTofu` send when
 //! the CLI configuration has credentials for the mirror's host. They send no
 //! credentials when downloading archives, so the archive URLs that
 //! `:version.json` hands out carry an expiring HMAC signature
@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use ring::hmac;
@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::address::ArchiveKey;
+use crate::clock::SharedClock;
 use crate::config::AuthConfig;
 use crate::error::RequestError;
 use crate::store::atomic;
@@ -31,6 +32,7 @@ pub struct Auth {
     from_file: RwLock<FileTokens>,
     url_key: hmac::Key,
     url_lifetime: Duration,
+    clock: SharedClock,
 }
 
 #[derive(Default)]
@@ -46,8 +48,8 @@ fn digest(token: &str) -> [u8; 32] {
 impl Auth {
     /// Sets up authentication from `[auth]`. The URL-signing key is taken
     /// from `auth.url_key_file`, or generated once and kept as
-    /// `<data_dir>/url-signing.key`.
-    pub fn new(config: &AuthConfig, data_dir: &Path) -> anyhow::Result<Auth> {
+    /// `<data_dir>/url-signing.key`. Links expire by `clock`.
+    pub fn new(config: &AuthConfig, data_dir: &Path, clock: SharedClock) -> anyhow::Result<Auth> {
         let key_bytes = match &config.url_key_file {
             Some(path) => {
                 let bytes = std::fs::read(path)
@@ -74,6 +76,7 @@ impl Auth {
             from_file: RwLock::default(),
             url_key: hmac::Key::new(hmac::HMAC_SHA256, &key_bytes),
             url_lifetime: config.url_lifetime,
+            clock,
         };
         if auth.token_file.is_some() {
             auth.reload_token_file()?;
@@ -114,7 +117,7 @@ impl Auth {
             match self.reload_token_file() {
                 Ok(n) => tracing::info!(tokens = n, "auth.token_file changed; reloaded"),
                 Err(e) => {
-                    tracing::error!(error = %format!("{e:#}"), "auth.token_file changed but could not be read; keeping the tokens in force")
+                    tracing::error!(error = %format!("{e:#}"), "auth.token_file changed but could not be read; keeping the tokens in force");
                 }
             }
         }
@@ -155,7 +158,7 @@ impl Auth {
     /// The query string that makes an archive URL valid until now plus the
     /// configured lifetime.
     pub fn sign_archive(&self, key: &ArchiveKey) -> String {
-        let expires = now_secs() + self.url_lifetime.as_secs();
+        let expires = self.clock.unix_secs() + self.url_lifetime.as_secs();
         let tag = hmac::sign(&self.url_key, &signed_text(key, expires));
         format!("expires={expires}&sig={}", crate::verify::hex(tag.as_ref()))
     }
@@ -185,7 +188,7 @@ impl Auth {
         if hmac::verify(&self.url_key, &signed_text(key, expires), &sig).is_err() {
             return refuse("has a wrong signature");
         }
-        if expires < now_secs() {
+        if expires < self.clock.unix_secs() {
             return refuse("has expired");
         }
         Ok(())
@@ -200,13 +203,6 @@ fn signed_text(key: &ArchiveKey, expires: u64) -> Vec<u8> {
         platform,
     } = key;
     format!("{provider}\n{version}\n{platform}\n{expires}").into_bytes()
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
@@ -257,13 +253,20 @@ mod tests {
     }
 
     fn auth(dir: &Path, tokens: &[&str], lifetime: Duration) -> Auth {
+        auth_on(dir, tokens, lifetime, crate::clock::system())
+    }
+
+    fn auth_on(dir: &Path, tokens: &[&str], lifetime: Duration, clock: SharedClock) -> Auth {
         let cfg = AuthConfig {
-            tokens: tokens.iter().map(|s| s.to_string()).collect(),
+            tokens: tokens
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
             token_file: None,
             url_key_file: None,
             url_lifetime: lifetime,
         };
-        Auth::new(&cfg, dir).unwrap()
+        Auth::new(&cfg, dir, clock).unwrap()
     }
 
     #[test]
@@ -305,11 +308,14 @@ mod tests {
         // The key is kept: a second instance accepts the first's links.
         let b = auth(dir.path(), &["t"], Duration::from_secs(60));
         assert!(b.check_archive(&key(), Some(&q)).is_ok());
-        // Expired links are refused.
-        let expired = auth(dir.path(), &["t"], Duration::ZERO);
-        let q = expired.sign_archive(&key());
-        std::thread::sleep(Duration::from_millis(1100));
-        let e = expired.check_archive(&key(), Some(&q)).unwrap_err();
+        // A link is good for its lifetime, and refused after it.
+        let clock = crate::clock::ManualClock::new();
+        let timed = auth_on(dir.path(), &["t"], Duration::from_secs(60), clock.clone());
+        let q = timed.sign_archive(&key());
+        clock.advance(Duration::from_secs(59));
+        assert!(timed.check_archive(&key(), Some(&q)).is_ok());
+        clock.advance(Duration::from_secs(2));
+        let e = timed.check_archive(&key(), Some(&q)).unwrap_err();
         assert!(e.to_string().contains("expired"), "{e}");
         assert_eq!(e.status(), http::StatusCode::FORBIDDEN);
     }

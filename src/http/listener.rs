@@ -43,27 +43,26 @@ pub async fn run(
     builder
         .http2()
         .timer(hyper_util::rt::TokioTimer::new())
-        .max_header_list_size(MAX_HEADER_BYTES as u32);
+        .max_header_list_size(u32::try_from(MAX_HEADER_BYTES).expect("a small constant"));
     let builder = Arc::new(builder);
     let mut warned_full: Option<Instant> = None;
     tokio::pin!(shutdown);
     loop {
         // A slot first: at the limit, new connections wait in the kernel's
         // listen queue rather than being accepted and starved.
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                if warned_full.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
-                    tracing::warn!(
-                        max_connections,
-                        "server.max_connections reached; new connections wait until one closes"
-                    );
-                    warned_full = Some(Instant::now());
-                }
-                tokio::select! {
-                    slot = slots.clone().acquire_owned() => slot.expect("never closed"),
-                    () = &mut shutdown => break,
-                }
+        let slot = if let Ok(slot) = slots.clone().try_acquire_owned() {
+            slot
+        } else {
+            if warned_full.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                tracing::warn!(
+                    max_connections,
+                    "server.max_connections reached; new connections wait until one closes"
+                );
+                warned_full = Some(Instant::now());
+            }
+            tokio::select! {
+                slot = slots.clone().acquire_owned() => slot.expect("never closed"),
+                () = &mut shutdown => break,
             }
         };
         let (stream, peer) = tokio::select! {
@@ -86,27 +85,24 @@ pub async fn run(
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let result = match acceptor {
-                Some(acceptor) => {
-                    let tls =
-                        match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
-                            Ok(Ok(tls)) => tls,
-                            Ok(Err(e)) => {
-                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                                return;
-                            }
-                            Err(_) => {
-                                tracing::debug!(%peer, "TLS handshake timed out");
-                                return;
-                            }
-                        };
-                    let conn = builder.serve_connection(TokioIo::new(tls), service);
-                    watcher.watch(conn.into_owned()).await
-                }
-                None => {
-                    let conn = builder.serve_connection(TokioIo::new(stream), service);
-                    watcher.watch(conn.into_owned()).await
-                }
+            let result = if let Some(acceptor) = acceptor {
+                let tls = match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await
+                {
+                    Ok(Ok(tls)) => tls,
+                    Ok(Err(e)) => {
+                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "TLS handshake timed out");
+                        return;
+                    }
+                };
+                let conn = builder.serve_connection(TokioIo::new(tls), service);
+                watcher.watch(conn.into_owned()).await
+            } else {
+                let conn = builder.serve_connection(TokioIo::new(stream), service);
+                watcher.watch(conn.into_owned()).await
             };
             if let Err(e) = result {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");

@@ -91,7 +91,9 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
         rate = if lookups == 0 {
             "n/a".to_string()
         } else {
-            format!("{:.0}%", hits as f64 * 100.0 / lookups as f64)
+            #[allow(clippy::cast_precision_loss)] // a rounded percentage
+            let percent = hits as f64 * 100.0 / lookups as f64;
+            format!("{percent:.0}%")
         },
     );
     if auth_on && !authorized {

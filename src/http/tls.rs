@@ -97,12 +97,11 @@ fn load_certified_key(cert: &Path, key: &Path) -> anyhow::Result<CertifiedKey> {
 /// Builds the server's TLS settings from `[server]`, generating an identity
 /// when no certificate is configured.
 pub fn server_tls(cfg: &ServerConfig) -> anyhow::Result<ServerTls> {
-    let (cert, key, generated) = match (&cfg.tls_cert, &cfg.tls_key) {
-        (Some(cert), Some(key)) => (cert.clone(), key.clone(), None),
-        _ => {
-            let paths = ensure_generated(&cfg.data_dir, &cfg.hostnames)?;
-            (paths.cert.clone(), paths.key.clone(), Some(paths))
-        }
+    let (cert, key, generated) = if let (Some(cert), Some(key)) = (&cfg.tls_cert, &cfg.tls_key) {
+        (cert.clone(), key.clone(), None)
+    } else {
+        let paths = ensure_generated(&cfg.data_dir, &cfg.hostnames)?;
+        (paths.cert.clone(), paths.key.clone(), Some(paths))
     };
     let first = load_certified_key(&cert, &key)?;
     let resolver = Arc::new(CertResolver {
@@ -129,7 +128,7 @@ pub fn server_tls(cfg: &ServerConfig) -> anyhow::Result<ServerTls> {
 fn names(extra: &[String]) -> Vec<String> {
     let mut names: Vec<String> = ["localhost", "127.0.0.1", "::1"]
         .iter()
-        .map(|s| s.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
     for n in extra {
         if !names.contains(n) {

@@ -23,11 +23,13 @@ pub mod versions;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::Context;
+use moka::ops::compute::Op;
 
 use crate::address::{Hostname, Provider, Version};
+use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, Metrics};
@@ -43,39 +45,41 @@ pub use residency::Residency;
 /// How soon a stale or incomplete answer is retried against the origin.
 const RETRY_AFTER_TROUBLE: Duration = Duration::from_secs(30);
 
-/// A value held in memory for a limited time.
+/// A loaded value and how long it may be held in memory (`None`: until
+/// memory is needed for others).
 #[derive(Debug)]
 struct Timed<T> {
     value: Arc<T>,
     ttl: Option<Duration>,
 }
 
-impl<T> Clone for Timed<T> {
+/// A value held in memory, and when it expires by the mirror's clock
+/// (milliseconds since the Unix epoch).
+#[derive(Debug)]
+struct Held<T> {
+    value: Arc<T>,
+    expires_ms: Option<u64>,
+}
+
+impl<T> Clone for Held<T> {
     fn clone(&self) -> Self {
-        Timed {
+        Held {
             value: self.value.clone(),
-            ttl: self.ttl,
+            expires_ms: self.expires_ms,
         }
     }
 }
 
-/// Lets each entry say how long it stays.
-struct PerEntryTtl;
-
-impl<K, T> moka::Expiry<K, Timed<T>> for PerEntryTtl {
-    fn expire_after_create(
-        &self,
-        _key: &K,
-        value: &Timed<T>,
-        _created_at: std::time::Instant,
-    ) -> Option<Duration> {
-        value.ttl
+impl<T> Held<T> {
+    fn live_at(&self, now_ms: u64) -> bool {
+        self.expires_ms.is_none_or(|e| now_ms < e)
     }
 }
 
 /// The mirror's state, shared by every request.
 pub struct Mirror {
     config: Config,
+    clock: SharedClock,
     store: Arc<dyn Store>,
     client: Client,
     discovery: Discovery,
@@ -91,10 +95,10 @@ pub struct Mirror {
     arriving: archive::Arrivals,
     /// Downloads under way, which run on after their clients leave.
     tasks: tokio_util::task::TaskTracker,
-    indexes: moka::future::Cache<Provider, Timed<IndexRecord>>,
+    indexes: moka::future::Cache<Provider, Held<IndexRecord>>,
     /// Providers the origin recently said do not exist, with its message.
     missing: moka::future::Cache<Provider, String>,
-    versions: moka::future::Cache<(Provider, Version), Timed<VersionRecord>>,
+    versions: moka::future::Cache<(Provider, Version), Held<VersionRecord>>,
     archives: moka::future::Cache<crate::address::ArchiveKey, Arc<Archive>>,
     /// `index.json` as last rendered, with the record it rendered.
     rendered_indexes: moka::future::Cache<Provider, (Arc<IndexRecord>, Rendered)>,
@@ -151,23 +155,80 @@ impl Mirror {
             residency,
             arriving: archive::Arrivals::default(),
             tasks: tokio_util::task::TaskTracker::new(),
-            indexes: moka::future::Cache::builder()
-                .max_capacity(10_000)
-                .expire_after(PerEntryTtl)
-                .build(),
+            indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
             missing: moka::future::Cache::builder()
                 .max_capacity(10_000)
                 .time_to_live(config.cache.negative_ttl.max(Duration::from_millis(1)))
                 .build(),
-            versions: moka::future::Cache::builder()
-                .max_capacity(20_000)
-                .expire_after(PerEntryTtl)
-                .build(),
+            versions: moka::future::Cache::builder().max_capacity(20_000).build(),
             archives: moka::future::Cache::builder().max_capacity(100_000).build(),
             rendered_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
             rendered_versions: moka::future::Cache::builder().max_capacity(20_000).build(),
+            clock: crate::clock::system(),
             config,
         })
+    }
+
+    /// The same mirror, with expiry read from `clock`.
+    #[must_use]
+    pub fn with_clock(mut self, clock: SharedClock) -> Mirror {
+        self.clock = clock;
+        self
+    }
+
+    /// The value of `key` in `cache`, loaded by `load` when absent or
+    /// expired by the mirror's clock. However many requests ask at once,
+    /// one load runs and its result (or error) is shared. Also says
+    /// whether the value was found held in memory.
+    async fn held<K, T, F, Fut>(
+        &self,
+        cache: &moka::future::Cache<K, Held<T>>,
+        key: K,
+        load: F,
+    ) -> Result<(Arc<T>, bool), RequestError>
+    where
+        K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+        T: Send + Sync + 'static,
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<Timed<T>, RequestError>>,
+    {
+        let mut attempts = 0;
+        loop {
+            let entry = cache
+                .entry(key.clone())
+                // Boxed: a load (fetching and verifying) is a large future,
+                // and lookups that find the value need none of it.
+                .or_try_insert_with(Box::pin(async {
+                    let loaded = load().await?;
+                    Ok::<_, RequestError>(Held {
+                        value: loaded.value,
+                        expires_ms: loaded.ttl.map(|ttl| {
+                            self.clock
+                                .unix_ms()
+                                .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+                        }),
+                    })
+                }))
+                .await
+                .map_err(|e| (*e).clone())?;
+            let loaded_now = entry.is_fresh();
+            let held = entry.into_value();
+            attempts += 1;
+            if loaded_now || held.live_at(self.clock.unix_ms()) || attempts == 3 {
+                return Ok((held.value, !loaded_now));
+            }
+            // Expired: drop it, unless another request already replaced it.
+            let stale = held.value;
+            cache
+                .entry(key.clone())
+                .and_compute_with(|current| async move {
+                    match current {
+                        Some(c) if Arc::ptr_eq(&c.value().value, &stale) => Op::Remove,
+                        _ => Op::Nop,
+                    }
+                })
+                .await;
+        }
     }
 
     /// The configuration in force.
@@ -252,11 +313,4 @@ impl Mirror {
 fn open_disk(config: &Config) -> anyhow::Result<DiskStore> {
     DiskStore::open(&config.cache.dir)
         .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))
-}
-
-/// Milliseconds since the Unix epoch.
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

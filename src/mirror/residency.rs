@@ -24,13 +24,17 @@ const TOUCH_EVERY: Duration = Duration::from_secs(3600);
 struct Entry {
     size: u64,
     last_used: u64,
+    /// Order of use, which breaks ties between uses in the same second.
+    turn: u64,
 }
 
 #[derive(Default)]
 struct Index {
     entries: HashMap<ArchiveKey, Entry>,
     /// The same archives ordered by last use, oldest first.
-    by_age: BTreeSet<(u64, ArchiveKey)>,
+    by_age: BTreeSet<(u64, u64, ArchiveKey)>,
+    /// The next use's turn.
+    turns: u64,
     bytes: u64,
     /// Archives being sent to clients, with how many readers each: never
     /// evicted.
@@ -40,17 +44,24 @@ struct Index {
 }
 
 impl Index {
-    fn insert(&mut self, key: ArchiveKey, entry: Entry) {
+    /// Indexes an archive of `size` bytes last used at `last_used`.
+    fn insert(&mut self, key: ArchiveKey, size: u64, last_used: u64) {
         self.remove(&key);
-        self.bytes += entry.size;
-        self.by_age.insert((entry.last_used, key.clone()));
+        self.turns += 1;
+        let entry = Entry {
+            size,
+            last_used,
+            turn: self.turns,
+        };
+        self.bytes += size;
+        self.by_age.insert((last_used, entry.turn, key.clone()));
         self.entries.insert(key, entry);
     }
 
     fn remove(&mut self, key: &ArchiveKey) -> Option<Entry> {
         let old = self.entries.remove(key)?;
         self.bytes -= old.size;
-        self.by_age.remove(&(old.last_used, key.clone()));
+        self.by_age.remove(&(old.last_used, old.turn, key.clone()));
         Some(old)
     }
 }
@@ -71,11 +82,7 @@ impl Residency {
     ) -> Residency {
         let mut index = Index::default();
         for a in held {
-            let entry = Entry {
-                size: a.size,
-                last_used: a.last_used,
-            };
-            index.insert(a.key(), entry);
+            index.insert(a.key(), a.size, a.last_used);
         }
         let residency = Residency {
             max_bytes: max_size.map(|m| m.as_u64()),
@@ -124,13 +131,7 @@ impl Residency {
     pub fn used(&self, key: &ArchiveKey, size: u64) -> bool {
         let mut index = self.lock();
         let known = index.entries.contains_key(key);
-        index.insert(
-            key.clone(),
-            Entry {
-                size,
-                last_used: now_secs(),
-            },
-        );
+        index.insert(key.clone(), size, now_secs());
         let due = index
             .touched
             .get(key)
@@ -151,18 +152,12 @@ impl Residency {
     /// caller removes them from the store.
     pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<ArchiveKey> {
         let mut index = self.lock();
-        index.insert(
-            key.clone(),
-            Entry {
-                size,
-                last_used: now_secs(),
-            },
-        );
+        index.insert(key.clone(), size, now_secs());
         let mut chosen = Vec::new();
         if let Some(max) = self.max_bytes {
             let mut over = index.bytes.saturating_sub(max);
             let mut picked = Vec::new();
-            for (_, candidate) in &index.by_age {
+            for (_, _, candidate) in &index.by_age {
                 if over == 0 {
                     break;
                 }
@@ -194,8 +189,7 @@ impl Residency {
 
     /// Puts back an archive whose eviction failed.
     pub fn restore(&self, key: &ArchiveKey, size: u64) {
-        self.lock()
-            .insert(key.clone(), Entry { size, last_used: 0 });
+        self.lock().insert(key.clone(), size, 0);
         self.publish();
     }
 }
@@ -257,6 +251,19 @@ mod tests {
         r.done_reading(&key(0));
         let evicted = r.stored(&key(100), 10);
         assert_eq!(evicted, vec![key(0)]);
+    }
+
+    #[test]
+    fn uses_in_the_same_second_evict_in_the_order_they_happened() {
+        let r = Residency::new(
+            Vec::new(),
+            Some(bytesize::ByteSize(20)),
+            Arc::new(Metrics::new()),
+        );
+        // Archive 2 is used before archive 1 (which sorts first by name).
+        r.used(&key(2), 10);
+        r.used(&key(1), 10);
+        assert_eq!(r.stored(&key(3), 10), vec![key(2)]);
     }
 
     #[test]

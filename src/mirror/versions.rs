@@ -10,7 +10,7 @@ use std::time::Duration;
 use base64::Engine;
 use futures_util::future::join_all;
 
-use super::{now_ms, Mirror, Timed, RETRY_AFTER_TROUBLE};
+use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
 use crate::address::{Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, VerifyOutcome};
@@ -19,7 +19,7 @@ use crate::upstream::{registry, UpstreamError};
 use crate::verify::Sha256Sums;
 
 /// The platforms asked for when a registry does not list a version's
-/// platforms: those Terraform and OpenTofu are released for.
+/// platforms: those Terraform and `OpenTofu` are released for.
 const COMMON_PLATFORMS: &[&str] = &[
     "darwin_amd64",
     "darwin_arm64",
@@ -46,13 +46,12 @@ impl Mirror {
         if let Some(message) = self.missing.get(provider).await {
             return Err(RequestError::NotAtOrigin(message));
         }
-        let entry = self
-            .indexes
-            .entry(provider.clone())
-            .or_try_insert_with(self.load_index(provider))
-            .await
-            .map_err(|e| (*e).clone());
-        let entry = match entry {
+        let held = self
+            .held(&self.indexes, provider.clone(), || {
+                self.load_index(provider)
+            })
+            .await;
+        let (value, found) = match held {
             Err(RequestError::NotAtOrigin(message)) => {
                 // The origin's "no such provider" is remembered briefly;
                 // failures are not. Offline, the answer is the cache's own,
@@ -64,10 +63,10 @@ impl Mirror {
             }
             other => other?,
         };
-        if !entry.is_fresh() {
+        if found {
             self.note(CacheKind::Index, CacheOutcome::Hit);
         }
-        Ok(entry.into_value().value)
+        Ok(value)
     }
 
     async fn load_index(&self, provider: &Provider) -> Result<Timed<IndexRecord>, RequestError> {
@@ -95,12 +94,12 @@ impl Mirror {
             };
         }
         if let Some(rec) = &stored {
-            let age = Duration::from_millis(now_ms().saturating_sub(rec.fetched_at_ms));
+            let age = Duration::from_millis(self.clock.unix_ms().saturating_sub(rec.fetched_at_ms));
             if age < ttl {
                 self.note(CacheKind::Index, CacheOutcome::Hit);
                 return Ok(Timed {
                     value: Arc::new(rec.clone()),
-                    ttl: Some(ttl - age),
+                    ttl: Some(ttl.checked_sub(age).unwrap()),
                 });
             }
         }
@@ -153,7 +152,7 @@ impl Mirror {
         let token = self.credentials.token(&provider.hostname);
         let listed = registry::versions(&self.client, &base, token, provider).await?;
         Ok(IndexRecord {
-            fetched_at_ms: now_ms(),
+            fetched_at_ms: self.clock.unix_ms(),
             versions: listed.usable(provider),
         })
     }
@@ -167,16 +166,13 @@ impl Mirror {
     ) -> Result<Arc<VersionRecord>, RequestError> {
         self.check_host(&provider.hostname)?;
         let key = (provider.clone(), version.clone());
-        let entry = self
-            .versions
-            .entry(key)
-            .or_try_insert_with(self.load_version(provider, version))
-            .await
-            .map_err(|e| (*e).clone())?;
-        if !entry.is_fresh() {
+        let (value, found) = self
+            .held(&self.versions, key, || self.load_version(provider, version))
+            .await?;
+        if found {
             self.note(CacheKind::Version, CacheOutcome::Hit);
         }
-        Ok(entry.into_value().value)
+        Ok(value)
     }
 
     async fn load_version(
@@ -211,7 +207,7 @@ impl Mirror {
             },
             Ok(None) => {}
             Err(e) => {
-                tracing::warn!(%provider, %version, error = %e, "ignoring unreadable stored version record")
+                tracing::warn!(%provider, %version, error = %e, "ignoring unreadable stored version record");
             }
         }
         if self.offline() {
@@ -377,15 +373,14 @@ impl Mirror {
             .sums
             .iter()
             .position(|s| s.url == sums_url && s.keys == keys);
-        let index = match known {
-            Some(i) => i,
-            None => {
-                let signed = self
-                    .fetch_signed_sums(&record.provider, &sums_url, &sig_url, keys)
-                    .await?;
-                record.sums.push(signed);
-                record.sums.len() - 1
-            }
+        let index = if let Some(i) = known {
+            i
+        } else {
+            let signed = self
+                .fetch_signed_sums(&record.provider, &sums_url, &sig_url, keys)
+                .await?;
+            record.sums.push(signed);
+            record.sums.len() - 1
         };
         let sums = Sha256Sums::parse(record.sums[index].document.as_bytes())
             .map_err(|e| Failure::Refused(e.to_string()))?;
@@ -426,8 +421,8 @@ impl Mirror {
             self.client.get_bytes(sums_url, None),
             self.client.get_bytes(sig_url, None)
         );
-        let (sums, _) = sums.map_err(Failure::from_upstream)?;
-        let (sig, _) = sig.map_err(Failure::from_upstream)?;
+        let (sums, _) = sums.map_err(|e| Failure::from_upstream(&e))?;
+        let (sig, _) = sig.map_err(|e| Failure::from_upstream(&e))?;
         let signed_by = self
             .trust
             .check(provider, &sums, &sig, &keys)
@@ -457,7 +452,7 @@ enum Failure {
 }
 
 impl Failure {
-    fn from_upstream(e: UpstreamError) -> Self {
+    fn from_upstream(e: &UpstreamError) -> Self {
         if e.is_outage() {
             Failure::Outage(e.to_string())
         } else {

@@ -167,7 +167,7 @@ impl DiskStore {
         let path = self.index_path(p);
         let mut index: IndexRecord = self.read_json(&path)?.unwrap_or(IndexRecord {
             fetched_at_ms: 0,
-            versions: Default::default(),
+            versions: std::collections::BTreeMap::new(),
         });
         if index.versions.get(v) == Some(&platforms) {
             return Ok(());

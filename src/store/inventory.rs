@@ -71,8 +71,7 @@ pub fn archives(store: &DiskStore) -> Vec<CachedArchive> {
                         let last_used = std::fs::metadata(&h1)
                             .and_then(|m| m.modified())
                             .or_else(|_| meta.modified())
-                            .map(epoch_secs)
-                            .unwrap_or(0);
+                            .map_or(0, epoch_secs);
                         out.push(CachedArchive {
                             provider: provider.clone(),
                             version,
@@ -148,13 +147,12 @@ fn subdirs(dir: &Path) -> Vec<(String, PathBuf)> {
     };
     entries
         .flatten()
-        .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
         .collect()
 }
 
 fn epoch_secs(t: SystemTime) -> u64 {
     t.duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+        .map_or(0, |d| d.as_secs())
 }

@@ -81,7 +81,7 @@ pub enum UpstreamError {
     Busy {
         /// The URL that was requested.
         url: String,
-        /// Which limit, e.g. "upstream.max_fetches (64)".
+        /// Which limit, e.g. "`upstream.max_fetches` (64)".
         limit: String,
         /// How long the request waited.
         secs: u64,
@@ -110,7 +110,7 @@ impl UpstreamError {
         }
     }
 
-    fn invalid(url: &Url, reason: impl ToString) -> Self {
+    fn invalid(url: &Url, reason: impl std::fmt::Display) -> Self {
         UpstreamError::Invalid {
             url: url.to_string(),
             reason: reason.to_string(),

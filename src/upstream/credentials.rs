@@ -73,7 +73,7 @@ impl Credentials {
                     by_host.insert(host, value.trim().to_owned());
                 }
                 _ => {
-                    tracing::warn!(variable = %name, "ignoring a TF_TOKEN_ variable that names no valid hostname")
+                    tracing::warn!(variable = %name, "ignoring a TF_TOKEN_ variable that names no valid hostname");
                 }
             }
         }

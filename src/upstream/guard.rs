@@ -289,9 +289,10 @@ mod tests {
             let refused = refusal_in(&*err).unwrap_or_else(|| panic!("{uri}: {err}"));
             assert_eq!(refused.range, "loopback", "{uri}");
         }
-        config
-            .hosts
-            .insert("localhost:9".parse().unwrap(), Default::default());
+        config.hosts.insert(
+            "localhost:9".parse().unwrap(),
+            crate::config::HostConfig::default(),
+        );
         let err = connect(&config, "https://localhost:9/").await.unwrap_err();
         assert!(refusal_in(&*err).is_none(), "{err}");
         // Another port of the same host is still refused.

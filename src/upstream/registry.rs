@@ -71,7 +71,7 @@ pub struct PackageResponse {
     pub download_url: String,
     /// The SHA256SUMS document of this version.
     pub shasums_url: String,
-    /// The detached OpenPGP signature of the SHA256SUMS document.
+    /// The detached `OpenPGP` signature of the SHA256SUMS document.
     pub shasums_signature_url: String,
     /// The archive's SHA-256, lowercase hex.
     pub shasum: String,
@@ -144,7 +144,7 @@ pub async fn package(
 fn endpoint(base: &Url, segments: &[&str]) -> Result<Url, UpstreamError> {
     let mut url = base.clone();
     url.path_segments_mut()
-        .map_err(|_| UpstreamError::Invalid {
+        .map_err(|()| UpstreamError::Invalid {
             url: base.to_string(),
             reason: "not a base URL".into(),
         })?

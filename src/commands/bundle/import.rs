@@ -1,194 +1,18 @@
-//! Bundles: one file that carries cached providers across an air gap with
-//! the evidence that verified them, and the import that checks everything
-//! again before anything enters the receiving cache.
-//!
-//! A bundle is a tar file:
-//!
-//! ```text
-//! tfmirror-bundle/manifest.json            format, contents, sizes, checksums
-//! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/version.json
-//! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/<archive>.zip
-//! ```
-//!
-//! `version.json` is the version's record as the exporting cache keeps it:
-//! the registry's package metadata, the SHA256SUMS documents, their
-//! signatures and the signing keys the registry listed. Each record comes
-//! before its archives, so an import can read a bundle in one pass.
+//! Reading a bundle in one pass, verifying every record and archive
+//! before it enters the cache.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 
-use std::path::PathBuf;
-
-use super::Refusal;
-use crate::address::{ArchiveKey, Platform, Provider, Version};
-use crate::config::Config;
-use crate::store::{atomic, inventory, DiskStore, VersionRecord};
+use super::{Manifest, FORMAT, MAX_RECORD_BYTES, ROOT};
+use crate::address::{Platform, Provider, Version};
+use crate::commands::Refusal;
+use crate::store::{atomic, DiskStore, VersionRecord};
 use crate::verify::TrustPolicy;
-
-/// The top directory of every bundle entry.
-const ROOT: &str = "tfmirror-bundle";
-/// The bundle format this build writes and reads.
-const FORMAT: u32 = 1;
-/// The largest `version.json` or manifest read from a bundle.
-const MAX_RECORD_BYTES: u64 = 8 * 1024 * 1024;
-
-/// `manifest.json`: what a bundle holds.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Manifest {
-    /// The bundle format, `1`.
-    pub format: u32,
-    /// When it was written, in milliseconds since the Unix epoch.
-    pub created_ms: u64,
-    /// The versions in it.
-    pub versions: Vec<ManifestVersion>,
-}
-
-/// One version of a [`Manifest`].
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ManifestVersion {
-    /// The provider.
-    pub provider: Provider,
-    /// The version.
-    pub version: Version,
-    /// The archives included, by platform, with their sizes.
-    pub archives: BTreeMap<Platform, u64>,
-}
-
-/// The providers to export: all cached ones, or those named.
-pub fn selected(
-    store: &DiskStore,
-    only: &[Provider],
-) -> BTreeMap<(Provider, Version), Vec<Platform>> {
-    let mut out: BTreeMap<(Provider, Version), Vec<Platform>> = BTreeMap::new();
-    for archive in inventory::archives(store) {
-        let ArchiveKey {
-            provider: p,
-            version: v,
-            platform,
-        } = archive.key();
-        if only.is_empty() || only.contains(&p) {
-            out.entry((p, v)).or_default().push(platform);
-        }
-    }
-    out
-}
-
-/// What an export wrote.
-#[derive(Debug, Default)]
-pub struct Exported {
-    /// Versions written.
-    pub versions: usize,
-    /// Archives written.
-    pub archives: usize,
-    /// Bytes of archives written.
-    pub bytes: u64,
-}
-
-/// Writes a bundle of the cached providers (all, or those in `only`) to
-/// `output`, atomically.
-pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Result<Exported> {
-    let chosen = selected(store, only);
-    if chosen.is_empty() {
-        anyhow::bail!("the cache holds no archive of the selected providers");
-    }
-    let dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let temp =
-        atomic::temp_file(dir).with_context(|| format!("creating a file in {}", dir.display()))?;
-    let (file, temp_path) = temp.into_parts();
-    let mut tar = tar::Builder::new(BufWriter::new(file));
-    let mut done = Exported::default();
-    let mut manifest = Manifest {
-        format: FORMAT,
-        created_ms: now_ms(),
-        versions: Vec::new(),
-    };
-    let mut records = Vec::new();
-    for ((p, v), platforms) in &chosen {
-        let record: VersionRecord = store
-            .read_json(&store.version_path(p, v))?
-            .with_context(|| format!("{p} {v}: archives are cached but its record is missing"))?;
-        if record.unsigned_import {
-            // Nothing crosses the gap that cannot be verified on the other side.
-            tracing::warn!(provider = %p, version = %v, "not exported: an unsigned import");
-            continue;
-        }
-        let mut archives = BTreeMap::new();
-        for platform in platforms {
-            let size = std::fs::metadata(store.archive_path(p, v, platform))?.len();
-            archives.insert(platform.clone(), size);
-        }
-        manifest.versions.push(ManifestVersion {
-            provider: p.clone(),
-            version: v.clone(),
-            archives,
-        });
-        records.push(record);
-    }
-    append_bytes(
-        &mut tar,
-        &format!("{ROOT}/manifest.json"),
-        &serde_json::to_vec_pretty(&manifest)?,
-    )?;
-    for (entry, record) in manifest.versions.iter().zip(&records) {
-        let (p, v) = (&entry.provider, &entry.version);
-        let base = entry_dir(p, v);
-        append_bytes(
-            &mut tar,
-            &format!("{base}/version.json"),
-            &serde_json::to_vec_pretty(record)?,
-        )?;
-        done.versions += 1;
-        for (platform, size) in &entry.archives {
-            let path = store.archive_path(p, v, platform);
-            let mut file =
-                File::open(&path).with_context(|| format!("reading {}", path.display()))?;
-            let mut header = tar::Header::new_gnu();
-            header.set_size(*size);
-            header.set_mode(0o644);
-            header.set_mtime(manifest.created_ms / 1000);
-            tar.append_data(
-                &mut header,
-                format!("{base}/{}", p.archive_name(v, platform)),
-                &mut file,
-            )
-            .with_context(|| format!("writing {} into the bundle", path.display()))?;
-            done.archives += 1;
-            done.bytes += size;
-        }
-    }
-    let writer = tar.into_inner().context("finishing the bundle")?;
-    let file = writer.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()?;
-    atomic::persist(temp_path, output).with_context(|| format!("writing {}", output.display()))?;
-    Ok(done)
-}
-
-fn append_bytes<W: Write>(tar: &mut tar::Builder<W>, path: &str, bytes: &[u8]) -> io::Result<()> {
-    let mut header = tar::Header::new_gnu();
-    header.set_size(bytes.len() as u64);
-    header.set_mode(0o644);
-    header.set_mtime(now_ms() / 1000);
-    tar.append_data(&mut header, path, bytes)
-}
-
-/// The bundle directory of a version.
-fn entry_dir(p: &Provider, v: &Version) -> String {
-    format!(
-        "{ROOT}/providers/{}/{}/{}/{v}",
-        p.hostname, p.namespace, p.kind
-    )
-}
 
 /// What an import did, item by item.
 #[derive(Debug, Default)]
@@ -455,7 +279,7 @@ fn import_archive(
     }
     let (temp_path, actual) = atomic::copy_hashed(entry, store.tmp_dir()).map_err(|e| match e {
         atomic::CopyError::Read(e) => format!("reading it from the bundle failed: {e}"),
-        e => e.to_string(),
+        e @ atomic::CopyError::Write(_) => e.to_string(),
     })?;
     if actual != pkg.sha256 {
         return Err(format!(
@@ -468,95 +292,4 @@ fn import_archive(
         .keep_archive(temp_path, p, v, platform)
         .map_err(|e| Refusal::from(e.to_string()))?;
     Ok(true)
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// Parses `--provider` values.
-fn providers(sources: &[String]) -> anyhow::Result<Vec<crate::address::Provider>> {
-    sources
-        .iter()
-        .map(|s| {
-            crate::address::Provider::from_source(s).with_context(|| format!("--provider {s:?}"))
-        })
-        .collect()
-}
-
-/// `tfmirror export`.
-pub fn export_command(
-    config: &Config,
-    output: Option<PathBuf>,
-    static_dir: Option<PathBuf>,
-    only: &[String],
-) -> anyhow::Result<()> {
-    let store = super::open_store(config)?;
-    let only = providers(only)?;
-    match (output, static_dir) {
-        (Some(output), _) => {
-            let done = export(&store, &only, &output)?;
-            println!(
-                "wrote {}: {} versions, {} archives, {}",
-                output.display(),
-                done.versions,
-                done.archives,
-                bytesize::ByteSize(done.bytes).display().iec()
-            );
-        }
-        (None, Some(dir)) => {
-            let done = super::static_dir::export(&store, &only, &dir)?;
-            println!(
-                "wrote {}: {} providers, {} versions, {} archives",
-                dir.display(),
-                done.providers,
-                done.versions,
-                done.archives
-            );
-        }
-        (None, None) => anyhow::bail!("give --output FILE or --static DIR"),
-    }
-    Ok(())
-}
-
-/// `tfmirror import`.
-pub fn import_command(
-    config: &Config,
-    bundle: Option<PathBuf>,
-    static_dir: Option<PathBuf>,
-) -> anyhow::Result<()> {
-    let store = super::open_store(config)?;
-    let (report, source) = match (bundle, static_dir) {
-        (Some(path), _) => {
-            let trust = crate::verify::TrustPolicy::new(
-                &config.trust,
-                config.upstream.reject_expired_keys,
-            )?;
-            (import(&store, &trust, &path)?, path)
-        }
-        (None, Some(dir)) => (super::static_dir::import(&store, &dir)?, dir),
-        (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
-    };
-    for (item, reason) in &report.rejected {
-        println!("REJECTED {item}: {reason}");
-    }
-    println!(
-        "imported {}: {} versions verified, {} archives stored, {} already cached, {} rejected",
-        source.display(),
-        report.versions,
-        report.archives,
-        report.unchanged,
-        report.rejected.len()
-    );
-    if report.rejected.is_empty() {
-        Ok(())
-    } else {
-        anyhow::bail!(
-            "{} items were rejected; nothing else was changed",
-            report.rejected.len()
-        )
-    }
 }

@@ -1,0 +1,154 @@
+//! Bundles: one file that carries cached providers across an air gap with
+//! the evidence that verified them, and the import that checks everything
+//! again before anything enters the receiving cache.
+//!
+//! A bundle is a tar file:
+//!
+//! ```text
+//! tfmirror-bundle/manifest.json            format, contents, sizes, checksums
+//! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/version.json
+//! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/<archive>.zip
+//! ```
+//!
+//! `version.json` is the version's record as the exporting cache keeps it:
+//! the registry's package metadata, the SHA256SUMS documents, their
+//! signatures and the signing keys the registry listed. Each record comes
+//! before its archives, so an import can read a bundle in one pass.
+
+mod export;
+mod import;
+
+pub use export::{export, selected, Exported};
+pub use import::{import, Imported};
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::address::{Platform, Provider, Version};
+use crate::config::Config;
+
+/// The top directory of every bundle entry.
+const ROOT: &str = "tfmirror-bundle";
+/// The bundle format this build writes and reads.
+const FORMAT: u32 = 1;
+/// The largest `version.json` or manifest read from a bundle.
+const MAX_RECORD_BYTES: u64 = 8 * 1024 * 1024;
+
+/// `manifest.json`: what a bundle holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The bundle format, `1`.
+    pub format: u32,
+    /// When it was written, in milliseconds since the Unix epoch.
+    pub created_ms: u64,
+    /// The versions in it.
+    pub versions: Vec<ManifestVersion>,
+}
+
+/// One version of a [`Manifest`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestVersion {
+    /// The provider.
+    pub provider: Provider,
+    /// The version.
+    pub version: Version,
+    /// The archives included, by platform, with their sizes.
+    pub archives: BTreeMap<Platform, u64>,
+}
+
+/// The bundle directory of a version.
+fn entry_dir(p: &Provider, v: &Version) -> String {
+    format!(
+        "{ROOT}/providers/{}/{}/{}/{v}",
+        p.hostname, p.namespace, p.kind
+    )
+}
+
+/// Parses `--provider` values.
+fn providers(sources: &[String]) -> anyhow::Result<Vec<crate::address::Provider>> {
+    sources
+        .iter()
+        .map(|s| {
+            crate::address::Provider::from_source(s).with_context(|| format!("--provider {s:?}"))
+        })
+        .collect()
+}
+
+/// `tfmirror export`.
+pub fn export_command(
+    config: &Config,
+    output: Option<PathBuf>,
+    static_dir: Option<PathBuf>,
+    only: &[String],
+) -> anyhow::Result<()> {
+    let store = super::open_store(config)?;
+    let only = providers(only)?;
+    match (output, static_dir) {
+        (Some(output), _) => {
+            let done = export(&store, &only, &output)?;
+            println!(
+                "wrote {}: {} versions, {} archives, {}",
+                output.display(),
+                done.versions,
+                done.archives,
+                bytesize::ByteSize(done.bytes).display().iec()
+            );
+        }
+        (None, Some(dir)) => {
+            let done = super::static_dir::export(&store, &only, &dir)?;
+            println!(
+                "wrote {}: {} providers, {} versions, {} archives",
+                dir.display(),
+                done.providers,
+                done.versions,
+                done.archives
+            );
+        }
+        (None, None) => anyhow::bail!("give --output FILE or --static DIR"),
+    }
+    Ok(())
+}
+
+/// `tfmirror import`.
+pub fn import_command(
+    config: &Config,
+    bundle: Option<PathBuf>,
+    static_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let store = super::open_store(config)?;
+    let (report, source) = match (bundle, static_dir) {
+        (Some(path), _) => {
+            let trust = crate::verify::TrustPolicy::new(
+                &config.trust,
+                config.upstream.reject_expired_keys,
+            )?;
+            (import(&store, &trust, &path)?, path)
+        }
+        (None, Some(dir)) => (super::static_dir::import(&store, &dir)?, dir),
+        (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
+    };
+    for (item, reason) in &report.rejected {
+        println!("REJECTED {item}: {reason}");
+    }
+    println!(
+        "imported {}: {} versions verified, {} archives stored, {} already cached, {} rejected",
+        source.display(),
+        report.versions,
+        report.archives,
+        report.unchanged,
+        report.rejected.len()
+    );
+    if report.rejected.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{} items were rejected; nothing else was changed",
+            report.rejected.len()
+        )
+    }
+}

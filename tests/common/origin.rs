@@ -1,0 +1,553 @@
+//! An in-process origin registry over real TLS, standing in for the
+//! internet, with faults that can be switched on per path.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use super::{build_archive, gnupg_fixture, h1_fixture, sha256_hex, sums_document, Signer, TestCa};
+
+/// One package the fake origin offers.
+#[derive(Clone)]
+pub struct Package {
+    pub filename: String,
+    /// What the download URL serves.
+    pub served: Vec<u8>,
+    /// What the registry's `shasum` says.
+    pub shasum: String,
+}
+
+/// One provider version the fake origin offers.
+#[derive(Clone)]
+pub struct OriginVersion {
+    pub packages: BTreeMap<String, Package>,
+    pub sums: Vec<u8>,
+    pub signature: Vec<u8>,
+    pub listed_keys: Vec<(String, String)>,
+}
+
+#[derive(Default)]
+struct OriginState {
+    providers: HashMap<(String, String), BTreeMap<String, OriginVersion>>,
+    files: HashMap<String, Vec<u8>>,
+    hits: HashMap<String, usize>,
+    /// Delay before archives are served, to widen race windows.
+    archive_delay: Duration,
+    /// The Authorization header of every request, by path.
+    authorization: HashMap<String, Vec<Option<String>>>,
+    /// Delays for single files, overriding `archive_delay`.
+    file_delays: HashMap<String, Duration>,
+    /// Answer every request with this status instead.
+    fail_with: Option<StatusCode>,
+    /// Leave `platforms` out of the versions list (it is optional).
+    omit_platforms: bool,
+    /// Serve discovery through a redirect.
+    redirect_discovery: bool,
+    /// Misbehaviours, by request path.
+    faults: HashMap<String, Fault>,
+}
+
+/// A misbehaviour of one path of the fake origin.
+#[derive(Clone, Debug)]
+pub enum Fault {
+    /// Answer with this status.
+    Status(StatusCode),
+    /// Answer 200 with this body instead.
+    Body(Vec<u8>),
+    /// Send the headers and half the body, then nothing more, ever.
+    Hang,
+    /// Send half the body (chunked), then break the connection.
+    Truncate,
+    /// Close the connection without answering.
+    Reset,
+    /// Announce a Content-Length larger than the body that follows.
+    WrongLength,
+    /// Send the body in ten pieces, this far apart.
+    Trickle(Duration),
+    /// Redirect to the same path, forever.
+    RedirectLoop,
+}
+
+/// An in-process origin registry over HTTPS, standing in for the internet.
+pub struct FakeOrigin {
+    pub addr: SocketAddr,
+    state: Arc<Mutex<OriginState>>,
+    tasks: Arc<Mutex<JoinSet<()>>>,
+    accept: tokio::task::JoinHandle<()>,
+    pub requests: Arc<AtomicUsize>,
+}
+
+impl FakeOrigin {
+    pub async fn start(ca: &TestCa) -> FakeOrigin {
+        Self::start_on(ca, "127.0.0.1:0".parse().unwrap()).await
+    }
+
+    /// Starts on a given address (to come back on the same port).
+    pub async fn start_on(ca: &TestCa, addr: SocketAddr) -> FakeOrigin {
+        let listener = TcpListener::bind(addr).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(Mutex::new(OriginState::default()));
+        let tasks = Arc::new(Mutex::new(JoinSet::new()));
+        let requests = Arc::new(AtomicUsize::new(0));
+        let acceptor = tokio_rustls::TlsAcceptor::from(ca.server_config());
+        let accept = {
+            let (state, tasks, requests) = (state.clone(), tasks.clone(), requests.clone());
+            tokio::spawn(async move {
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    // As real servers do: small answers go out at once.
+                    let _ = stream.set_nodelay(true);
+                    let (state, requests, acceptor) =
+                        (state.clone(), requests.clone(), acceptor.clone());
+                    tasks.lock().unwrap().spawn(async move {
+                        let Ok(tls) = acceptor.accept(stream).await else {
+                            return;
+                        };
+                        let svc = service_fn(move |req| {
+                            requests.fetch_add(1, Ordering::SeqCst);
+                            origin_answer(state.clone(), addr, req)
+                        });
+                        let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                            .serve_connection(TokioIo::new(tls), svc)
+                            .await;
+                    });
+                }
+            })
+        };
+        FakeOrigin {
+            addr,
+            state,
+            tasks,
+            accept,
+            requests,
+        }
+    }
+
+    /// The hostname under which discovery reaches this origin.
+    pub fn hostname(&self) -> String {
+        format!("localhost:{}", self.addr.port())
+    }
+
+    /// The base URL of this origin's provider registry API.
+    pub fn providers_url(&self) -> String {
+        format!("https://127.0.0.1:{}/v1/providers/", self.addr.port())
+    }
+
+    /// Stops answering: the listener closes and open connections are cut.
+    pub fn stop(&self) {
+        self.accept.abort();
+        self.tasks.lock().unwrap().abort_all();
+    }
+
+    /// Delays serving one file.
+    pub fn set_file_delay(&self, name: &str, d: Duration) {
+        self.state
+            .lock()
+            .unwrap()
+            .file_delays
+            .insert(name.to_string(), d);
+    }
+
+    pub fn set_archive_delay(&self, d: Duration) {
+        self.state.lock().unwrap().archive_delay = d;
+    }
+
+    pub fn omit_platforms(&self) {
+        self.state.lock().unwrap().omit_platforms = true;
+    }
+
+    pub fn redirect_discovery(&self) {
+        self.state.lock().unwrap().redirect_discovery = true;
+    }
+
+    /// Makes one path misbehave (or behave again, with `None`).
+    pub fn set_fault(&self, path: &str, fault: Option<Fault>) {
+        let mut st = self.state.lock().unwrap();
+        match fault {
+            Some(f) => st.faults.insert(path.to_string(), f),
+            None => st.faults.remove(path),
+        };
+    }
+
+    pub fn fail_with(&self, status: Option<StatusCode>) {
+        self.state.lock().unwrap().fail_with = status;
+    }
+
+    /// The Authorization headers a path received, in order.
+    pub fn authorization(&self, path: &str) -> Vec<Option<String>> {
+        self.state
+            .lock()
+            .unwrap()
+            .authorization
+            .get(path)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// How many requests a path received.
+    pub fn hits(&self, path: &str) -> usize {
+        *self.state.lock().unwrap().hits.get(path).unwrap_or(&0)
+    }
+
+    /// Adds a version whose packages are built at test time and whose
+    /// SHA256SUMS is signed by `signer`; the registry lists `listed` keys.
+    pub fn publish(
+        &self,
+        namespace: &str,
+        kind: &str,
+        version: &str,
+        platforms: &[&str],
+        signer: &Signer,
+        listed: &[&Signer],
+    ) -> BTreeMap<String, Vec<u8>> {
+        let mut archives = BTreeMap::new();
+        for p in platforms {
+            archives.insert(p.to_string(), build_archive(kind, version, p));
+        }
+        let sums = sums_document(kind, version, &archives);
+        let sig = signer.sign_binary(&sums);
+        let keys = listed
+            .iter()
+            .map(|s| (s.key_id(), s.public_armored()))
+            .collect();
+        self.publish_raw(namespace, kind, version, &archives, sums, sig, keys);
+        archives
+    }
+
+    /// Adds a version from given parts.
+    #[allow(clippy::too_many_arguments)]
+    pub fn publish_raw(
+        &self,
+        namespace: &str,
+        kind: &str,
+        version: &str,
+        archives: &BTreeMap<String, Vec<u8>>,
+        sums: Vec<u8>,
+        signature: Vec<u8>,
+        listed_keys: Vec<(String, String)>,
+    ) {
+        let mut packages = BTreeMap::new();
+        for (platform, bytes) in archives {
+            let filename = format!("terraform-provider-{kind}_{version}_{platform}.zip");
+            packages.insert(
+                platform.clone(),
+                Package {
+                    filename: filename.clone(),
+                    served: bytes.clone(),
+                    shasum: sha256_hex(bytes),
+                },
+            );
+        }
+        let mut st = self.state.lock().unwrap();
+        for pkg in packages.values() {
+            st.files.insert(pkg.filename.clone(), pkg.served.clone());
+        }
+        st.files.insert(
+            format!("terraform-provider-{kind}_{version}_SHA256SUMS"),
+            sums.clone(),
+        );
+        st.files.insert(
+            format!("terraform-provider-{kind}_{version}_SHA256SUMS.sig"),
+            signature.clone(),
+        );
+        st.providers
+            .entry((namespace.to_string(), kind.to_string()))
+            .or_default()
+            .insert(
+                version.to_string(),
+                OriginVersion {
+                    packages,
+                    sums,
+                    signature,
+                    listed_keys,
+                },
+            );
+    }
+
+    /// Replaces what the download URL of a file serves.
+    pub fn replace_file(&self, filename: &str, bytes: Vec<u8>) {
+        self.state
+            .lock()
+            .unwrap()
+            .files
+            .insert(filename.to_string(), bytes);
+    }
+}
+
+impl Drop for FakeOrigin {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+type OriginBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+
+/// A streamed body of the given pieces; `then_fail` ends it with an error
+/// (breaking the connection), `then_hang` never ends it.
+fn pieces(parts: Vec<(Duration, Bytes)>, then_fail: bool, then_hang: bool) -> OriginBody {
+    use futures_util::StreamExt;
+    let frames = futures_util::stream::iter(parts).then(|(delay, bytes)| async move {
+        tokio::time::sleep(delay).await;
+        Ok::<_, std::io::Error>(hyper::body::Frame::data(bytes))
+    });
+    let end = futures_util::stream::iter(
+        then_fail.then(|| Err(std::io::Error::other("connection broken on purpose"))),
+    );
+    let stream = frames.chain(end);
+    if then_hang {
+        BodyExt::boxed(http_body_util::StreamBody::new(
+            stream.chain(futures_util::stream::pending()),
+        ))
+    } else {
+        BodyExt::boxed(http_body_util::StreamBody::new(stream))
+    }
+}
+
+/// Applies a fault to an answer.
+async fn misbehave(
+    fault: Fault,
+    path: &str,
+    answer: Response<OriginBody>,
+) -> Result<Response<OriginBody>, std::io::Error> {
+    let (mut parts, body) = answer.into_parts();
+    let bytes = body.collect().await?.to_bytes();
+    let half = bytes.slice(..bytes.len() / 2);
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    let body = match fault {
+        Fault::Status(status) => return Ok(reply(status, "application/json", b"{}".to_vec())),
+        Fault::Body(b) => return Ok(reply(StatusCode::OK, "application/octet-stream", b)),
+        Fault::Reset => return Err(std::io::Error::other("reset on purpose")),
+        Fault::RedirectLoop => {
+            let mut r = reply(StatusCode::FOUND, "text/plain", Vec::new());
+            r.headers_mut()
+                .insert(http::header::LOCATION, path.parse().unwrap());
+            return Ok(r);
+        }
+        Fault::Hang => pieces(vec![(Duration::ZERO, half)], false, true),
+        Fault::Truncate => pieces(vec![(Duration::ZERO, half)], true, false),
+        Fault::WrongLength => {
+            parts.headers.insert(
+                http::header::CONTENT_LENGTH,
+                (bytes.len() + 1000).to_string().parse().unwrap(),
+            );
+            pieces(vec![(Duration::ZERO, bytes)], false, false)
+        }
+        Fault::Trickle(gap) => {
+            // Slow, but announced and whole.
+            parts.headers.insert(
+                http::header::CONTENT_LENGTH,
+                bytes.len().to_string().parse().unwrap(),
+            );
+            let step = bytes.len().div_ceil(10).max(1);
+            let parts: Vec<(Duration, Bytes)> = (0..bytes.len())
+                .step_by(step)
+                .map(|at| (gap, bytes.slice(at..(at + step).min(bytes.len()))))
+                .collect();
+            pieces(parts, false, false)
+        }
+    };
+    Ok(Response::from_parts(parts, body))
+}
+
+async fn origin_answer(
+    state: Arc<Mutex<OriginState>>,
+    addr: SocketAddr,
+    req: Request<hyper::body::Incoming>,
+) -> Result<Response<OriginBody>, std::io::Error> {
+    let path = req.uri().path().to_string();
+    let fault = state.lock().unwrap().faults.get(&path).cloned();
+    let answer = origin_route(state, addr, req, &path).await;
+    match fault {
+        Some(f) => misbehave(f, &path, answer).await,
+        None => Ok(answer),
+    }
+}
+
+async fn origin_route(
+    state: Arc<Mutex<OriginState>>,
+    addr: SocketAddr,
+    req: Request<hyper::body::Incoming>,
+    path: &str,
+) -> Response<OriginBody> {
+    let path = path.to_string();
+    let authorization = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or("(not text)").to_string());
+    let (fail, delay, omit_platforms, redirect_discovery) = {
+        let mut st = state.lock().unwrap();
+        *st.hits.entry(path.clone()).or_default() += 1;
+        st.authorization
+            .entry(path.clone())
+            .or_default()
+            .push(authorization);
+        (
+            st.fail_with,
+            st.archive_delay,
+            st.omit_platforms,
+            st.redirect_discovery,
+        )
+    };
+    if let Some(status) = fail {
+        return reply(status, "application/json", b"{}".to_vec());
+    }
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let json = |v: serde_json::Value| {
+        reply(
+            StatusCode::OK,
+            "application/json",
+            v.to_string().into_bytes(),
+        )
+    };
+    let not_found = || {
+        reply(
+            StatusCode::NOT_FOUND,
+            "application/json",
+            b"{\"errors\":[\"not found\"]}".to_vec(),
+        )
+    };
+    match segs.as_slice() {
+        [".well-known", "terraform.json"] if redirect_discovery => {
+            let mut r = reply(StatusCode::MOVED_PERMANENTLY, "text/plain", Vec::new());
+            r.headers_mut().insert(
+                http::header::LOCATION,
+                "/registry/discovery.json".parse().unwrap(),
+            );
+            r
+        }
+        // A relative URL, resolved against the redirected document: /v1/providers/.
+        ["registry", "discovery.json"] => {
+            json(serde_json::json!({"providers.v1": "../v1/providers/"}))
+        }
+        [".well-known", "terraform.json"] => {
+            json(serde_json::json!({"providers.v1": "/v1/providers/"}))
+        }
+        ["v1", "providers", ns, kind, "versions"] => {
+            let st = state.lock().unwrap();
+            match st.providers.get(&(ns.to_string(), kind.to_string())) {
+                None => not_found(),
+                Some(versions) => {
+                    let list: Vec<serde_json::Value> = versions
+                        .iter()
+                        .map(|(v, ov)| {
+                            if omit_platforms {
+                                return serde_json::json!({"version": v});
+                            }
+                            let platforms: Vec<serde_json::Value> = ov
+                                .packages
+                                .keys()
+                                .map(|p| {
+                                    let (os, arch) = p.split_once('_').unwrap();
+                                    serde_json::json!({"os": os, "arch": arch})
+                                })
+                                .collect();
+                            serde_json::json!({"version": v, "protocols": ["5.0"], "platforms": platforms})
+                        })
+                        .collect();
+                    json(serde_json::json!({ "versions": list }))
+                }
+            }
+        }
+        ["v1", "providers", ns, kind, version, "download", os, arch] => {
+            let st = state.lock().unwrap();
+            let found = st
+                .providers
+                .get(&(ns.to_string(), kind.to_string()))
+                .and_then(|vs| vs.get(*version))
+                .and_then(|ov| ov.packages.get(&format!("{os}_{arch}")).map(|p| (ov, p)));
+            match found {
+                None => not_found(),
+                Some((ov, pkg)) => {
+                    let keys: Vec<serde_json::Value> = ov
+                        .listed_keys
+                        .iter()
+                        .map(|(id, armor)| serde_json::json!({"key_id": id, "ascii_armor": armor}))
+                        .collect();
+                    json(serde_json::json!({
+                        "protocols": ["5.0"],
+                        "os": os,
+                        "arch": arch,
+                        "filename": pkg.filename,
+                        // An absolute URL that redirects, as release hosts often do.
+                        "download_url": format!("https://localhost:{}/dl/{}", addr.port(), pkg.filename),
+                        // Relative URLs, resolved against this document.
+                        "shasums_url": format!("/files/terraform-provider-{kind}_{version}_SHA256SUMS"),
+                        "shasums_signature_url": format!("../../../../../../../files/terraform-provider-{kind}_{version}_SHA256SUMS.sig"),
+                        "shasum": pkg.shasum,
+                        "signing_keys": {"gpg_public_keys": keys},
+                    }))
+                }
+            }
+        }
+        ["dl", name] => {
+            let mut r = reply(StatusCode::FOUND, "text/plain", Vec::new());
+            r.headers_mut().insert(
+                http::header::LOCATION,
+                format!("/files/{name}").parse().unwrap(),
+            );
+            r
+        }
+        ["files", name] => {
+            let (bytes, delay) = {
+                let st = state.lock().unwrap();
+                let delay = st.file_delays.get(*name).copied().unwrap_or(delay);
+                (st.files.get(*name).cloned(), delay)
+            };
+            match bytes {
+                None => not_found(),
+                Some(b) => {
+                    if name.ends_with(".zip") && !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    reply(StatusCode::OK, "application/octet-stream", b)
+                }
+            }
+        }
+        _ => not_found(),
+    }
+}
+
+fn reply(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<OriginBody> {
+    let mut r = Response::new(
+        Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());
+    r
+}
+
+/// Publishes the fixture widget 1.1.0 archive (`linux_amd64`) under
+/// `<namespace>/widget`, with a SHA256SUMS signature `GnuPG` made
+/// (`signature`) and the registry listing the `GnuPG` key in `key`.
+pub fn publish_gnupg_widget(origin: &FakeOrigin, namespace: &str, key: &str, signature: &str) {
+    let archives = [(
+        "linux_amd64".to_string(),
+        h1_fixture("terraform-provider-widget_1.1.0_linux_amd64.zip"),
+    )]
+    .into();
+    let key = String::from_utf8(gnupg_fixture(key)).unwrap();
+    origin.publish_raw(
+        namespace,
+        "widget",
+        "1.1.0",
+        &archives,
+        gnupg_fixture("SHA256SUMS"),
+        gnupg_fixture(signature),
+        vec![(String::new(), key)],
+    );
+}

@@ -1,0 +1,20 @@
+//! Waiting for a condition, with a deadline, instead of sleeping for a
+//! fixed time.
+
+use std::time::Duration;
+
+/// How often a condition is looked at again.
+const POLL: Duration = Duration::from_millis(10);
+
+/// Waits until `condition` holds, looking again every few milliseconds;
+/// panics naming `what` when it still does not hold after `deadline`.
+pub async fn wait_until(what: &str, deadline: Duration, mut condition: impl FnMut() -> bool) {
+    let give_up = tokio::time::Instant::now() + deadline;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "waited {deadline:?} for {what}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
