@@ -70,6 +70,7 @@ fn version_record() -> VersionRecord {
                 filename,
                 sha256,
                 sums: 0,
+                protocols: Vec::new(),
             };
             (platform, record)
         })
@@ -84,6 +85,7 @@ fn version_record() -> VersionRecord {
             signature: String::new(),
             signed_by: String::new(),
             keys: Vec::new(),
+            key_details: Vec::new(),
         }],
         unsigned_import: false,
     }
@@ -121,6 +123,7 @@ fn hashing(c: &mut Criterion) {
 fn rendering(c: &mut Criterion) {
     let index = IndexRecord {
         fetched_at_ms: 0,
+        protocols: std::collections::BTreeMap::new(),
         versions: (0..200)
             .map(|i| {
                 let v = Version::parse(&format!("{}.{}.0", i / 20, i % 20)).unwrap();

@@ -24,6 +24,8 @@ pub enum Endpoint {
     Archive,
     /// Lock file blocks (`:version.lock.hcl`).
     Lock,
+    /// The provider registry facade (`/v1/providers/…`).
+    Registry,
     /// The status page.
     Home,
     /// `/healthz`, `/readyz`, `/metrics`.

@@ -54,6 +54,32 @@ impl Workspace {
         ca_file: &Path,
         providers: &[(&str, &str, &str)],
     ) -> Workspace {
+        let cli_config = format!("provider_installation {{\n{installation}}}\n");
+        Workspace::configured(terraform, &cli_config, ca_file, providers)
+    }
+
+    /// A workspace whose CLI configuration is only a `host` block naming
+    /// `providers_v1` as `host`'s provider registry.
+    fn through_host_block(
+        terraform: &Path,
+        host: &str,
+        providers_v1: &str,
+        ca_file: &Path,
+        providers: &[(&str, &str, &str)],
+    ) -> Workspace {
+        let cli_config = format!(
+            "host \"{host}\" {{\n  services = {{\n    \"providers.v1\" = \"{providers_v1}\"\n  }}\n}}\n"
+        );
+        Workspace::configured(terraform, &cli_config, ca_file, providers)
+    }
+
+    /// A workspace with this CLI configuration, trusting `ca_file`.
+    fn configured(
+        terraform: &Path,
+        cli_config_text: &str,
+        ca_file: &Path,
+        providers: &[(&str, &str, &str)],
+    ) -> Workspace {
         let dir = tempfile::tempdir().unwrap();
         let required: String = providers
             .iter()
@@ -68,11 +94,7 @@ impl Workspace {
         )
         .unwrap();
         let cli_config = dir.path().join("cli.tfrc");
-        std::fs::write(
-            &cli_config,
-            format!("provider_installation {{\n{installation}}}\n"),
-        )
-        .unwrap();
+        std::fs::write(&cli_config, cli_config_text).unwrap();
         Workspace {
             dir,
             terraform: terraform.to_path_buf(),
@@ -485,4 +507,183 @@ async fn terraform_installs_from_a_static_export() {
         "{}",
         ws.lock_file()
     );
+}
+
+/// The line in which `terraform init` says how it authenticated a provider.
+fn installed_line(output: &str, provider: &str) -> String {
+    output
+        .lines()
+        .find(|l| l.contains(&format!("- Installed {provider} ")))
+        .unwrap_or_else(|| panic!("no install line for {provider} in\n{output}"))
+        .trim()
+        .to_string()
+}
+
+/// One file trusting both the origin's authority and the mirror's.
+fn bundle(setup: &Setup, mirror: &RunningMirror) -> std::path::PathBuf {
+    let path = setup.dir.path().join("bundle.pem");
+    let mut pem = setup.ca.ca_pem.clone();
+    if !mirror.ca_file.as_os_str().is_empty() {
+        pem.push_str(&std::fs::read_to_string(&mirror.ca_file).unwrap());
+    }
+    std::fs::write(&path, pem).unwrap();
+    path
+}
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_block_on_the_facade_locks_every_platform_as_a_direct_install_would() {
+    let tf = terraform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::rsa("acme");
+    let platforms = ["darwin_arm64", "linux_amd64", "windows_amd64"];
+    let archives = origin.publish("acme", "gadget", "0.3.1", &platforms, &signer, &[&signer]);
+    let config = setup.config(&origin, &[], &[PROVIDER_HOST]);
+    let mirror = RunningMirror::start(config.clone()).await;
+    let ca = bundle(&setup, &mirror);
+    let source = format!("{PROVIDER_HOST}/acme/gadget");
+    let providers = [("gadget", source.as_str(), "0.3.1")];
+
+    // Straight from the origin, for comparison.
+    let direct =
+        Workspace::through_host_block(&tf, PROVIDER_HOST, &origin.providers_url(), &ca, &providers);
+    let (ok, direct_out) = direct.init().await;
+    assert!(ok, "direct install failed:\n{direct_out}");
+
+    let facade = |m: &RunningMirror| m.url(&format!("/v1/providers/{PROVIDER_HOST}/"));
+    let via = Workspace::through_host_block(&tf, PROVIDER_HOST, &facade(&mirror), &ca, &providers);
+    let (ok, out) = via.init().await;
+    assert!(ok, "install through the facade failed:\n{out}");
+    // Terraform checked the origin's signature itself, and says so as it
+    // does for a direct install.
+    let line = installed_line(&out, &source);
+    assert!(line.contains("self-signed, key ID"), "{line}");
+    assert_eq!(line, installed_line(&direct_out, &source));
+    // The lock file holds every platform's zh: from the signed SHA256SUMS
+    // and the installed one's h1:, exactly as the direct install's does.
+    let lock = via.lock_file();
+    for p in platforms {
+        let zh = format!("zh:{}", sha256_hex(&archives[p]));
+        assert!(lock.contains(&zh), "{p}: {zh} not in\n{lock}");
+    }
+    assert!(lock.contains("\"h1:"), "{lock}");
+    assert_eq!(lock, direct.lock_file());
+    assert!(via
+        .installed(&source, "0.3.1", "linux_amd64")
+        .join("terraform-provider-gadget_v0.3.1")
+        .is_file());
+
+    // The origin goes away and the mirror restarts on its cache: a new
+    // workspace still installs, with the same lock file.
+    origin.stop();
+    mirror.stop().await;
+    let mirror = RunningMirror::start(config).await;
+    let again =
+        Workspace::through_host_block(&tf, PROVIDER_HOST, &facade(&mirror), &ca, &providers);
+    let (ok, out) = again.init().await;
+    assert!(ok, "install with the origin down failed:\n{out}");
+    assert_eq!(again.lock_file(), lock);
+    mirror.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_http_sidecar_serves_a_host_block() {
+    let tf = terraform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::rsa("acme");
+    let platforms = ["linux_amd64", "windows_amd64"];
+    let archives = origin.publish("acme", "gadget", "0.3.1", &platforms, &signer, &[&signer]);
+    let mut config = setup.config(&origin, &[], &[PROVIDER_HOST]);
+    config.server.tls = false;
+    let sidecar = RunningMirror::start(config).await;
+    let facade = sidecar.url(&format!("/v1/providers/{PROVIDER_HOST}/"));
+    assert!(facade.starts_with("http://127.0.0.1:"), "{facade}");
+    let source = format!("{PROVIDER_HOST}/acme/gadget");
+    let ws = Workspace::through_host_block(
+        &tf,
+        PROVIDER_HOST,
+        &facade,
+        &bundle(&setup, &sidecar),
+        &[("gadget", source.as_str(), "0.3.1")],
+    );
+    let (ok, out) = ws.init().await;
+    assert!(ok, "install through the sidecar failed:\n{out}");
+    let lock = ws.lock_file();
+    for p in platforms {
+        assert!(
+            lock.contains(&format!("zh:{}", sha256_hex(&archives[p]))),
+            "{p}:\n{lock}"
+        );
+    }
+    sidecar.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_through_the_facade_fails_cleanly_on_what_does_not_verify() {
+    let tf = terraform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::rsa("acme");
+    let stranger = Signer::new("stranger");
+    origin.publish(
+        "acme",
+        "gadget",
+        "0.3.1",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    origin.replace_file(
+        "terraform-provider-gadget_0.3.1_linux_amd64.zip",
+        build_archive("gadget", "0.3.1", "tampered"),
+    );
+    origin.publish(
+        "acme",
+        "widget",
+        "1.0.0",
+        &["linux_amd64"],
+        &stranger,
+        &[&signer],
+    );
+    let mirror = RunningMirror::start(setup.config(&origin, &[], &[PROVIDER_HOST])).await;
+    let ca = bundle(&setup, &mirror);
+    let facade = mirror.url(&format!("/v1/providers/{PROVIDER_HOST}/"));
+    for (kind, version) in [("gadget", "0.3.1"), ("widget", "1.0.0")] {
+        let source = format!("{PROVIDER_HOST}/acme/{kind}");
+        let ws = Workspace::through_host_block(
+            &tf,
+            PROVIDER_HOST,
+            &facade,
+            &ca,
+            &[(kind, source.as_str(), version)],
+        );
+        let (ok, out) = ws.init().await;
+        assert!(!ok, "{kind}: init should fail:\n{out}");
+        // Terraform v1.0.3 shows the status of these answers (502), not
+        // their body; the mirror's reason is in its log.
+        assert!(
+            out.contains("502 Bad Gateway") || out.contains(": 502\n"),
+            "{kind}: the mirror's refusal is not shown:\n{out}"
+        );
+        assert!(
+            !ws.installed(&source, version, "linux_amd64").exists(),
+            "{kind} was installed"
+        );
+    }
+    let stored = files_below(&setup.cache_dir());
+    assert!(!stored.iter().any(|f| f.ends_with(".zip")), "{stored:?}");
+    mirror.stop().await;
 }

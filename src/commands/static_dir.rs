@@ -59,6 +59,7 @@ pub fn export(store: &DiskStore, only: &[Provider], dir: &Path) -> anyhow::Resul
         let mut listed = crate::store::IndexRecord {
             fetched_at_ms: 0,
             versions: BTreeMap::new(),
+            protocols: BTreeMap::new(),
         };
         for (v, platforms) in versions {
             let Some(mut record) = store.read_json::<VersionRecord>(&store.version_path(p, v))?
@@ -230,6 +231,7 @@ fn import_version(
                         download_url,
                         sha256,
                         sums: 0,
+                        protocols: Vec::new(),
                     },
                 );
             }

@@ -19,7 +19,7 @@ use ring::hmac;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::address::ArchiveKey;
+use crate::address::{ArchiveKey, Provider, Version};
 use crate::clock::SharedClock;
 use crate::config::AuthConfig;
 use crate::error::RequestError;
@@ -158,20 +158,61 @@ impl Auth {
     /// The query string that makes an archive URL valid until now plus the
     /// configured lifetime.
     pub fn sign_archive(&self, key: &ArchiveKey) -> String {
-        let expires = self.clock.unix_secs() + self.url_lifetime.as_secs();
-        let tag = hmac::sign(&self.url_key, &signed_text(key, expires));
-        format!("expires={expires}&sig={}", crate::verify::hex(tag.as_ref()))
+        self.sign(&archive_resource(key))
     }
 
     /// Checks an archive request's query string.
     pub fn check_archive(&self, key: &ArchiveKey, query: Option<&str>) -> Result<(), RequestError> {
+        self.check_signed(
+            &archive_resource(key),
+            query,
+            &format!("{}/{}.json", key.provider, key.version),
+        )
+    }
+
+    /// The query string that makes the URLs of a version's `index`th
+    /// SHA256SUMS document and of its signature valid, as
+    /// [`Auth::sign_archive`] does for archives.
+    pub fn sign_sums(&self, provider: &Provider, version: &Version, index: usize) -> String {
+        self.sign(&sums_resource(provider, version, index))
+    }
+
+    /// Checks the query string of a request for a SHA256SUMS document or
+    /// its signature.
+    pub fn check_sums(
+        &self,
+        provider: &Provider,
+        version: &Version,
+        index: usize,
+        query: Option<&str>,
+    ) -> Result<(), RequestError> {
+        self.check_signed(
+            &sums_resource(provider, version, index),
+            query,
+            &format!("the download of {provider} {version}"),
+        )
+    }
+
+    fn sign(&self, resource: &str) -> String {
+        let expires = self.clock.unix_secs() + self.url_lifetime.as_secs();
+        let tag = hmac::sign(&self.url_key, &signed_text(resource, expires));
+        format!("expires={expires}&sig={}", crate::verify::hex(tag.as_ref()))
+    }
+
+    /// Checks a signed link to `resource`; a refusal tells the client to
+    /// ask for `again` to get a fresh link.
+    fn check_signed(
+        &self,
+        resource: &str,
+        query: Option<&str>,
+        again: &str,
+    ) -> Result<(), RequestError> {
         if !self.enabled() {
             return Ok(());
         }
         let refuse = |why: &str| {
             Err(RequestError::LinkRefused(format!(
-                "archive link {why}; ask the mirror for {}/{}.json again",
-                key.provider, key.version
+                "link {why}; ask the mirror for {again} again"
             )))
         };
         let (mut expires, mut sig) = (None, None);
@@ -185,7 +226,7 @@ impl Auth {
         let (Some(expires), Some(sig)) = (expires, sig) else {
             return refuse("is not signed");
         };
-        if hmac::verify(&self.url_key, &signed_text(key, expires), &sig).is_err() {
+        if hmac::verify(&self.url_key, &signed_text(resource, expires), &sig).is_err() {
             return refuse("has a wrong signature");
         }
         if expires < self.clock.unix_secs() {
@@ -195,14 +236,24 @@ impl Auth {
     }
 }
 
-/// What an archive URL's signature covers.
-fn signed_text(key: &ArchiveKey, expires: u64) -> Vec<u8> {
+/// What an archive link's signature names.
+fn archive_resource(key: &ArchiveKey) -> String {
     let ArchiveKey {
         provider,
         version,
         platform,
     } = key;
-    format!("{provider}\n{version}\n{platform}\n{expires}").into_bytes()
+    format!("{provider}\n{version}\n{platform}")
+}
+
+/// What a checksum link's signature names (no platform has a space).
+fn sums_resource(provider: &Provider, version: &Version, index: usize) -> String {
+    format!("{provider}\n{version}\nsums {index}")
+}
+
+/// What a link's signature covers.
+fn signed_text(resource: &str, expires: u64) -> Vec<u8> {
+    format!("{resource}\n{expires}").into_bytes()
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {

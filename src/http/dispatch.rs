@@ -18,6 +18,7 @@ use super::App;
 use crate::address::{ArchiveKey, Platform};
 use crate::error::RequestError;
 use crate::metrics::Endpoint;
+use crate::mirror::facade::Link;
 use crate::protocol::Rendered;
 
 /// Answers one request. Never fails: errors become JSON error answers.
@@ -204,6 +205,40 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
             }
             .await,
         ),
+        Route::RegistryVersions(provider) => (
+            Endpoint::Registry,
+            async {
+                app.auth.check(authorization)?;
+                Ok(registry_json(mirror.registry_versions(&provider).await?))
+            }
+            .await,
+        ),
+        Route::RegistryPackage(key) => (
+            Endpoint::Registry,
+            async {
+                app.auth.check(authorization)?;
+                let query = |link: Link<'_>| link_query(app, &key, link);
+                Ok(registry_json(mirror.registry_package(&key, &query).await?))
+            }
+            .await,
+        ),
+        Route::RegistrySums(provider, version, file) => (
+            Endpoint::Registry,
+            async {
+                app.auth
+                    .check_sums(&provider, &version, file.index, asked.query.as_deref())?;
+                let bytes = mirror
+                    .registry_sums(&provider, &version, file.index, file.signature)
+                    .await?;
+                let kind = if file.signature {
+                    "application/octet-stream"
+                } else {
+                    "text/plain; charset=utf-8"
+                };
+                Ok(with_type(StatusCode::OK, bytes, kind))
+            }
+            .await,
+        ),
         Route::Archive(key) => (
             Endpoint::Archive,
             async {
@@ -220,6 +255,26 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
             }
             .await,
         ),
+    }
+}
+
+/// A facade answer: JSON that no one may cache without asking again.
+fn registry_json(bytes: Vec<u8>) -> Response<Body> {
+    let mut resp = with_type(StatusCode::OK, bytes, "application/json");
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// The query of a link the facade hands out: signed when access control
+/// is on (clients send no credentials when they follow these links).
+fn link_query(app: &App, key: &ArchiveKey, link: Link<'_>) -> String {
+    if !app.auth.enabled() {
+        return String::new();
+    }
+    match link {
+        Link::Archive(archive) => app.auth.sign_archive(archive),
+        Link::Sums(index) => app.auth.sign_sums(&key.provider, &key.version, index),
     }
 }
 

@@ -6,13 +6,21 @@
 //! the name `terraform providers mirror` gives them, and lock file blocks as
 //! `/:hostname/:namespace/:type/:version.lock.hcl`. `/`, `/healthz`,
 //! `/readyz` and `/metrics` are one-segment paths outside the protocol's
-//! four-segment space. Each segment is
+//! four-segment space.
+//!
+//! The provider registry facade lives under
+//! `/v1/providers/:hostname/`, the base URL a `host` block names as the
+//! origin's `providers.v1` service: `:namespace/:type/versions`,
+//! `:namespace/:type/:version/download/:os/:arch`, and the origin's signed
+//! checksums as `:namespace/:type/:version/sums/:n` with the signature at
+//! `…/sums/:n.sig`. These have six or more segments, so they never meet the
+//! mirror protocol's paths. Each segment is
 //! percent-decoded and parsed into its validated type; anything else is a
 //! bad request.
 
 use percent_encoding::percent_decode_str;
 
-use crate::address::{ArchiveKey, Hostname, Namespace, Provider, ProviderType, Version};
+use crate::address::{ArchiveKey, Hostname, Namespace, Platform, Provider, ProviderType, Version};
 use crate::error::RequestError;
 
 /// The longest request path accepted.
@@ -38,6 +46,21 @@ pub enum Route {
     /// `:version.lock.hcl`: a lock file block with the hashes of the
     /// platforms the query names (tfmirror's own, beside the protocol).
     Lock(Provider, Version),
+    /// Registry facade: a provider's versions, protocols and platforms.
+    RegistryVersions(Provider),
+    /// Registry facade: one package's download metadata.
+    RegistryPackage(ArchiveKey),
+    /// Registry facade: a version's signed SHA256SUMS or its signature.
+    RegistrySums(Provider, Version, SumsFile),
+}
+
+/// One of a version's signed checksum documents as the facade serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SumsFile {
+    /// Which of the version's SHA256SUMS documents (most have one: 0).
+    pub index: usize,
+    /// The detached signature rather than the document.
+    pub signature: bool,
 }
 
 /// Parses a raw (still percent-encoded) request path.
@@ -60,16 +83,22 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
         .split('/')
         .map(decode_segment)
         .collect::<Result<Vec<String>, RequestError>>()?;
+    if let ["v1", "providers", host, namespace, kind, rest @ ..] = segments
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        if !rest.is_empty() {
+            return registry_route(host, namespace, kind, rest);
+        }
+    }
     let [host, namespace, kind, leaf] = segments.as_slice() else {
         return Err(bad(
             "not a mirror path: expected /:hostname/:namespace/:type/index.json, /:hostname/:namespace/:type/:version.json or an archive beside them",
         ));
     };
-    let provider = Provider {
-        hostname: Hostname::parse(host)?,
-        namespace: Namespace::parse(namespace)?,
-        kind: ProviderType::parse(kind)?,
-    };
+    let provider = provider(host, namespace, kind)?;
     if leaf == "index.json" {
         return Ok(Route::Index(provider));
     }
@@ -91,6 +120,54 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
     Err(bad(
         "not a mirror path: the last segment must be index.json, <version>.json or an archive of this provider",
     ))
+}
+
+/// The provider of a path's three address segments.
+fn provider(host: &str, namespace: &str, kind: &str) -> Result<Provider, RequestError> {
+    Ok(Provider {
+        hostname: Hostname::parse(host)?,
+        namespace: Namespace::parse(namespace)?,
+        kind: ProviderType::parse(kind)?,
+    })
+}
+
+/// A path below `/v1/providers/:hostname/:namespace/:type/`.
+fn registry_route(
+    host: &str,
+    namespace: &str,
+    kind: &str,
+    rest: &[&str],
+) -> Result<Route, RequestError> {
+    let provider = provider(host, namespace, kind)?;
+    match rest {
+        ["versions"] => Ok(Route::RegistryVersions(provider)),
+        [version, "download", os, arch] => Ok(Route::RegistryPackage(ArchiveKey {
+            provider,
+            version: Version::parse(version)?,
+            platform: Platform::from_parts(os, arch)?,
+        })),
+        [version, "sums", leaf] => {
+            let (number, signature) = match leaf.strip_suffix(".sig") {
+                Some(n) => (n, true),
+                None => (*leaf, false),
+            };
+            let index = number
+                .parse::<usize>()
+                .ok()
+                .filter(|_| number.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| {
+                    RequestError::InvalidRequest(format!("{leaf:?} names no checksum document"))
+                })?;
+            Ok(Route::RegistrySums(
+                provider,
+                Version::parse(version)?,
+                SumsFile { index, signature },
+            ))
+        }
+        _ => Err(RequestError::InvalidRequest(
+            "not a registry path: expected :namespace/:type/versions or :namespace/:type/:version/download/:os/:arch below /v1/providers/:hostname/".into(),
+        )),
+    }
 }
 
 /// Percent-decodes one segment and refuses what no valid name contains:
@@ -155,6 +232,67 @@ mod tests {
             parse("/example.com:8443/%C3%BCn/t/index.json").unwrap(),
             Route::Index(provider("example.com:8443", "ün", "t"))
         );
+    }
+
+    #[test]
+    fn parses_the_registry_facade() {
+        let p = provider("registry.terraform.io", "hashicorp", "aws");
+        let v = Version::parse("5.1.0").unwrap();
+        assert_eq!(
+            parse("/v1/providers/registry.terraform.io/hashicorp/aws/versions").unwrap(),
+            Route::RegistryVersions(p.clone())
+        );
+        assert_eq!(
+            parse("/v1/providers/Registry.Terraform.IO/hashicorp/aws/5.1.0/download/linux/arm64")
+                .unwrap(),
+            Route::RegistryPackage(ArchiveKey::new(
+                &p,
+                &v,
+                &Platform::parse("linux_arm64").unwrap()
+            ))
+        );
+        assert_eq!(
+            parse("/v1/providers/registry.terraform.io/hashicorp/aws/5.1.0/sums/0.sig").unwrap(),
+            Route::RegistrySums(
+                p.clone(),
+                v.clone(),
+                SumsFile {
+                    index: 0,
+                    signature: true
+                }
+            )
+        );
+        assert_eq!(
+            parse("/v1/providers/registry.terraform.io/hashicorp/aws/5.1.0/sums/1").unwrap(),
+            Route::RegistrySums(
+                p,
+                v,
+                SumsFile {
+                    index: 1,
+                    signature: false
+                }
+            )
+        );
+        // A host called v1 still has its mirror paths.
+        assert_eq!(
+            parse("/v1/providers/t/index.json").unwrap(),
+            Route::Index(provider("v1", "providers", "t"))
+        );
+        for bad in [
+            "/v1/providers/r.example/ns/t/1.0.0/download/linux",
+            "/v1/providers/r.example/ns/t/1.0.0/download/linux/amd64/x",
+            "/v1/providers/r.example/ns/t/1.0.0/sums/+1",
+            "/v1/providers/r.example/ns/t/1.0.0/sums/x.sig",
+            "/v1/providers/r.example/ns/t/1.0/download/linux/amd64",
+            "/v1/providers/r.example/ns/t/list",
+            "/v1/providers/r.example/ns/t/1.0.0/download/linux/AMD%2F64",
+        ] {
+            assert_eq!(
+                parse(bad).unwrap_err().status(),
+                http::StatusCode::BAD_REQUEST,
+                "{bad}"
+            );
+        }
     }
 
     #[test]

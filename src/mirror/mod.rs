@@ -5,6 +5,7 @@
 //!
 //! - [`versions`]: version lists and verified version records;
 //! - [`documents`]: the protocol's JSON documents, rendered once;
+//! - [`facade`]: the provider registry protocol in front of the cache;
 //! - [`archive`]: archives, downloaded once and streamed to clients, also
 //!   while they arrive;
 //! - [`residency`]: which archives are being read, their last use, and
@@ -17,6 +18,7 @@
 
 pub mod archive;
 pub mod documents;
+pub mod facade;
 pub mod lockfile;
 pub mod residency;
 pub mod versions;

@@ -14,7 +14,7 @@ use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
 use crate::address::{Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, VerifyOutcome};
-use crate::store::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
+use crate::store::{IndexRecord, KeyDetails, PackageRecord, SignedSums, VersionRecord};
 use crate::upstream::{registry, UpstreamError};
 use crate::verify::Sha256Sums;
 
@@ -154,6 +154,7 @@ impl Mirror {
         Ok(IndexRecord {
             fetched_at_ms: self.clock.unix_ms(),
             versions: listed.usable(provider),
+            protocols: listed.protocols(),
         })
     }
 
@@ -365,6 +366,17 @@ impl Mirror {
             .iter()
             .map(|k| k.ascii_armor.clone())
             .collect();
+        let key_details: Vec<KeyDetails> = pkg
+            .signing_keys
+            .gpg_public_keys
+            .iter()
+            .map(|k| KeyDetails {
+                key_id: k.key_id.clone(),
+                trust_signature: k.trust_signature.clone(),
+                source: k.source.clone(),
+                source_url: k.source_url.clone(),
+            })
+            .collect();
 
         // One SHA256SUMS serves all platforms of a version as a rule; fetch
         // and verify it once, and again only if another platform lists other
@@ -377,7 +389,7 @@ impl Mirror {
             i
         } else {
             let signed = self
-                .fetch_signed_sums(&record.provider, &sums_url, &sig_url, keys)
+                .fetch_signed_sums(&record.provider, &sums_url, &sig_url, keys, key_details)
                 .await?;
             record.sums.push(signed);
             record.sums.len() - 1
@@ -401,6 +413,7 @@ impl Mirror {
             download_url,
             sha256: listed.to_owned(),
             sums: index,
+            protocols: pkg.protocols.clone(),
         })
     }
 
@@ -416,6 +429,7 @@ impl Mirror {
         sums_url: &url::Url,
         sig_url: &url::Url,
         keys: Vec<String>,
+        key_details: Vec<KeyDetails>,
     ) -> Result<SignedSums, Failure> {
         let (sums, sig) = tokio::join!(
             self.client.get_bytes(sums_url, None),
@@ -439,6 +453,7 @@ impl Mirror {
             signature: base64::engine::general_purpose::STANDARD.encode(&sig),
             signed_by,
             keys,
+            key_details,
         })
     }
 }

@@ -168,6 +168,7 @@ impl DiskStore {
         let mut index: IndexRecord = self.read_json(&path)?.unwrap_or(IndexRecord {
             fetched_at_ms: 0,
             versions: std::collections::BTreeMap::new(),
+            protocols: std::collections::BTreeMap::new(),
         });
         if index.versions.get(v) == Some(&platforms) {
             return Ok(());

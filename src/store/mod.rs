@@ -24,7 +24,7 @@ use crate::address::{ArchiveKey, Provider, Version};
 
 pub use disk::{h1_of_file, DiskStore};
 pub use inventory::CachedArchive;
-pub use records::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
+pub use records::{IndexRecord, KeyDetails, PackageRecord, SignedSums, VersionRecord};
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]

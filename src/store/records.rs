@@ -14,6 +14,10 @@ pub struct IndexRecord {
     pub fetched_at_ms: u64,
     /// Each version with the platforms the origin lists for it.
     pub versions: BTreeMap<Version, Vec<Platform>>,
+    /// The plugin protocol versions (`5.0`, `6.0`) the origin lists for
+    /// each version, where it lists any.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protocols: BTreeMap<Version, Vec<String>>,
 }
 
 /// A provider version's verified package metadata, with the evidence that
@@ -47,6 +51,9 @@ pub struct PackageRecord {
     pub sha256: String,
     /// Index into [`VersionRecord::sums`] of the document that lists it.
     pub sums: usize,
+    /// The plugin protocol versions the registry gave for the package.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocols: Vec<String>,
 }
 
 /// A SHA256SUMS document with its detached signature and the key that made it.
@@ -62,4 +69,26 @@ pub struct SignedSums {
     pub signed_by: String,
     /// The keys the registry listed, ASCII-armored.
     pub keys: Vec<String>,
+    /// What the registry said about each of `keys`, in the same order,
+    /// passed on to clients of the registry facade as it was given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key_details: Vec<KeyDetails>,
+}
+
+/// What a registry says about one signing key besides the key itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyDetails {
+    /// The key's ID, uppercase hex, as the registry gave it.
+    #[serde(default)]
+    pub key_id: String,
+    /// A signature over the key by a key the client trusts (how partner
+    /// providers are labelled), or empty.
+    #[serde(default)]
+    pub trust_signature: String,
+    /// Who the key belongs to.
+    #[serde(default)]
+    pub source: String,
+    /// Where to read about the key.
+    #[serde(default)]
+    pub source_url: String,
 }

@@ -37,6 +37,15 @@ impl VersionsResponse {
         }
         versions
     }
+
+    /// The protocol versions listed for each usable version that lists any.
+    pub fn protocols(&self) -> BTreeMap<Version, Vec<String>> {
+        self.versions
+            .iter()
+            .filter(|e| !e.protocols.is_empty())
+            .filter_map(|e| Some((Version::parse(&e.version).ok()?, e.protocols.clone())))
+            .collect()
+    }
 }
 
 /// One entry of [`VersionsResponse`].
@@ -44,6 +53,9 @@ impl VersionsResponse {
 pub struct VersionEntry {
     /// The version number, as the registry spells it.
     pub version: String,
+    /// The plugin protocol versions it supports.
+    #[serde(default)]
+    pub protocols: Vec<String>,
     /// The platforms that have packages for this version.
     #[serde(default)]
     pub platforms: Vec<PlatformEntry>,
@@ -61,6 +73,9 @@ pub struct PlatformEntry {
 /// `GET :namespace/:type/:version/download/:os/:arch`.
 #[derive(Debug, Deserialize)]
 pub struct PackageResponse {
+    /// The plugin protocol versions the package supports.
+    #[serde(default)]
+    pub protocols: Vec<String>,
     /// Must echo the requested operating system.
     pub os: String,
     /// Must echo the requested architecture.
@@ -95,6 +110,15 @@ pub struct GpgPublicKey {
     pub key_id: String,
     /// The ASCII-armored public key.
     pub ascii_armor: String,
+    /// A signature over the key by a key the client trusts, or empty.
+    #[serde(default)]
+    pub trust_signature: String,
+    /// Who the key belongs to.
+    #[serde(default)]
+    pub source: String,
+    /// Where to read about the key.
+    #[serde(default)]
+    pub source_url: String,
 }
 
 /// Reads a provider's versions from the registry at `base`, presenting

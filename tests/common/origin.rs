@@ -473,7 +473,15 @@ async fn origin_route(
                     let keys: Vec<serde_json::Value> = ov
                         .listed_keys
                         .iter()
-                        .map(|(id, armor)| serde_json::json!({"key_id": id, "ascii_armor": armor}))
+                        .map(|(id, armor)| {
+                            serde_json::json!({
+                                "key_id": id,
+                                "ascii_armor": armor,
+                                "trust_signature": "",
+                                "source": "Acme Test Keys",
+                                "source_url": "https://acme.example/security",
+                            })
+                        })
                         .collect();
                     json(serde_json::json!({
                         "protocols": ["5.0"],

@@ -23,8 +23,11 @@ pub struct RunningMirror {
     pub addr: SocketAddr,
     pub app: Arc<App>,
     pub mirror: Arc<Mirror>,
-    /// The authority clients must trust (the mirror's generated one).
+    /// The authority clients must trust (the mirror's generated one);
+    /// empty when `server.tls` is off.
     pub ca_file: PathBuf,
+    /// `https`, or `http` when `server.tls` is off.
+    scheme: &'static str,
     /// The clock by which version lists and archive links expire: it moves
     /// only when a test moves it.
     pub clock: Arc<ManualClock>,
@@ -41,11 +44,16 @@ impl RunningMirror {
             .unwrap();
         let addr = daemon.local_addr().unwrap();
         let app = daemon.app().clone();
+        let scheme = if daemon.tls().is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let ca_file = daemon
             .tls()
             .and_then(|t| t.generated.clone())
-            .unwrap()
-            .ca_cert;
+            .map(|g| g.ca_cert)
+            .unwrap_or_default();
         let (signals, rx) = tokio::sync::mpsc::channel(4);
         let task = tokio::spawn(async move {
             daemon.run(rx, || {}, || {}).await.unwrap();
@@ -55,6 +63,7 @@ impl RunningMirror {
             mirror: app.mirror.clone(),
             app,
             ca_file,
+            scheme,
             clock,
             signals,
             task: Some(task),
@@ -62,7 +71,7 @@ impl RunningMirror {
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("https://127.0.0.1:{}{}", self.addr.port(), path)
+        format!("{}://127.0.0.1:{}{}", self.scheme, self.addr.port(), path)
     }
 
     /// Tells the daemon to reload its certificate and token file.

@@ -1,0 +1,250 @@
+//! The provider registry protocol (`providers.v1`) in front of the cache,
+//! for clients whose CLI configuration points a registry host's
+//! `providers.v1` service at tfmirror with a `host` block.
+//!
+//! Everything comes from the same verified records the network mirror
+//! serves: the version list, and for a package the origin's answer with its
+//! links pointing into the mirror. The origin's SHA256SUMS documents and
+//! their signatures are passed on byte for byte, with the signing keys and
+//! what the origin said about them, so clients verify the signature
+//! themselves, label the provider as the origin would, and record a `zh:`
+//! hash for every platform the signed document lists.
+
+use base64::Engine;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use serde::Serialize;
+
+use super::Mirror;
+use crate::address::{ArchiveKey, Provider, Version};
+use crate::error::RequestError;
+use crate::store::SignedSums;
+
+/// Characters escaped in a path segment the facade builds.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b':');
+
+/// What a link the facade hands out opens.
+#[derive(Debug, Clone, Copy)]
+pub enum Link<'a> {
+    /// An archive.
+    Archive(&'a ArchiveKey),
+    /// The version's `n`th SHA256SUMS document and its signature.
+    Sums(usize),
+}
+
+/// Makes the query string of a link (a signature, when access control is
+/// on).
+pub type LinkQuery<'a> = &'a (dyn Fn(Link<'_>) -> String + Sync);
+
+/// `GET :namespace/:type/versions`.
+#[derive(Debug, Serialize)]
+struct VersionsDocument {
+    versions: Vec<VersionEntry>,
+}
+
+#[derive(Debug, Serialize)]
+struct VersionEntry {
+    version: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    protocols: Vec<String>,
+    platforms: Vec<PlatformEntry>,
+}
+
+#[derive(Debug, Serialize)]
+struct PlatformEntry {
+    os: String,
+    arch: String,
+}
+
+/// `GET :namespace/:type/:version/download/:os/:arch`.
+#[derive(Debug, Serialize)]
+struct PackageDocument {
+    protocols: Vec<String>,
+    os: String,
+    arch: String,
+    filename: String,
+    download_url: String,
+    shasums_url: String,
+    shasums_signature_url: String,
+    shasum: String,
+    signing_keys: SigningKeys,
+}
+
+#[derive(Debug, Serialize)]
+struct SigningKeys {
+    gpg_public_keys: Vec<GpgPublicKey>,
+}
+
+#[derive(Debug, Serialize)]
+struct GpgPublicKey {
+    key_id: String,
+    ascii_armor: String,
+    trust_signature: String,
+    source: String,
+    source_url: String,
+}
+
+impl Mirror {
+    /// A provider's versions in the registry protocol's shape, from the
+    /// same version list the network mirror serves.
+    pub async fn registry_versions(&self, provider: &Provider) -> Result<Vec<u8>, RequestError> {
+        let index = self.index(provider).await?;
+        let versions = index
+            .versions
+            .iter()
+            .map(|(version, platforms)| VersionEntry {
+                version: version.to_string(),
+                protocols: index.protocols.get(version).cloned().unwrap_or_default(),
+                platforms: platforms
+                    .iter()
+                    .map(|p| PlatformEntry {
+                        os: p.os().to_owned(),
+                        arch: p.arch().to_owned(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(to_json(&VersionsDocument { versions }))
+    }
+
+    /// One package's download metadata: the origin's answer, verified by
+    /// the mirror, with links into the mirror (`query` adds to each).
+    pub async fn registry_package(
+        &self,
+        key: &ArchiveKey,
+        query: LinkQuery<'_>,
+    ) -> Result<Vec<u8>, RequestError> {
+        let record = self.version(&key.provider, &key.version).await?;
+        let Some(package) = record.packages.get(&key.platform) else {
+            return Err(RequestError::NoPackage(format!(
+                "{} {} has no verified package for {}",
+                key.provider, key.version, key.platform
+            )));
+        };
+        let sums = record.sums.get(package.sums).ok_or_else(|| {
+            RequestError::Internal(format!(
+                "the record of {} {} names a missing checksum document",
+                key.provider, key.version
+            ))
+        })?;
+        let mut protocols = package.protocols.clone();
+        if protocols.is_empty() {
+            let index = self.index(&key.provider).await?;
+            protocols = index
+                .protocols
+                .get(&key.version)
+                .cloned()
+                .unwrap_or_default();
+        }
+        let sums_path = sums_path(&key.provider, &key.version, package.sums);
+        let sums_query = with_query(query(Link::Sums(package.sums)));
+        let doc = PackageDocument {
+            protocols,
+            os: key.platform.os().to_owned(),
+            arch: key.platform.arch().to_owned(),
+            filename: package.filename.clone(),
+            download_url: format!(
+                "{}{}",
+                archive_path(key),
+                with_query(query(Link::Archive(key)))
+            ),
+            shasums_url: format!("{sums_path}{sums_query}"),
+            shasums_signature_url: format!("{sums_path}.sig{sums_query}"),
+            shasum: package.sha256.clone(),
+            signing_keys: signing_keys(sums),
+        };
+        Ok(to_json(&doc))
+    }
+
+    /// A version's `index`th SHA256SUMS document, or its detached
+    /// signature, as the origin published it.
+    pub async fn registry_sums(
+        &self,
+        provider: &Provider,
+        version: &Version,
+        index: usize,
+        signature: bool,
+    ) -> Result<Vec<u8>, RequestError> {
+        let record = self.version(provider, version).await?;
+        let Some(sums) = record.sums.get(index) else {
+            return Err(RequestError::NoPackage(format!(
+                "{provider} {version} has no checksum document {index}"
+            )));
+        };
+        if signature {
+            base64::engine::general_purpose::STANDARD
+                .decode(&sums.signature)
+                .map_err(|e| {
+                    RequestError::Internal(format!(
+                        "the stored signature of {provider} {version} is not base64: {e}"
+                    ))
+                })
+        } else {
+            Ok(sums.document.clone().into_bytes())
+        }
+    }
+}
+
+/// The keys of a signed document with what the origin said about each.
+fn signing_keys(sums: &SignedSums) -> SigningKeys {
+    let gpg_public_keys = sums
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(i, armor)| {
+            let details = sums.key_details.get(i).cloned().unwrap_or_default();
+            GpgPublicKey {
+                key_id: details.key_id,
+                ascii_armor: armor.clone(),
+                trust_signature: details.trust_signature,
+                source: details.source,
+                source_url: details.source_url,
+            }
+        })
+        .collect();
+    SigningKeys { gpg_public_keys }
+}
+
+/// `?query`, or nothing.
+fn with_query(query: String) -> String {
+    if query.is_empty() {
+        query
+    } else {
+        format!("?{query}")
+    }
+}
+
+fn segment(s: &str) -> String {
+    utf8_percent_encode(s, SEGMENT).to_string()
+}
+
+/// The network mirror's path of an archive, which serves the facade too.
+fn archive_path(key: &ArchiveKey) -> String {
+    let p = &key.provider;
+    format!(
+        "/{}/{}/{}/{}",
+        segment(p.hostname.as_ref()),
+        segment(p.namespace.as_str()),
+        segment(p.kind.as_str()),
+        segment(&key.file_name())
+    )
+}
+
+/// The facade's path of a version's `index`th SHA256SUMS document.
+fn sums_path(p: &Provider, version: &Version, index: usize) -> String {
+    format!(
+        "/v1/providers/{}/{}/{}/{}/sums/{index}",
+        segment(p.hostname.as_ref()),
+        segment(p.namespace.as_str()),
+        segment(p.kind.as_str()),
+        segment(version.as_str())
+    )
+}
+
+fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("documents always serialize")
+}
