@@ -1,6 +1,6 @@
-//! tfmirror: a read-through caching mirror for Terraform and `OpenTofu`
+//! tfmirror: a read-through caching mirror for Terraform and OpenTofu
 //! providers that speaks the Provider Network Mirror Protocol and verifies
-//! the `OpenPGP` signature over every package's checksum before it caches or
+//! the OpenPGP signature over every package's checksum before it caches or
 //! serves the package.
 //!
 //! A request flows `http` (listener → dispatch → routes) → `mirror` (versions,

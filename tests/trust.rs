@@ -174,7 +174,7 @@ async fn rules_that_cannot_work_stop_the_start() {
     }
 }
 
-/// `GnuPG` fixtures: the same SHA256SUMS signed by a key that has expired, a
+/// GnuPG fixtures: the same SHA256SUMS signed by a key that has expired, a
 /// key that was revoked, and with a signature that has expired.
 #[tokio::test]
 async fn key_and_signature_lifetimes() {

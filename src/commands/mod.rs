@@ -24,7 +24,7 @@ use clap::{Parser, Subcommand};
 use crate::config::{Config, LogFormat};
 use crate::store::DiskStore;
 
-/// A caching, verifying provider network mirror for Terraform and `OpenTofu`.
+/// A caching, verifying provider network mirror for Terraform and OpenTofu.
 #[derive(Debug, Parser)]
 #[command(name = "tfmirror", version, about)]
 pub struct Cli {

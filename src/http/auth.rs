@@ -1,7 +1,7 @@
 //! Who may use the mirror.
 //!
 //! When `[auth]` configures any token, the JSON endpoints require
-//! `Authorization: Bearer <token>`, which Terraform and `OpenTofu` send when
+//! `Authorization: Bearer <token>`, which Terraform and OpenTofu send when
 //! the CLI configuration has credentials for the mirror's host. They send no
 //! credentials when downloading archives, so the archive URLs that
 //! `:version.json` hands out carry an expiring HMAC signature

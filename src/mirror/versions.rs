@@ -19,7 +19,7 @@ use crate::upstream::{registry, UpstreamError};
 use crate::verify::Sha256Sums;
 
 /// The platforms asked for when a registry does not list a version's
-/// platforms: those Terraform and `OpenTofu` are released for.
+/// platforms: those Terraform and OpenTofu are released for.
 const COMMON_PLATFORMS: &[&str] = &[
     "darwin_amd64",
     "darwin_arm64",

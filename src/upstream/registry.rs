@@ -86,7 +86,7 @@ pub struct PackageResponse {
     pub download_url: String,
     /// The SHA256SUMS document of this version.
     pub shasums_url: String,
-    /// The detached `OpenPGP` signature of the SHA256SUMS document.
+    /// The detached OpenPGP signature of the SHA256SUMS document.
     pub shasums_signature_url: String,
     /// The archive's SHA-256, lowercase hex.
     pub shasum: String,

@@ -1,4 +1,4 @@
-//! Everything tfmirror checks before it trusts a package: the `OpenPGP`
+//! Everything tfmirror checks before it trusts a package: the OpenPGP
 //! signature over the origin's SHA256SUMS, the SHA256SUMS entries
 //! themselves, and Terraform's `h1:`/`zh:` package hashes.
 

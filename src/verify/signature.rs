@@ -1,4 +1,4 @@
-//! `OpenPGP` verification of the origin's SHA256SUMS document.
+//! OpenPGP verification of the origin's SHA256SUMS document.
 //!
 //! A registry lists the public keys allowed to sign a provider version
 //! (`signing_keys.gpg_public_keys`, each ASCII-armored); the detached
@@ -21,7 +21,7 @@ pub enum SignatureError {
     /// Trust rules pin the provider's keys, and none of them is at hand.
     #[error("none of the keys pinned for {0} by [[trust]] rules is listed by the registry or in a keys_file")]
     NoPinnedKey(String),
-    /// The signature file is not an `OpenPGP` signature.
+    /// The signature file is not an OpenPGP signature.
     #[error("the SHA256SUMS signature is not a valid OpenPGP signature: {0}")]
     Malformed(String),
     /// The signature is not a data signature.
@@ -323,7 +323,7 @@ mod tests {
         Keyring::from_armored([String::from_utf8(read(name)).unwrap().as_str()]).unwrap()
     }
 
-    /// The fixtures were made by `GnuPG` 2.2 (see tests/fixtures/gnupg/README.md).
+    /// The fixtures were made by GnuPG 2.2 (see tests/fixtures/gnupg/README.md).
     #[test]
     fn accepts_gnupg_binary_and_armored_signatures() {
         let sums = read("SHA256SUMS");
@@ -380,7 +380,7 @@ mod tests {
         ));
     }
 
-    /// `GnuPG` keys made with a faked clock in 2020 (see the fixtures' README).
+    /// GnuPG keys made with a faked clock in 2020 (see the fixtures' README).
     #[test]
     fn an_expired_key_verifies_and_says_when_it_expired() {
         let keys = ring("expired-signer.asc");

@@ -1,10 +1,10 @@
-//! `OpenPGP` signing keys made at test time.
+//! OpenPGP signing keys made at test time.
 
 use pgp::composed::{DetachedSignature, KeyType, SecretKeyParamsBuilder, SignedSecretKey};
 use pgp::crypto::hash::HashAlgorithm;
 use pgp::types::Password;
 
-/// An `OpenPGP` signing key made at test time.
+/// An OpenPGP signing key made at test time.
 pub struct Signer {
     key: SignedSecretKey,
 }
@@ -16,7 +16,7 @@ impl Signer {
     }
 
     /// An RSA 2048 key, which Terraform v1.0.3 itself can check signatures
-    /// of (its `OpenPGP` library predates `EdDSA` keys).
+    /// of (its OpenPGP library predates `EdDSA` keys).
     pub fn rsa(name: &str) -> Signer {
         Self::of_type(name, KeyType::Rsa(2048))
     }

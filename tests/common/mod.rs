@@ -1,5 +1,5 @@
 //! Test support, by job: a certificate authority made at test time
-//! (`ca`), `OpenPGP` keys (`keys`), provider archives and fixtures
+//! (`ca`), OpenPGP keys (`keys`), provider archives and fixtures
 //! (`archives`), a fake origin registry over real TLS (`origin`), a running
 //! tfmirror and its set-up (`running`), a small HTTPS client (`client`),
 //! waiting for conditions (`wait`), and the binary run as a process

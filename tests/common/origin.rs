@@ -540,8 +540,8 @@ fn reply(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<Orig
 }
 
 /// Publishes the fixture widget 1.1.0 archive (`linux_amd64`) under
-/// `<namespace>/widget`, with a SHA256SUMS signature `GnuPG` made
-/// (`signature`) and the registry listing the `GnuPG` key in `key`.
+/// `<namespace>/widget`, with a SHA256SUMS signature GnuPG made
+/// (`signature`) and the registry listing the GnuPG key in `key`.
 pub fn publish_gnupg_widget(origin: &FakeOrigin, namespace: &str, key: &str, signature: &str) {
     let archives = [(
         "linux_amd64".to_string(),
