@@ -16,7 +16,7 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use crate::address::Hostname;
+use crate::address::{Hostname, Platform};
 use crate::verify::TrustRule;
 
 /// The whole configuration.
@@ -153,6 +153,14 @@ pub struct CacheConfig {
     /// directory, which carry hashes but no signature. Default `false`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_unsigned_imports: bool,
+    /// `prefetch_platforms`: platforms whose archives `tfmirror serve`
+    /// fetches and verifies in the background as soon as a version is
+    /// first asked for, e.g. `["linux_amd64", "darwin_arm64"]`, so that
+    /// their `h1:` hashes are known to every later client and to
+    /// `tfmirror lock`. A client asking for one meanwhile shares the same
+    /// download. Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefetch_platforms: Vec<Platform>,
 }
 
 /// `[upstream]`: the origin registries.
@@ -286,6 +294,7 @@ impl Default for Config {
                 negative_ttl: Duration::from_secs(60),
                 max_size: None,
                 allow_unsigned_imports: false,
+                prefetch_platforms: Vec::new(),
             },
             upstream: UpstreamConfig {
                 allowed_hosts: ["registry.terraform.io", "registry.opentofu.org"]

@@ -71,6 +71,15 @@ pub enum UpstreamOutcome {
     Unreachable,
 }
 
+/// How a background fetch of `cache.prefetch_platforms` ended.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum PrefetchOutcome {
+    /// The archive was fetched and verified (or was already cached).
+    Fetched,
+    /// It could not be fetched or failed verification.
+    Failed,
+}
+
 /// How a signature check ended.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
 pub enum VerifyOutcome {
@@ -108,6 +117,7 @@ snake_label!(CacheOutcome);
 snake_label!(CacheKind);
 snake_label!(UpstreamOutcome);
 snake_label!(VerifyOutcome);
+snake_label!(PrefetchOutcome);
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -142,6 +152,11 @@ struct VerifyLabels {
     outcome: VerifyOutcome,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PrefetchLabels {
+    outcome: PrefetchOutcome,
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -163,6 +178,7 @@ pub struct Metrics {
     cache_bytes: Gauge<i64, std::sync::atomic::AtomicI64>,
     cache_archives: Gauge,
     verifications: Family<VerifyLabels, Counter>,
+    prefetches: Family<PrefetchLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -187,6 +203,7 @@ impl Metrics {
             cache_bytes: Gauge::default(),
             cache_archives: Gauge::default(),
             verifications: Family::default(),
+            prefetches: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -248,6 +265,11 @@ impl Metrics {
             "signature_verifications",
             "SHA256SUMS signature checks by outcome",
             m.verifications.clone(),
+        );
+        registry.register(
+            "prefetches",
+            "Background fetches of cache.prefetch_platforms archives, by outcome",
+            m.prefetches.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -317,6 +339,13 @@ impl Metrics {
     pub fn verification(&self, outcome: VerifyOutcome) {
         self.verifications
             .get_or_create(&VerifyLabels { outcome })
+            .inc();
+    }
+
+    /// Counts a finished background prefetch.
+    pub fn prefetch(&self, outcome: PrefetchOutcome) {
+        self.prefetches
+            .get_or_create(&PrefetchLabels { outcome })
             .inc();
     }
 

@@ -246,3 +246,75 @@ async fn the_mirrors_tokens_open_the_facade_and_its_links_are_signed() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefetch_platforms_are_fetched_once_in_the_background() {
+    let sc = Scene::start_with("widget", "1.0.0", &PLATFORMS, |config| {
+        config.cache.prefetch_platforms = ["linux_amd64", "darwin_arm64"]
+            .iter()
+            .map(|p| p.parse().unwrap())
+            .collect();
+    })
+    .await;
+    let (m, c) = (&sc.mirror, &sc.client);
+    let zip = |p: &str| format!("terraform-provider-widget_1.0.0_{p}.zip");
+    let hits = |p: &str| sc.origin.hits(&format!("/files/{}", zip(p)));
+    // Slow enough that a client asks while the prefetch is under way.
+    sc.origin
+        .set_archive_delay(std::time::Duration::from_millis(300));
+
+    let doc_url = sc.url("widget/1.0.0.json");
+    assert_eq!(c.get(&doc_url).await.status, StatusCode::OK);
+    wait_until(
+        "the prefetch to reach the origin",
+        std::time::Duration::from_secs(10),
+        || hits("linux_amd64") == 1,
+    )
+    .await;
+    let meanwhile = c
+        .get(&sc.archive_url("widget", "1.0.0", "linux_amd64"))
+        .await;
+    assert_eq!(&meanwhile.body[..], &sc.archives["linux_amd64"][..]);
+    let cache = sc.setup.cache_dir();
+    wait_until(
+        "both prefetched archives to be stored",
+        std::time::Duration::from_secs(10),
+        || {
+            let stored = files_below(&cache);
+            ["linux_amd64", "darwin_arm64"]
+                .iter()
+                .all(|p| stored.iter().any(|f| f.ends_with(&zip(p))))
+        },
+    )
+    .await;
+
+    // Their h1: is known to every client now; the platform not listed is
+    // left to clients.
+    let doc = c.get(&doc_url).await.json();
+    for p in ["linux_amd64", "darwin_arm64"] {
+        let hashes = doc["archives"][p]["hashes"].as_array().unwrap();
+        assert!(
+            hashes[0].as_str().unwrap().starts_with("h1:"),
+            "{p}: {hashes:?}"
+        );
+        assert_eq!(hits(p), 1, "{p}: one upstream fetch");
+    }
+    let windows = doc["archives"]["windows_amd64"]["hashes"]
+        .as_array()
+        .unwrap();
+    assert_eq!(windows.len(), 1, "{windows:?}");
+    assert_eq!(hits("windows_amd64"), 0);
+    wait_until(
+        "both prefetches to be counted",
+        std::time::Duration::from_secs(10),
+        || {
+            m.mirror
+                .metrics()
+                .render()
+                .contains("tfmirror_prefetches_total{outcome=\"fetched\"} 2")
+        },
+    )
+    .await;
+    let metrics = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
+    assert!(!metrics.contains("outcome=\"failed\""), "{metrics}");
+}

@@ -404,7 +404,7 @@ impl Mirror {
 
     /// Downloads an archive into a staging file, checks its SHA-256 against
     /// the signed SHA256SUMS, and keeps it.
-    async fn download(&self, key: &ArchiveKey) -> Result<Archive, RequestError> {
+    async fn download(self: &Arc<Self>, key: &ArchiveKey) -> Result<Archive, RequestError> {
         let what = key.to_string();
         let record = self.version(&key.provider, &key.version).await?;
         let Some(pkg) = record.packages.get(&key.platform) else {

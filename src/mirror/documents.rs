@@ -32,7 +32,7 @@ impl Mirror {
     /// and never kept); without, plain links, rendered once per record and
     /// set of cached archives.
     pub async fn version_document(
-        &self,
+        self: &Arc<Self>,
         provider: &Provider,
         version: &Version,
         sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)>,

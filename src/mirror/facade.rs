@@ -10,6 +10,8 @@
 //! themselves, label the provider as the origin would, and record a `zh:`
 //! hash for every platform the signed document lists.
 
+use std::sync::Arc;
+
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::Serialize;
@@ -114,7 +116,7 @@ impl Mirror {
     /// One package's download metadata: the origin's answer, verified by
     /// the mirror, with links into the mirror (`query` adds to each).
     pub async fn registry_package(
-        &self,
+        self: &Arc<Self>,
         key: &ArchiveKey,
         query: LinkQuery<'_>,
     ) -> Result<Vec<u8>, RequestError> {
@@ -163,7 +165,7 @@ impl Mirror {
     /// A version's `index`th SHA256SUMS document, or its detached
     /// signature, as the origin published it.
     pub async fn registry_sums(
-        &self,
+        self: &Arc<Self>,
         provider: &Provider,
         version: &Version,
         index: usize,

@@ -82,6 +82,9 @@ impl<T> Held<T> {
 pub struct Mirror {
     config: Config,
     clock: SharedClock,
+    /// `cache.prefetch_platforms`, for the daemon; commands fetch what
+    /// they need themselves.
+    prefetch: Vec<crate::address::Platform>,
     store: Arc<dyn Store>,
     client: Client,
     discovery: Discovery,
@@ -113,12 +116,16 @@ pub struct Mirror {
 impl Mirror {
     /// Builds the daemon's mirror on the local-disk store under
     /// `cache.dir`, sweeping what an earlier run left unfinished in `tmp/`.
+    /// It prefetches `cache.prefetch_platforms`.
     pub async fn new(config: Config) -> anyhow::Result<Mirror> {
         let store = open_disk(&config)?;
         store
             .sweep()
             .with_context(|| format!("sweeping {}", store.tmp_dir().display()))?;
-        Self::on(config, Arc::new(store)).await
+        let prefetch = config.cache.prefetch_platforms.clone();
+        let mut mirror = Self::on(config, Arc::new(store)).await?;
+        mirror.prefetch = prefetch;
+        Ok(mirror)
     }
 
     /// Builds a mirror for a command (such as `sync`) that may run beside a
@@ -167,6 +174,7 @@ impl Mirror {
             rendered_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
             rendered_versions: moka::future::Cache::builder().max_capacity(20_000).build(),
             clock: crate::clock::system(),
+            prefetch: Vec::new(),
             config,
         })
     }

@@ -11,9 +11,9 @@ use base64::Engine;
 use futures_util::future::join_all;
 
 use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
-use crate::address::{Platform, Provider, Version};
+use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
-use crate::metrics::{CacheKind, CacheOutcome, VerifyOutcome};
+use crate::metrics::{CacheKind, CacheOutcome, PrefetchOutcome, VerifyOutcome};
 use crate::store::{IndexRecord, KeyDetails, PackageRecord, SignedSums, VersionRecord};
 use crate::upstream::{registry, UpstreamError};
 use crate::verify::Sha256Sums;
@@ -161,7 +161,7 @@ impl Mirror {
     /// A version's verified packages: from memory or disk when stored, else
     /// fetched from the origin and verified.
     pub async fn version(
-        &self,
+        self: &Arc<Self>,
         provider: &Provider,
         version: &Version,
     ) -> Result<Arc<VersionRecord>, RequestError> {
@@ -172,8 +172,35 @@ impl Mirror {
             .await?;
         if found {
             self.note(CacheKind::Version, CacheOutcome::Hit);
+        } else {
+            self.prefetch(&value);
         }
         Ok(value)
+    }
+
+    /// Starts fetching, in the background, the archives of
+    /// `cache.prefetch_platforms` that `record` has and the cache lacks.
+    /// Each shares its download with any client that asks meanwhile.
+    fn prefetch(self: &Arc<Self>, record: &VersionRecord) {
+        for platform in &self.prefetch {
+            if !record.packages.contains_key(platform) {
+                continue;
+            }
+            let key = ArchiveKey::new(&record.provider, &record.version, platform);
+            let this = self.clone();
+            self.tasks.spawn(async move {
+                match this.archive(&key).await {
+                    Ok(archive) => {
+                        this.metrics.prefetch(PrefetchOutcome::Fetched);
+                        tracing::info!(archive = %key, h1 = %archive.h1, "prefetched");
+                    }
+                    Err(e) => {
+                        this.metrics.prefetch(PrefetchOutcome::Failed);
+                        tracing::warn!(archive = %key, error = %e, "prefetch failed");
+                    }
+                }
+            });
+        }
     }
 
     async fn load_version(
