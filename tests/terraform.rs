@@ -73,6 +73,32 @@ impl Workspace {
         Workspace::configured(terraform, &cli_config, ca_file, providers)
     }
 
+    /// A workspace whose CLI configuration is the `host` block for `host`
+    /// that the mirror's status page shows.
+    async fn from_status_page(
+        terraform: &Path,
+        mirror: &RunningMirror,
+        host: &str,
+        ca_file: &Path,
+        providers: &[(&str, &str, &str)],
+    ) -> Workspace {
+        let page = Client::trusting(&mirror.ca_file)
+            .get(&mirror.url("/"))
+            .await;
+        let html = String::from_utf8(page.body.to_vec()).unwrap();
+        let start = format!("<pre id=\"host-{host}\">");
+        let block = html
+            .split_once(&start)
+            .and_then(|(_, rest)| rest.split_once("</pre>"))
+            .unwrap_or_else(|| panic!("no host block for {host} on the status page:\n{html}"))
+            .0
+            .replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&");
+        Workspace::configured(terraform, &block, ca_file, providers)
+    }
+
     /// A workspace with this CLI configuration, trusting `ca_file`.
     fn configured(
         terraform: &Path,
@@ -554,8 +580,8 @@ async fn a_host_block_on_the_facade_locks_every_platform_as_a_direct_install_wou
     let (ok, direct_out) = direct.init().await;
     assert!(ok, "direct install failed:\n{direct_out}");
 
-    let facade = |m: &RunningMirror| m.url(&format!("/v1/providers/{PROVIDER_HOST}/"));
-    let via = Workspace::through_host_block(&tf, PROVIDER_HOST, &facade(&mirror), &ca, &providers);
+    // The recipe the status page gives.
+    let via = Workspace::from_status_page(&tf, &mirror, PROVIDER_HOST, &ca, &providers).await;
     let (ok, out) = via.init().await;
     assert!(ok, "install through the facade failed:\n{out}");
     // Terraform checked the origin's signature itself, and says so as it
@@ -582,8 +608,7 @@ async fn a_host_block_on_the_facade_locks_every_platform_as_a_direct_install_wou
     origin.stop();
     mirror.stop().await;
     let mirror = RunningMirror::start(config).await;
-    let again =
-        Workspace::through_host_block(&tf, PROVIDER_HOST, &facade(&mirror), &ca, &providers);
+    let again = Workspace::from_status_page(&tf, &mirror, PROVIDER_HOST, &ca, &providers).await;
     let (ok, out) = again.init().await;
     assert!(ok, "install with the origin down failed:\n{out}");
     assert_eq!(again.lock_file(), lock);

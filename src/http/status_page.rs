@@ -40,6 +40,7 @@ pub async fn page(app: &App, host: Option<&str>, authorized: bool) -> Response<B
     } else {
         String::new()
     };
+    let host_blocks = host_blocks(app, scheme, authority);
     let (bytes, count) = mirror.usage();
     let (hits, lookups) = mirror.metrics().hit_rate();
 
@@ -79,6 +80,7 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
     url = "{url}"
   }}
 }}</pre>{credentials}
+{host_blocks}
 <h2>Cache</h2>
 <p class="figures"><span id="cache-size">{size} in {count} archives</span>
 <span id="hit-rate">hit rate {rate} ({hits} of {lookups} lookups since start)</span></p>
@@ -118,6 +120,48 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
         html.into_bytes(),
         "text/html; charset=utf-8",
     )
+}
+
+/// The second recipe: a `host` block per registry host the mirror serves,
+/// pointing the host's `providers.v1` service at the registry facade.
+fn host_blocks(app: &App, scheme: &str, authority: &str) -> String {
+    let up = &app.mirror.config().upstream;
+    let mut hosts: Vec<String> = up
+        .allowed_hosts
+        .iter()
+        .chain(up.hosts.keys())
+        .map(ToString::to_string)
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    let mut out = String::from(
+        "<h2>Or: complete lock files through the registry protocol</h2>\n\
+         <p>Through the network mirror, Terraform records the hashes of the one platform it \
+         installed, and a lock file written on Linux fails on a Mac until \
+         <code>tfmirror lock</code> or <code>terraform providers lock</code> completes it. \
+         A <code>host</code> block instead points a registry host's <code>providers.v1</code> \
+         service at this mirror, which passes the origin's signed checksums through: \
+         <code>terraform init</code> checks the signature itself, shows who signed the provider, \
+         and writes every platform's hashes. Use one block per registry host. Where the CLI configuration also has a \
+         <code>provider_installation</code> block, that block decides: a host block serves \
+         only the providers it installs with <code>direct {}</code>.</p>\n",
+    );
+    if app.auth.enabled() {
+        out.push_str(
+            "<p>Clients send the credentials they hold for the registry host itself: give \
+             this mirror's token as <code>credentials \"&lt;registry host&gt;\"</code>.</p>\n",
+        );
+    }
+    for host in hosts {
+        let _ = write!(
+            out,
+            "<pre id=\"host-{id}\">host \"{host}\" {{\n  services = {{\n    \"providers.v1\" = \"{url}\"\n  }}\n}}</pre>\n",
+            id = escape(&host),
+            host = escape(&host),
+            url = escape(&format!("{scheme}://{authority}/v1/providers/{host}/")),
+        );
+    }
+    out
 }
 
 /// Escapes text for HTML.
