@@ -397,12 +397,7 @@ impl Mirror {
             .signing_keys
             .gpg_public_keys
             .iter()
-            .map(|k| KeyDetails {
-                key_id: k.key_id.clone(),
-                trust_signature: k.trust_signature.clone(),
-                source: k.source.clone(),
-                source_url: k.source_url.clone(),
-            })
+            .map(|k| k.details.clone())
             .collect();
 
         // One SHA256SUMS serves all platforms of a version as a rule; fetch

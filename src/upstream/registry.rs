@@ -9,6 +9,7 @@ use url::Url;
 
 use super::client::{Client, UpstreamError};
 use crate::address::{Platform, Provider, Version};
+use crate::store::KeyDetails;
 
 /// `GET :namespace/:type/versions`.
 #[derive(Debug, Deserialize)]
@@ -105,20 +106,12 @@ pub struct SigningKeys {
 /// One key of [`SigningKeys`].
 #[derive(Debug, Deserialize)]
 pub struct GpgPublicKey {
-    /// The key's ID, uppercase hex (informative only).
-    #[serde(default)]
-    pub key_id: String,
     /// The ASCII-armored public key.
     pub ascii_armor: String,
-    /// A signature over the key by a key the client trusts, or empty.
-    #[serde(default)]
-    pub trust_signature: String,
-    /// Who the key belongs to.
-    #[serde(default)]
-    pub source: String,
-    /// Where to read about the key.
-    #[serde(default)]
-    pub source_url: String,
+    /// What the registry says about it (ID, trust signature, source),
+    /// kept as given.
+    #[serde(flatten)]
+    pub details: KeyDetails,
 }
 
 /// Reads a provider's versions from the registry at `base`, presenting
