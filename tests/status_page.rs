@@ -1,5 +1,6 @@
 //! The status page rendered by a real headless browser (Debian's chromium)
-//! from a running mirror with a warm cache.
+//! from a running mirror with a warm cache, and its pages when the cache
+//! holds more providers than one page lists.
 
 mod common;
 
@@ -144,5 +145,54 @@ async fn the_status_page_renders_the_cached_providers_in_a_browser() {
     if let Some(keep) = std::env::var_os("TFMIRROR_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_cache_of_many_providers_is_listed_a_page_at_a_time() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    // 250 providers already in the cache, as a sync or an earlier run left them.
+    for i in 0..250 {
+        let kind = format!("p{i:03}");
+        let dir = setup
+            .cache_dir()
+            .join(format!("providers/registry.origin.test/acme/{kind}/1.0.0"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(format!("terraform-provider-{kind}_1.0.0_linux_amd64.zip")),
+            build_archive(&kind, "1.0.0", "cached"),
+        )
+        .unwrap();
+    }
+    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    let c = Client::trusting(&m.ca_file);
+    let page = |n: &str| {
+        let url = m.url(&format!("/{n}"));
+        let c = &c;
+        async move {
+            let a = c.get(&url).await;
+            assert_eq!(a.status, StatusCode::OK);
+            String::from_utf8(a.body.to_vec()).unwrap()
+        }
+    };
+    let row = |i: usize| format!("<tr><td>registry.origin.test/acme/p{i:03}</td>");
+
+    let first = page("").await;
+    assert!(first.contains("250 providers, 250 versions; page 1 of 3"), "{first}");
+    assert!(first.contains(r#"<a href="?page=2" rel="next">"#));
+    assert!(first.contains(&row(0)) && first.contains(&row(99)));
+    assert!(!first.contains(&row(100)));
+    assert_eq!(first.matches("<tr><td>").count(), 100);
+
+    let last = page("?page=3").await;
+    assert!(last.contains("page 3 of 3"), "{last}");
+    assert!(last.contains(r#"<a href="?page=2" rel="prev">"#));
+    assert!(!last.contains(r#"rel="next""#));
+    assert!(last.contains(&row(200)) && last.contains(&row(249)));
+    assert!(!last.contains(&row(199)));
+    // Beyond the last page, the last page; nonsense, the first.
+    assert_eq!(page("?page=99").await, last);
+    assert_eq!(page("?page=x").await, first);
     m.stop().await;
 }

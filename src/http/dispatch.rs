@@ -142,8 +142,8 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
                 app,
                 asked.host.as_deref(),
                 app.auth.check(authorization).is_ok(),
-            )
-            .await),
+                asked.query.as_deref(),
+            )),
         ),
         Route::Health => (
             Endpoint::Operations,

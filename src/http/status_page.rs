@@ -1,8 +1,10 @@
 //! The status page at `/`, the base URL that Terraform never fetches: what
 //! this server is, the exact CLI configuration to use it, how full and how
-//! effective the cache is, and which providers it holds. Server-rendered
-//! HTML with inline styles and no external assets, so it works inside an
-//! air-gapped site.
+//! effective the cache is, and which providers it holds, a page of
+//! [`PROVIDERS_PER_PAGE`] at a time (`/?page=2`). Server-rendered HTML with
+//! inline styles and no external assets, so it works inside an air-gapped
+//! site. It is built from the cache's index in memory, never from a walk
+//! of the store, so its cost does not depend on the cache's size on disk.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -12,11 +14,20 @@ use http::{Response, StatusCode};
 use super::dispatch::with_type;
 use super::{App, Body};
 
+/// How many providers one page lists.
+pub const PROVIDERS_PER_PAGE: usize = 100;
+
 /// Renders the page. `host` is the `Host` the client used, so the CLI
 /// block names the server the way this client reaches it.
 /// With auth on, the table of cached providers is shown only to a request
-/// that carries a valid token (`authorized`).
-pub async fn page(app: &App, host: Option<&str>, authorized: bool) -> Response<Body> {
+/// that carries a valid token (`authorized`). `query` may name a `page`
+/// of the table (from 1; out of range means the nearest page).
+pub fn page(
+    app: &App,
+    host: Option<&str>,
+    authorized: bool,
+    query: Option<&str>,
+) -> Response<Body> {
     let mirror = &app.mirror;
     let cfg = mirror.config();
     let scheme = if cfg.server.tls { "https" } else { "http" };
@@ -29,7 +40,7 @@ pub async fn page(app: &App, host: Option<&str>, authorized: bool) -> Response<B
     let archives = if auth_on && !authorized {
         Vec::new()
     } else {
-        mirror.store().list_archives().await.unwrap_or_default()
+        mirror.held_archives()
     };
     let credentials = if auth_on {
         format!(
@@ -55,6 +66,38 @@ pub async fn page(app: &App, host: Option<&str>, authorized: bool) -> Response<B
             .or_default()
             .push(a.platform.to_string());
     }
+    let versions: usize = table.values().map(BTreeMap::len).sum();
+    let pages = table.len().div_ceil(PROVIDERS_PER_PAGE).max(1);
+    let wanted = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .find(|(k, _)| k == "page")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(1);
+    let shown = wanted.clamp(1, pages);
+    let summary = if auth_on && !authorized {
+        String::new()
+    } else {
+        format!(
+            "{} providers, {versions} versions{}",
+            table.len(),
+            if pages > 1 {
+                format!(
+                    "; page {shown} of {pages}{}{}",
+                    if shown > 1 {
+                        format!(" <a href=\"?page={}\" rel=\"prev\">previous</a>", shown - 1)
+                    } else {
+                        String::new()
+                    },
+                    if shown < pages {
+                        format!(" <a href=\"?page={}\" rel=\"next\">next</a>", shown + 1)
+                    } else {
+                        String::new()
+                    }
+                )
+            } else {
+                String::new()
+            }
+        )
+    };
 
     let mut html = String::with_capacity(4096);
     let _ = write!(
@@ -84,6 +127,7 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
 <h2>Cache</h2>
 <p class="figures"><span id="cache-size">{size} in {count} archives</span>
 <span id="hit-rate">hit rate {rate} ({hits} of {lookups} lookups since start)</span></p>
+<p id="summary">{summary}</p>
 <table id="providers"><thead><tr><th>Provider</th><th>Version</th><th>Platforms</th></tr></thead><tbody>
 "#,
         host = escape(authority),
@@ -103,14 +147,22 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
     } else if table.is_empty() {
         html.push_str("<tr><td colspan=\"3\">Nothing cached yet.</td></tr>\n");
     }
-    for (provider, versions) in &table {
+    let on_page = table
+        .iter()
+        .skip((shown - 1) * PROVIDERS_PER_PAGE)
+        .take(PROVIDERS_PER_PAGE);
+    for (provider, versions) in on_page {
         for (version, platforms) in versions.iter().rev() {
             let _ = writeln!(
                 html,
                 "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(provider),
                 escape(version.as_str()),
-                escape(&platforms.join(", "))
+                escape(&{
+                    let mut sorted = platforms.clone();
+                    sorted.sort();
+                    sorted.join(", ")
+                })
             );
         }
     }

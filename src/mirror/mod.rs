@@ -285,6 +285,12 @@ impl Mirror {
         self.residency.usage()
     }
 
+    /// The archives the cache holds, as its index knows them (no walk of
+    /// the store).
+    pub fn held_archives(&self) -> Vec<crate::address::ArchiveKey> {
+        self.residency.held()
+    }
+
     /// Whether the mirror never contacts origins (`upstream.offline`).
     pub fn offline(&self) -> bool {
         self.config.upstream.offline

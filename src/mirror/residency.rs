@@ -97,6 +97,11 @@ impl Residency {
         self.index.lock().expect("residency lock")
     }
 
+    /// The archives in the index.
+    pub fn held(&self) -> Vec<ArchiveKey> {
+        self.lock().entries.keys().cloned().collect()
+    }
+
     /// Cached bytes and archives.
     pub fn usage(&self) -> (u64, u64) {
         let index = self.lock();
