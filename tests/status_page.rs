@@ -179,7 +179,10 @@ async fn a_cache_of_many_providers_is_listed_a_page_at_a_time() {
     let row = |i: usize| format!("<tr><td>registry.origin.test/acme/p{i:03}</td>");
 
     let first = page("").await;
-    assert!(first.contains("250 providers, 250 versions; page 1 of 3"), "{first}");
+    assert!(
+        first.contains("250 providers, 250 versions; page 1 of 3"),
+        "{first}"
+    );
     assert!(first.contains(r#"<a href="?page=2" rel="next">"#));
     assert!(first.contains(&row(0)) && first.contains(&row(99)));
     assert!(!first.contains(&row(100)));
