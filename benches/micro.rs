@@ -1,7 +1,8 @@
 //! Micro-benchmarks of tfmirror's hot paths: request path parsing, `h1:`
 //! hashing of a 50 MiB archive beside plain SHA-256 of the same bytes,
 //! rendering `index.json` and `:version.json`, SHA256SUMS parsing and
-//! signature verification. `cargo bench --bench micro`; figures in
+//! signature verification, and one eviction from a cache index of 1,000,
+//! 10,000 and 100,000 archives. `cargo bench --bench micro`; figures in
 //! BENCHMARKS.md.
 
 use std::collections::BTreeMap;
@@ -10,9 +11,12 @@ use std::io::{Cursor, Write};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use sha2::{Digest, Sha256};
-use tfmirror::address::{Platform, Provider, Version};
+use tfmirror::address::{ArchiveKey, Platform, Provider, Version};
 use tfmirror::http::routes;
+use tfmirror::metrics::Metrics;
+use tfmirror::mirror::Residency;
 use tfmirror::protocol::{IndexDocument, VersionDocument};
+use tfmirror::store::CachedArchive;
 use tfmirror::store::{IndexRecord, PackageRecord, SignedSums, VersionRecord};
 use tfmirror::verify::{h1_of_zip, Keyring, Sha256Sums};
 
@@ -181,5 +185,48 @@ fn verification(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, paths, hashing, rendering, verification);
+/// Storing one archive into a full cache evicts the least recently used
+/// one: its cost should not grow with the number of archives held.
+fn eviction(c: &mut Criterion) {
+    let provider = Provider::from_source("registry.scale.test/acme/p").unwrap();
+    let platform = Platform::parse("linux_amd64").unwrap();
+    let mut group = c.benchmark_group("evict one archive");
+    for held in [1_000u64, 10_000, 100_000] {
+        let archives = (0..held)
+            .map(|i| CachedArchive {
+                provider: provider.clone(),
+                version: Version::parse(&format!("1.0.{i}")).unwrap(),
+                platform: platform.clone(),
+                size: 10,
+                last_used: i,
+                path: std::path::PathBuf::new(),
+            })
+            .collect();
+        let residency = Residency::new(
+            archives,
+            Some(bytesize::ByteSize(held * 10)),
+            std::sync::Arc::new(Metrics::new()),
+        );
+        // New keys made beforehand, so that only the eviction is timed.
+        let fresh: Vec<ArchiveKey> = (0..200_000u64)
+            .map(|i| {
+                ArchiveKey::new(
+                    &provider,
+                    &Version::parse(&format!("2.0.{i}")).unwrap(),
+                    &platform,
+                )
+            })
+            .collect();
+        let mut next = fresh.iter().cycle();
+        group.bench_function(format!("{held} held"), |b| {
+            b.iter(|| {
+                let key = next.next().unwrap();
+                black_box(residency.stored(key, 10))
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, paths, hashing, rendering, verification, eviction);
 criterion_main!(benches);

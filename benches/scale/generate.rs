@@ -1,0 +1,113 @@
+//! The scale benchmark's synthetic cache: `N` archives written straight
+//! into a cache directory in tfmirror's layout, as if fetched and verified,
+//! each version with its version list entry, its record and a SHA256SUMS
+//! signed at generation time (so `tfmirror verify` has real work to do).
+//!
+//! Usage: `bench-scale-cache CACHE_DIR ARCHIVES`
+//!
+//! The archives spread over providers of 10 versions with 5 platforms
+//! each (ARCHIVES / 50 providers), under `registry.scale.test/acme/`.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+
+use base64::Engine;
+use common::{build_archive, sha256_hex, sums_document, Signer};
+use tfmirror::address::{Platform, Provider, Version};
+use tfmirror::store::{DiskStore, PackageRecord, SignedSums, VersionRecord};
+use tfmirror::verify::TrustPolicy;
+
+const PLATFORMS: [&str; 5] = [
+    "darwin_amd64",
+    "darwin_arm64",
+    "linux_amd64",
+    "linux_arm64",
+    "windows_amd64",
+];
+const VERSIONS: usize = 10;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(dir), Some(count)) = (args.get(1), args.get(2)) else {
+        eprintln!("usage: bench-scale-cache CACHE_DIR ARCHIVES");
+        std::process::exit(2);
+    };
+    let count: usize = count.parse().expect("ARCHIVES is a number");
+    let providers = (count / (VERSIONS * PLATFORMS.len())).max(1);
+    let store = DiskStore::open(std::path::Path::new(dir)).expect("opening CACHE_DIR");
+    let signer = Signer::new("scale");
+    let keys = vec![signer.public_armored()];
+    let trust = TrustPolicy::new(&[], false).expect("the default trust policy");
+    let platforms: Vec<Platform> = PLATFORMS
+        .iter()
+        .map(|p| Platform::parse(p).unwrap())
+        .collect();
+    for i in 0..providers {
+        let kind = format!("p{i:06}");
+        let provider = Provider::from_source(&format!("registry.scale.test/acme/{kind}")).unwrap();
+        for minor in 0..VERSIONS {
+            let v = format!("1.{minor}.0");
+            let version = Version::parse(&v).unwrap();
+            let archives: BTreeMap<String, Vec<u8>> = PLATFORMS
+                .iter()
+                .map(|p| ((*p).to_string(), build_archive(&kind, &v, p)))
+                .collect();
+            let sums = sums_document(&kind, &v, &archives);
+            let signature = signer.sign_binary(&sums);
+            let signed_by = trust
+                .check(&provider, &sums, &signature, &keys)
+                .expect("the generated signature verifies");
+            let mut record = VersionRecord {
+                provider: provider.clone(),
+                version: version.clone(),
+                packages: BTreeMap::new(),
+                sums: vec![SignedSums {
+                    url: format!("https://registry.scale.test/files/{kind}_{v}_SHA256SUMS")
+                        .parse()
+                        .unwrap(),
+                    document: String::from_utf8(sums).unwrap(),
+                    signature: base64::engine::general_purpose::STANDARD.encode(&signature),
+                    signed_by,
+                    keys: keys.clone(),
+                    key_details: Vec::new(),
+                }],
+                unsigned_import: false,
+            };
+            for platform in &platforms {
+                let bytes = &archives[platform.as_str()];
+                let filename = provider.archive_name(&version, platform);
+                let mut temp = tempfile::NamedTempFile::new_in(store.tmp_dir()).unwrap();
+                temp.write_all(bytes).unwrap();
+                store
+                    .keep_archive(temp.into_temp_path(), &provider, &version, platform)
+                    .expect("keeping an archive");
+                record.packages.insert(
+                    platform.clone(),
+                    PackageRecord {
+                        download_url: format!("https://registry.scale.test/files/{filename}")
+                            .parse()
+                            .unwrap(),
+                        filename,
+                        sha256: sha256_hex(bytes),
+                        sums: 0,
+                        protocols: vec!["5.0".into()],
+                    },
+                );
+            }
+            store
+                .write_json(&store.version_path(&provider, &version), &record)
+                .unwrap();
+            store
+                .add_to_index(&provider, &version, platforms.clone())
+                .unwrap();
+        }
+    }
+    println!(
+        "{providers} providers, {} versions, {} archives in {dir}",
+        providers * VERSIONS,
+        providers * VERSIONS * PLATFORMS.len()
+    );
+}
