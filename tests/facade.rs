@@ -136,28 +136,7 @@ async fn nothing_is_answered_for_what_fails_verification() {
     let origin = FakeOrigin::start(&setup.ca).await;
     let signer = Signer::new("acme");
     let stranger = Signer::new("stranger");
-    // Signed by a key the registry does not list for it.
-    origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64"],
-        &stranger,
-        &[&signer],
-    );
-    // Signed properly, but the archive changes after publication.
-    origin.publish(
-        "acme",
-        "gadget",
-        "2.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
-    origin.replace_file(
-        "terraform-provider-gadget_2.0.0_linux_amd64.zip",
-        build_archive("gadget", "2.0.0", "tampered"),
-    );
+    origin.publish_unverifiable(&signer, &stranger, "2.0.0");
     let config = setup.config(&origin, &[], &["registry.origin.test"]);
     let m = RunningMirror::start(config).await;
     let c = Client::trusting(&m.ca_file);

@@ -663,26 +663,7 @@ async fn terraform_through_the_facade_fails_cleanly_on_what_does_not_verify() {
     let origin = FakeOrigin::start(&setup.ca).await;
     let signer = Signer::rsa("acme");
     let stranger = Signer::new("stranger");
-    origin.publish(
-        "acme",
-        "gadget",
-        "0.3.1",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
-    origin.replace_file(
-        "terraform-provider-gadget_0.3.1_linux_amd64.zip",
-        build_archive("gadget", "0.3.1", "tampered"),
-    );
-    origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64"],
-        &stranger,
-        &[&signer],
-    );
+    origin.publish_unverifiable(&signer, &stranger, "0.3.1");
     let mirror = RunningMirror::start(setup.config(&origin, &[], &[PROVIDER_HOST])).await;
     let ca = bundle(&setup, &mirror);
     let facade = mirror.url(&format!("/v1/providers/{PROVIDER_HOST}/"));

@@ -276,6 +276,33 @@ impl FakeOrigin {
             );
     }
 
+    /// Publishes two versions that must never verify, for `signer`'s
+    /// namespace `acme`: `gadget` `gadget_version`, properly signed but whose
+    /// `linux_amd64` archive changes after publication, and `widget` 1.0.0,
+    /// signed by `stranger` while the registry lists only `signer`.
+    pub fn publish_unverifiable(&self, signer: &Signer, stranger: &Signer, gadget_version: &str) {
+        self.publish(
+            "acme",
+            "gadget",
+            gadget_version,
+            &["linux_amd64"],
+            signer,
+            &[signer],
+        );
+        self.replace_file(
+            &format!("terraform-provider-gadget_{gadget_version}_linux_amd64.zip"),
+            build_archive("gadget", gadget_version, "tampered"),
+        );
+        self.publish(
+            "acme",
+            "widget",
+            "1.0.0",
+            &["linux_amd64"],
+            stranger,
+            &[signer],
+        );
+    }
+
     /// Replaces what the download URL of a file serves.
     pub fn replace_file(&self, filename: &str, bytes: Vec<u8>) {
         self.state
