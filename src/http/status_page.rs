@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::Arc;
 
 use http::{Response, StatusCode};
 
@@ -37,10 +38,10 @@ pub fn page(
         .unwrap_or(&listen);
     let url = format!("{scheme}://{authority}/");
     let auth_on = app.auth.enabled();
-    let archives = if auth_on && !authorized {
-        Vec::new()
+    let table = if auth_on && !authorized {
+        Arc::default()
     } else {
-        mirror.held_archives()
+        mirror.holdings()
     };
     let credentials = if auth_on {
         format!(
@@ -55,17 +56,6 @@ pub fn page(
     let (bytes, count) = mirror.usage();
     let (hits, lookups) = mirror.metrics().hit_rate();
 
-    // provider → version → platforms
-    let mut table: BTreeMap<String, BTreeMap<crate::address::Version, Vec<String>>> =
-        BTreeMap::new();
-    for a in &archives {
-        table
-            .entry(a.provider.to_string())
-            .or_default()
-            .entry(a.version.clone())
-            .or_default()
-            .push(a.platform.to_string());
-    }
     let versions: usize = table.values().map(BTreeMap::len).sum();
     let pages = table.len().div_ceil(PROVIDERS_PER_PAGE).max(1);
     let wanted = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
@@ -158,11 +148,7 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
                 "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(provider),
                 escape(version.as_str()),
-                escape(&{
-                    let mut sorted = platforms.clone();
-                    sorted.sort();
-                    sorted.join(", ")
-                })
+                escape(&platforms.join(", "))
             );
         }
     }

@@ -286,9 +286,9 @@ impl Mirror {
     }
 
     /// The archives the cache holds, as its index knows them (no walk of
-    /// the store).
-    pub fn held_archives(&self) -> Vec<crate::address::ArchiveKey> {
-        self.residency.held()
+    /// the store), grouped by provider and version.
+    pub fn holdings(&self) -> Arc<residency::Holdings> {
+        self.residency.holdings()
     }
 
     /// Whether the mirror never contacts origins (`upstream.offline`).

@@ -8,11 +8,11 @@
 //! process (`tfmirror sync`, `import`) put in the store joins the index
 //! when the daemon first finds it there.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::address::ArchiveKey;
+use crate::address::{ArchiveKey, Version};
 use crate::metrics::Metrics;
 use crate::store::CachedArchive;
 
@@ -28,13 +28,18 @@ struct Entry {
     turn: u64,
 }
 
+/// The index. Each key is held once and shared by `entries` and
+/// `by_age`; `by_age` is ordered by (last use, turn), which turns make
+/// unique, so it never compares keys.
 #[derive(Default)]
 struct Index {
-    entries: HashMap<ArchiveKey, Entry>,
+    entries: HashMap<Arc<ArchiveKey>, Entry>,
     /// The same archives ordered by last use, oldest first.
-    by_age: BTreeSet<(u64, u64, ArchiveKey)>,
+    by_age: BTreeMap<(u64, u64), Arc<ArchiveKey>>,
     /// The next use's turn.
     turns: u64,
+    /// Counts changes of which archives are held (not of their use).
+    generation: u64,
     bytes: u64,
     /// Archives being sent to clients, with how many readers each: never
     /// evicted.
@@ -45,8 +50,17 @@ struct Index {
 
 impl Index {
     /// Indexes an archive of `size` bytes last used at `last_used`.
-    fn insert(&mut self, key: ArchiveKey, size: u64, last_used: u64) {
-        self.remove(&key);
+    fn insert(&mut self, key: &ArchiveKey, size: u64, last_used: u64) {
+        let key = if let Some((held, _)) = self.entries.get_key_value(key) {
+            held.clone()
+        } else {
+            self.generation += 1;
+            Arc::new(key.clone())
+        };
+        if let Some(old) = self.entries.remove(&key) {
+            self.bytes -= old.size;
+            self.by_age.remove(&(old.last_used, old.turn));
+        }
         self.turns += 1;
         let entry = Entry {
             size,
@@ -54,23 +68,30 @@ impl Index {
             turn: self.turns,
         };
         self.bytes += size;
-        self.by_age.insert((last_used, entry.turn, key.clone()));
+        self.by_age.insert((last_used, entry.turn), key.clone());
         self.entries.insert(key, entry);
     }
 
     fn remove(&mut self, key: &ArchiveKey) -> Option<Entry> {
         let old = self.entries.remove(key)?;
+        self.generation += 1;
         self.bytes -= old.size;
-        self.by_age.remove(&(old.last_used, old.turn, key.clone()));
+        self.by_age.remove(&(old.last_used, old.turn));
         Some(old)
     }
 }
+
+/// The held archives grouped for display: provider (as written) →
+/// version → platforms, sorted.
+pub type Holdings = BTreeMap<String, BTreeMap<Version, Vec<String>>>;
 
 /// The cache's residency: see the module documentation.
 pub struct Residency {
     max_bytes: Option<u64>,
     metrics: Arc<Metrics>,
     index: Mutex<Index>,
+    /// [`Holdings`] as last grouped, with the index generation it shows.
+    holdings: Mutex<Option<(u64, Arc<Holdings>)>>,
 }
 
 impl Residency {
@@ -82,12 +103,13 @@ impl Residency {
     ) -> Residency {
         let mut index = Index::default();
         for a in held {
-            index.insert(a.key(), a.size, a.last_used);
+            index.insert(&a.key(), a.size, a.last_used);
         }
         let residency = Residency {
             max_bytes: max_size.map(|m| m.as_u64()),
             metrics,
             index: Mutex::new(index),
+            holdings: Mutex::new(None),
         };
         residency.publish();
         residency
@@ -97,9 +119,34 @@ impl Residency {
         self.index.lock().expect("residency lock")
     }
 
-    /// The archives in the index.
-    pub fn held(&self) -> Vec<ArchiveKey> {
-        self.lock().entries.keys().cloned().collect()
+    /// The held archives grouped by provider and version: grouped again
+    /// only after archives joined or left the index, so that looking
+    /// costs nothing however many archives are held.
+    pub fn holdings(&self) -> Arc<Holdings> {
+        let mut cached = self.holdings.lock().expect("holdings lock");
+        let index = self.lock();
+        if let Some((generation, holdings)) = cached.as_ref() {
+            if *generation == index.generation {
+                return holdings.clone();
+            }
+        }
+        let mut grouped = Holdings::new();
+        for key in index.entries.keys() {
+            grouped
+                .entry(key.provider.to_string())
+                .or_default()
+                .entry(key.version.clone())
+                .or_default()
+                .push(key.platform.to_string());
+        }
+        let generation = index.generation;
+        drop(index);
+        for platforms in grouped.values_mut().flat_map(BTreeMap::values_mut) {
+            platforms.sort();
+        }
+        let grouped = Arc::new(grouped);
+        *cached = Some((generation, grouped.clone()));
+        grouped
     }
 
     /// Cached bytes and archives.
@@ -136,7 +183,7 @@ impl Residency {
     pub fn used(&self, key: &ArchiveKey, size: u64) -> bool {
         let mut index = self.lock();
         let known = index.entries.contains_key(key);
-        index.insert(key.clone(), size, now_secs());
+        index.insert(key, size, now_secs());
         let due = index
             .touched
             .get(key)
@@ -157,26 +204,31 @@ impl Residency {
     /// caller removes them from the store.
     pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<ArchiveKey> {
         let mut index = self.lock();
-        index.insert(key.clone(), size, now_secs());
+        index.insert(key, size, now_secs());
         let mut chosen = Vec::new();
         if let Some(max) = self.max_bytes {
             let mut over = index.bytes.saturating_sub(max);
             let mut picked = Vec::new();
-            for (_, _, candidate) in &index.by_age {
+            for candidate in index.by_age.values() {
                 if over == 0 {
                     break;
                 }
-                if candidate == key || index.readers.get(candidate).is_some_and(|n| *n > 0) {
+                if **candidate == *key
+                    || index
+                        .readers
+                        .get(candidate.as_ref())
+                        .is_some_and(|n| *n > 0)
+                {
                     continue;
                 }
-                let size = index.entries[candidate].size;
+                let size = index.entries[candidate.as_ref()].size;
                 over = over.saturating_sub(size);
                 picked.push(candidate.clone());
             }
             for k in picked {
                 index.remove(&k);
-                index.touched.remove(&k);
-                chosen.push(k);
+                index.touched.remove(k.as_ref());
+                chosen.push(ArchiveKey::clone(&k));
             }
         }
         drop(index);
@@ -194,7 +246,7 @@ impl Residency {
 
     /// Puts back an archive whose eviction failed.
     pub fn restore(&self, key: &ArchiveKey, size: u64) {
-        self.lock().insert(key.clone(), size, 0);
+        self.lock().insert(key, size, 0);
         self.publish();
     }
 }
@@ -269,6 +321,20 @@ mod tests {
         r.used(&key(2), 10);
         r.used(&key(1), 10);
         assert_eq!(r.stored(&key(3), 10), vec![key(2)]);
+    }
+
+    #[test]
+    fn holdings_are_grouped_again_only_when_archives_come_or_go() {
+        let r = Residency::new(held(3, 10), None, Arc::new(Metrics::new()));
+        let first = r.holdings();
+        assert_eq!(first["r.example/ns/t"].len(), 3);
+        r.used(&key(1), 10);
+        assert!(Arc::ptr_eq(&first, &r.holdings()), "a use changes nothing");
+        r.stored(&key(7), 10);
+        let second = r.holdings();
+        assert_eq!(second["r.example/ns/t"].len(), 4);
+        r.forget(&key(7));
+        assert_eq!(r.holdings()["r.example/ns/t"].len(), 3);
     }
 
     #[test]
