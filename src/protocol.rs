@@ -66,7 +66,7 @@ impl VersionDocument {
                 let name = record.provider.archive_name(&record.version, platform);
                 // Path-segment encoding keeps names with `+` or non-ASCII
                 // characters intact when the client resolves them.
-                let mut url = percent_encoding::utf8_percent_encode(&name, SEGMENT).to_string();
+                let mut url = path_segment(&name);
                 if let Some(q) = query(platform) {
                     url.push('?');
                     url.push_str(&q);
@@ -103,9 +103,15 @@ impl Rendered {
     }
 }
 
-/// Characters escaped in a relative URL made of one path segment.
+/// Characters escaped in a relative URL made of one path segment (`:`
+/// too, which would otherwise read as a scheme).
 const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'-')
     .remove(b'_')
     .remove(b'.')
     .remove(b'~');
+
+/// `s` escaped as one URL path segment.
+pub fn path_segment(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
+}

@@ -13,21 +13,13 @@
 use std::sync::Arc;
 
 use base64::Engine;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::Serialize;
 
 use super::Mirror;
 use crate::address::{ArchiveKey, Provider, Version};
 use crate::error::RequestError;
+use crate::protocol::path_segment;
 use crate::store::SignedSums;
-
-/// Characters escaped in a path segment the facade builds.
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~')
-    .remove(b':');
 
 /// What a link the facade hands out opens.
 #[derive(Debug, Clone, Copy)]
@@ -220,19 +212,15 @@ fn with_query(query: String) -> String {
     }
 }
 
-fn segment(s: &str) -> String {
-    utf8_percent_encode(s, SEGMENT).to_string()
-}
-
 /// The network mirror's path of an archive, which serves the facade too.
 fn archive_path(key: &ArchiveKey) -> String {
     let p = &key.provider;
     format!(
         "/{}/{}/{}/{}",
-        segment(p.hostname.as_ref()),
-        segment(p.namespace.as_str()),
-        segment(p.kind.as_str()),
-        segment(&key.file_name())
+        path_segment(p.hostname.as_ref()),
+        path_segment(p.namespace.as_str()),
+        path_segment(p.kind.as_str()),
+        path_segment(&key.file_name())
     )
 }
 
@@ -240,10 +228,10 @@ fn archive_path(key: &ArchiveKey) -> String {
 fn sums_path(p: &Provider, version: &Version, index: usize) -> String {
     format!(
         "/v1/providers/{}/{}/{}/{}/sums/{index}",
-        segment(p.hostname.as_ref()),
-        segment(p.namespace.as_str()),
-        segment(p.kind.as_str()),
-        segment(version.as_str())
+        path_segment(p.hostname.as_ref()),
+        path_segment(p.namespace.as_str()),
+        path_segment(p.kind.as_str()),
+        path_segment(version.as_str())
     )
 }
 

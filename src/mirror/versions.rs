@@ -387,18 +387,12 @@ impl Mirror {
         let download_url = resolve("download_url", &pkg.download_url)?;
         let sums_url = resolve("shasums_url", &pkg.shasums_url)?;
         let sig_url = resolve("shasums_signature_url", &pkg.shasums_signature_url)?;
-        let keys: Vec<String> = pkg
+        let (keys, key_details): (Vec<String>, Vec<KeyDetails>) = pkg
             .signing_keys
             .gpg_public_keys
             .iter()
-            .map(|k| k.ascii_armor.clone())
-            .collect();
-        let key_details: Vec<KeyDetails> = pkg
-            .signing_keys
-            .gpg_public_keys
-            .iter()
-            .map(|k| k.details.clone())
-            .collect();
+            .map(|k| (k.ascii_armor.clone(), k.details.clone()))
+            .unzip();
 
         // One SHA256SUMS serves all platforms of a version as a rule; fetch
         // and verify it once, and again only if another platform lists other

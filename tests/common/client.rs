@@ -10,7 +10,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper_util::rt::TokioExecutor;
 
-use super::{tls_client_config, RunningMirror};
+use super::{tls_client_config, wait_until, RunningMirror};
 
 /// A minimal HTTPS client that trusts one authority.
 pub struct Client {
@@ -41,13 +41,13 @@ impl Answer {
 impl Client {
     /// Waits (up to 30 s) for a daemon to have written `ca_file`, then trusts it.
     pub async fn trusting_when_ready(ca_file: &Path) -> Client {
-        for _ in 0..300 {
-            if std::fs::metadata(ca_file).is_ok_and(|m| m.len() > 0) {
-                return Client::trusting(ca_file);
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("{} was never written", ca_file.display());
+        wait_until(
+            "the daemon to write its CA",
+            Duration::from_secs(30),
+            || std::fs::metadata(ca_file).is_ok_and(|m| m.len() > 0),
+        )
+        .await;
+        Client::trusting(ca_file)
     }
 
     pub fn trusting(ca_file: &Path) -> Client {

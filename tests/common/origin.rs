@@ -321,8 +321,10 @@ impl Drop for FakeOrigin {
 
 type OriginBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
 
-/// A streamed body of the given pieces; `then_fail` ends it with an error
-/// (breaking the connection), `then_hang` never ends it.
+/// A streamed body of the given pieces, each sent after its delay (the
+/// slowness is the fault a test puts the mirror through, not a way to
+/// order events); `then_fail` ends it with an error (breaking the
+/// connection), `then_hang` never ends it.
 fn pieces(parts: Vec<(Duration, Bytes)>, then_fail: bool, then_hang: bool) -> OriginBody {
     use futures_util::StreamExt;
     let frames = futures_util::stream::iter(parts).then(|(delay, bytes)| async move {
@@ -544,6 +546,7 @@ async fn origin_route(
                 None => not_found(),
                 Some(b) => {
                     if name.ends_with(".zip") && !delay.is_zero() {
+                        // A slow download host, as a test asked for.
                         tokio::time::sleep(delay).await;
                     }
                     reply(StatusCode::OK, "application/octet-stream", b)

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-/// How often a condition is looked at again.
+/// How often a condition is looked at again. A fixed pause is right here:
+/// the conditions are files and counters that announce no change, and
+/// the deadline, not the pause, decides when a test gives up.
 const POLL: Duration = Duration::from_millis(10);
 
 /// Waits until `condition` holds, looking again every few milliseconds;
