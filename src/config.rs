@@ -33,6 +33,8 @@ pub struct Config {
     pub log: LogConfig,
     /// `[auth]`: who may use the mirror.
     pub auth: AuthConfig,
+    /// `[modules]`: the module registry proxy.
+    pub modules: ModulesConfig,
     /// `[[trust]]`: rules pinning the keys that may sign the providers of a
     /// registry and namespace (see the README, "Security model").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -61,6 +63,25 @@ pub struct AuthConfig {
     /// `url_lifetime`: how long a signed archive link stays valid. Default `1h`.
     #[serde(with = "humantime_serde")]
     pub url_lifetime: Duration,
+}
+
+/// `[modules]`: how module sources are fetched and packaged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModulesConfig {
+    /// `git`: the git program used to fetch git sources. Default `"git"`
+    /// (found on `PATH`).
+    pub git: PathBuf,
+    /// `fetch_timeout`: how long one step of fetching a source (a git
+    /// fetch, an archive download) may take. Default `10m`.
+    #[serde(with = "humantime_serde")]
+    pub fetch_timeout: Duration,
+    /// `max_package_size`: the largest archive source downloaded, and the
+    /// largest package kept. Default `256 MiB`.
+    pub max_package_size: bytesize::ByteSize,
+    /// `max_unpacked_size`: the most file content one source may unpack
+    /// to (stops decompression bombs). Default `1 GiB`.
+    pub max_unpacked_size: bytesize::ByteSize,
 }
 
 /// `[log]`: logging.
@@ -325,6 +346,12 @@ impl Default for Config {
                 url_lifetime: Duration::from_secs(3600),
             },
             trust: Vec::new(),
+            modules: ModulesConfig {
+                git: PathBuf::from("git"),
+                fetch_timeout: Duration::from_secs(600),
+                max_package_size: bytesize::ByteSize::mib(256),
+                max_unpacked_size: bytesize::ByteSize::gib(1),
+            },
         }
     }
 }
@@ -368,6 +395,7 @@ impl Config {
             ("upstream.connect_timeout", self.upstream.connect_timeout),
             ("upstream.request_timeout", self.upstream.request_timeout),
             ("auth.url_lifetime", self.auth.url_lifetime),
+            ("modules.fetch_timeout", self.modules.fetch_timeout),
         ] {
             if d.is_zero() {
                 bail!("{what} must be longer than zero");

@@ -59,6 +59,12 @@ pub enum RequestError {
     /// The cache cannot be read or written.
     #[error("{0}")]
     DiskUnavailable(String),
+    /// A module's source is of a kind the mirror does not fetch.
+    #[error("{0}")]
+    UnsupportedSource(String),
+    /// A module's source no longer yields what the mirror pinned.
+    #[error("{0}")]
+    PinMismatch(String),
     /// The mirror is shutting down or cannot store new content.
     #[error("{0}")]
     NotReady(String),
@@ -72,9 +78,9 @@ impl RequestError {
     pub fn status(&self) -> StatusCode {
         use RequestError::{
             DiskUnavailable, HostNotAllowed, Internal, InvalidRequest, LinkRefused,
-            MethodNotAllowed, NoPackage, NotAtOrigin, NotHeld, NotReady, Unauthenticated,
-            UpstreamBusy, UpstreamInvalid, UpstreamTimeout, UpstreamUnreachable,
-            VerificationFailed,
+            MethodNotAllowed, NoPackage, NotAtOrigin, NotHeld, NotReady, PinMismatch,
+            Unauthenticated, UnsupportedSource, UpstreamBusy, UpstreamInvalid, UpstreamTimeout,
+            UpstreamUnreachable, VerificationFailed,
         };
         match self {
             InvalidRequest(_) => StatusCode::BAD_REQUEST,
@@ -82,9 +88,11 @@ impl RequestError {
             HostNotAllowed(_) | LinkRefused(_) => StatusCode::FORBIDDEN,
             NotAtOrigin(_) | NotHeld(_) | NoPackage(_) => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            UpstreamUnreachable(_) | UpstreamInvalid(_) | VerificationFailed(_) => {
-                StatusCode::BAD_GATEWAY
-            }
+            UpstreamUnreachable(_)
+            | UpstreamInvalid(_)
+            | VerificationFailed(_)
+            | UnsupportedSource(_)
+            | PinMismatch(_) => StatusCode::BAD_GATEWAY,
             UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             UpstreamBusy(_) | DiskUnavailable(_) | NotReady(_) | Internal(_) => {
                 StatusCode::SERVICE_UNAVAILABLE

@@ -1,10 +1,12 @@
 //! tfmirror: a read-through caching mirror for Terraform and OpenTofu
 //! providers that speaks the Provider Network Mirror Protocol and verifies
 //! the OpenPGP signature over every package's checksum before it caches or
-//! serves the package.
+//! serves the package; and a caching proxy for the module registry protocol
+//! that packages module sources so they install offline.
 //!
 //! A request flows `http` (listener → dispatch → routes) → `mirror` (versions,
-//! documents, archives) → `upstream` (discovery, registry, download) and
+//! documents, archives, modules) → `upstream` (discovery, registry,
+//! download), `modules` (module sources: git, archives, packaging) and
 //! `verify` (signature, SHA256SUMS, hashes) → `store` (what the cache
 //! keeps). `daemon` runs it all; `commands` are the command line.
 
@@ -20,6 +22,7 @@ pub mod error;
 pub mod http;
 pub mod metrics;
 pub mod mirror;
+pub mod modules;
 pub mod protocol;
 pub mod store;
 pub mod upstream;

@@ -26,6 +26,8 @@ pub enum Endpoint {
     Lock,
     /// The provider registry facade (`/v1/providers/…`).
     Registry,
+    /// The module registry proxy (`/v1/modules/…`).
+    Module,
     /// The status page.
     Home,
     /// `/healthz`, `/readyz`, `/metrics`.
@@ -54,6 +56,10 @@ pub enum CacheKind {
     Version,
     /// Archives.
     Archive,
+    /// Module version lists.
+    ModuleIndex,
+    /// Module packages.
+    ModulePackage,
 }
 
 /// How an upstream request ended.
@@ -153,6 +159,12 @@ struct VerifyLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PrefetchLabels {
     outcome: PrefetchOutcome,
 }
@@ -179,6 +191,8 @@ pub struct Metrics {
     cache_archives: Gauge,
     verifications: Family<VerifyLabels, Counter>,
     prefetches: Family<PrefetchLabels, Counter>,
+    module_fetches: Family<SourceLabels, Counter>,
+    pin_mismatches: Counter,
 }
 
 impl Default for Metrics {
@@ -204,6 +218,8 @@ impl Metrics {
             cache_archives: Gauge::default(),
             verifications: Family::default(),
             prefetches: Family::default(),
+            module_fetches: Family::default(),
+            pin_mismatches: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -271,7 +287,30 @@ impl Metrics {
             "Background fetches of cache.prefetch_platforms archives, by outcome",
             m.prefetches.clone(),
         );
+        registry.register(
+            "module_fetches",
+            "Fetches of module sources, by source type (git, archive) and outcome (packaged, failed)",
+            m.module_fetches.clone(),
+        );
+        registry.register(
+            "module_pin_mismatches",
+            "Module sources refused because they no longer match what the mirror pinned",
+            m.pin_mismatches.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Counts a fetch of a module source of kind `source` (`git`,
+    /// `archive`) that ended as `outcome` (`packaged`, `failed`).
+    pub fn module_fetch(&self, source: &'static str, outcome: &'static str) {
+        self.module_fetches
+            .get_or_create(&SourceLabels { source, outcome })
+            .inc();
+    }
+
+    /// Counts a module source refused for not matching its pin.
+    pub fn pin_mismatch(&self) {
+        self.pin_mismatches.inc();
     }
 
     /// Counts an answered request.

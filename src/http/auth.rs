@@ -19,7 +19,7 @@ use ring::hmac;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::address::{ArchiveKey, Provider, Version};
+use crate::address::{ArchiveKey, Module, Provider, Version};
 use crate::clock::SharedClock;
 use crate::config::AuthConfig;
 use crate::error::RequestError;
@@ -193,6 +193,26 @@ impl Auth {
         )
     }
 
+    /// The query string that makes the URL of a module version's package
+    /// valid, as [`Auth::sign_archive`] does for archives.
+    pub fn sign_module(&self, module: &Module, version: &Version) -> String {
+        self.sign(&module_resource(module, version))
+    }
+
+    /// Checks the query string of a request for a module package.
+    pub fn check_module(
+        &self,
+        module: &Module,
+        version: &Version,
+        query: Option<&str>,
+    ) -> Result<(), RequestError> {
+        self.check_signed(
+            &module_resource(module, version),
+            query,
+            &format!("the download of module {module} {version}"),
+        )
+    }
+
     fn sign(&self, resource: &str) -> String {
         let expires = self.clock.unix_secs() + self.url_lifetime.as_secs();
         let tag = hmac::sign(&self.url_key, &signed_text(resource, expires));
@@ -249,6 +269,12 @@ fn archive_resource(key: &ArchiveKey) -> String {
 /// What a checksum link's signature names (no platform has a space).
 fn sums_resource(provider: &Provider, version: &Version, index: usize) -> String {
     format!("{provider}\n{version}\nsums {index}")
+}
+
+/// What a module package link's signature names (no provider address
+/// starts with `module`).
+fn module_resource(module: &Module, version: &Version) -> String {
+    format!("module\n{module}\n{version}")
 }
 
 /// What a link's signature covers.

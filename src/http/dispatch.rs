@@ -79,7 +79,9 @@ pub async fn handle<B>(app: Arc<App>, req: Request<B>) -> Result<Response<Body>,
 fn error_response(e: &RequestError) -> Response<Body> {
     let status = e.status();
     match e {
-        RequestError::VerificationFailed(_) | RequestError::DiskUnavailable(_) => {
+        RequestError::VerificationFailed(_)
+        | RequestError::DiskUnavailable(_)
+        | RequestError::PinMismatch(_) => {
             tracing::error!(status = status.as_u16(), error = %e, "request failed");
         }
         _ if status.is_server_error() => {
@@ -239,6 +241,56 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
             }
             .await,
         ),
+        Route::ModuleVersions(module) => (
+            Endpoint::Module,
+            async {
+                app.auth.check(authorization)?;
+                Ok(registry_json(mirror.module_versions(&module).await?))
+            }
+            .await,
+        ),
+        Route::ModuleDownload(module, version) => (
+            Endpoint::Module,
+            async {
+                app.auth.check(authorization)?;
+                let subdir = mirror.module_download(&module, &version).await?;
+                let query = if app.auth.enabled() {
+                    app.auth.sign_module(&module, &version)
+                } else {
+                    String::new()
+                };
+                let location = module_location(subdir.as_deref(), &query);
+                let mut resp = registry_json(
+                    serde_json::to_vec(&serde_json::json!({ "location": location }))
+                        .expect("documents always serialize"),
+                );
+                let value = HeaderValue::from_str(&location).map_err(|_| {
+                    RequestError::Internal(format!("location {location:?} is not a header value"))
+                })?;
+                resp.headers_mut().insert("x-terraform-get", value);
+                Ok(resp)
+            }
+            .await,
+        ),
+        Route::ModulePackage(module, version) => (
+            Endpoint::Module,
+            async {
+                app.auth
+                    .check_module(&module, &version, asked.query.as_deref())?;
+                let package = mirror.module_package(&module, &version).await?;
+                let mut resp = Response::new(body::stream(tokio_util::io::ReaderStream::new(
+                    package.reader,
+                )));
+                let h = resp.headers_mut();
+                h.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/gzip"),
+                );
+                h.insert(header::CONTENT_LENGTH, HeaderValue::from(package.size));
+                Ok(resp)
+            }
+            .await,
+        ),
         Route::Archive(key) => (
             Endpoint::Archive,
             async {
@@ -276,6 +328,37 @@ fn link_query(app: &App, key: &ArchiveKey, link: Link<'_>) -> String {
         Link::Archive(archive) => app.auth.sign_archive(archive),
         Link::Sums(index) => app.auth.sign_sums(&key.provider, &key.version, index),
     }
+}
+
+/// Characters of a subdirectory that must be escaped in a module
+/// location: those that would end the path or start a query or fragment.
+const SUBDIR_ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'\\');
+
+/// The location a module download answer gives: the package beside the
+/// download endpoint (relative, so it holds behind any proxy), then the
+/// origin's `//subdir`, then the link's signature.
+fn module_location(subdir: Option<&str>, query: &str) -> String {
+    let mut location = String::from("./package.tar.gz");
+    if let Some(subdir) = subdir {
+        location.push_str("//");
+        location.extend(percent_encoding::utf8_percent_encode(
+            subdir,
+            SUBDIR_ESCAPED,
+        ));
+    }
+    if !query.is_empty() {
+        location.push('?');
+        location.push_str(query);
+    }
+    location
 }
 
 /// The `platform` parameters of a lock request: at least one.

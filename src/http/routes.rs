@@ -13,14 +13,21 @@
 //! origin's `providers.v1` service: `:namespace/:type/versions`,
 //! `:namespace/:type/:version/download/:os/:arch`, and the origin's signed
 //! checksums as `:namespace/:type/:version/sums/:n` with the signature at
-//! `…/sums/:n.sig`. These have six or more segments, so they never meet the
-//! mirror protocol's paths. Each segment is
+//! `…/sums/:n.sig`. The module registry proxy lives under
+//! `/v1/modules/:hostname/`, the base URL a `host` block names as the
+//! origin's `modules.v1` service: `:namespace/:name/:system/versions`,
+//! `:namespace/:name/:system/:version/download`, and the packaged source
+//! tree at `:namespace/:name/:system/:version/package.tar.gz`. These have
+//! six or more segments, so they never meet the mirror protocol's paths. Each segment is
 //! percent-decoded and parsed into its validated type; anything else is a
 //! bad request.
 
 use percent_encoding::percent_decode_str;
 
-use crate::address::{ArchiveKey, Hostname, Namespace, Platform, Provider, ProviderType, Version};
+use crate::address::{
+    ArchiveKey, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace, Platform,
+    Provider, ProviderType, Version,
+};
 use crate::error::RequestError;
 
 /// The longest request path accepted.
@@ -52,6 +59,12 @@ pub enum Route {
     RegistryPackage(ArchiveKey),
     /// Registry facade: a version's signed SHA256SUMS or its signature.
     RegistrySums(Provider, Version, SumsFile),
+    /// Module registry: a module's versions.
+    ModuleVersions(Module),
+    /// Module registry: where a module version's package is.
+    ModuleDownload(Module, Version),
+    /// A module version's packaged source tree.
+    ModulePackage(Module, Version),
 }
 
 /// One of a version's signed checksum documents as the facade serves it.
@@ -91,6 +104,16 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
     {
         if !rest.is_empty() {
             return registry_route(host, namespace, kind, rest);
+        }
+    }
+    if let ["v1", "modules", host, namespace, name, system, rest @ ..] = segments
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        if !rest.is_empty() {
+            return module_route(host, namespace, name, system, rest);
         }
     }
     let [host, namespace, kind, leaf] = segments.as_slice() else {
@@ -166,6 +189,30 @@ fn registry_route(
         }
         _ => Err(RequestError::InvalidRequest(
             "not a registry path: expected :namespace/:type/versions or :namespace/:type/:version/download/:os/:arch below /v1/providers/:hostname/".into(),
+        )),
+    }
+}
+
+/// A path below `/v1/modules/:hostname/:namespace/:name/:system/`.
+fn module_route(
+    host: &str,
+    namespace: &str,
+    name: &str,
+    system: &str,
+    rest: &[&str],
+) -> Result<Route, RequestError> {
+    let module = Module {
+        hostname: Hostname::parse(host)?,
+        namespace: ModuleNamespace::parse(namespace)?,
+        name: ModuleName::parse(name)?,
+        system: ModuleSystem::parse(system)?,
+    };
+    match rest {
+        ["versions"] => Ok(Route::ModuleVersions(module)),
+        [version, "download"] => Ok(Route::ModuleDownload(module, Version::parse(version)?)),
+        [version, "package.tar.gz"] => Ok(Route::ModulePackage(module, Version::parse(version)?)),
+        _ => Err(RequestError::InvalidRequest(
+            "not a module registry path: expected :namespace/:name/:system/versions, :namespace/:name/:system/:version/download or …/:version/package.tar.gz below /v1/modules/:hostname/".into(),
         )),
     }
 }
@@ -286,6 +333,48 @@ mod tests {
             "/v1/providers/r.example/ns/t/1.0/download/linux/amd64",
             "/v1/providers/r.example/ns/t/list",
             "/v1/providers/r.example/ns/t/1.0.0/download/linux/AMD%2F64",
+        ] {
+            assert_eq!(
+                parse(bad).unwrap_err().status(),
+                http::StatusCode::BAD_REQUEST,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn parses_the_module_registry() {
+        let m = Module {
+            hostname: Hostname::parse("registry.terraform.io").unwrap(),
+            namespace: ModuleNamespace::parse("terraform-aws-modules").unwrap(),
+            name: ModuleName::parse("vpc").unwrap(),
+            system: ModuleSystem::parse("aws").unwrap(),
+        };
+        let v = Version::parse("5.1.0").unwrap();
+        assert_eq!(
+            parse("/v1/modules/Registry.Terraform.IO/terraform-aws-modules/vpc/aws/versions")
+                .unwrap(),
+            Route::ModuleVersions(m.clone())
+        );
+        assert_eq!(
+            parse("/v1/modules/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0/download")
+                .unwrap(),
+            Route::ModuleDownload(m.clone(), v.clone())
+        );
+        assert_eq!(
+            parse("/v1/modules/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0/package.tar.gz")
+                .unwrap(),
+            Route::ModulePackage(m, v)
+        );
+        for bad in [
+            "/v1/modules/r.example/ns/n/aws/list",
+            "/v1/modules/r.example/ns/n/AWS/versions",
+            "/v1/modules/r.example/ns/-n/aws/versions",
+            "/v1/modules/r.example/ns/n/aws/5.1/download",
+            "/v1/modules/r.example/ns/n/aws/5.1.0/package.zip",
+            "/v1/modules/r.example/ns/n/aws/5.1.0/download/x",
+            "/v1/modules/r.example/ns/n%2Fx/aws/versions",
+            "/v1/modules/r.example/n%20s/n/aws/versions",
         ] {
             assert_eq!(
                 parse(bad).unwrap_err().status(),

@@ -10,7 +10,9 @@
 //!   while they arrive;
 //! - [`residency`]: which archives are being read, their last use, and
 //!   eviction when the cache outgrows `cache.max_size`;
-//! - [`lockfile`]: lock file blocks with every platform's hashes.
+//! - [`lockfile`]: lock file blocks with every platform's hashes;
+//! - [`modules`]: the module registry protocol: version lists, download
+//!   answers, and module sources packaged and pinned.
 //!
 //! Concurrent requests for the same thing share one piece of work: each of
 //! the in-memory caches loads a missing entry once, however many requests
@@ -20,6 +22,7 @@ pub mod archive;
 pub mod documents;
 pub mod facade;
 pub mod lockfile;
+pub mod modules;
 pub mod residency;
 pub mod versions;
 
@@ -30,14 +33,14 @@ use std::time::Duration;
 use anyhow::Context;
 use moka::ops::compute::Op;
 
-use crate::address::{Hostname, Provider, Version};
+use crate::address::{Hostname, Module, Provider, Version};
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, Metrics};
 use crate::protocol::Rendered;
 use crate::store::health::StoreHealth;
-use crate::store::{DiskStore, IndexRecord, Store, VersionRecord};
+use crate::store::{DiskStore, IndexRecord, ModuleIndexRecord, ModuleRecord, Store, VersionRecord};
 use crate::upstream::{Client, Credentials, Discovery};
 use crate::verify::TrustPolicy;
 
@@ -111,6 +114,13 @@ pub struct Mirror {
     /// and whether every platform's `h1:` was in it.
     rendered_versions:
         moka::future::Cache<(Provider, Version), (Arc<VersionRecord>, bool, Rendered)>,
+    /// Fetches and packages module sources.
+    fetcher: crate::modules::Fetcher,
+    module_indexes: moka::future::Cache<Module, Held<ModuleIndexRecord>>,
+    /// Where the origin says module versions' sources are.
+    module_locations: moka::future::Cache<(Module, Version), Held<modules::Located>>,
+    /// Pins of module packages the store holds.
+    module_packages: moka::future::Cache<(Module, Version), Held<ModuleRecord>>,
 }
 
 impl Mirror {
@@ -152,7 +162,17 @@ impl Mirror {
             config.upstream.hosts.clone(),
             config.cache.index_ttl,
         );
+        let fetcher = crate::modules::Fetcher::new(
+            &config,
+            client.clone(),
+            credentials.clone(),
+            metrics.clone(),
+        );
         Ok(Mirror {
+            fetcher,
+            module_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
+            module_locations: moka::future::Cache::builder().max_capacity(10_000).build(),
+            module_packages: moka::future::Cache::builder().max_capacity(20_000).build(),
             health: StoreHealth::new(),
             store,
             client,

@@ -10,7 +10,15 @@
 //!     <version>/version.json                  verified package metadata and its evidence
 //!     <version>/terraform-provider-<type>_<version>_<os>_<arch>.zip
 //!     <version>/terraform-provider-<type>_<version>_<os>_<arch>.zip.h1
+//! modules/<hostname>/<namespace>/<name>/<system>/
+//!     versions.json                           the module's versions, with fetch time
+//!     <version>/module.json                   the pin: source, commit, tree hash
+//!     <version>/package.tar.gz                the packaged source tree
 //! ```
+//!
+//! A module's package is moved into place before its pin is written; a pin
+//! stays when its package is removed, so a later fetch is checked against
+//! it.
 //!
 //! An archive is present only once its SHA-256 has matched the signed
 //! SHA256SUMS; its `.h1` file holds its `h1:` hash and is written before the
@@ -23,10 +31,10 @@ use async_trait::async_trait;
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{
-    atomic, inventory, ArchiveReader, CachedArchive, IndexRecord, Store, StoreError, StoredArchive,
-    VersionRecord,
+    atomic, inventory, ArchiveReader, CachedArchive, IndexRecord, ModuleIndexRecord, ModuleRecord,
+    Store, StoreError, StoredArchive, VersionRecord,
 };
-use crate::address::{ArchiveKey, Platform, Provider, Version};
+use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
 
 /// The `h1:` hash of an archive file; an error when it is not a zip.
 pub fn h1_of_file(path: &Path) -> Result<String, StoreError> {
@@ -87,6 +95,25 @@ impl DiskStore {
             .join(p.hostname.as_str())
             .join(p.namespace.as_str())
             .join(p.kind.as_str())
+    }
+
+    fn module_dir(&self, m: &Module) -> PathBuf {
+        self.root
+            .join("modules")
+            .join(m.hostname.as_str())
+            .join(m.namespace.as_str())
+            .join(m.name.as_str())
+            .join(m.system.as_str())
+    }
+
+    /// Where a module version's pin is kept.
+    pub fn module_path(&self, m: &Module, v: &Version) -> PathBuf {
+        self.module_dir(m).join(v.as_str()).join("module.json")
+    }
+
+    /// Where a module version's package is kept.
+    pub fn module_package_path(&self, m: &Module, v: &Version) -> PathBuf {
+        self.module_dir(m).join(v.as_str()).join("package.tar.gz")
     }
 
     /// Where a provider's version list is kept.
@@ -299,18 +326,7 @@ impl Store for DiskStore {
     }
 
     async fn open_archive(&self, key: &ArchiveKey) -> Result<Option<ArchiveReader>, StoreError> {
-        let path = self.archive_path(&key.provider, &key.version, &key.platform);
-        match tokio::fs::File::open(&path).await {
-            Ok(file) => {
-                let size = file.metadata().await?.len();
-                Ok(Some(ArchiveReader {
-                    size,
-                    reader: Box::pin(file),
-                }))
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        open_file(&self.archive_path(&key.provider, &key.version, &key.platform)).await
     }
 
     async fn remove_archive(&self, key: &ArchiveKey) -> Result<(), StoreError> {
@@ -335,6 +351,71 @@ impl Store for DiskStore {
         )
     }
 
+    async fn read_module_index(
+        &self,
+        module: &Module,
+    ) -> Result<Option<ModuleIndexRecord>, StoreError> {
+        let path = self.module_dir(module).join("versions.json");
+        self.read_record(path, "module version list").await
+    }
+
+    async fn write_module_index(
+        &self,
+        module: &Module,
+        record: &ModuleIndexRecord,
+    ) -> Result<(), StoreError> {
+        let path = self.module_dir(module).join("versions.json");
+        self.write_record(path, record).await
+    }
+
+    async fn read_module(
+        &self,
+        module: &Module,
+        version: &Version,
+    ) -> Result<Option<ModuleRecord>, StoreError> {
+        self.read_record(self.module_path(module, version), "module pin")
+            .await
+    }
+
+    async fn keep_module(&self, staged: TempPath, record: &ModuleRecord) -> Result<(), StoreError> {
+        let package = self.module_package_path(&record.module, &record.version);
+        tokio::task::spawn_blocking(move || atomic::persist(staged, &package))
+            .await
+            .map_err(io::Error::other)??;
+        self.write_record(self.module_path(&record.module, &record.version), record)
+            .await
+    }
+
+    async fn open_module(
+        &self,
+        module: &Module,
+        version: &Version,
+    ) -> Result<Option<ArchiveReader>, StoreError> {
+        open_file(&self.module_package_path(module, version)).await
+    }
+
+    async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError> {
+        let store = self.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let pattern = store.root.join("modules/*/*/*/*/*/module.json");
+            let mut out = Vec::new();
+            for path in glob::glob(&pattern.to_string_lossy())
+                .map_err(io::Error::other)?
+                .flatten()
+            {
+                let record: Option<ModuleRecord> = store.read_json(&path)?;
+                if let Some(record) = record {
+                    let held = path.with_file_name("package.tar.gz").is_file();
+                    out.push((record, held));
+                }
+            }
+            Ok::<_, io::Error>(out)
+        })
+        .await
+        .map_err(io::Error::other)??;
+        Ok(found)
+    }
+
     async fn probe(&self, bytes: usize) -> Result<(), StoreError> {
         let tmp = self.tmp.clone();
         tokio::task::spawn_blocking(move || -> io::Result<()> {
@@ -349,5 +430,20 @@ impl Store for DiskStore {
         .await
         .map_err(io::Error::other)??;
         Ok(())
+    }
+}
+
+/// Opens a stored file for reading; `None` when it is not there.
+async fn open_file(path: &Path) -> Result<Option<ArchiveReader>, StoreError> {
+    match tokio::fs::File::open(path).await {
+        Ok(file) => {
+            let size = file.metadata().await?.len();
+            Ok(Some(ArchiveReader {
+                size,
+                reader: Box::pin(file),
+            }))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }

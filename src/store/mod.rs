@@ -1,5 +1,6 @@
 //! What the cache keeps, behind one trait: provider version lists, version
-//! records with the signed evidence that verified them, and archives.
+//! records with the signed evidence that verified them, archives, and for
+//! modules their version lists, pins and packaged source trees.
 //!
 //! The mirror only speaks to [`Store`]; [`DiskStore`] (today's layout under
 //! `cache.dir`) is its first implementation. An archive enters a store in
@@ -20,11 +21,14 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use tempfile::{NamedTempFile, TempPath};
 
-use crate::address::{ArchiveKey, Provider, Version};
+use crate::address::{ArchiveKey, Module, Provider, Version};
 
 pub use disk::{h1_of_file, DiskStore};
 pub use inventory::CachedArchive;
-pub use records::{IndexRecord, KeyDetails, PackageRecord, SignedSums, VersionRecord};
+pub use records::{
+    IndexRecord, KeyDetails, ModuleIndexRecord, ModuleRecord, PackageRecord, SignedSums,
+    VersionRecord,
+};
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -114,6 +118,42 @@ pub trait Store: Send + Sync {
 
     /// Every archive the store holds, with its size and last use.
     async fn list_archives(&self) -> Result<Vec<CachedArchive>, StoreError>;
+
+    /// A module's stored version list.
+    async fn read_module_index(
+        &self,
+        module: &Module,
+    ) -> Result<Option<ModuleIndexRecord>, StoreError>;
+
+    /// Stores a module's version list.
+    async fn write_module_index(
+        &self,
+        module: &Module,
+        record: &ModuleIndexRecord,
+    ) -> Result<(), StoreError>;
+
+    /// A module version's pin.
+    async fn read_module(
+        &self,
+        module: &Module,
+        version: &Version,
+    ) -> Result<Option<ModuleRecord>, StoreError>;
+
+    /// Keeps a packaged module (`staged`, checked by the caller) and its
+    /// pin: the package becomes visible first, then the pin.
+    async fn keep_module(&self, staged: TempPath, record: &ModuleRecord) -> Result<(), StoreError>;
+
+    /// Opens a module version's package; `None` when the store does not
+    /// hold it.
+    async fn open_module(
+        &self,
+        module: &Module,
+        version: &Version,
+    ) -> Result<Option<ArchiveReader>, StoreError>;
+
+    /// Every module version the store holds a pin for, with whether its
+    /// package is held too.
+    async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError>;
 
     /// Writes and removes a scratch object of `bytes` bytes, to learn
     /// whether the store can be written.

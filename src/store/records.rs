@@ -1,11 +1,11 @@
-//! The JSON records the cache keeps about providers.
+//! The JSON records the cache keeps about providers and modules.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use crate::address::{Platform, Provider, Version};
+use crate::address::{Module, Platform, Provider, Version};
 
 /// A provider's versions and their platforms, as the origin last listed them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,4 +91,42 @@ pub struct KeyDetails {
     /// Where to read about the key.
     #[serde(default)]
     pub source_url: String,
+}
+
+/// A module's versions, as the origin last listed them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleIndexRecord {
+    /// When the origin was asked, in milliseconds since the Unix epoch.
+    pub fetched_at_ms: u64,
+    /// The versions that are semantic versions, in order.
+    pub versions: Vec<Version>,
+}
+
+/// What the mirror saw when it first fetched a module version: the pin
+/// every later fetch of the same version must match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleRecord {
+    /// The module.
+    pub module: Module,
+    /// The version.
+    pub version: Version,
+    /// The download location the origin gave, resolved.
+    pub location: String,
+    /// `git` or `archive`.
+    pub source_kind: String,
+    /// The subdirectory of the tree that holds the module, handed on to
+    /// clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subdir: Option<String>,
+    /// For git, the commit the reference resolved to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The `h1:` hash of the packaged tree.
+    pub h1: String,
+    /// SHA-256 of the packaged `tar.gz`, lowercase hex.
+    pub sha256: String,
+    /// Size of the packaged `tar.gz` in bytes.
+    pub size: u64,
+    /// When it was first fetched, in milliseconds since the Unix epoch.
+    pub pinned_at_ms: u64,
 }

@@ -110,7 +110,7 @@ impl UpstreamError {
         }
     }
 
-    fn invalid(url: &Url, reason: impl std::fmt::Display) -> Self {
+    pub(crate) fn invalid(url: &Url, reason: impl std::fmt::Display) -> Self {
         UpstreamError::Invalid {
             url: url.to_string(),
             reason: reason.to_string(),
@@ -182,7 +182,7 @@ impl Client {
     }
 
     /// Sends a GET, following redirects, and returns the final response
-    /// (status 200) and the URL that produced it. Any other final status is
+    /// (status 200, or 204 with no body) and the URL that produced it. Any other final status is
     /// an error. The timeout covers the wait for the response headers.
     /// `bearer` is sent as `Authorization: Bearer` to `url`'s host only: a
     /// redirect to another host goes without it. The response body holds
@@ -264,7 +264,8 @@ impl Client {
                 continue;
             }
             return match status {
-                StatusCode::OK => Ok((
+                // 204: a module registry's download answer without a body.
+                StatusCode::OK | StatusCode::NO_CONTENT => Ok((
                     resp.map(|body| Fetched {
                         body,
                         _slots: (total, per_host),
@@ -286,6 +287,21 @@ impl Client {
         ))
     }
 
+    /// Takes a slot under `upstream.max_fetches` and
+    /// `upstream.max_fetches_per_host` for a fetch of `url` made outside
+    /// this client (git); held until the returned value is dropped.
+    pub async fn slots(&self, url: &Url) -> Result<Slots, UpstreamError> {
+        let total = self.limits.acquire_total(url, self.request_timeout).await?;
+        let host = url.host_str().unwrap_or("").to_owned();
+        let per_host = self
+            .limits
+            .acquire_host(url, &host, self.request_timeout)
+            .await?;
+        Ok(Slots {
+            _held: (total, per_host),
+        })
+    }
+
     /// GETs a small document whole (at most [`MAX_METADATA_BYTES`]), within
     /// the request timeout. Returns the bytes and the final URL.
     pub async fn get_bytes(
@@ -293,9 +309,21 @@ impl Client {
         url: &Url,
         bearer: Option<&str>,
     ) -> Result<(Bytes, Url), UpstreamError> {
+        self.get_small(url, bearer)
+            .await
+            .map(|(_, body, final_url)| (body, final_url))
+    }
+
+    /// Like [`Client::get_bytes`], with the answer's headers.
+    pub async fn get_small(
+        &self,
+        url: &Url,
+        bearer: Option<&str>,
+    ) -> Result<(http::HeaderMap, Bytes, Url), UpstreamError> {
         let fetch = async {
             let (resp, final_url) = self.get(url, bearer).await?;
-            let body = Limited::new(resp.into_body(), MAX_METADATA_BYTES)
+            let (parts, body) = resp.into_parts();
+            let body = Limited::new(body, MAX_METADATA_BYTES)
                 .collect()
                 .await
                 .map_err(|e| {
@@ -312,7 +340,7 @@ impl Client {
                     }
                 })?
                 .to_bytes();
-            Ok((body, final_url))
+            Ok((parts.headers, body, final_url))
         };
         tokio::time::timeout(self.request_timeout, fetch)
             .await
@@ -334,6 +362,11 @@ impl Client {
         })?;
         Ok((value, final_url))
     }
+}
+
+/// Slots under the fetch limits, given back when dropped.
+pub struct Slots {
+    _held: (OwnedSemaphorePermit, OwnedSemaphorePermit),
 }
 
 /// An upstream response body, holding the request's slots until dropped.

@@ -1,7 +1,8 @@
 //! Remote service discovery: maps a registry hostname to the base URL of its
-//! `providers.v1` service, from `https://<hostname>/.well-known/terraform.json`
-//! or from `[upstream.hosts."<hostname>"] services`, and remembers the answer
-//! for `cache.index_ttl`.
+//! `providers.v1` or `modules.v1` service, from
+//! `https://<hostname>/.well-known/terraform.json` or from
+//! `[upstream.hosts."<hostname>"] services`, and remembers the document for
+//! `cache.index_ttl`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,12 +18,22 @@ use crate::config::HostConfig;
 /// The service identifier of the provider registry protocol.
 pub const PROVIDERS_V1: &str = "providers.v1";
 
-/// Finds and remembers the `providers.v1` base URL of registry hosts.
+/// The service identifier of the module registry protocol.
+pub const MODULES_V1: &str = "modules.v1";
+
+/// A host's discovery document and the URL it was read from (relative
+/// service URLs resolve against it).
+struct Found {
+    services: serde_json::Map<String, serde_json::Value>,
+    url: Url,
+}
+
+/// Finds and remembers the service base URLs of registry hosts.
 pub struct Discovery {
     client: Client,
     credentials: Credentials,
     overrides: BTreeMap<Hostname, HostConfig>,
-    found: moka::future::Cache<Hostname, Arc<Url>>,
+    found: moka::future::Cache<Hostname, Arc<Found>>,
 }
 
 impl Discovery {
@@ -45,25 +56,57 @@ impl Discovery {
         }
     }
 
-    /// The base URL of `host`'s provider registry API. Concurrent lookups of
-    /// one host share one request.
+    /// The base URL of `host`'s provider registry API.
     pub async fn providers_base(&self, host: &Hostname) -> Result<Arc<Url>, UpstreamError> {
+        self.service_base(host, PROVIDERS_V1).await
+    }
+
+    /// The base URL of `host`'s module registry API.
+    pub async fn modules_base(&self, host: &Hostname) -> Result<Arc<Url>, UpstreamError> {
+        self.service_base(host, MODULES_V1).await
+    }
+
+    /// The base URL of `service` at `host`, from the configuration or the
+    /// host's discovery document. Concurrent lookups of one host share one
+    /// request.
+    async fn service_base(
+        &self,
+        host: &Hostname,
+        service: &str,
+    ) -> Result<Arc<Url>, UpstreamError> {
         if let Some(url) = self
             .overrides
             .get(host)
-            .and_then(|h| h.services.get(PROVIDERS_V1))
+            .and_then(|h| h.services.get(service))
         {
             return Ok(Arc::new(with_trailing_slash(url.clone())));
         }
-        self.found
+        let found = self
+            .found
             .try_get_with(host.clone(), async {
                 self.discover(host).await.map(Arc::new)
             })
             .await
-            .map_err(|e: Arc<UpstreamError>| (*e).clone())
+            .map_err(|e: Arc<UpstreamError>| (*e).clone())?;
+        let invalid = |reason: String| UpstreamError::Invalid {
+            url: found.url.to_string(),
+            reason,
+        };
+        let base = found
+            .services
+            .get(service)
+            .ok_or_else(|| invalid(format!("{host} offers no {service} service")))?
+            .as_str()
+            .ok_or_else(|| invalid(format!("{service} is not a URL string")))?;
+        let resolved = found
+            .url
+            .join(base)
+            .map_err(|e| invalid(format!("{service} URL {base:?}: {e}")))?;
+        tracing::debug!(%host, service, base = %resolved, "discovered registry service");
+        Ok(Arc::new(with_trailing_slash(resolved)))
     }
 
-    async fn discover(&self, host: &Hostname) -> Result<Url, UpstreamError> {
+    async fn discover(&self, host: &Hostname) -> Result<Found, UpstreamError> {
         let url = Url::parse(&format!(
             "https://{}/.well-known/terraform.json",
             host.authority()
@@ -72,27 +115,14 @@ impl Discovery {
             url: host.to_string(),
             reason: e.to_string(),
         })?;
-        let (doc, final_url) = self
+        let (services, url) = self
             .client
             .get_json::<serde_json::Map<String, serde_json::Value>>(
                 &url,
                 self.credentials.token(host),
             )
             .await?;
-        let invalid = |reason: String| UpstreamError::Invalid {
-            url: final_url.to_string(),
-            reason,
-        };
-        let base = doc
-            .get(PROVIDERS_V1)
-            .ok_or_else(|| invalid(format!("{host} offers no {PROVIDERS_V1} service")))?
-            .as_str()
-            .ok_or_else(|| invalid(format!("{PROVIDERS_V1} is not a URL string")))?;
-        let resolved = final_url
-            .join(base)
-            .map_err(|e| invalid(format!("{PROVIDERS_V1} URL {base:?}: {e}")))?;
-        tracing::debug!(%host, base = %resolved, "discovered provider registry");
-        Ok(with_trailing_slash(resolved))
+        Ok(Found { services, url })
     }
 }
 

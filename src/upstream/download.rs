@@ -75,14 +75,16 @@ pub struct Downloaded {
 }
 
 impl Download {
-    /// Requests `url`; refuses an announced size over `max_size` before
-    /// any of the body is read.
+    /// Requests `url` (presenting `bearer` to its host, when given);
+    /// refuses an announced size over `max_size` before any of the body is
+    /// read.
     pub async fn start(
         client: &Client,
         url: &Url,
+        bearer: Option<&str>,
         max_size: u64,
     ) -> Result<Download, DownloadError> {
-        let (resp, _) = client.get(url, None).await?;
+        let (resp, _) = client.get(url, bearer).await?;
         let announced = resp
             .headers()
             .get(http::header::CONTENT_LENGTH)

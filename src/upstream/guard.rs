@@ -149,6 +149,29 @@ impl GuardedConnector {
     fn is_exempt(&self, host: &str, port: u16) -> bool {
         self.allow_all || self.exempt.contains(&format!("{host}:{port}"))
     }
+
+    /// The address a program that connects by itself (git) must use for
+    /// `host:port`: `None` when the host is exempt from the guard, else a
+    /// public address it resolves to (pinned, so that a second lookup
+    /// cannot lead elsewhere). Refused when it has only non-public ones.
+    pub async fn pinned_address(&self, host: &str, port: u16) -> Result<Option<IpAddr>, BoxError> {
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
+        if self.is_exempt(&host, port) {
+            return Ok(None);
+        }
+        if let Ok(addr) = host.parse::<IpAddr>() {
+            return match non_public_range(addr) {
+                Some(range) => Err(Box::new(AddressRefused { host, addr, range })),
+                None => Ok(Some(addr)),
+            };
+        }
+        let name: Name = host.parse()?;
+        let mut found = PublicResolver.call(name).await?;
+        Ok(found.next().map(|a| a.ip()))
+    }
 }
 
 fn configure<R>(c: &mut HttpConnector<R>, config: &UpstreamConfig) {

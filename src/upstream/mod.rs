@@ -1,11 +1,12 @@
 //! Everything that talks to the outside: the HTTPS client, service
-//! discovery, and the provider registry protocol.
+//! discovery, and the provider and module registry protocols.
 
 pub mod client;
 pub mod credentials;
 pub mod discovery;
 pub mod download;
 pub mod guard;
+pub mod modules;
 pub mod registry;
 
 pub use client::{Client, UpstreamError};

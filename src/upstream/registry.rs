@@ -158,7 +158,7 @@ pub async fn package(
 }
 
 /// Joins path segments (percent-encoding each) beneath `base`.
-fn endpoint(base: &Url, segments: &[&str]) -> Result<Url, UpstreamError> {
+pub(crate) fn endpoint(base: &Url, segments: &[&str]) -> Result<Url, UpstreamError> {
     let mut url = base.clone();
     url.path_segments_mut()
         .map_err(|()| UpstreamError::Invalid {

@@ -59,7 +59,7 @@ pub fn h1_of_zip<R: Read + Seek>(reader: R) -> Result<String, HashError> {
         names.push(name);
     }
     names.sort();
-    let mut summary = Sha256::new();
+    let mut summary = H1::default();
     let mut buf = vec![0u8; 64 * 1024];
     for name in &names {
         let mut entry = archive.by_index(last_index[name])?;
@@ -71,15 +71,32 @@ pub fn h1_of_zip<R: Read + Seek>(reader: R) -> Result<String, HashError> {
             }
             file_hash.update(&buf[..n]);
         }
-        summary.update(hex(&file_hash.finalize()).as_bytes());
-        summary.update(b"  ");
-        summary.update(name);
-        summary.update(b"\n");
+        summary.add(&hex(&file_hash.finalize()), name);
     }
-    Ok(format!(
-        "h1:{}",
-        base64::engine::general_purpose::STANDARD.encode(summary.finalize())
-    ))
+    Ok(summary.finish())
+}
+
+/// The `h1:` scheme's running summary: one line per name, added in
+/// bytewise name order by the caller.
+#[derive(Default)]
+pub struct H1(Sha256);
+
+impl H1 {
+    /// Adds the line of one name and the hex SHA-256 of its content.
+    pub fn add(&mut self, sha256_hex: &str, name: &[u8]) {
+        self.0.update(sha256_hex.as_bytes());
+        self.0.update(b"  ");
+        self.0.update(name);
+        self.0.update(b"\n");
+    }
+
+    /// The hash, as `h1:` and padded base64.
+    pub fn finish(self) -> String {
+        format!(
+            "h1:{}",
+            base64::engine::general_purpose::STANDARD.encode(self.0.finalize())
+        )
+    }
 }
 
 #[cfg(test)]

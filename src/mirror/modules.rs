@@ -1,0 +1,397 @@
+//! The module registry protocol (`modules.v1`) in front of the cache, for
+//! clients whose CLI configuration points a registry host's `modules.v1`
+//! service at tfmirror with a `host` block.
+//!
+//! - A module's versions: the origin's list, fresh for `cache.index_ttl`,
+//!   served stale while the origin is down.
+//! - A version's download answer points into the mirror (the packaged
+//!   tree, with the origin's `//subdir`).
+//! - A version's package: the origin's source fetched once (single-flight),
+//!   packaged deterministically, and pinned: the record of what the mirror
+//!   saw first (commit, tree hash) is kept even when the package is
+//!   evicted, and a later fetch that yields something else is refused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
+use crate::address::{Module, Version};
+use crate::error::RequestError;
+use crate::metrics::{CacheKind, CacheOutcome};
+use crate::modules::source::{self, Location};
+use crate::modules::FetchError;
+use crate::store::{ArchiveReader, ModuleIndexRecord, ModuleRecord};
+use crate::upstream::{modules as registry, UpstreamError};
+
+/// `GET :namespace/:name/:system/versions`.
+#[derive(Debug, Serialize)]
+struct VersionsDocument {
+    modules: Vec<ModuleEntry>,
+}
+
+#[derive(Debug, Serialize)]
+struct ModuleEntry {
+    versions: Vec<VersionEntry>,
+}
+
+#[derive(Debug, Serialize)]
+struct VersionEntry {
+    version: String,
+}
+
+/// Where a version's source is, as the origin said.
+#[derive(Debug)]
+pub struct Located {
+    /// The location, resolved when it was relative.
+    pub given: String,
+    /// What it means.
+    pub location: Location,
+}
+
+impl Mirror {
+    /// A module's versions in the protocol's shape.
+    pub async fn module_versions(&self, module: &Module) -> Result<Vec<u8>, RequestError> {
+        let record = self.module_index(module).await?;
+        let doc = VersionsDocument {
+            modules: vec![ModuleEntry {
+                versions: record
+                    .versions
+                    .iter()
+                    .map(|v| VersionEntry {
+                        version: v.to_string(),
+                    })
+                    .collect(),
+            }],
+        };
+        Ok(serde_json::to_vec(&doc).expect("documents always serialize"))
+    }
+
+    /// A module's version list: from memory or the store while fresh, else
+    /// from the origin; the stored copy when the origin is down.
+    pub async fn module_index(
+        &self,
+        module: &Module,
+    ) -> Result<Arc<ModuleIndexRecord>, RequestError> {
+        self.check_host(&module.hostname)?;
+        let (value, found) = self
+            .held(&self.module_indexes, module.clone(), || {
+                self.load_module_index(module)
+            })
+            .await?;
+        if found {
+            self.note(CacheKind::ModuleIndex, CacheOutcome::Hit);
+        }
+        Ok(value)
+    }
+
+    async fn load_module_index(
+        &self,
+        module: &Module,
+    ) -> Result<Timed<ModuleIndexRecord>, RequestError> {
+        let stored = match self.store.read_module_index(module).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(%module, error = %e, "ignoring unreadable stored module version list");
+                None
+            }
+        };
+        let ttl = self.config.cache.index_ttl;
+        let age = |r: &ModuleIndexRecord| {
+            Duration::from_millis(self.clock.unix_ms().saturating_sub(r.fetched_at_ms))
+        };
+        match &stored {
+            Some(r) if self.offline() || age(r) < ttl => {
+                self.note(CacheKind::ModuleIndex, CacheOutcome::Hit);
+                let left = if self.offline() {
+                    ttl.min(RETRY_AFTER_TROUBLE)
+                } else {
+                    ttl.saturating_sub(age(r))
+                };
+                return Ok(Timed {
+                    value: Arc::new(r.clone()),
+                    ttl: Some(left),
+                });
+            }
+            None if self.offline() => {
+                return Err(RequestError::NotHeld(format!(
+                "module {module} is not held by this mirror, which is offline (upstream.offline)"
+            )))
+            }
+            _ => {}
+        }
+        let fetched = async {
+            let base = self.discovery.modules_base(&module.hostname).await?;
+            let token = self.credentials.token(&module.hostname);
+            registry::versions(&self.client, &base, token, module).await
+        }
+        .await;
+        match fetched {
+            Ok(versions) => {
+                self.note(CacheKind::ModuleIndex, CacheOutcome::Miss);
+                let record = ModuleIndexRecord {
+                    fetched_at_ms: self.clock.unix_ms(),
+                    versions,
+                };
+                let mut held_for = ttl;
+                match self.store.write_module_index(module, &record).await {
+                    Ok(()) => self.health.succeeded(),
+                    Err(e) => {
+                        let refusal = self.store_failed("storing a module version list", &e);
+                        if stored.is_none() {
+                            return Err(refusal);
+                        }
+                        held_for = ttl.min(RETRY_AFTER_TROUBLE);
+                    }
+                }
+                Ok(Timed {
+                    value: Arc::new(record),
+                    ttl: Some(held_for),
+                })
+            }
+            Err(e) if e.is_outage() && stored.is_some() => {
+                self.note(CacheKind::ModuleIndex, CacheOutcome::Stale);
+                tracing::warn!(%module, error = %e, "origin unavailable; serving the stored module version list");
+                Ok(Timed {
+                    value: Arc::new(stored.expect("checked")),
+                    ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
+                })
+            }
+            Err(UpstreamError::NotFound { .. }) => Err(RequestError::NotAtOrigin(format!(
+                "module {module} does not exist at its origin registry"
+            ))),
+            Err(e) => Err(RequestError::upstream(
+                &e,
+                &format!("could not list the versions of module {module}"),
+            )),
+        }
+    }
+
+    /// The subdirectory a version's download answer names, from its pin
+    /// when the mirror has one, else from the origin's location (which is
+    /// checked to be a source the mirror can fetch).
+    pub async fn module_download(
+        self: &Arc<Self>,
+        module: &Module,
+        version: &Version,
+    ) -> Result<Option<String>, RequestError> {
+        self.check_host(&module.hostname)?;
+        if let Some(pin) = self.module_pin(module, version).await {
+            return Ok(pin.subdir);
+        }
+        if self.offline() {
+            return Err(RequestError::NotHeld(format!(
+                "module {module} {version} is not held by this mirror, which is offline (upstream.offline)"
+            )));
+        }
+        let located = self.module_location(module, version).await?;
+        Ok(located.location.subdir.clone())
+    }
+
+    /// A version's stored pin, if any (an unreadable one is logged and
+    /// treated as absent: the next fetch writes it again).
+    async fn module_pin(&self, module: &Module, version: &Version) -> Option<ModuleRecord> {
+        match self.store.read_module(module, version).await {
+            Ok(pin) => pin,
+            Err(e) => {
+                tracing::warn!(%module, %version, error = %e, "ignoring an unreadable module pin");
+                None
+            }
+        }
+    }
+
+    /// Where the origin says a version's source is, held for
+    /// `cache.index_ttl`.
+    async fn module_location(
+        &self,
+        module: &Module,
+        version: &Version,
+    ) -> Result<Arc<Located>, RequestError> {
+        let key = (module.clone(), version.clone());
+        let (located, _) = self
+            .held(&self.module_locations, key, || async {
+                let what = format!("module {module} {version}");
+                let base = self
+                    .discovery
+                    .modules_base(&module.hostname)
+                    .await
+                    .map_err(|e| {
+                        RequestError::upstream(
+                            &e,
+                            &format!("could not reach the registry of {what}"),
+                        )
+                    })?;
+                let token = self.credentials.token(&module.hostname);
+                let (given, at) =
+                    match registry::location(&self.client, &base, token, module, version).await {
+                        Ok(found) => found,
+                        Err(UpstreamError::NotFound { .. }) => {
+                            return Err(RequestError::NotAtOrigin(format!(
+                                "{what} does not exist at its origin registry"
+                            )))
+                        }
+                        Err(e) => {
+                            return Err(RequestError::upstream(
+                                &e,
+                                &format!("could not ask where {what} is"),
+                            ))
+                        }
+                    };
+                let location = source::parse(&given, &at)
+                    .map_err(|e| RequestError::UnsupportedSource(format!("{what}: {e}")))?;
+                Ok(Timed {
+                    value: Arc::new(Located { given, location }),
+                    ttl: Some(self.config.cache.index_ttl),
+                })
+            })
+            .await?;
+        Ok(located)
+    }
+
+    /// A version's package, opened for reading: fetched, packaged and
+    /// pinned on first use.
+    pub async fn module_package(
+        self: &Arc<Self>,
+        module: &Module,
+        version: &Version,
+    ) -> Result<ArchiveReader, RequestError> {
+        self.check_host(&module.hostname)?;
+        let key = (module.clone(), version.clone());
+        for _ in 0..2 {
+            let (pin, found) = self
+                .held(&self.module_packages, key.clone(), || {
+                    self.load_module_package(module, version)
+                })
+                .await?;
+            if found {
+                self.note(CacheKind::ModulePackage, CacheOutcome::Hit);
+            }
+            match self.store.open_module(module, version).await {
+                Ok(Some(reader)) => return Ok(reader),
+                Ok(None) => {
+                    // Removed since it was loaded (gc): load it again.
+                    tracing::info!(%module, %version, h1 = %pin.h1, "module package gone from the store; fetching it again");
+                    self.module_packages.invalidate(&key).await;
+                }
+                Err(e) => return Err(self.store_failed("reading a module package", &e)),
+            }
+        }
+        Err(RequestError::Internal(format!(
+            "module {module} {version} was removed from the store while it was being served"
+        )))
+    }
+
+    async fn load_module_package(
+        self: &Arc<Self>,
+        module: &Module,
+        version: &Version,
+    ) -> Result<Timed<ModuleRecord>, RequestError> {
+        let what = format!("module {module} {version}");
+        let pin = self.module_pin(module, version).await;
+        if let Some(pin) = &pin {
+            if matches!(self.store.open_module(module, version).await, Ok(Some(_))) {
+                self.note(CacheKind::ModulePackage, CacheOutcome::Hit);
+                return Ok(Timed {
+                    value: Arc::new(pin.clone()),
+                    ttl: None,
+                });
+            }
+        }
+        if self.offline() {
+            return Err(RequestError::NotHeld(format!(
+                "{what} is not held by this mirror, which is offline (upstream.offline)"
+            )));
+        }
+        self.note(CacheKind::ModulePackage, CacheOutcome::Miss);
+        let located = self.module_location(module, version).await?;
+        let source = &located.location.source;
+        let staging = self
+            .store
+            .staging_file()
+            .map_err(|e| self.store_failed("staging a module package", &e))?;
+        let scratch = staging
+            .path()
+            .parent()
+            .map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
+        let packaged = match self.fetcher.fetch(source, &scratch, staging).await {
+            Ok(p) => p,
+            Err(e) => {
+                self.metrics.module_fetch(source.kind(), "failed");
+                return Err(fetch_failed(&e, &what, source.url()));
+            }
+        };
+        self.metrics.module_fetch(source.kind(), "packaged");
+        let mut record = ModuleRecord {
+            module: module.clone(),
+            version: version.clone(),
+            location: located.given.clone(),
+            source_kind: source.kind().to_owned(),
+            subdir: located.location.subdir.clone(),
+            commit: packaged.commit.clone(),
+            h1: packaged.packed.h1.clone(),
+            sha256: packaged.packed.sha256.clone(),
+            size: packaged.packed.size,
+            pinned_at_ms: self.clock.unix_ms(),
+        };
+        if let Some(pin) = pin {
+            check_pin(&pin, &record).inspect_err(|e| {
+                self.metrics.pin_mismatch();
+                tracing::error!(%module, %version, error = %e, "module source no longer matches its pin; refused");
+            })?;
+            // The pin stands as first written.
+            record = ModuleRecord {
+                sha256: record.sha256,
+                size: record.size,
+                ..pin
+            };
+        }
+        if let Err(e) = self.store.keep_module(packaged.staged, &record).await {
+            return Err(self.store_failed("storing a module package", &e));
+        }
+        self.health.succeeded();
+        tracing::info!(%module, %version, source = source.kind(), commit = record.commit.as_deref().unwrap_or("-"), h1 = %record.h1, size = record.size, "module packaged and pinned");
+        Ok(Timed {
+            value: Arc::new(record),
+            ttl: None,
+        })
+    }
+}
+
+/// Refuses a fetch that yields other content than the pin recorded.
+fn check_pin(pin: &ModuleRecord, fetched: &ModuleRecord) -> Result<(), RequestError> {
+    if pin.commit != fetched.commit || pin.h1 != fetched.h1 {
+        let show = |r: &ModuleRecord| match &r.commit {
+            Some(c) => format!("commit {c} (tree {})", r.h1),
+            None => format!("tree {}", r.h1),
+        };
+        return Err(RequestError::PinMismatch(format!(
+            "module {} {}: its source now yields {} where this mirror pinned {}; the tag or archive was changed upstream, and the new content is refused (nothing was stored)",
+            pin.module,
+            pin.version,
+            show(fetched),
+            show(pin)
+        )));
+    }
+    Ok(())
+}
+
+/// The answer for a source that could not be fetched and packaged.
+fn fetch_failed(e: &FetchError, what: &str, url: &url::Url) -> RequestError {
+    let message = format!("could not fetch the source of {what} from {url}: {e}");
+    match e {
+        FetchError::Upstream(u) => {
+            RequestError::upstream(u, &format!("could not fetch the source of {what}"))
+        }
+        FetchError::Download(d) => RequestError::download(d, &format!("the source of {what}")),
+        FetchError::Io(_) => RequestError::DiskUnavailable(message),
+        FetchError::Git(crate::modules::git::GitError::Timeout { .. }) => {
+            RequestError::UpstreamTimeout(message)
+        }
+        FetchError::Git(crate::modules::git::GitError::Missing { .. }) => {
+            RequestError::Internal(message)
+        }
+        FetchError::Git(_) | FetchError::Refused(_) => RequestError::UpstreamUnreachable(message),
+        FetchError::Tree(_) | FetchError::TooLarge(_) => RequestError::UpstreamInvalid(message),
+    }
+}
