@@ -152,6 +152,41 @@ impl Workspace {
         (out.status.success(), text)
     }
 
+    /// Adds `module` blocks (name, registry source, version) to the
+    /// configuration.
+    fn add_modules(&self, modules: &[(&str, &str, &str)]) {
+        use std::fmt::Write;
+        let mut blocks = String::new();
+        for (name, source, version) in modules {
+            let _ = write!(
+                blocks,
+                "module \"{name}\" {{\n  source  = \"{source}\"\n  version = \"{version}\"\n}}\n"
+            );
+        }
+        let main = self.dir.path().join("main.tf");
+        let text = std::fs::read_to_string(&main).unwrap();
+        std::fs::write(main, text + &blocks).unwrap();
+    }
+
+    /// The directory Terraform installed a module call into, from
+    /// `.terraform/modules/modules.json` (`key` such as `net.sub`).
+    fn module_dir(&self, key: &str) -> PathBuf {
+        let manifest: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(self.dir.path().join(".terraform/modules/modules.json")).unwrap(),
+        )
+        .unwrap();
+        let dir = manifest["Modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["Key"] == key)
+            .unwrap_or_else(|| panic!("no module {key} in {manifest}"))["Dir"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        self.dir.path().join(dir)
+    }
+
     async fn init(&self) -> (bool, String) {
         self.run(&["init", "-input=false", "-no-color"]).await
     }
@@ -691,5 +726,149 @@ async fn terraform_through_the_facade_fails_cleanly_on_what_does_not_verify() {
     }
     let stored = files_below(&setup.cache_dir());
     assert!(!stored.iter().any(|f| f.ends_with(".zip")), "{stored:?}");
+    mirror.stop().await;
+}
+
+/// The module registry host of the module tests.
+const MODULE_HOST: &str = "registry.origin.test";
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_registry_modules_from_git_through_the_mirror_and_offline() {
+    let tf = terraform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    // Two git repositories: `net` calls the registry module `sub`, whose
+    // source is a subdirectory of its repository.
+    let git_root = setup.dir.path().join("git");
+    let net = Repo::new(&git_root, "net");
+    let net_files = [
+        (
+            "main.tf",
+            "module \"sub\" {\n  source  = \"registry.origin.test/acme/sub/aws\"\n  version = \"~> 1.0\"\n}\n\noutput \"answer\" {\n  value = module.sub.answer\n}\n",
+        ),
+        ("README.md", "net\n"),
+    ];
+    net.commit(&net_files, "net v1");
+    net.tag("v1.0.0");
+    let sub = Repo::new(&git_root, "sub");
+    let sub_files = [
+        (
+            "modules/sub/main.tf",
+            "output \"answer\" {\n  value = 42\n}\n",
+        ),
+        ("LICENSE", "sub\n"),
+    ];
+    sub.commit(&sub_files, "sub v1");
+    sub.tag("v1.0.0");
+    origin.serve_git(&git_root);
+    origin.publish_module(
+        "acme",
+        "net",
+        "aws",
+        "1.0.0",
+        ModuleAnswer::Header(format!("git::{}?ref=v1.0.0", origin.git_url("net"))),
+    );
+    origin.publish_module(
+        "acme",
+        "sub",
+        "aws",
+        "1.0.0",
+        ModuleAnswer::Json(format!(
+            "git::{}//modules/sub?ref=v1.0.0",
+            origin.git_url("sub")
+        )),
+    );
+    let signer = Signer::new("acme");
+    origin.publish(
+        "acme",
+        "widget",
+        "1.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+
+    let mut config = setup.config(&origin, &[], &[MODULE_HOST]);
+    config
+        .upstream
+        .hosts
+        .get_mut(&MODULE_HOST.parse().unwrap())
+        .unwrap()
+        .services
+        .insert("modules.v1".into(), origin.modules_url().parse().unwrap());
+    config.modules.git = git_program();
+    let mirror = RunningMirror::start(config.clone()).await;
+
+    let workspace = |mirror: &RunningMirror| {
+        let cli_config = format!(
+            "provider_installation {{\n  network_mirror {{\n    url = \"{}\"\n  }}\n}}\n\nhost \"{MODULE_HOST}\" {{\n  services = {{\n    \"modules.v1\" = \"{}\"\n  }}\n}}\n",
+            mirror.url("/"),
+            mirror.url(&format!("/v1/modules/{MODULE_HOST}/"))
+        );
+        let provider = format!("{MODULE_HOST}/acme/widget");
+        let ws = Workspace::configured(
+            &tf,
+            &cli_config,
+            &mirror.ca_file,
+            &[("widget", provider.as_str(), "1.0.0")],
+        );
+        ws.add_modules(&[("net", "registry.origin.test/acme/net/aws", "1.0.0")]);
+        ws
+    };
+    let check = |ws: &Workspace, when: &str| {
+        let want = |files: &[(&str, &str)]| {
+            let mut v: Vec<(String, String)> = files
+                .iter()
+                .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            tree_files(&ws.module_dir("net")),
+            want(&net_files),
+            "{when}"
+        );
+        // The nested call's directory is the subdirectory of its package.
+        assert!(ws.module_dir("net.sub").ends_with("modules/sub"), "{when}");
+        assert_eq!(
+            tree_files(&ws.module_dir("net.sub")),
+            want(&[("main.tf", sub_files[0].1)]),
+            "{when}"
+        );
+    };
+    let fetches = |repo: &str| origin.hits(&format!("/git/{repo}.git/info/refs"));
+
+    // Cold: the mirror fetches both repositories once.
+    let ws = workspace(&mirror);
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init failed:\n{out}");
+    check(&ws, "cold");
+    assert_eq!((fetches("net"), fetches("sub")), (1, 1));
+
+    // Warm, with `terraform get` as well: no fetch from the git host.
+    let ws = workspace(&mirror);
+    let (ok, out) = ws.run(&["get", "-no-color"]).await;
+    assert!(ok, "terraform get failed:\n{out}");
+    let (ok, out) = ws.init().await;
+    assert!(ok, "warm terraform init failed:\n{out}");
+    check(&ws, "warm");
+    assert_eq!((fetches("net"), fetches("sub")), (1, 1));
+
+    // The origin and the git host go away and the mirror restarts.
+    origin.stop();
+    mirror.stop().await;
+    let mirror = RunningMirror::start(config).await;
+    let ws = workspace(&mirror);
+    let (ok, out) = ws.init().await;
+    assert!(
+        ok,
+        "terraform init with the origin and git host down failed:\n{out}"
+    );
+    check(&ws, "offline");
     mirror.stop().await;
 }

@@ -2,8 +2,8 @@
 //! (`ca`), OpenPGP keys (`keys`), provider archives and fixtures
 //! (`archives`), a fake origin registry over real TLS (`origin`), a running
 //! tfmirror and its set-up (`running`), a small HTTPS client (`client`),
-//! waiting for conditions (`wait`), and the binary run as a process
-//! (`daemon`). Each test binary uses some of it.
+//! waiting for conditions (`wait`), the binary run as a process
+//! (`daemon`), and git repositories served by the origin (`git`). Each test binary uses some of it.
 
 #![allow(dead_code, unused_imports)]
 
@@ -11,6 +11,7 @@ mod archives;
 mod ca;
 mod client;
 pub mod daemon;
+mod git;
 mod keys;
 mod origin;
 mod running;
@@ -19,6 +20,7 @@ mod wait;
 pub use archives::*;
 pub use ca::*;
 pub use client::*;
+pub use git::*;
 pub use keys::*;
 pub use origin::*;
 pub use running::*;

@@ -55,6 +55,19 @@ struct OriginState {
     redirect_discovery: bool,
     /// Misbehaviours, by request path.
     faults: HashMap<String, Fault>,
+    /// Modules: (namespace, name, system) → version → download answer.
+    modules: HashMap<(String, String, String), BTreeMap<String, ModuleAnswer>>,
+    /// Where the bare git repositories served under `/git/` are.
+    git_root: Option<std::path::PathBuf>,
+}
+
+/// How the fake module registry answers a download request.
+#[derive(Clone, Debug)]
+pub enum ModuleAnswer {
+    /// 204 with the location in `X-Terraform-Get` (Terraform's registry).
+    Header(String),
+    /// 200 with `{"location": …}` (as OpenTofu documents it).
+    Json(String),
 }
 
 /// A misbehaviour of one path of the fake origin.
@@ -143,6 +156,46 @@ impl FakeOrigin {
     /// The base URL of this origin's provider registry API.
     pub fn providers_url(&self) -> String {
         format!("https://127.0.0.1:{}/v1/providers/", self.addr.port())
+    }
+
+    /// The base URL of this origin's module registry API.
+    pub fn modules_url(&self) -> String {
+        format!("https://127.0.0.1:{}/v1/modules/", self.addr.port())
+    }
+
+    /// The HTTPS URL of a bare repository `<name>.git` served from the
+    /// directory given to [`FakeOrigin::serve_git`].
+    pub fn git_url(&self, name: &str) -> String {
+        format!("https://localhost:{}/git/{name}.git", self.addr.port())
+    }
+
+    /// The URL of a file published with [`FakeOrigin::replace_file`].
+    pub fn file_url(&self, name: &str) -> String {
+        format!("https://localhost:{}/files/{name}", self.addr.port())
+    }
+
+    /// Serves the bare repositories in `root` under `/git/` with
+    /// `git http-backend` (git's smart HTTP protocol).
+    pub fn serve_git(&self, root: &std::path::Path) {
+        self.state.lock().unwrap().git_root = Some(root.to_path_buf());
+    }
+
+    /// Publishes a module version whose download answer is `answer`.
+    pub fn publish_module(
+        &self,
+        namespace: &str,
+        name: &str,
+        system: &str,
+        version: &str,
+        answer: ModuleAnswer,
+    ) {
+        self.state
+            .lock()
+            .unwrap()
+            .modules
+            .entry((namespace.into(), name.into(), system.into()))
+            .or_default()
+            .insert(version.into(), answer);
     }
 
     /// Stops answering: the listener closes and open connections are cut.
@@ -397,7 +450,14 @@ async fn origin_answer(
 ) -> Result<Response<OriginBody>, std::io::Error> {
     let path = req.uri().path().to_string();
     let fault = state.lock().unwrap().faults.get(&path).cloned();
-    let answer = origin_route(state, addr, req, &path).await;
+    let git_root = state.lock().unwrap().git_root.clone();
+    let answer = match (path.strip_prefix("/git/"), git_root) {
+        (Some(_), Some(root)) if fault.is_none() => {
+            *state.lock().unwrap().hits.entry(path.clone()).or_default() += 1;
+            return Ok(git_backend(&root, req).await);
+        }
+        _ => origin_route(state, addr, req, &path).await,
+    };
     match fault {
         Some(f) => misbehave(f, &path, answer).await,
         None => Ok(answer),
@@ -457,11 +517,47 @@ async fn origin_route(
             r
         }
         // A relative URL, resolved against the redirected document: /v1/providers/.
-        ["registry", "discovery.json"] => {
-            json(serde_json::json!({"providers.v1": "../v1/providers/"}))
+        ["registry", "discovery.json"] => json(
+            serde_json::json!({"providers.v1": "../v1/providers/", "modules.v1": "../v1/modules/"}),
+        ),
+        [".well-known", "terraform.json"] => json(
+            serde_json::json!({"providers.v1": "/v1/providers/", "modules.v1": "/v1/modules/"}),
+        ),
+        ["v1", "modules", ns, name, system, "versions"] => {
+            let st = state.lock().unwrap();
+            match st
+                .modules
+                .get(&(ns.to_string(), name.to_string(), system.to_string()))
+            {
+                None => not_found(),
+                Some(versions) => {
+                    let list: Vec<serde_json::Value> = versions
+                        .keys()
+                        .map(|v| serde_json::json!({"version": v}))
+                        .collect();
+                    json(serde_json::json!({"modules": [{"versions": list}]}))
+                }
+            }
         }
-        [".well-known", "terraform.json"] => {
-            json(serde_json::json!({"providers.v1": "/v1/providers/"}))
+        ["v1", "modules", ns, name, system, version, "download"] => {
+            let st = state.lock().unwrap();
+            let found = st
+                .modules
+                .get(&(ns.to_string(), name.to_string(), system.to_string()))
+                .and_then(|vs| vs.get(*version))
+                .cloned();
+            match found {
+                None => not_found(),
+                Some(ModuleAnswer::Header(location)) => {
+                    let mut r = reply(StatusCode::NO_CONTENT, "text/plain", Vec::new());
+                    r.headers_mut()
+                        .insert("x-terraform-get", location.parse().unwrap());
+                    r
+                }
+                Some(ModuleAnswer::Json(location)) => {
+                    json(serde_json::json!({ "location": location }))
+                }
+            }
         }
         ["v1", "providers", ns, kind, "versions"] => {
             let st = state.lock().unwrap();
@@ -555,6 +651,91 @@ async fn origin_route(
         }
         _ => not_found(),
     }
+}
+
+/// Answers a request below `/git/` with `git http-backend`, as a CGI
+/// script behind a web server.
+async fn git_backend(
+    root: &std::path::Path,
+    req: Request<hyper::body::Incoming>,
+) -> Response<OriginBody> {
+    use tokio::io::AsyncWriteExt;
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let (content_type, protocol, encoding) = (
+        header("content-type"),
+        header("git-protocol"),
+        header("content-encoding"),
+    );
+    let method = req.method().to_string();
+    let path_info = req.uri().path().trim_start_matches("/git").to_owned();
+    let query = req.uri().query().unwrap_or("").to_owned();
+    let body = req.into_body().collect().await.unwrap().to_bytes();
+    let mut child = tokio::process::Command::new(super::git_http_backend())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_PROJECT_ROOT", root)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("REQUEST_METHOD", method)
+        .env("PATH_INFO", path_info)
+        .env("QUERY_STRING", query)
+        .env("CONTENT_TYPE", content_type)
+        .env("CONTENT_LENGTH", body.len().to_string())
+        .env("HTTP_GIT_PROTOCOL", protocol)
+        .env("HTTP_CONTENT_ENCODING", encoding)
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("git http-backend runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&body).await.unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    let split = out
+        .stdout
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4))
+        .or_else(|| {
+            out.stdout
+                .windows(2)
+                .position(|w| w == b"\n\n")
+                .map(|i| (i, 2))
+        });
+    let Some((at, gap)) = split else {
+        return reply(StatusCode::BAD_GATEWAY, "text/plain", out.stdout);
+    };
+    let head = String::from_utf8_lossy(&out.stdout[..at]).into_owned();
+    let mut r = reply(
+        StatusCode::OK,
+        "application/octet-stream",
+        out.stdout[at + gap..].to_vec(),
+    );
+    for line in head.lines() {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("status") {
+            let code = value.split_whitespace().next().unwrap_or("500");
+            *r.status_mut() = StatusCode::from_u16(code.parse().unwrap_or(500)).unwrap();
+        } else if let (Ok(n), Ok(v)) = (
+            http::header::HeaderName::from_bytes(name.trim().as_bytes()),
+            http::HeaderValue::from_str(value),
+        ) {
+            r.headers_mut().insert(n, v);
+        }
+    }
+    r
 }
 
 fn reply(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<OriginBody> {
