@@ -604,3 +604,119 @@ async fn static_directories_both_ways() {
         m.stop().await;
     }
 }
+
+/// Module packages cross the gap with their pins, and an import checks
+/// each package against its pin: altered bytes, and a package repacked with
+/// other content under a pin edited to match its bytes, are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn module_packages_are_checked_against_their_pins_on_import() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let git_root = setup.dir.path().join("git");
+    let repo = Repo::new(&git_root, "net");
+    repo.commit(&[("main.tf", "# net\n"), ("sub/main.tf", "# sub\n")], "v1");
+    repo.tag("v1.0.0");
+    origin.serve_git(&git_root);
+    origin.publish_module(
+        "acme",
+        "net",
+        "aws",
+        "1.0.0",
+        ModuleAnswer::Header(format!("git::{}?ref=v1.0.0", origin.git_url("net"))),
+    );
+    let dir = setup.dir.path();
+    let connected = config_file(&setup, &origin, "");
+    let manifest = dir.join("modules.toml");
+    std::fs::write(
+        &manifest,
+        format!("[[module]]\nsource = \"{HOST}/acme/net/aws\"\n"),
+    )
+    .unwrap();
+    run_ok(
+        dir,
+        &[
+            "sync",
+            "--config",
+            s(&connected),
+            "--manifest",
+            s(&manifest),
+        ],
+    )
+    .await;
+    let bundle = dir.join("modules.bundle");
+    run_ok(
+        dir,
+        &["export", "--config", s(&connected), "--output", s(&bundle)],
+    )
+    .await;
+    let entries = bundle_entries(&bundle);
+    let base = format!("tfmirror-bundle/modules/{HOST}/acme/net/aws/1.0.0");
+    let find = |leaf: &str| {
+        entries
+            .iter()
+            .position(|(n, _)| *n == format!("{base}/{leaf}"))
+            .unwrap()
+    };
+    let (pin_at, package_at) = (find("module.json"), find("package.tar.gz"));
+
+    // Other content, packed as tfmirror packs, under a pin whose checksum
+    // and size are edited to match: the tree hash gives it away.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("main.tf"), "# planted\n").unwrap();
+    let mut repacked = tempfile::tempfile().unwrap();
+    let packed = tfmirror::modules::tree::pack(other.path(), &mut repacked).unwrap();
+    std::io::Seek::rewind(&mut repacked).unwrap();
+    let mut repacked_bytes = Vec::new();
+    std::io::Read::read_to_end(&mut repacked, &mut repacked_bytes).unwrap();
+    let mut pin: serde_json::Value = serde_json::from_slice(&entries[pin_at].1).unwrap();
+    pin["sha256"] = packed.sha256.clone().into();
+    pin["size"] = packed.size.into();
+    let mut flipped = entries[package_at].1.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 1;
+
+    for (name, pin_bytes, package_bytes, says) in [
+        (
+            "flipped",
+            entries[pin_at].1.clone(),
+            flipped,
+            "does not match its pin",
+        ),
+        (
+            "repacked",
+            serde_json::to_vec(&pin).unwrap(),
+            repacked_bytes,
+            "its tree hashes to",
+        ),
+    ] {
+        let mut altered = entries.clone();
+        altered[pin_at].1 = pin_bytes;
+        altered[package_at].1 = package_bytes;
+        let path = dir.join(format!("{name}.bundle"));
+        write_bundle(&path, &altered);
+        let site = site_config(dir, name, "");
+        let out = run_tfmirror(dir, &["import", "--config", s(&site), s(&path)]).await;
+        assert!(!out.ok, "{name}: {}", out.stdout);
+        assert!(out.stdout.contains(says), "{name}: {}", out.stdout);
+        let site_cache = dir.join(format!("{name}-cache"));
+        assert!(
+            !files_below(&site_cache)
+                .iter()
+                .any(|f| f.starts_with("modules/")),
+            "{name}"
+        );
+    }
+
+    // The bundle as exported imports, with the pin the connected side wrote.
+    let site = site_config(dir, "site", "");
+    let out = run_ok(dir, &["import", "--config", s(&site), s(&bundle)]).await;
+    assert!(
+        out.stdout.contains("1 module versions checked"),
+        "{}",
+        out.stdout
+    );
+    let site_pin = dir.join(format!(
+        "site-cache/modules/{HOST}/acme/net/aws/1.0.0/module.json"
+    ));
+    assert_eq!(std::fs::read(site_pin).unwrap(), entries[pin_at].1);
+}

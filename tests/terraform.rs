@@ -741,57 +741,7 @@ async fn terraform_installs_registry_modules_from_git_through_the_mirror_and_off
     let tf = terraform();
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
-    // Two git repositories: `net` calls the registry module `sub`, whose
-    // source is a subdirectory of its repository.
-    let git_root = setup.dir.path().join("git");
-    let net = Repo::new(&git_root, "net");
-    let net_files = [
-        (
-            "main.tf",
-            "module \"sub\" {\n  source  = \"registry.origin.test/acme/sub/aws\"\n  version = \"~> 1.0\"\n}\n\noutput \"answer\" {\n  value = module.sub.answer\n}\n",
-        ),
-        ("README.md", "net\n"),
-    ];
-    net.commit(&net_files, "net v1");
-    net.tag("v1.0.0");
-    let sub = Repo::new(&git_root, "sub");
-    let sub_files = [
-        (
-            "modules/sub/main.tf",
-            "output \"answer\" {\n  value = 42\n}\n",
-        ),
-        ("LICENSE", "sub\n"),
-    ];
-    sub.commit(&sub_files, "sub v1");
-    sub.tag("v1.0.0");
-    origin.serve_git(&git_root);
-    origin.publish_module(
-        "acme",
-        "net",
-        "aws",
-        "1.0.0",
-        ModuleAnswer::Header(format!("git::{}?ref=v1.0.0", origin.git_url("net"))),
-    );
-    origin.publish_module(
-        "acme",
-        "sub",
-        "aws",
-        "1.0.0",
-        ModuleAnswer::Json(format!(
-            "git::{}//modules/sub?ref=v1.0.0",
-            origin.git_url("sub")
-        )),
-    );
-    let signer = Signer::new("acme");
-    origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
-
+    let modules = publish_net_and_sub(&setup, &origin);
     let mut config = setup.config(&origin, &[], &[MODULE_HOST]);
     config
         .upstream
@@ -803,44 +753,9 @@ async fn terraform_installs_registry_modules_from_git_through_the_mirror_and_off
     config.modules.git = git_program();
     let mirror = RunningMirror::start(config.clone()).await;
 
-    let workspace = |mirror: &RunningMirror| {
-        let cli_config = format!(
-            "provider_installation {{\n  network_mirror {{\n    url = \"{}\"\n  }}\n}}\n\nhost \"{MODULE_HOST}\" {{\n  services = {{\n    \"modules.v1\" = \"{}\"\n  }}\n}}\n",
-            mirror.url("/"),
-            mirror.url(&format!("/v1/modules/{MODULE_HOST}/"))
-        );
-        let provider = format!("{MODULE_HOST}/acme/widget");
-        let ws = Workspace::configured(
-            &tf,
-            &cli_config,
-            &mirror.ca_file,
-            &[("widget", provider.as_str(), "1.0.0")],
-        );
-        ws.add_modules(&[("net", "registry.origin.test/acme/net/aws", "1.0.0")]);
-        ws
-    };
-    let check = |ws: &Workspace, when: &str| {
-        let want = |files: &[(&str, &str)]| {
-            let mut v: Vec<(String, String)> = files
-                .iter()
-                .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
-                .collect();
-            v.sort();
-            v
-        };
-        assert_eq!(
-            tree_files(&ws.module_dir("net")),
-            want(&net_files),
-            "{when}"
-        );
-        // The nested call's directory is the subdirectory of its package.
-        assert!(ws.module_dir("net.sub").ends_with("modules/sub"), "{when}");
-        assert_eq!(
-            tree_files(&ws.module_dir("net.sub")),
-            want(&[("main.tf", sub_files[0].1)]),
-            "{when}"
-        );
-    };
+    let workspace =
+        |mirror: &RunningMirror| module_workspace(&tf, &mirror.url(""), &mirror.ca_file);
+    let check = |ws: &Workspace, when: &str| modules.check(ws, when);
     let fetches = |repo: &str| origin.hits(&format!("/git/{repo}.git/info/refs"));
 
     // Cold: the mirror fetches both repositories once.
@@ -871,4 +786,206 @@ async fn terraform_installs_registry_modules_from_git_through_the_mirror_and_off
     );
     check(&ws, "offline");
     mirror.stop().await;
+}
+
+/// The module tests' origin content: git repositories `net` (which calls
+/// the registry module `sub`) and `sub` (whose module is in a
+/// subdirectory), published as `acme/net/aws` and `acme/sub/aws` 1.0.0, and
+/// the provider `acme/widget` 1.0.0.
+struct NetAndSub {
+    net_files: Vec<(&'static str, &'static str)>,
+    sub_module: &'static str,
+}
+
+fn publish_net_and_sub(setup: &Setup, origin: &FakeOrigin) -> NetAndSub {
+    let git_root = setup.dir.path().join("git");
+    let net = Repo::new(&git_root, "net");
+    let net_files = vec![
+        (
+            "main.tf",
+            "module \"sub\" {\n  source  = \"registry.origin.test/acme/sub/aws\"\n  version = \"~> 1.0\"\n}\n\noutput \"answer\" {\n  value = module.sub.answer\n}\n",
+        ),
+        ("README.md", "net\n"),
+    ];
+    net.commit(&net_files, "net v1");
+    net.tag("v1.0.0");
+    let sub = Repo::new(&git_root, "sub");
+    let sub_module = "output \"answer\" {\n  value = 42\n}\n";
+    sub.commit(
+        &[("modules/sub/main.tf", sub_module), ("LICENSE", "sub\n")],
+        "sub v1",
+    );
+    sub.tag("v1.0.0");
+    origin.serve_git(&git_root);
+    origin.publish_module(
+        "acme",
+        "net",
+        "aws",
+        "1.0.0",
+        ModuleAnswer::Header(format!("git::{}?ref=v1.0.0", origin.git_url("net"))),
+    );
+    origin.publish_module(
+        "acme",
+        "sub",
+        "aws",
+        "1.0.0",
+        ModuleAnswer::Json(format!(
+            "git::{}//modules/sub?ref=v1.0.0",
+            origin.git_url("sub")
+        )),
+    );
+    let signer = Signer::new("acme");
+    origin.publish(
+        "acme",
+        "widget",
+        "1.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    NetAndSub {
+        net_files,
+        sub_module,
+    }
+}
+
+impl NetAndSub {
+    /// Checks what Terraform installed: `net` is its git tree at the tag,
+    /// and the nested call's directory is the subdirectory of `sub`.
+    fn check(&self, ws: &Workspace, when: &str) {
+        let mut want: Vec<(String, String)> = self
+            .net_files
+            .iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect();
+        want.sort();
+        assert_eq!(tree_files(&ws.module_dir("net")), want, "{when}");
+        assert!(ws.module_dir("net.sub").ends_with("modules/sub"), "{when}");
+        assert_eq!(
+            tree_files(&ws.module_dir("net.sub")),
+            vec![("main.tf".to_owned(), self.sub_module.to_owned())],
+            "{when}"
+        );
+    }
+}
+
+/// A workspace calling `acme/net/aws` 1.0.0 and requiring `acme/widget`,
+/// with providers through the network mirror at `base` and modules through
+/// a `host` block naming its module registry.
+fn module_workspace(tf: &Path, base: &str, ca_file: &Path) -> Workspace {
+    let base = base.trim_end_matches('/');
+    let cli_config = format!(
+        "provider_installation {{\n  network_mirror {{\n    url = \"{base}/\"\n  }}\n}}\n\nhost \"{MODULE_HOST}\" {{\n  services = {{\n    \"modules.v1\" = \"{base}/v1/modules/{MODULE_HOST}/\"\n  }}\n}}\n"
+    );
+    let provider = format!("{MODULE_HOST}/acme/widget");
+    let ws = Workspace::configured(
+        tf,
+        &cli_config,
+        ca_file,
+        &[("widget", provider.as_str(), "1.0.0")],
+    );
+    ws.add_modules(&[("net", "registry.origin.test/acme/net/aws", "1.0.0")]);
+    ws
+}
+
+/// The README's air-gapped walkthrough with modules: `sync` (a manifest
+/// with a `[[module]]`, and `--from` a configuration), whose nested module
+/// calls are followed; `export`; `import` inside the site; an offline
+/// mirror; and Terraform initialising modules and providers with the origin
+/// and the git host gone.
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_registry_modules_through_an_air_gapped_site() {
+    let tf = terraform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let modules = publish_net_and_sub(&setup, &origin);
+    let dir = setup.dir.path();
+    let connected = dir.join("connected.toml");
+    std::fs::rename(config_file(&setup, &origin, ""), &connected).unwrap();
+    let manifest = dir.join("site.toml");
+    std::fs::write(
+        &manifest,
+        "platforms = [\"linux_amd64\"]\n\n[[provider]]\nsource = \"registry.origin.test/acme/widget\"\nversions = \"~> 1.0\"\n\n[[module]]\nsource = \"registry.origin.test/acme/net/aws\"\nversions = \"~> 1.0\"\n",
+    )
+    .unwrap();
+    let synced = run_ok(
+        dir,
+        &[
+            "sync",
+            "--config",
+            s(&connected),
+            "--manifest",
+            s(&manifest),
+        ],
+    )
+    .await;
+    // `net` and the `sub` it calls.
+    assert!(
+        synced
+            .stdout
+            .contains("module versions: 2 (2 packaged, 0 already cached)"),
+        "{}",
+        synced.stdout
+    );
+    // From a configuration directory: the same modules, already cached.
+    let ws = module_workspace(
+        &tf,
+        "https://127.0.0.1:1",
+        &setup.dir.path().join("origin-ca.pem"),
+    );
+    let from = run_ok(
+        dir,
+        &[
+            "sync",
+            "--config",
+            s(&connected),
+            "--from",
+            s(ws.dir.path()),
+            "--platform",
+            "linux_amd64",
+        ],
+    )
+    .await;
+    assert!(
+        from.stdout
+            .contains("module versions: 2 (0 packaged, 2 already cached)"),
+        "{}",
+        from.stdout
+    );
+    let bundle = dir.join("site.bundle");
+    run_ok(
+        dir,
+        &["export", "--config", s(&connected), "--output", s(&bundle)],
+    )
+    .await;
+
+    // The gap: the origin and the git host are gone.
+    origin.stop();
+    let site = site_config(dir, "site", "");
+    let imported = run_ok(dir, &["import", "--config", s(&site), s(&bundle)]).await;
+    assert!(
+        imported
+            .stdout
+            .contains("2 module versions checked against their pins"),
+        "{}",
+        imported.stdout
+    );
+    let mut serve = tfmirror(dir);
+    serve.args(["serve", "--config", s(&site), "--offline"]);
+    let daemon = Daemon::start(serve);
+    let ca = dir.join("site-data/tls/ca.pem");
+    let ws = module_workspace(&tf, &daemon.url, &ca);
+    let (ok, out) = ws.init().await;
+    assert!(
+        ok,
+        "terraform init through the air-gapped site failed:\n{out}"
+    );
+    modules.check(&ws, "air-gapped site");
+    assert!(ws
+        .installed("registry.origin.test/acme/widget", "1.0.0", "linux_amd64")
+        .exists());
 }

@@ -18,7 +18,7 @@ pub fn command(
 ) -> anyhow::Result<()> {
     let platforms = super::platforms_or_current(platforms)?;
     let requirements = match from {
-        Some(dir) => super::selection::from_directory(&dir, &platforms)?,
+        Some(dir) => super::selection::from_directory(&dir, &platforms)?.providers,
         None => sources
             .iter()
             .map(|s| super::selection::from_argument(s, &platforms))

@@ -1,7 +1,9 @@
-//! What to mirror: providers with version constraints and platforms, read
-//! from a sync manifest (TOML), from a Terraform configuration directory
-//! (the `required_providers` blocks of its `.tf` files and the versions
-//! pinned in its `.terraform.lock.hcl` files), or from the command line.
+//! What to mirror: providers with version constraints and platforms, and
+//! registry modules with version constraints, read from a sync manifest
+//! (TOML), from a Terraform configuration directory (the
+//! `required_providers` and `module` blocks of its `.tf` files and the
+//! versions pinned in its `.terraform.lock.hcl` files), or from the command
+//! line.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::Deserialize;
 
-use crate::address::{Platform, Provider, Version};
+use crate::address::{Module, Platform, Provider, Version};
 use crate::constraints::Constraints;
 
 /// One provider to mirror.
@@ -29,6 +31,27 @@ pub struct Requirement {
     pub platforms: Vec<Platform>,
 }
 
+/// One registry module to mirror.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleRequirement {
+    /// The module.
+    pub module: Module,
+    /// The versions wanted: those that meet these constraints...
+    pub constraints: Constraints,
+    /// ...only the newest of them when set (what `terraform init` would
+    /// pick), else all of them.
+    pub newest_only: bool,
+}
+
+/// Everything a manifest or a configuration asks for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    /// The providers.
+    pub providers: Vec<Requirement>,
+    /// The registry modules.
+    pub modules: Vec<ModuleRequirement>,
+}
+
 /// A sync manifest, as written by operators.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +62,17 @@ struct Manifest {
     /// The providers.
     #[serde(default)]
     provider: Vec<ManifestEntry>,
+    /// The registry modules.
+    #[serde(default)]
+    module: Vec<ManifestModule>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManifestModule {
+    source: String,
+    #[serde(default)]
+    versions: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -51,7 +85,7 @@ struct ManifestEntry {
 }
 
 /// Reads a sync manifest (see the README, "Air-gapped sites").
-pub fn from_manifest(path: &Path) -> anyhow::Result<Vec<Requirement>> {
+pub fn from_manifest(path: &Path) -> anyhow::Result<Selection> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the manifest {}", path.display()))?;
     let manifest: Manifest = toml::from_str(&text)
@@ -77,10 +111,30 @@ pub fn from_manifest(path: &Path) -> anyhow::Result<Vec<Requirement>> {
             platforms,
         });
     }
-    if out.is_empty() {
-        bail!("the manifest {} lists no [[provider]]", path.display());
+    let mut modules = Vec::new();
+    for (n, entry) in manifest.module.iter().enumerate() {
+        let what = format!("module {} ({})", n + 1, entry.source);
+        let (module, subdir) = Module::from_source(&entry.source).with_context(|| what.clone())?;
+        if subdir.is_some() {
+            bail!("{what}: give the module's registry address without a //subdirectory");
+        }
+        let constraints = Constraints::parse(&entry.versions).with_context(|| what.clone())?;
+        modules.push(ModuleRequirement {
+            module,
+            constraints,
+            newest_only: false,
+        });
     }
-    Ok(out)
+    if out.is_empty() && modules.is_empty() {
+        bail!(
+            "the manifest {} lists no [[provider]] and no [[module]]",
+            path.display()
+        );
+    }
+    Ok(Selection {
+        providers: out,
+        modules,
+    })
 }
 
 /// A provider named on the command line: `[hostname/]namespace/type`,
@@ -108,8 +162,9 @@ pub fn parse_platforms(names: &[String], what: &str) -> anyhow::Result<Vec<Platf
 /// What a Terraform configuration directory requires: for each provider,
 /// the versions its lock files pin, or else the newest version that meets
 /// the constraints of all its `required_providers` entries, as
-/// `terraform init` would choose.
-pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Vec<Requirement>> {
+/// `terraform init` would choose; and for each registry module its
+/// `module` blocks call, the newest version that meets their constraints.
+pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Selection> {
     if platforms.is_empty() {
         bail!("give at least one --platform");
     }
@@ -118,6 +173,7 @@ pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Vec<
         .with_context(|| format!("reading the directory {}", dir.display()))?;
     let mut constraints: BTreeMap<Provider, Vec<String>> = BTreeMap::new();
     let mut pinned: BTreeMap<Provider, Vec<Version>> = BTreeMap::new();
+    let mut called: BTreeMap<Module, Vec<String>> = BTreeMap::new();
     for file in &files {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
@@ -132,6 +188,10 @@ pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Vec<
                 pinned.entry(provider).or_default().push(version);
             }
         } else {
+            for (module, version) in crate::modules::calls::module_calls(&body) {
+                let list = called.entry(module).or_default();
+                list.extend(version);
+            }
             for (provider, version) in
                 required(&body).with_context(|| format!("reading {}", file.display()))?
             {
@@ -142,9 +202,9 @@ pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Vec<
             }
         }
     }
-    if constraints.is_empty() {
+    if constraints.is_empty() && called.is_empty() {
         bail!(
-            "{} holds no required_providers entry and no lock file",
+            "{} holds no required_providers entry, no registry module call and no lock file",
             dir.display()
         );
     }
@@ -164,7 +224,30 @@ pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Vec<
             platforms: platforms.to_vec(),
         });
     }
-    Ok(out)
+    let modules = module_requirements(called)?;
+    Ok(Selection {
+        providers: out,
+        modules,
+    })
+}
+
+/// One requirement per called module, with the constraints of all its
+/// calls.
+pub fn module_requirements(
+    called: BTreeMap<Module, Vec<String>>,
+) -> anyhow::Result<Vec<ModuleRequirement>> {
+    called
+        .into_iter()
+        .map(|(module, terms)| {
+            let constraints = Constraints::parse(&terms.join(", "))
+                .with_context(|| format!("the version constraints of module {module}"))?;
+            Ok(ModuleRequirement {
+                module,
+                constraints,
+                newest_only: true,
+            })
+        })
+        .collect()
 }
 
 /// The `.tf` and `.terraform.lock.hcl` files under `dir`, skipping the
@@ -317,8 +400,38 @@ provider "registry.example/acme/widget" {
 "#,
         )
         .unwrap();
+        std::fs::write(
+            dir.path().join("modules.tf"),
+            r#"
+module "vpc" {
+  source  = "terraform-aws-modules/vpc/aws"
+  version = "~> 5.0"
+}
+module "vpc_again" {
+  source  = "registry.terraform.io/terraform-aws-modules/vpc/aws//modules/x"
+  version = "< 5.2"
+}
+module "local" {
+  source = "./modules/net"
+}
+module "git" {
+  source = "git::https://example.com/net.git?ref=v1"
+}
+module "github" {
+  source = "github.com/org/repo"
+}
+"#,
+        )
+        .unwrap();
         let platforms = vec![Platform::parse("linux_amd64").unwrap()];
-        let found = from_directory(dir.path(), &platforms).unwrap();
+        let selection = from_directory(dir.path(), &platforms).unwrap();
+        assert_eq!(selection.modules.len(), 1);
+        assert_eq!(
+            selection.modules[0].module.to_string(),
+            "registry.terraform.io/terraform-aws-modules/vpc/aws"
+        );
+        assert_eq!(selection.modules[0].constraints.as_str(), "~> 5.0, < 5.2");
+        let found = selection.providers;
         let by_name: BTreeMap<String, &Requirement> =
             found.iter().map(|r| (r.provider.to_string(), r)).collect();
         assert_eq!(
@@ -351,6 +464,9 @@ provider "registry.example/acme/widget" {
             ("[[provider]]\nsource = \"a/b\"\n", "no platforms"),
             ("platforms = [\"Linux\"]\n[[provider]]\nsource = \"a/b\"\n", "platforms"),
             ("platforms = []\n[[provider]]\nsource = \"a/b\"\nversion = \"1\"\n", "unknown field"),
+            ("[[module]]\nsource = \"a/b\"\n", "module 1"),
+            ("[[module]]\nsource = \"a/b/c//sub\"\n", "subdirectory"),
+            ("platforms = []\n", "no [[provider]] and no [[module]]"),
         ] {
             std::fs::write(&path, text).unwrap();
             let err = format!("{:#}", from_manifest(&path).unwrap_err());
@@ -361,7 +477,7 @@ provider "registry.example/acme/widget" {
             "platforms = [\"linux_amd64\", \"darwin_arm64\"]\n[[provider]]\nsource = \"hashicorp/aws\"\nversions = \"~> 5.0\"\n[[provider]]\nsource = \"registry.opentofu.org/opentofu/random\"\nversions = \">= 3.5, < 4.0\"\nplatforms = [\"linux_amd64\"]\n",
         )
         .unwrap();
-        let found = from_manifest(&path).unwrap();
+        let found = from_manifest(&path).unwrap().providers;
         assert_eq!(
             found[0].provider.to_string(),
             "registry.terraform.io/hashicorp/aws"

@@ -1,8 +1,10 @@
 //! `tfmirror sync`: fills the cache ahead of time with every archive a list
 //! of requirements asks for, through the same code path (and the same
-//! verification) as the daemon. Archives already cached are not fetched
-//! again, so a second run transfers nothing and an interrupted run picks
-//! up where it stopped.
+//! verification) as the daemon, and with every registry module version it
+//! asks for, packaged and pinned, together with the registry modules those
+//! modules call in turn. Archives and packages already cached are not
+//! fetched again, so a second run transfers nothing and an interrupted run
+//! picks up where it stopped.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -11,8 +13,8 @@ use std::sync::Arc;
 use futures_util::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::selection::Requirement;
-use crate::address::{ArchiveKey, Provider, Version};
+use super::selection::{ModuleRequirement, Requirement, Selection};
+use crate::address::{ArchiveKey, Module, Provider, Version};
 use crate::config::Config;
 use crate::error::RequestError;
 use crate::mirror::Mirror;
@@ -32,6 +34,10 @@ pub struct Summary {
     pub cached: usize,
     /// Bytes downloaded by this run.
     pub bytes: u64,
+    /// Module versions wanted (those asked for and those they call).
+    pub module_versions: usize,
+    /// Module versions packaged by this run.
+    pub modules_packaged: usize,
     /// What failed, one line each.
     pub failures: Vec<String>,
 }
@@ -48,7 +54,17 @@ impl std::fmt::Display for Summary {
             self.cached,
             bytesize::ByteSize(self.bytes).display().iec(),
             self.failures.len()
-        )
+        )?;
+        if self.module_versions > 0 {
+            write!(
+                f,
+                ", module versions: {} ({} packaged, {} already cached)",
+                self.module_versions,
+                self.modules_packaged,
+                self.module_versions - self.modules_packaged
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -113,13 +129,128 @@ pub async fn select_versions(
 /// One archive to make sure of.
 type Job = ArchiveKey;
 
+/// The versions of a module requirement that meet its constraints (only
+/// the newest when it asks for that).
+pub async fn select_module_versions(
+    mirror: &Mirror,
+    req: &ModuleRequirement,
+) -> Result<Vec<Version>, String> {
+    let index = mirror
+        .module_index(&req.module)
+        .await
+        .map_err(|e| format!("module {}: {e}", req.module))?;
+    let mut matching: Vec<Version> = index
+        .versions
+        .iter()
+        .filter(|v| req.constraints.allows(v.semver()))
+        .cloned()
+        .collect();
+    if matching.is_empty() {
+        return Err(format!(
+            "module {}: no version meets {:?} (the origin lists {})",
+            req.module,
+            req.constraints.as_str(),
+            index.versions.len()
+        ));
+    }
+    if req.newest_only {
+        matching = matching.split_off(matching.len() - 1);
+    }
+    Ok(matching)
+}
+
+/// Packages every module version `requirements` select, and the registry
+/// modules each one calls, recursively (each version once, so cycles end).
+async fn sync_modules(
+    mirror: &Arc<Mirror>,
+    requirements: &[ModuleRequirement],
+    progress: &Progress,
+    summary: &mut Summary,
+) {
+    let mut queue: std::collections::VecDeque<ModuleRequirement> =
+        requirements.iter().cloned().collect();
+    let mut seen: std::collections::BTreeSet<(Module, Version)> = std::collections::BTreeSet::new();
+    while let Some(req) = queue.pop_front() {
+        let versions = match select_module_versions(mirror, &req).await {
+            Ok(v) => v,
+            Err(line) => {
+                progress.line(&format!("FAILED {line}"));
+                summary.failures.push(line);
+                continue;
+            }
+        };
+        for version in versions {
+            if !seen.insert((req.module.clone(), version.clone())) {
+                continue;
+            }
+            summary.module_versions += 1;
+            let (module, what) = (&req.module, format!("module {} {version}", req.module));
+            let held = matches!(
+                mirror.store().open_module(module, &version).await,
+                Ok(Some(_))
+            );
+            let calls = match package_calls(mirror, module, &version).await {
+                Ok(calls) => calls,
+                Err(e) => {
+                    let line = format!("{what}: {e}");
+                    progress.line(&format!("FAILED {line}"));
+                    summary.failures.push(line);
+                    continue;
+                }
+            };
+            if held {
+                progress.line(&format!("cached {what}"));
+            } else {
+                summary.modules_packaged += 1;
+                progress.line(&format!("stored {what}"));
+            }
+            let mut called: std::collections::BTreeMap<Module, Vec<String>> =
+                std::collections::BTreeMap::new();
+            for (callee, constraint) in calls {
+                called.entry(callee).or_default().extend(constraint);
+            }
+            match super::selection::module_requirements(called) {
+                Ok(more) => queue.extend(more),
+                Err(e) => {
+                    let line = format!("{what}: {e:#}");
+                    progress.line(&format!("FAILED {line}"));
+                    summary.failures.push(line);
+                }
+            }
+        }
+    }
+}
+
+/// The registry module calls inside a module version's package (fetched
+/// and pinned first when the cache lacks it).
+async fn package_calls(
+    mirror: &Arc<Mirror>,
+    module: &Module,
+    version: &Version,
+) -> Result<Vec<(Module, Option<String>)>, RequestError> {
+    use tokio::io::AsyncReadExt;
+    let mut package = mirror.module_package(module, version).await?;
+    let mut bytes = Vec::with_capacity(usize::try_from(package.size).unwrap_or(0));
+    package
+        .reader
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|e| RequestError::DiskUnavailable(format!("reading the package: {e}")))?;
+    tokio::task::spawn_blocking(move || crate::modules::calls::calls_in_package(&bytes[..]))
+        .await
+        .map_err(|e| RequestError::Internal(e.to_string()))?
+        .map_err(|e| RequestError::UpstreamInvalid(format!("the package cannot be read: {e}")))
+}
+
 /// Runs a sync with at most `jobs` downloads at once.
-pub async fn run(mirror: Arc<Mirror>, requirements: &[Requirement], jobs: usize) -> Summary {
+pub async fn run(mirror: Arc<Mirror>, selection: &Selection, jobs: usize) -> Summary {
+    let requirements = &selection.providers;
     let mut summary = Summary {
         providers: requirements.len(),
         ..Summary::default()
     };
     let mut progress = Progress::new();
+    sync_modules(&mirror, &selection.modules, &progress, &mut summary).await;
     let mut work: Vec<Job> = Vec::new();
     for req in requirements {
         let versions = match select_versions(&mirror, req).await {
@@ -247,7 +378,7 @@ pub fn command(
     platforms: &[String],
     jobs: usize,
 ) -> anyhow::Result<()> {
-    let requirements = match (manifest, from) {
+    let selection = match (manifest, from) {
         (Some(path), _) => super::selection::from_manifest(&path)?,
         (None, Some(dir)) => {
             super::selection::from_directory(&dir, &super::platforms_or_current(platforms)?)?
@@ -259,7 +390,7 @@ pub fn command(
     }
     let summary = super::runtime()?.block_on(async {
         let mirror = Arc::new(Mirror::beside_daemon(config).await?);
-        anyhow::Ok(run(mirror, &requirements, jobs).await)
+        anyhow::Ok(run(mirror, &selection, jobs).await)
     })?;
     println!("{summary}");
     for failure in &summary.failures {

@@ -1,13 +1,15 @@
 //! Module sources: reading the download locations registries give
 //! ([`source`]), fetching git sources with the `git` CLI ([`git`]) and
-//! archives over HTTP(S), and turning what was fetched into the
-//! deterministic package the mirror serves ([`tree`]).
+//! archives over HTTP(S), turning what was fetched into the
+//! deterministic package the mirror serves ([`tree`]), and finding the
+//! registry modules a module calls in turn ([`calls`]).
 //!
 //! [`Fetcher::fetch`] does it all for one source, in a scratch directory
 //! under the store's `tmp/`, and hands back the staged package with its
 //! tree hash and, for git, the commit; the mirror decides whether to keep
 //! it (see `mirror::modules`).
 
+pub mod calls;
 pub mod git;
 pub mod source;
 pub mod tree;

@@ -63,7 +63,7 @@ impl Budget {
     /// Copies `from` into a new file at `to`, charging the bytes.
     fn copy(&mut self, from: &mut dyn Read, to: &Path, executable: bool) -> Result<(), TreeError> {
         let mut out = BufWriter::new(File::create(to)?);
-        let mut limited = from.take(self.left + 1);
+        let mut limited = from.take(self.left.saturating_add(1));
         let written = io::copy(&mut limited, &mut out).map_err(unreadable)?;
         if written > self.left {
             return Err(TreeError::TooLarge(human(self.cap)));

@@ -116,6 +116,47 @@ impl DiskStore {
         self.module_dir(m).join(v.as_str()).join("package.tar.gz")
     }
 
+    /// Where a module's version list is kept.
+    pub fn module_index_path(&self, m: &Module) -> PathBuf {
+        self.module_dir(m).join("versions.json")
+    }
+
+    /// Every module version pinned in the cache, with whether its package
+    /// is held too, in address and version order.
+    pub fn module_pins(&self) -> io::Result<Vec<(ModuleRecord, bool)>> {
+        let pattern = self.root.join("modules/*/*/*/*/*/module.json");
+        let mut out = Vec::new();
+        for path in glob::glob(&pattern.to_string_lossy())
+            .map_err(io::Error::other)?
+            .flatten()
+        {
+            let record: Option<ModuleRecord> = self.read_json(&path)?;
+            if let Some(record) = record {
+                let held = path.with_file_name("package.tar.gz").is_file();
+                out.push((record, held));
+            }
+        }
+        out.sort_by(|a, b| (&a.0.module, &a.0.version).cmp(&(&b.0.module, &b.0.version)));
+        Ok(out)
+    }
+
+    /// Adds a version to a module's stored version list (created when
+    /// there is none, with a fetch time of zero so that an online mirror
+    /// asks the origin for the full list).
+    pub fn add_to_module_index(&self, m: &Module, v: &Version) -> io::Result<()> {
+        let path = self.module_index_path(m);
+        let mut index: ModuleIndexRecord = self.read_json(&path)?.unwrap_or(ModuleIndexRecord {
+            fetched_at_ms: 0,
+            versions: Vec::new(),
+        });
+        if index.versions.contains(v) {
+            return Ok(());
+        }
+        index.versions.push(v.clone());
+        index.versions.sort();
+        self.write_json(&path, &index)
+    }
+
     /// Where a provider's version list is kept.
     pub fn index_path(&self, p: &Provider) -> PathBuf {
         self.provider_dir(p).join("index.json")
@@ -355,8 +396,8 @@ impl Store for DiskStore {
         &self,
         module: &Module,
     ) -> Result<Option<ModuleIndexRecord>, StoreError> {
-        let path = self.module_dir(module).join("versions.json");
-        self.read_record(path, "module version list").await
+        self.read_record(self.module_index_path(module), "module version list")
+            .await
     }
 
     async fn write_module_index(
@@ -364,8 +405,8 @@ impl Store for DiskStore {
         module: &Module,
         record: &ModuleIndexRecord,
     ) -> Result<(), StoreError> {
-        let path = self.module_dir(module).join("versions.json");
-        self.write_record(path, record).await
+        self.write_record(self.module_index_path(module), record)
+            .await
     }
 
     async fn read_module(
@@ -396,23 +437,9 @@ impl Store for DiskStore {
 
     async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError> {
         let store = self.clone();
-        let found = tokio::task::spawn_blocking(move || {
-            let pattern = store.root.join("modules/*/*/*/*/*/module.json");
-            let mut out = Vec::new();
-            for path in glob::glob(&pattern.to_string_lossy())
-                .map_err(io::Error::other)?
-                .flatten()
-            {
-                let record: Option<ModuleRecord> = store.read_json(&path)?;
-                if let Some(record) = record {
-                    let held = path.with_file_name("package.tar.gz").is_file();
-                    out.push((record, held));
-                }
-            }
-            Ok::<_, io::Error>(out)
-        })
-        .await
-        .map_err(io::Error::other)??;
+        let found = tokio::task::spawn_blocking(move || store.module_pins())
+            .await
+            .map_err(io::Error::other)??;
         Ok(found)
     }
 

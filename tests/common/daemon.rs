@@ -116,18 +116,22 @@ data_dir = "{data}"
 shutdown_grace = "20s"
 [cache]
 dir = "{cache}"
+[modules]
+git = "{git}"
 [upstream]
 allowed_hosts = []
 ca_file = "{ca}"
 allow_private_addresses = true
 [upstream.hosts."registry.origin.test"]
-services = {{ "providers.v1" = "{api}" }}
+services = {{ "providers.v1" = "{api}", "modules.v1" = "{modules}" }}
 {extra}
 "#,
         data = dir.join("data").display(),
         cache = setup.cache_dir().display(),
+        git = super::git_program().display(),
         ca = dir.join("origin-ca.pem").display(),
         api = origin.providers_url(),
+        modules = origin.modules_url(),
     );
     let path = dir.join("tfmirror.toml");
     std::fs::write(&path, text).unwrap();

@@ -1,4 +1,5 @@
-//! Writing a bundle: the cached versions' records, then their archives.
+//! Writing a bundle: the cached versions' records, then their archives;
+//! then the cached module versions' pins, each before its package.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -7,10 +8,10 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::{entry_dir, Manifest, ManifestVersion, FORMAT, ROOT};
+use super::{entry_dir, module_entry_dir, Manifest, ManifestModule, ManifestVersion, FORMAT, ROOT};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::clock::{Clock, SystemClock};
-use crate::store::{atomic, inventory, DiskStore, VersionRecord};
+use crate::store::{atomic, inventory, DiskStore, ModuleRecord, VersionRecord};
 
 /// The providers to export: all cached ones, or those named.
 pub fn selected(
@@ -38,15 +39,27 @@ pub struct Exported {
     pub versions: usize,
     /// Archives written.
     pub archives: usize,
-    /// Bytes of archives written.
+    /// Module versions written.
+    pub modules: usize,
+    /// Bytes of archives and packages written.
     pub bytes: u64,
 }
 
 /// Writes a bundle of the cached providers (all, or those in `only`) to
-/// `output`, atomically.
+/// `output`, atomically; with no `only`, the cached module packages too.
 pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Result<Exported> {
     let chosen = selected(store, only);
-    if chosen.is_empty() {
+    let modules: Vec<ModuleRecord> = if only.is_empty() {
+        store
+            .module_pins()
+            .context("listing the cached modules")?
+            .into_iter()
+            .filter_map(|(pin, held)| held.then_some(pin))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if chosen.is_empty() && modules.is_empty() {
         anyhow::bail!("the cache holds no archive of the selected providers");
     }
     let dir = output
@@ -62,6 +75,7 @@ pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Re
         format: FORMAT,
         created_ms: SystemClock.unix_ms(),
         versions: Vec::new(),
+        modules: Vec::new(),
     };
     let mut records = Vec::new();
     for ((p, v), platforms) in &chosen {
@@ -84,6 +98,14 @@ pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Re
             archives,
         });
         records.push(record);
+    }
+    for pin in &modules {
+        let path = store.module_package_path(&pin.module, &pin.version);
+        manifest.modules.push(ManifestModule {
+            module: pin.module.clone(),
+            version: pin.version.clone(),
+            size: std::fs::metadata(&path)?.len(),
+        });
     }
     append_bytes(
         &mut tar,
@@ -116,6 +138,24 @@ pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Re
             done.archives += 1;
             done.bytes += size;
         }
+    }
+    for (entry, pin) in manifest.modules.iter().zip(&modules) {
+        let base = module_entry_dir(&entry.module, &entry.version);
+        append_bytes(
+            &mut tar,
+            &format!("{base}/module.json"),
+            &serde_json::to_vec_pretty(pin)?,
+        )?;
+        let path = store.module_package_path(&entry.module, &entry.version);
+        let mut file = File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+        let mut header = tar::Header::new_gnu();
+        header.set_size(entry.size);
+        header.set_mode(0o644);
+        header.set_mtime(manifest.created_ms / 1000);
+        tar.append_data(&mut header, format!("{base}/package.tar.gz"), &mut file)
+            .with_context(|| format!("writing {} into the bundle", path.display()))?;
+        done.modules += 1;
+        done.bytes += entry.size;
     }
     let writer = tar.into_inner().context("finishing the bundle")?;
     let file = writer

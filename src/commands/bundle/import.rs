@@ -1,5 +1,6 @@
 //! Reading a bundle in one pass, verifying every record and archive
-//! before it enters the cache.
+//! before it enters the cache, and checking every module package against
+//! its pin (and against the pin this cache holds, if any).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -9,9 +10,9 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::{Manifest, FORMAT, MAX_RECORD_BYTES, ROOT};
-use crate::address::{Platform, Provider, Version};
+use crate::address::{Module, Platform, Provider, Version};
 use crate::commands::Refusal;
-use crate::store::{atomic, DiskStore, VersionRecord};
+use crate::store::{atomic, DiskStore, ModuleRecord, VersionRecord};
 use crate::verify::TrustPolicy;
 
 /// What an import did, item by item.
@@ -21,8 +22,10 @@ pub struct Imported {
     pub versions: usize,
     /// Archives verified and stored.
     pub archives: usize,
-    /// Archives that were cached already.
+    /// Archives and module packages that were cached already.
     pub unchanged: usize,
+    /// Module packages that matched their pins (new or already cached).
+    pub modules: usize,
     /// Items refused, with the reason.
     pub rejected: Vec<(String, String)>,
 }
@@ -31,7 +34,14 @@ pub struct Imported {
 /// under `trust` and every archive's SHA-256 against its verified record
 /// before it is stored; an item that fails is reported and left out, and
 /// nothing already cached is replaced.
-pub fn import(store: &DiskStore, trust: &TrustPolicy, bundle: &Path) -> anyhow::Result<Imported> {
+/// Module packages unpack to at most `max_unpacked` bytes when their tree
+/// is checked.
+pub fn import(
+    store: &DiskStore,
+    trust: &TrustPolicy,
+    bundle: &Path,
+    max_unpacked: u64,
+) -> anyhow::Result<Imported> {
     let file = File::open(bundle).with_context(|| format!("opening {}", bundle.display()))?;
     let mut tar = tar::Archive::new(BufReader::new(file));
     let mut report = Imported::default();
@@ -40,6 +50,10 @@ pub fn import(store: &DiskStore, trust: &TrustPolicy, bundle: &Path) -> anyhow::
     let mut verified: BTreeMap<(Provider, Version), VersionRecord> = BTreeMap::new();
     let mut seen: BTreeSet<(Provider, Version, Platform)> = BTreeSet::new();
     let mut refused_versions: BTreeSet<(Provider, Version)> = BTreeSet::new();
+    let mut modules = Modules {
+        max_unpacked,
+        ..Modules::default()
+    };
     let entries = tar
         .entries()
         .with_context(|| format!("{} is not a tar file", bundle.display()))?;
@@ -80,6 +94,10 @@ pub fn import(store: &DiskStore, trust: &TrustPolicy, bundle: &Path) -> anyhow::
                 );
             }
             manifest = Some(m);
+            continue;
+        }
+        if let Some((module, version, leaf)) = parse_module_path(&path) {
+            modules.entry(store, &mut report, module, version, &leaf, &mut entry);
             continue;
         }
         let Some((provider, version, leaf)) = parse_entry_path(&path) else {
@@ -161,6 +179,15 @@ pub fn import(store: &DiskStore, trust: &TrustPolicy, bundle: &Path) -> anyhow::
         }
     }
     // Whatever the manifest promised and the bundle did not deliver.
+    for mm in &manifest.modules {
+        let key = (mm.module.clone(), mm.version.clone());
+        if !modules.refused.contains(&key) && !modules.delivered.contains(&key) {
+            report.rejected.push((
+                format!("module {} {}", mm.module, mm.version),
+                "missing from the bundle (truncated?)".into(),
+            ));
+        }
+    }
     for mv in &manifest.versions {
         let key = (mv.provider.clone(), mv.version.clone());
         if refused_versions.contains(&key) {
@@ -183,6 +210,168 @@ pub fn import(store: &DiskStore, trust: &TrustPolicy, bundle: &Path) -> anyhow::
         }
     }
     Ok(report)
+}
+
+/// The module entries of a bundle, as they are read.
+#[derive(Default)]
+struct Modules {
+    /// Pins read, waiting for their packages.
+    pins: BTreeMap<(Module, Version), ModuleRecord>,
+    /// Versions whose package was checked and kept (or was held already).
+    delivered: BTreeSet<(Module, Version)>,
+    /// Versions refused.
+    refused: BTreeSet<(Module, Version)>,
+    /// The cap on a package's unpacked size.
+    max_unpacked: u64,
+}
+
+impl Modules {
+    /// Handles one module entry: a pin, or the package after it.
+    fn entry(
+        &mut self,
+        store: &DiskStore,
+        report: &mut Imported,
+        module: Module,
+        version: Version,
+        leaf: &str,
+        entry: &mut impl Read,
+    ) {
+        let item = format!("module {module} {version}");
+        let key = (module, version);
+        let outcome = match leaf {
+            "module.json" => read_small(entry)
+                .map_err(|e| Refusal::from(e.to_string()))
+                .and_then(|b| {
+                    serde_json::from_slice::<ModuleRecord>(&b)
+                        .map_err(|e| Refusal::from(format!("its pin is not valid: {e}")))
+                })
+                .and_then(|pin| check_module_pin(store, &key.0, &key.1, pin))
+                .map(|pin| {
+                    self.pins.insert(key.clone(), pin);
+                }),
+            "package.tar.gz" => match self.pins.remove(&key) {
+                None => Err(Refusal::from(if self.refused.contains(&key) {
+                    "its pin was refused"
+                } else {
+                    "its pin does not come before it"
+                })),
+                Some(pin) => import_module(store, &pin, entry, self.max_unpacked).map(|kept| {
+                    if kept {
+                        report.archives += 1;
+                    } else {
+                        report.unchanged += 1;
+                    }
+                    report.modules += 1;
+                    self.delivered.insert(key.clone());
+                }),
+            },
+            _ => Err(Refusal::from("not a bundle path")),
+        };
+        if let Err(reason) = outcome {
+            self.refused.insert(key);
+            report.rejected.push((item, reason.to_string()));
+        }
+    }
+}
+
+/// Splits `tfmirror-bundle/modules/<host>/<ns>/<name>/<system>/<version>/<leaf>`
+/// into validated parts, each in its one normal spelling.
+fn parse_module_path(path: &str) -> Option<(Module, Version, String)> {
+    let rest = path.strip_prefix(ROOT)?.strip_prefix("/modules/")?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    let [host, ns, name, system, version, leaf] = parts.as_slice() else {
+        return None;
+    };
+    let address = format!("{host}/{ns}/{name}/{system}");
+    let (module, _) = Module::from_source(&address).ok()?;
+    if module.to_string() != address {
+        return None;
+    }
+    let parsed = Version::parse(version).ok()?;
+    if parsed.as_str() != *version {
+        return None;
+    }
+    Some((module, parsed, (*leaf).to_owned()))
+}
+
+/// A bundle's pin must be the one its path names; a pin this cache holds
+/// for the version wins, and the bundle's must agree with it.
+fn check_module_pin(
+    store: &DiskStore,
+    module: &Module,
+    version: &Version,
+    pin: ModuleRecord,
+) -> Result<ModuleRecord, Refusal> {
+    if pin.module != *module || pin.version != *version {
+        return Err(format!("its pin is for {} {} instead", pin.module, pin.version).into());
+    }
+    let held: Option<ModuleRecord> = store
+        .read_json(&store.module_path(module, version))
+        .ok()
+        .flatten();
+    match held {
+        Some(h) if h.commit != pin.commit || h.h1 != pin.h1 => Err(format!(
+            "its pin (commit {}, tree {}) differs from the one this cache holds (commit {}, tree {})",
+            pin.commit.as_deref().unwrap_or("-"),
+            pin.h1,
+            h.commit.as_deref().unwrap_or("-"),
+            h.h1
+        )
+        .into()),
+        _ => Ok(pin),
+    }
+}
+
+/// Checks a module package against its pin (the bytes' SHA-256, and the
+/// tree's `h1:` hash computed afresh) and keeps it with the pin.
+/// `Ok(false)` when the cache holds the package already.
+fn import_module(
+    store: &DiskStore,
+    pin: &ModuleRecord,
+    entry: &mut impl Read,
+    max_unpacked: u64,
+) -> Result<bool, Refusal> {
+    let (m, v) = (&pin.module, &pin.version);
+    if store.module_package_path(m, v).exists() && store.module_path(m, v).exists() {
+        return Ok(false);
+    }
+    let (temp_path, actual) = atomic::copy_hashed(entry, store.tmp_dir()).map_err(|e| match e {
+        atomic::CopyError::Read(e) => format!("reading it from the bundle failed: {e}"),
+        e @ atomic::CopyError::Write(_) => e.to_string(),
+    })?;
+    if actual != pin.sha256 {
+        return Err(format!(
+            "its package's SHA-256 {actual} does not match its pin ({})",
+            pin.sha256
+        )
+        .into());
+    }
+    let tree = tempfile::tempdir_in(store.tmp_dir()).map_err(|e| e.to_string())?;
+    let packed = File::open(&temp_path)
+        .map_err(|e| e.to_string())
+        .and_then(|file| {
+            crate::modules::tree::unpack(
+                file,
+                crate::modules::source::ArchiveFormat::TarGz,
+                tree.path(),
+                max_unpacked,
+            )
+            .map_err(|e| e.to_string())?;
+            let mut scratch = tempfile::tempfile_in(store.tmp_dir()).map_err(|e| e.to_string())?;
+            crate::modules::tree::pack(tree.path(), &mut scratch).map_err(|e| e.to_string())
+        })?;
+    if packed.h1 != pin.h1 {
+        return Err(format!(
+            "its tree hashes to {} where its pin says {}",
+            packed.h1, pin.h1
+        )
+        .into());
+    }
+    atomic::persist(temp_path, &store.module_package_path(m, v))
+        .and_then(|()| store.write_json(&store.module_path(m, v), pin))
+        .and_then(|()| store.add_to_module_index(m, v))
+        .map_err(|e| format!("storing it failed: {e}"))?;
+    Ok(true)
 }
 
 /// Reads a small entry whole.

@@ -8,12 +8,16 @@
 //! tfmirror-bundle/manifest.json            format, contents, sizes, checksums
 //! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/version.json
 //! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/<archive>.zip
+//! tfmirror-bundle/modules/<hostname>/<namespace>/<name>/<system>/<version>/module.json
+//! tfmirror-bundle/modules/<hostname>/<namespace>/<name>/<system>/<version>/package.tar.gz
 //! ```
 //!
 //! `version.json` is the version's record as the exporting cache keeps it:
 //! the registry's package metadata, the SHA256SUMS documents, their
 //! signatures and the signing keys the registry listed. Each record comes
 //! before its archives, so an import can read a bundle in one pass.
+//! `module.json` is a module version's pin (source, commit, tree hash),
+//! before its package.
 
 mod export;
 mod import;
@@ -27,7 +31,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::address::{Platform, Provider, Version};
+use crate::address::{Module, Platform, Provider, Version};
 use crate::config::Config;
 
 /// The top directory of every bundle entry.
@@ -47,6 +51,29 @@ pub struct Manifest {
     pub created_ms: u64,
     /// The versions in it.
     pub versions: Vec<ManifestVersion>,
+    /// The module versions in it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<ManifestModule>,
+}
+
+/// One module version of a [`Manifest`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestModule {
+    /// The module.
+    pub module: Module,
+    /// The version.
+    pub version: Version,
+    /// The package's size.
+    pub size: u64,
+}
+
+/// The bundle directory of a module version.
+fn module_entry_dir(m: &Module, v: &Version) -> String {
+    format!(
+        "{ROOT}/modules/{}/{}/{}/{}/{v}",
+        m.hostname, m.namespace, m.name, m.system
+    )
 }
 
 /// One version of a [`Manifest`].
@@ -92,10 +119,11 @@ pub fn export_command(
         (Some(output), _) => {
             let done = export(&store, &only, &output)?;
             println!(
-                "wrote {}: {} versions, {} archives, {}",
+                "wrote {}: {} versions, {} archives, {} module versions, {}",
                 output.display(),
                 done.versions,
                 done.archives,
+                done.modules,
                 bytesize::ByteSize(done.bytes).display().iec()
             );
         }
@@ -127,7 +155,15 @@ pub fn import_command(
                 &config.trust,
                 config.upstream.reject_expired_keys,
             )?;
-            (import(&store, &trust, &path)?, path)
+            (
+                import(
+                    &store,
+                    &trust,
+                    &path,
+                    config.modules.max_unpacked_size.as_u64(),
+                )?,
+                path,
+            )
         }
         (None, Some(dir)) => (super::static_dir::import(&store, &dir)?, dir),
         (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
@@ -135,8 +171,16 @@ pub fn import_command(
     for (item, reason) in &report.rejected {
         println!("REJECTED {item}: {reason}");
     }
+    let modules = if report.modules > 0 {
+        format!(
+            ", {} module versions checked against their pins",
+            report.modules
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "imported {}: {} versions verified, {} archives stored, {} already cached, {} rejected",
+        "imported {}: {} versions verified, {} archives stored, {} already cached, {} rejected{modules}",
         source.display(),
         report.versions,
         report.archives,

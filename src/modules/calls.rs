@@ -1,0 +1,66 @@
+//! The registry modules a Terraform configuration calls: `module` blocks
+//! whose `source` is a registry address, read from `.tf` files on disk or
+//! inside a packaged module.
+
+use std::io::Read;
+
+use crate::address::Module;
+
+/// The registry modules the `module` blocks of one file call, with their
+/// `version` constraints when given. Other sources (local paths, git,
+/// archives) go through no registry and are left out.
+pub fn module_calls(body: &hcl::Body) -> Vec<(Module, Option<String>)> {
+    let mut out = Vec::new();
+    for block in body.blocks().filter(|b| b.identifier() == "module") {
+        let string = |name: &str| {
+            block
+                .body()
+                .attributes()
+                .find(|a| a.key() == name)
+                .and_then(|a| match a.expr() {
+                    hcl::Expression::String(s) => Some(s.clone()),
+                    _ => None,
+                })
+        };
+        let Some(source) = string("source") else {
+            continue;
+        };
+        if source.starts_with("./") || source.starts_with("../") {
+            continue;
+        }
+        if let Ok((module, _)) = Module::from_source(&source) {
+            out.push((module, string("version")));
+        }
+    }
+    out
+}
+
+/// The registry module calls of every `.tf` file in a packaged module
+/// (`tar.gz`). Files that are not valid HCL are skipped with a warning:
+/// Terraform itself would refuse them when the module is used.
+pub fn calls_in_package(package: impl Read) -> std::io::Result<Vec<(Module, Option<String>)>> {
+    let mut out = Vec::new();
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(package));
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let name = entry.path()?.to_string_lossy().into_owned();
+        let is_tf = std::path::Path::new(&name)
+            .extension()
+            .is_some_and(|e| e == "tf");
+        if entry.header().entry_type() != tar::EntryType::Regular || !is_tf {
+            continue;
+        }
+        let mut text = String::new();
+        if entry.read_to_string(&mut text).is_err() {
+            tracing::warn!(file = %name, "skipping a .tf file that is not UTF-8");
+            continue;
+        }
+        match hcl::parse(&text) {
+            Ok(body) => out.extend(module_calls(&body)),
+            Err(e) => {
+                tracing::warn!(file = %name, error = %e, "skipping a .tf file that is not valid HCL");
+            }
+        }
+    }
+    Ok(out)
+}
