@@ -380,7 +380,8 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("checked 2 archives, quarantined 0"));
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("checked 2 archives and module packages, quarantined 0"));
     assert!(in_flight.exists());
 
     // Bit rot (or tampering) in one archive on disk.
@@ -396,7 +397,10 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
         said.contains(&format!("QUARANTINED {relative}: its SHA-256")),
         "{said}"
     );
-    assert!(said.contains("checked 2 archives, quarantined 1"), "{said}");
+    assert!(
+        said.contains("checked 2 archives and module packages, quarantined 1"),
+        "{said}"
+    );
     assert!(!path.exists());
     assert!(setup.cache_dir().join("quarantine").join(relative).exists());
 
@@ -418,7 +422,10 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
     let out = verify();
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(said.contains("checked 1 archives, quarantined 1"), "{said}");
+    assert!(
+        said.contains("checked 1 archives and module packages, quarantined 1"),
+        "{said}"
+    );
     assert!(said.contains("signature"), "{said}");
     let out = verify();
     assert!(out.status.success(), "nothing left to fail");

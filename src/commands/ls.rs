@@ -1,4 +1,5 @@
-//! `tfmirror ls`: the cached archives as a table or as JSON.
+//! `tfmirror ls`: the cached archives as a table or as JSON;
+//! `tfmirror ls --modules`: the pinned module versions.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -29,9 +30,74 @@ pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
             ]
         })
         .collect();
-    let header = ["PROVIDER", "VERSION", "PLATFORM", "SIZE", "LAST USED"];
+    print_table(
+        ["PROVIDER", "VERSION", "PLATFORM", "SIZE", "LAST USED"],
+        3,
+        &rows,
+    );
+    let total: u64 = archives.iter().map(|a| a.size).sum();
+    println!(
+        "{} archives, {}",
+        archives.len(),
+        bytesize::ByteSize(total).display().iec()
+    );
+    Ok(())
+}
+
+/// A pinned module version as `ls --modules --json` prints it.
+#[derive(serde::Serialize)]
+struct ListedModule<'a> {
+    #[serde(flatten)]
+    pin: &'a crate::store::ModuleRecord,
+    /// Whether the package is in the cache (a pin stays when its package
+    /// is evicted).
+    held: bool,
+}
+
+/// `tfmirror ls --modules`.
+pub fn modules(config: &Config, json: bool) -> anyhow::Result<()> {
+    let store = super::open_store(config)?;
+    let pins = store.module_pins()?;
+    if json {
+        let listed: Vec<ListedModule<'_>> = pins
+            .iter()
+            .map(|(pin, held)| ListedModule { pin, held: *held })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+        return Ok(());
+    }
+    let rows: Vec<[String; 5]> = pins
+        .iter()
+        .map(|(pin, held)| {
+            [
+                pin.module.to_string(),
+                pin.version.to_string(),
+                pin.commit.as_ref().map_or_else(
+                    || pin.source_kind.clone(),
+                    |c| format!("git {}", c.get(..12).unwrap_or(c)),
+                ),
+                if *held {
+                    bytesize::ByteSize(pin.size).display().iec().to_string()
+                } else {
+                    "(evicted)".to_owned()
+                },
+                pin.h1.clone(),
+            ]
+        })
+        .collect();
+    print_table(["MODULE", "VERSION", "SOURCE", "SIZE", "TREE"], 3, &rows);
+    let held = pins.iter().filter(|(_, held)| *held).count();
+    println!(
+        "{} module versions pinned, {held} packages held",
+        pins.len()
+    );
+    Ok(())
+}
+
+/// Prints rows under a header, in columns; column `right` is right-aligned.
+fn print_table(header: [&str; 5], right: usize, rows: &[[String; 5]]) {
     let mut widths = header.map(str::len);
-    for row in &rows {
+    for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
@@ -39,7 +105,7 @@ pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
     let line = |cells: [&str; 5]| {
         let mut s = String::new();
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            if i == 3 {
+            if i == right {
                 let _ = write!(s, "{cell:>w$}  ");
             } else {
                 let _ = write!(s, "{cell:<w$}  ");
@@ -48,14 +114,7 @@ pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
         s.trim_end().to_owned()
     };
     println!("{}", line(header));
-    for row in &rows {
+    for row in rows {
         println!("{}", line(row.each_ref().map(String::as_str)));
     }
-    let total: u64 = archives.iter().map(|a| a.size).sum();
-    println!(
-        "{} archives, {}",
-        archives.len(),
-        bytesize::ByteSize(total).display().iec()
-    );
-    Ok(())
 }

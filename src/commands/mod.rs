@@ -137,6 +137,9 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// List the pinned module versions instead of the archives.
+        #[arg(long)]
+        modules: bool,
     },
     /// Re-check every cached archive against its signed SHA256SUMS; move
     /// failures to quarantine and exit non-zero when there were any.
@@ -195,7 +198,17 @@ pub fn main() -> ExitCode {
             print!("{}", c.to_toml()?);
             Ok(())
         }),
-        Command::Ls { config, json } => load(config.as_deref()).and_then(|c| ls::command(&c, json)),
+        Command::Ls {
+            config,
+            json,
+            modules,
+        } => load(config.as_deref()).and_then(|c| {
+            if modules {
+                ls::modules(&c, json)
+            } else {
+                ls::command(&c, json)
+            }
+        }),
         Command::Gc { config, max_size } => {
             load(config.as_deref()).and_then(|c| gc::command(&c, max_size))
         }

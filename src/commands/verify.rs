@@ -2,8 +2,11 @@
 //! kept with it. For each archive, the stored SHA256SUMS must still carry a
 //! valid signature by a key that counts for it (the stored registry keys,
 //! or the keys `[[trust]]` rules pin), must list the archive with the
-//! recorded checksum, and the archive's SHA-256 must match it. Archives that
-//! fail are moved to `<cache.dir>/quarantine/`, where nothing serves them.
+//! recorded checksum, and the archive's SHA-256 must match it. Each module
+//! package must match its pin: the package's SHA-256, and the `h1:` hash
+//! of its tree computed afresh. What fails is moved to
+//! `<cache.dir>/quarantine/`, where nothing serves it; a module's pin stays,
+//! so the next fetch is checked against it.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -36,9 +39,51 @@ pub struct Report {
     pub quarantined: Vec<Finding>,
 }
 
-/// Checks every cached archive; quarantines those that fail.
-pub fn verify_cache(store: &DiskStore, trust: &TrustPolicy) -> std::io::Result<Report> {
+/// Checks every cached archive and module package; quarantines those that
+/// fail.
+pub fn verify_cache(
+    store: &DiskStore,
+    trust: &TrustPolicy,
+    max_unpacked: u64,
+) -> std::io::Result<Report> {
     let mut report = Report::default();
+    for (pin, held) in store.module_pins()? {
+        if !held {
+            continue;
+        }
+        report.checked += 1;
+        let path = store.module_package_path(&pin.module, &pin.version);
+        let problem = match sha256_file(&path) {
+            Err(e) => Some(format!("reading it failed: {e}")),
+            Ok(actual) if actual != pin.sha256 => Some(format!(
+                "its SHA-256 {actual} differs from its pin's {}",
+                pin.sha256
+            )),
+            Ok(_) => match std::fs::File::open(&path)
+                .map_err(crate::modules::tree::TreeError::from)
+                .and_then(|f| crate::modules::tree::repack(f, store.tmp_dir(), max_unpacked))
+            {
+                Err(e) => Some(format!("its tree cannot be read: {e}")),
+                Ok(packed) if packed.h1 != pin.h1 => Some(format!(
+                    "its tree hashes to {} where its pin says {}",
+                    packed.h1, pin.h1
+                )),
+                Ok(_) => None,
+            },
+        };
+        if let Some(reason) = problem {
+            let relative = path
+                .strip_prefix(store.root())
+                .unwrap_or(&path)
+                .to_path_buf();
+            quarantine(store, &path, None, &relative)?;
+            tracing::error!(package = %relative.display(), %reason, "quarantined");
+            report.quarantined.push(Finding {
+                archive: relative,
+                reason,
+            });
+        }
+    }
     for archive in inventory::archives(store) {
         report.checked += 1;
         let ArchiveKey {
@@ -62,7 +107,7 @@ pub fn verify_cache(store: &DiskStore, trust: &TrustPolicy) -> std::io::Result<R
             quarantine(
                 store,
                 &archive.path,
-                &store.h1_path(&p, &v, &platform),
+                Some(&store.h1_path(&p, &v, &platform)),
                 &relative,
             )?;
             tracing::error!(archive = %relative.display(), %reason, "quarantined");
@@ -122,17 +167,20 @@ fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(verify::hex(&hasher.finalize()))
 }
 
-/// Moves an archive (and its hash file) under `quarantine/`.
+/// Moves an archive or package under `quarantine/`, and removes its hash
+/// file when it has one.
 fn quarantine(
     store: &DiskStore,
     archive: &Path,
-    h1: &Path,
+    h1: Option<&Path>,
     relative: &Path,
 ) -> std::io::Result<()> {
     let dest = store.root().join("quarantine").join(relative);
     std::fs::create_dir_all(dest.parent().expect("has a parent"))?;
     std::fs::rename(archive, &dest)?;
-    let _ = std::fs::remove_file(h1);
+    if let Some(h1) = h1 {
+        let _ = std::fs::remove_file(h1);
+    }
     Ok(())
 }
 
@@ -141,12 +189,13 @@ pub fn command(config: &Config) -> anyhow::Result<()> {
     let store = super::open_store(config)?;
     let trust =
         crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
-    let report = verify_cache(&store, &trust).context("verifying the cache")?;
+    let report = verify_cache(&store, &trust, config.modules.max_unpacked_size.as_u64())
+        .context("verifying the cache")?;
     for f in &report.quarantined {
         println!("QUARANTINED {}: {}", f.archive.display(), f.reason);
     }
     println!(
-        "checked {} archives, quarantined {}",
+        "checked {} archives and module packages, quarantined {}",
         report.checked,
         report.quarantined.len()
     );

@@ -1,7 +1,9 @@
 //! The status page at `/`, the base URL that Terraform never fetches: what
-//! this server is, the exact CLI configuration to use it, how full and how
-//! effective the cache is, and which providers it holds, a page of
-//! [`PROVIDERS_PER_PAGE`] at a time (`/?page=2`). Server-rendered HTML with
+//! this server is, the exact CLI configuration to use it (the
+//! `network_mirror` block, and a `host` block per registry host for
+//! modules and the registry facade), how full and how effective the cache
+//! is, which providers it holds, a page of [`PROVIDERS_PER_PAGE`] at a
+//! time (`/?page=2`), and the first [`MODULES_SHOWN`] module versions. Server-rendered HTML with
 //! inline styles and no external assets, so it works inside an air-gapped
 //! site. It is built from the cache's index in memory, never from a walk
 //! of the store, so its cost does not depend on the cache's size on disk.
@@ -17,6 +19,10 @@ use super::{App, Body};
 
 /// How many providers one page lists.
 pub const PROVIDERS_PER_PAGE: usize = 100;
+
+/// How many module versions the page lists (`tfmirror ls --modules` lists
+/// them all).
+pub const MODULES_SHOWN: usize = 200;
 
 /// Renders the page. `host` is the `Host` the client used, so the CLI
 /// block names the server the way this client reaches it.
@@ -152,7 +158,9 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
             );
         }
     }
-    html.push_str("</tbody></table>\n</body></html>\n");
+    html.push_str("</tbody></table>\n");
+    modules_table(&mut html, app, auth_on && !authorized);
+    html.push_str("</body></html>\n");
     with_type(
         StatusCode::OK,
         html.into_bytes(),
@@ -160,8 +168,45 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
     )
 }
 
+/// The cached module versions, with the source each was packaged from.
+fn modules_table(html: &mut String, app: &App, hidden: bool) {
+    html.push_str("<h2>Modules</h2>\n<table id=\"modules\"><thead><tr><th>Module</th><th>Version</th><th>Source</th></tr></thead><tbody>\n");
+    let held = if hidden {
+        Vec::new()
+    } else {
+        app.mirror.held_modules()
+    };
+    if hidden {
+        html.push_str("<tr><td colspan=\"3\">The list of cached modules is shown to requests with a token.</td></tr>\n");
+    } else if held.is_empty() {
+        html.push_str("<tr><td colspan=\"3\">No module cached yet.</td></tr>\n");
+    }
+    for pin in held.iter().take(MODULES_SHOWN) {
+        let source = match &pin.commit {
+            Some(commit) => format!("git {}", commit.get(..12).unwrap_or(commit)),
+            None => pin.source_kind.clone(),
+        };
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&pin.module.to_string()),
+            escape(pin.version.as_str()),
+            escape(&source)
+        );
+    }
+    html.push_str("</tbody></table>\n");
+    if held.len() > MODULES_SHOWN {
+        let _ = writeln!(
+            html,
+            "<p id=\"modules-more\">and {} more module versions (<code>tfmirror ls --modules</code> lists them all)</p>",
+            held.len() - MODULES_SHOWN
+        );
+    }
+}
+
 /// The second recipe: a `host` block per registry host the mirror serves,
-/// pointing the host's `providers.v1` service at the registry facade.
+/// pointing the host's `modules.v1` service at the module registry proxy
+/// and its `providers.v1` service at the registry facade.
 fn host_blocks(app: &App, scheme: &str, authority: &str) -> String {
     let up = &app.mirror.config().upstream;
     let mut hosts: Vec<String> = up
@@ -173,7 +218,12 @@ fn host_blocks(app: &App, scheme: &str, authority: &str) -> String {
     hosts.sort();
     hosts.dedup();
     let mut out = String::from(
-        "<h2>Or: complete lock files through the registry protocol</h2>\n\
+        "<h2>Modules, and complete lock files through the registry protocol</h2>\n\
+         <p>Registry modules come through this mirror with a <code>host</code> block that points \
+         the registry host's <code>modules.v1</code> service here: the mirror fetches each module's \
+         source (git or an archive) once, packages and pins it, and serves it also when the source \
+         is unreachable. Add the block below for each registry host your configurations call \
+         modules from, beside the <code>provider_installation</code> block above.</p>\n\
          <p>Through the network mirror, Terraform records the hashes of the one platform it \
          installed, and a lock file written on Linux fails on a Mac until \
          <code>tfmirror lock</code> or <code>terraform providers lock</code> completes it. \
@@ -193,10 +243,11 @@ fn host_blocks(app: &App, scheme: &str, authority: &str) -> String {
     for host in hosts {
         let _ = write!(
             out,
-            "<pre id=\"host-{id}\">host \"{host}\" {{\n  services = {{\n    \"providers.v1\" = \"{url}\"\n  }}\n}}</pre>\n",
+            "<pre id=\"host-{id}\">host \"{host}\" {{\n  services = {{\n    \"modules.v1\"   = \"{modules}\"\n    \"providers.v1\" = \"{providers}\"\n  }}\n}}</pre>\n",
             id = escape(&host),
             host = escape(&host),
-            url = escape(&format!("{scheme}://{authority}/v1/providers/{host}/")),
+            modules = escape(&format!("{scheme}://{authority}/v1/modules/{host}/")),
+            providers = escape(&format!("{scheme}://{authority}/v1/providers/{host}/")),
         );
     }
     out

@@ -26,6 +26,7 @@ pub mod modules;
 pub mod residency;
 pub mod versions;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,6 +122,8 @@ pub struct Mirror {
     module_locations: moka::future::Cache<(Module, Version), Held<modules::Located>>,
     /// Pins of module packages the store holds.
     module_packages: moka::future::Cache<(Module, Version), Held<ModuleRecord>>,
+    /// The module packages the store holds, for the status page.
+    held_modules: std::sync::RwLock<BTreeMap<(Module, Version), Arc<ModuleRecord>>>,
 }
 
 impl Mirror {
@@ -168,7 +171,16 @@ impl Mirror {
             credentials.clone(),
             metrics.clone(),
         );
+        let held_modules = store
+            .list_modules()
+            .await
+            .with_context(|| format!("listing the modules in {}", store.location()))?
+            .into_iter()
+            .filter(|(_, held)| *held)
+            .map(|(pin, _)| ((pin.module.clone(), pin.version.clone()), Arc::new(pin)))
+            .collect();
         Ok(Mirror {
+            held_modules: std::sync::RwLock::new(held_modules),
             fetcher,
             module_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
             module_locations: moka::future::Cache::builder().max_capacity(10_000).build(),
@@ -309,6 +321,16 @@ impl Mirror {
     /// the store), grouped by provider and version.
     pub fn holdings(&self) -> Arc<residency::Holdings> {
         self.residency.holdings()
+    }
+
+    /// The module packages the cache holds, by module and version.
+    pub fn held_modules(&self) -> Vec<Arc<ModuleRecord>> {
+        self.held_modules
+            .read()
+            .expect("held modules lock")
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Whether the mirror never contacts origins (`upstream.offline`).

@@ -350,6 +350,10 @@ impl Mirror {
             return Err(self.store_failed("storing a module package", &e));
         }
         self.health.succeeded();
+        self.held_modules
+            .write()
+            .expect("held modules lock")
+            .insert((module.clone(), version.clone()), Arc::new(record.clone()));
         tracing::info!(%module, %version, source = source.kind(), commit = record.commit.as_deref().unwrap_or("-"), h1 = %record.h1, size = record.size, "module packaged and pinned");
         Ok(Timed {
             value: Arc::new(record),

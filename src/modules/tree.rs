@@ -451,6 +451,16 @@ pub fn pack(root: &Path, out: &mut File) -> Result<Packed, TreeError> {
     })
 }
 
+/// Unpacks a package the mirror made (`tar.gz`) in a scratch directory
+/// under `scratch` and packs it again: the tree's hashes, to check a
+/// package against its pin.
+pub fn repack(package: File, scratch: &Path, max_unpacked: u64) -> Result<Packed, TreeError> {
+    let tree = tempfile::tempdir_in(scratch)?;
+    unpack(package, ArchiveFormat::TarGz, tree.path(), max_unpacked)?;
+    let mut out = tempfile::tempfile_in(scratch)?;
+    pack(tree.path(), &mut out)
+}
+
 /// The lowercase hex SHA-256 of a file.
 fn sha256_of(path: &Path) -> io::Result<String> {
     let mut hasher = Sha256::new();

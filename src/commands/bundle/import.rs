@@ -12,6 +12,7 @@ use anyhow::Context;
 use super::{Manifest, FORMAT, MAX_RECORD_BYTES, ROOT};
 use crate::address::{Module, Platform, Provider, Version};
 use crate::commands::Refusal;
+use crate::modules::tree::TreeError;
 use crate::store::{atomic, DiskStore, ModuleRecord, VersionRecord};
 use crate::verify::TrustPolicy;
 
@@ -346,20 +347,10 @@ fn import_module(
         )
         .into());
     }
-    let tree = tempfile::tempdir_in(store.tmp_dir()).map_err(|e| e.to_string())?;
     let packed = File::open(&temp_path)
-        .map_err(|e| e.to_string())
-        .and_then(|file| {
-            crate::modules::tree::unpack(
-                file,
-                crate::modules::source::ArchiveFormat::TarGz,
-                tree.path(),
-                max_unpacked,
-            )
-            .map_err(|e| e.to_string())?;
-            let mut scratch = tempfile::tempfile_in(store.tmp_dir()).map_err(|e| e.to_string())?;
-            crate::modules::tree::pack(tree.path(), &mut scratch).map_err(|e| e.to_string())
-        })?;
+        .map_err(TreeError::from)
+        .and_then(|file| crate::modules::tree::repack(file, store.tmp_dir(), max_unpacked))
+        .map_err(|e| format!("its package cannot be checked: {e}"))?;
     if packed.h1 != pin.h1 {
         return Err(format!(
             "its tree hashes to {} where its pin says {}",
