@@ -204,6 +204,7 @@ fn eviction(c: &mut Criterion) {
             .collect();
         let residency = Residency::new(
             archives,
+            Vec::new(),
             Some(bytesize::ByteSize(held * 10)),
             std::sync::Arc::new(Metrics::new()),
         );

@@ -501,3 +501,34 @@ async fn package_links_are_signed_when_access_control_is_on() {
     assert_eq!(signed.status, StatusCode::OK);
     assert_eq!(unpacked(&signed.body), files(NET_V1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn module_packages_are_evicted_under_the_size_limit_and_come_back_pinned() {
+    // Room for no more than the newest thing stored.
+    let s = ModuleScene::start_with(|c| c.cache.max_size = Some(bytesize::ByteSize(1))).await;
+    s.net.commit(&[("main.tf", "# two\n")], "two");
+    s.net.tag("v2.0.0");
+    s.origin.publish_module(
+        "acme",
+        "net",
+        "aws",
+        "2.0.0",
+        ModuleAnswer::Header(format!("git::{}?ref=v2.0.0", s.origin.git_url("net"))),
+    );
+    let (first, _) = s.package("net/aws/1.0.0/package.tar.gz").await;
+    s.package("net/aws/2.0.0/package.tar.gz").await;
+    let cache = s.setup.cache_dir();
+    let one = package_path(&cache, "net/aws/1.0.0");
+    assert!(!one.exists(), "1.0.0 was not evicted");
+    assert!(
+        one.with_file_name("module.json").exists(),
+        "the pin went too"
+    );
+    assert!(package_path(&cache, "net/aws/2.0.0").exists());
+
+    // Asked for again, 1.0.0 is fetched again and matches its pin.
+    let (again, _) = s.package("net/aws/1.0.0/package.tar.gz").await;
+    assert_eq!(again, first);
+    assert_eq!(s.git_fetches("net"), 3);
+    assert!(!package_path(&cache, "net/aws/2.0.0").exists());
+}

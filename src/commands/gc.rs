@@ -1,5 +1,7 @@
-//! `tfmirror gc`: evicts least recently used archives until the cache fits
-//! `cache.max_size` (or `--max-size`), and says what it freed.
+//! `tfmirror gc`: evicts least recently used archives and module packages
+//! until the cache fits `cache.max_size` (or `--max-size`), and says what
+//! it freed. Module pins stay, so a package fetched again is checked
+//! against what was first seen.
 
 use anyhow::Context;
 
@@ -13,12 +15,16 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
         .context("no size to shrink to: set cache.max_size or pass --max-size")?;
     let store = super::open_store(config)?;
     let removed = inventory::evict(&store, max.as_u64(), |_| false);
-    let freed: u64 = removed.iter().map(|a| a.size).sum();
-    let left: u64 = inventory::archives(&store).iter().map(|a| a.size).sum();
+    let left = inventory::total_size(&store);
+    let modules = if removed.modules.is_empty() {
+        String::new()
+    } else {
+        format!(" and {} module packages", removed.modules.len())
+    };
     println!(
-        "evicted {} archives ({}); the cache now holds {} (limit {})",
-        removed.len(),
-        bytesize::ByteSize(freed).display().iec(),
+        "evicted {} archives{modules} ({}); the cache now holds {} (limit {})",
+        removed.archives.len(),
+        bytesize::ByteSize(removed.bytes()).display().iec(),
         bytesize::ByteSize(left).display().iec(),
         max.display().iec()
     );

@@ -148,7 +148,8 @@ pub enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
-    /// Evict least recently used archives until the cache fits `cache.max_size`.
+    /// Evict least recently used archives and module packages until the
+    /// cache fits `cache.max_size`.
     Gc {
         /// Configuration file (TOML).
         #[arg(long, short)]

@@ -156,7 +156,24 @@ impl Mirror {
             .list_archives()
             .await
             .with_context(|| format!("listing the archives in {}", store.location()))?;
-        let residency = Residency::new(held, config.cache.max_size, metrics.clone());
+        let pins = store
+            .list_modules()
+            .await
+            .with_context(|| format!("listing the modules in {}", store.location()))?;
+        // A package's last use before a restart is not recorded: its
+        // pinning time stands for it.
+        let packages = pins
+            .iter()
+            .filter(|(_, held)| *held)
+            .map(|(pin, _)| {
+                (
+                    (pin.module.clone(), pin.version.clone()),
+                    pin.size,
+                    pin.pinned_at_ms / 1000,
+                )
+            })
+            .collect();
+        let residency = Residency::new(held, packages, config.cache.max_size, metrics.clone());
         let credentials = Credentials::load(&config.upstream, std::env::vars())?;
         let trust = TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
         let discovery = Discovery::new(
@@ -171,10 +188,7 @@ impl Mirror {
             credentials.clone(),
             metrics.clone(),
         );
-        let held_modules = store
-            .list_modules()
-            .await
-            .with_context(|| format!("listing the modules in {}", store.location()))?
+        let held_modules = pins
             .into_iter()
             .filter(|(_, held)| *held)
             .map(|(pin, _)| ((pin.module.clone(), pin.version.clone()), Arc::new(pin)))

@@ -268,11 +268,14 @@ impl Mirror {
                 self.note(CacheKind::ModulePackage, CacheOutcome::Hit);
             }
             match self.store.open_module(module, version).await {
-                Ok(Some(reader)) => return Ok(reader),
+                Ok(Some(reader)) => {
+                    self.residency.module_used(module, version, reader.size);
+                    return Ok(reader);
+                }
                 Ok(None) => {
                     // Removed since it was loaded (gc): load it again.
                     tracing::info!(%module, %version, h1 = %pin.h1, "module package gone from the store; fetching it again");
-                    self.module_packages.invalidate(&key).await;
+                    self.forget_module_package(module, version).await;
                 }
                 Err(e) => return Err(self.store_failed("reading a module package", &e)),
             }
@@ -354,11 +357,27 @@ impl Mirror {
             .write()
             .expect("held modules lock")
             .insert((module.clone(), version.clone()), Arc::new(record.clone()));
+        let evicted = self.residency.stored_module(module, version, record.size);
+        self.evict(evicted).await;
         tracing::info!(%module, %version, source = source.kind(), commit = record.commit.as_deref().unwrap_or("-"), h1 = %record.h1, size = record.size, "module packaged and pinned");
         Ok(Timed {
             value: Arc::new(record),
             ttl: None,
         })
+    }
+}
+
+impl Mirror {
+    /// Forgets a module package that left the store (evicted, or removed
+    /// by another process); its pin stays.
+    pub(super) async fn forget_module_package(&self, module: &Module, version: &Version) {
+        let key = (module.clone(), version.clone());
+        self.module_packages.invalidate(&key).await;
+        self.held_modules
+            .write()
+            .expect("held modules lock")
+            .remove(&key);
+        self.residency.forget_module(module, version);
     }
 }
 

@@ -1,6 +1,8 @@
-//! Which archives the cache holds, how big they are, when each was last
-//! used and which are being sent right now; and eviction of the least
-//! recently used ones when the cache outgrows `cache.max_size`.
+//! Which archives and module packages the cache holds, how big they are,
+//! when each was last used and which archives are being sent right now;
+//! and eviction of the least recently used ones when the cache outgrows
+//! `cache.max_size`. (A module package being sent may be evicted: its
+//! reader keeps the removed file open. Its pin stays in the store.)
 //!
 //! The index is read from the store once, at start, and kept up to date
 //! as archives are stored, used and evicted, so that one eviction costs
@@ -12,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::address::{ArchiveKey, Version};
+use crate::address::{ArchiveKey, Module, Version};
 use crate::metrics::Metrics;
 use crate::store::CachedArchive;
 
@@ -28,14 +30,36 @@ struct Entry {
     turn: u64,
 }
 
-/// The index. Each key is held once and shared by `entries` and
-/// `by_age`; `by_age` is ordered by (last use, turn), which turns make
-/// unique, so it never compares keys.
+/// A module version, as the index knows its package.
+pub type ModuleKey = (Module, Version);
+
+/// What the cache holds, as `by_age` names it.
+#[derive(Debug, Clone)]
+enum Aged {
+    Archive(Arc<ArchiveKey>),
+    Module(Arc<ModuleKey>),
+}
+
+/// Something eviction removed from the index, for the caller to remove
+/// from the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evicted {
+    /// An archive.
+    Archive(ArchiveKey),
+    /// A module version's package (its pin stays).
+    Module(Module, Version),
+}
+
+/// The index. Each key is held once and shared by `entries` (or
+/// `modules`) and `by_age`; `by_age` is ordered by (last use, turn), which
+/// turns make unique, so it never compares keys.
 #[derive(Default)]
 struct Index {
     entries: HashMap<Arc<ArchiveKey>, Entry>,
-    /// The same archives ordered by last use, oldest first.
-    by_age: BTreeMap<(u64, u64), Arc<ArchiveKey>>,
+    /// Module packages.
+    modules: HashMap<Arc<ModuleKey>, Entry>,
+    /// Archives and module packages ordered by last use, oldest first.
+    by_age: BTreeMap<(u64, u64), Aged>,
     /// The next use's turn.
     turns: u64,
     /// Counts changes of which archives are held (not of their use).
@@ -68,7 +92,8 @@ impl Index {
             turn: self.turns,
         };
         self.bytes += size;
-        self.by_age.insert((last_used, entry.turn), key.clone());
+        self.by_age
+            .insert((last_used, entry.turn), Aged::Archive(key.clone()));
         self.entries.insert(key, entry);
     }
 
@@ -78,6 +103,80 @@ impl Index {
         self.bytes -= old.size;
         self.by_age.remove(&(old.last_used, old.turn));
         Some(old)
+    }
+
+    /// Indexes a module package of `size` bytes last used at `last_used`.
+    fn insert_module(&mut self, key: &ModuleKey, size: u64, last_used: u64) {
+        let key = match self.modules.get_key_value(key) {
+            Some((held, _)) => held.clone(),
+            None => Arc::new(key.clone()),
+        };
+        if let Some(old) = self.modules.remove(&key) {
+            self.bytes -= old.size;
+            self.by_age.remove(&(old.last_used, old.turn));
+        }
+        self.turns += 1;
+        let entry = Entry {
+            size,
+            last_used,
+            turn: self.turns,
+        };
+        self.bytes += size;
+        self.by_age
+            .insert((last_used, entry.turn), Aged::Module(key.clone()));
+        self.modules.insert(key, entry);
+    }
+
+    fn remove_module(&mut self, key: &ModuleKey) -> Option<Entry> {
+        let old = self.modules.remove(key)?;
+        self.bytes -= old.size;
+        self.by_age.remove(&(old.last_used, old.turn));
+        Some(old)
+    }
+
+    /// Takes the least recently used archives and packages out of the
+    /// index (never `keep`, never an archive being read) until it holds at
+    /// most `max` bytes.
+    fn evict_over(&mut self, max: u64, keep: &Evicted) -> Vec<Evicted> {
+        let mut over = self.bytes.saturating_sub(max);
+        let mut picked = Vec::new();
+        for aged in self.by_age.values() {
+            if over == 0 {
+                break;
+            }
+            let (named, size) = match aged {
+                Aged::Archive(k) => {
+                    if self.readers.get(k.as_ref()).is_some_and(|n| *n > 0) {
+                        continue;
+                    }
+                    (
+                        Evicted::Archive(ArchiveKey::clone(k)),
+                        self.entries[k.as_ref()].size,
+                    )
+                }
+                Aged::Module(k) => (
+                    Evicted::Module(k.0.clone(), k.1.clone()),
+                    self.modules[k.as_ref()].size,
+                ),
+            };
+            if named == *keep {
+                continue;
+            }
+            over = over.saturating_sub(size);
+            picked.push(named);
+        }
+        for named in &picked {
+            match named {
+                Evicted::Archive(k) => {
+                    self.remove(k);
+                    self.touched.remove(k);
+                }
+                Evicted::Module(m, v) => {
+                    self.remove_module(&(m.clone(), v.clone()));
+                }
+            }
+        }
+        picked
     }
 }
 
@@ -95,15 +194,21 @@ pub struct Residency {
 }
 
 impl Residency {
-    /// The residency of the archives `held`, to be kept under `max_size`.
+    /// The residency of the archives `held` and the module packages
+    /// `modules` (each with its size and last use), to be kept under
+    /// `max_size`.
     pub fn new(
         held: Vec<CachedArchive>,
+        modules: Vec<(ModuleKey, u64, u64)>,
         max_size: Option<bytesize::ByteSize>,
         metrics: Arc<Metrics>,
     ) -> Residency {
         let mut index = Index::default();
         for a in held {
             index.insert(&a.key(), a.size, a.last_used);
+        }
+        for (key, size, last_used) in modules {
+            index.insert_module(&key, size, last_used);
         }
         let residency = Residency {
             max_bytes: max_size.map(|m| m.as_u64()),
@@ -149,7 +254,7 @@ impl Residency {
         grouped
     }
 
-    /// Cached bytes and archives.
+    /// Cached bytes (archives and module packages) and archives.
     pub fn usage(&self) -> (u64, u64) {
         let index = self.lock();
         (index.bytes, index.entries.len() as u64)
@@ -199,41 +304,46 @@ impl Residency {
     }
 
     /// Counts a newly stored archive and picks the least recently used
-    /// archives to evict (never `key`, never one being read) until the
-    /// cache fits `cache.max_size`. They leave the index at once; the
-    /// caller removes them from the store.
-    pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<ArchiveKey> {
+    /// archives and module packages to evict (never `key`, never an archive
+    /// being read) until the cache fits `cache.max_size`. They leave the
+    /// index at once; the caller removes them from the store.
+    pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<Evicted> {
         let mut index = self.lock();
         index.insert(key, size, now_secs());
-        let mut chosen = Vec::new();
-        if let Some(max) = self.max_bytes {
-            let mut over = index.bytes.saturating_sub(max);
-            let mut picked = Vec::new();
-            for candidate in index.by_age.values() {
-                if over == 0 {
-                    break;
-                }
-                if **candidate == *key
-                    || index
-                        .readers
-                        .get(candidate.as_ref())
-                        .is_some_and(|n| *n > 0)
-                {
-                    continue;
-                }
-                let size = index.entries[candidate.as_ref()].size;
-                over = over.saturating_sub(size);
-                picked.push(candidate.clone());
-            }
-            for k in picked {
-                index.remove(&k);
-                index.touched.remove(k.as_ref());
-                chosen.push(ArchiveKey::clone(&k));
-            }
-        }
+        let chosen = match self.max_bytes {
+            Some(max) => index.evict_over(max, &Evicted::Archive(key.clone())),
+            None => Vec::new(),
+        };
         drop(index);
         self.publish();
         chosen
+    }
+
+    /// Like [`Residency::stored`], for a newly stored module package.
+    pub fn stored_module(&self, module: &Module, version: &Version, size: u64) -> Vec<Evicted> {
+        let key = (module.clone(), version.clone());
+        let mut index = self.lock();
+        index.insert_module(&key, size, now_secs());
+        let chosen = match self.max_bytes {
+            Some(max) => index.evict_over(max, &Evicted::Module(key.0, key.1)),
+            None => Vec::new(),
+        };
+        drop(index);
+        self.publish();
+        chosen
+    }
+
+    /// Records a use of a module package of `size` bytes.
+    pub fn module_used(&self, module: &Module, version: &Version, size: u64) {
+        let key = (module.clone(), version.clone());
+        self.lock().insert_module(&key, size, now_secs());
+    }
+
+    /// Forgets a module package that is no longer in the store.
+    pub fn forget_module(&self, module: &Module, version: &Version) {
+        let key = (module.clone(), version.clone());
+        self.lock().remove_module(&key);
+        self.publish();
     }
 
     /// Forgets an archive that is no longer in the store.
@@ -272,6 +382,41 @@ mod tests {
         )
     }
 
+    fn old(n: usize) -> Evicted {
+        Evicted::Archive(key(n))
+    }
+
+    fn module(n: usize) -> ModuleKey {
+        (
+            Module::from_source("r.example/ns/net/aws").unwrap().0,
+            Version::parse(&format!("2.0.{n}")).unwrap(),
+        )
+    }
+
+    #[test]
+    fn module_packages_take_their_turn_with_archives() {
+        let r = Residency::new(
+            held(2, 10),
+            vec![(module(0), 5, 0)],
+            Some(bytesize::ByteSize(25)),
+            Arc::new(Metrics::new()),
+        );
+        assert_eq!(r.usage(), (25, 2));
+        // The package (used at 0) is older than archive 1 (used at 1).
+        let (m, v) = module(1);
+        let evicted = r.stored_module(&m, &v, 10);
+        assert_eq!(
+            evicted,
+            vec![old(0), Evicted::Module(module(0).0, module(0).1)]
+        );
+        assert_eq!(r.usage(), (20, 1));
+        // A use makes the package the most recent: the archive goes first.
+        r.module_used(&m, &v, 10);
+        assert_eq!(r.stored(&key(5), 10), vec![old(1)]);
+        r.forget_module(&m, &v);
+        assert_eq!(r.usage(), (10, 1));
+    }
+
     fn held(n: usize, size: u64) -> Vec<CachedArchive> {
         (0..n)
             .map(|i| {
@@ -292,6 +437,7 @@ mod tests {
     fn evicts_the_least_recently_used_that_no_one_reads() {
         let r = Residency::new(
             held(5, 10),
+            Vec::new(),
             Some(bytesize::ByteSize(50)),
             Arc::new(Metrics::new()),
         );
@@ -303,16 +449,17 @@ mod tests {
         let evicted = r.stored(&new, 25);
         // 75 bytes held, 50 allowed: 0 is being read and 1 was just used,
         // so 2, 3 and 4 go (the third because 25 > 20).
-        assert_eq!(evicted, vec![key(2), key(3), key(4)]);
+        assert_eq!(evicted, vec![old(2), old(3), old(4)]);
         assert_eq!(r.usage(), (45, 3));
         r.done_reading(&key(0));
         let evicted = r.stored(&key(100), 10);
-        assert_eq!(evicted, vec![key(0)]);
+        assert_eq!(evicted, vec![old(0)]);
     }
 
     #[test]
     fn uses_in_the_same_second_evict_in_the_order_they_happened() {
         let r = Residency::new(
+            Vec::new(),
             Vec::new(),
             Some(bytesize::ByteSize(20)),
             Arc::new(Metrics::new()),
@@ -320,12 +467,12 @@ mod tests {
         // Archive 2 is used before archive 1 (which sorts first by name).
         r.used(&key(2), 10);
         r.used(&key(1), 10);
-        assert_eq!(r.stored(&key(3), 10), vec![key(2)]);
+        assert_eq!(r.stored(&key(3), 10), vec![old(2)]);
     }
 
     #[test]
     fn holdings_are_grouped_again_only_when_archives_come_or_go() {
-        let r = Residency::new(held(3, 10), None, Arc::new(Metrics::new()));
+        let r = Residency::new(held(3, 10), Vec::new(), None, Arc::new(Metrics::new()));
         let first = r.holdings();
         assert_eq!(first["r.example/ns/t"].len(), 3);
         r.used(&key(1), 10);
@@ -339,7 +486,7 @@ mod tests {
 
     #[test]
     fn use_is_written_to_the_store_at_most_hourly() {
-        let r = Residency::new(Vec::new(), None, Arc::new(Metrics::new()));
+        let r = Residency::new(Vec::new(), Vec::new(), None, Arc::new(Metrics::new()));
         assert!(r.used(&key(1), 5), "first use is written");
         assert!(!r.used(&key(1), 5), "a second use within the hour is not");
         assert_eq!(r.usage(), (5, 1), "an unknown archive joins the index");

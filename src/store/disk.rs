@@ -435,6 +435,14 @@ impl Store for DiskStore {
         open_file(&self.module_package_path(module, version)).await
     }
 
+    async fn remove_module(&self, module: &Module, version: &Version) -> Result<(), StoreError> {
+        match tokio::fs::remove_file(self.module_package_path(module, version)).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError> {
         let store = self.clone();
         let found = tokio::task::spawn_blocking(move || store.module_pins())

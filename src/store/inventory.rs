@@ -1,6 +1,7 @@
 //! What the cache holds: a walk over the archive files, for the size gauges,
 //! `tfmirror ls`, the status page, and eviction of the least recently used
-//! archives when the cache outgrows `cache.max_size`.
+//! archives and module packages when the cache outgrows `cache.max_size`
+//! (`tfmirror gc`).
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -91,35 +92,99 @@ pub fn archives(store: &DiskStore) -> Vec<CachedArchive> {
     out
 }
 
-/// Removes least recently used archives until the total size is at most
-/// `max_bytes`, skipping those `busy` says are in use. Returns what was
-/// removed.
-pub fn evict(
-    store: &DiskStore,
-    max_bytes: u64,
-    busy: impl Fn(&CachedArchive) -> bool,
-) -> Vec<CachedArchive> {
-    let mut all = archives(store);
-    let mut total: u64 = all.iter().map(|a| a.size).sum();
-    let mut removed = Vec::new();
+/// What [`evict`] removed.
+#[derive(Debug, Default)]
+pub struct Evicted {
+    /// Archives.
+    pub archives: Vec<CachedArchive>,
+    /// Module packages (their pins stay), with their sizes.
+    pub modules: Vec<(crate::store::ModuleRecord, u64)>,
+}
+
+impl Evicted {
+    /// Bytes freed.
+    pub fn bytes(&self) -> u64 {
+        self.archives.iter().map(|a| a.size).sum::<u64>()
+            + self.modules.iter().map(|(_, size)| size).sum::<u64>()
+    }
+}
+
+/// One thing eviction may remove.
+enum Candidate {
+    Archive(CachedArchive),
+    Module(crate::store::ModuleRecord, u64),
+}
+
+/// The cached module packages, with their sizes and last uses (their
+/// files' modification times).
+fn module_packages(store: &DiskStore) -> Vec<(crate::store::ModuleRecord, u64, u64)> {
+    let pins = store.module_pins().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "could not list the cached modules");
+        Vec::new()
+    });
+    pins.into_iter()
+        .filter(|(_, held)| *held)
+        .filter_map(|(pin, _)| {
+            let meta =
+                std::fs::metadata(store.module_package_path(&pin.module, &pin.version)).ok()?;
+            let used = meta.modified().map_or(0, epoch_secs);
+            Some((pin, meta.len(), used))
+        })
+        .collect()
+}
+
+/// The bytes the cache's archives and module packages take.
+pub fn total_size(store: &DiskStore) -> u64 {
+    archives(store).iter().map(|a| a.size).sum::<u64>()
+        + module_packages(store).iter().map(|m| m.1).sum::<u64>()
+}
+
+/// Removes least recently used archives and module packages until their
+/// total size is at most `max_bytes`, skipping archives `busy` says are in
+/// use. Returns what was removed.
+pub fn evict(store: &DiskStore, max_bytes: u64, busy: impl Fn(&CachedArchive) -> bool) -> Evicted {
+    let mut all: Vec<(u64, u64, Candidate)> = archives(store)
+        .into_iter()
+        .map(|a| (a.last_used, a.size, Candidate::Archive(a)))
+        .chain(
+            module_packages(store)
+                .into_iter()
+                .map(|(pin, size, used)| (used, size, Candidate::Module(pin, size))),
+        )
+        .collect();
+    let mut total: u64 = all.iter().map(|c| c.1).sum();
+    let mut removed = Evicted::default();
     if total <= max_bytes {
         return removed;
     }
-    all.sort_by_key(|a| a.last_used);
-    for archive in all {
+    all.sort_by_key(|c| c.0);
+    for (_, size, candidate) in all {
         if total <= max_bytes {
             break;
         }
-        if busy(&archive) {
-            continue;
+        match candidate {
+            Candidate::Archive(archive) => {
+                if busy(&archive) {
+                    continue;
+                }
+                if let Err(e) = remove(store, &archive.key()) {
+                    tracing::warn!(path = %archive.path.display(), error = %e, "could not evict archive");
+                    continue;
+                }
+                tracing::info!(provider = %archive.provider, version = %archive.version, platform = %archive.platform, bytes = archive.size, "evicted least recently used archive");
+                removed.archives.push(archive);
+            }
+            Candidate::Module(pin, size) => {
+                let path = store.module_package_path(&pin.module, &pin.version);
+                if let Err(e) = std::fs::remove_file(&path) {
+                    tracing::warn!(path = %path.display(), error = %e, "could not evict module package");
+                    continue;
+                }
+                tracing::info!(module = %pin.module, version = %pin.version, bytes = size, "evicted least recently used module package; its pin stays");
+                removed.modules.push((pin, size));
+            }
         }
-        if let Err(e) = remove(store, &archive.key()) {
-            tracing::warn!(path = %archive.path.display(), error = %e, "could not evict archive");
-            continue;
-        }
-        total -= archive.size;
-        tracing::info!(provider = %archive.provider, version = %archive.version, platform = %archive.platform, bytes = archive.size, "evicted least recently used archive");
-        removed.push(archive);
+        total -= size;
     }
     removed
 }

@@ -151,6 +151,9 @@ pub trait Store: Send + Sync {
         version: &Version,
     ) -> Result<Option<ArchiveReader>, StoreError>;
 
+    /// Removes a module version's package (eviction); its pin stays.
+    async fn remove_module(&self, module: &Module, version: &Version) -> Result<(), StoreError>;
+
     /// Every module version the store holds a pin for, with whether its
     /// package is held too.
     async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError>;
