@@ -532,3 +532,85 @@ async fn module_packages_are_evicted_under_the_size_limit_and_come_back_pinned()
     assert_eq!(s.git_fetches("net"), 3);
     assert!(!package_path(&cache, "net/aws/2.0.0").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_hosts_token_goes_to_that_host_only() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let git_root = setup.dir.path().join("git");
+    let repo = Repo::new(&git_root, "net");
+    repo.commit(NET_V1, "v1");
+    repo.tag("v1.0.0");
+    origin.serve_git(&git_root);
+    origin.publish_module(
+        "acme",
+        "net",
+        "aws",
+        "1.0.0",
+        ModuleAnswer::Header(format!("git::{}?ref=v1.0.0", origin.git_url("net"))),
+    );
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    zip.start_file("main.tf", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    std::io::Write::write_all(&mut zip, b"# zip\n").unwrap();
+    origin.replace_file("dns.zip", zip.finish().unwrap().into_inner());
+    origin.publish_module(
+        "acme",
+        "dns",
+        "aws",
+        "1.0.0",
+        ModuleAnswer::Header(origin.file_url("dns.zip")),
+    );
+    let mut config = module_config(&setup, &origin);
+    let mut source_host = tfmirror::config::HostConfig::default();
+    source_host.token = Some("source-token".into());
+    config
+        .upstream
+        .hosts
+        .insert(origin.hostname().parse().unwrap(), source_host);
+    let mirror = RunningMirror::start(config).await;
+    let client = Client::trusting(&mirror.ca_file);
+    for name in ["net", "dns"] {
+        let a = client
+            .get(&mirror.url(&format!(
+                "/v1/modules/{HOST}/acme/{name}/aws/1.0.0/package.tar.gz"
+            )))
+            .await;
+        assert_eq!(
+            a.status,
+            StatusCode::OK,
+            "{name}: {}",
+            String::from_utf8_lossy(&a.body)
+        );
+    }
+    let bearer = Some("Bearer source-token".to_owned());
+    assert_eq!(origin.authorization("/files/dns.zip"), vec![bearer.clone()]);
+    let git = origin.authorization("/git/net.git/info/refs");
+    assert!(
+        !git.is_empty() && git.iter().all(|a| *a == bearer),
+        "{git:?}"
+    );
+    // The registry host (another host name) never sees it.
+    let registry = origin.authorization("/v1/modules/acme/net/aws/1.0.0/download");
+    assert_eq!(registry, vec![None]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_forgery_guard_covers_git_sources() {
+    let s = ModuleScene::start_with(|c| c.upstream.allow_private_addresses = false).await;
+    let a = s.client.get(&s.url("net/aws/1.0.0/package.tar.gz")).await;
+    assert_eq!(a.status, StatusCode::BAD_GATEWAY);
+    assert!(
+        a.error_text().contains("refusing to connect"),
+        "{}",
+        a.error_text()
+    );
+    assert_eq!(s.git_fetches("net"), 0);
+    assert!(!s
+        .setup
+        .cache_dir()
+        .join("modules")
+        .join(HOST)
+        .join("acme/net/aws/1.0.0")
+        .exists());
+}

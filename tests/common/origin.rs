@@ -453,7 +453,18 @@ async fn origin_answer(
     let git_root = state.lock().unwrap().git_root.clone();
     let answer = match (path.strip_prefix("/git/"), git_root) {
         (Some(_), Some(root)) if fault.is_none() => {
-            *state.lock().unwrap().hits.entry(path.clone()).or_default() += 1;
+            let authorization = req
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .map(|v| v.to_str().unwrap_or("(not text)").to_string());
+            {
+                let mut st = state.lock().unwrap();
+                *st.hits.entry(path.clone()).or_default() += 1;
+                st.authorization
+                    .entry(path.clone())
+                    .or_default()
+                    .push(authorization);
+            }
             return Ok(git_backend(&root, req).await);
         }
         _ => origin_route(state, addr, req, &path).await,
