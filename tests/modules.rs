@@ -562,8 +562,10 @@ async fn a_source_hosts_token_goes_to_that_host_only() {
         ModuleAnswer::Header(origin.file_url("dns.zip")),
     );
     let mut config = module_config(&setup, &origin);
-    let mut source_host = tfmirror::config::HostConfig::default();
-    source_host.token = Some("source-token".into());
+    let source_host = tfmirror::config::HostConfig {
+        token: Some("source-token".into()),
+        ..Default::default()
+    };
     config
         .upstream
         .hosts

@@ -295,6 +295,12 @@ impl Mirror {
         if let Some(pin) = &pin {
             if matches!(self.store.open_module(module, version).await, Ok(Some(_))) {
                 self.note(CacheKind::ModulePackage, CacheOutcome::Hit);
+                // Perhaps stored by another process (sync, import).
+                self.held_modules
+                    .write()
+                    .expect("held modules lock")
+                    .entry((module.clone(), version.clone()))
+                    .or_insert_with(|| Arc::new(pin.clone()));
                 return Ok(Timed {
                     value: Arc::new(pin.clone()),
                     ttl: None,

@@ -188,10 +188,10 @@ impl Fetcher {
                 None
             }
         };
-        let (tree, max) = (tree.clone(), self.max_package);
+        let (tree, max, max_content) = (tree.clone(), self.max_package, self.max_unpacked);
         let (staged, packed) = tokio::task::spawn_blocking(move || {
             let mut staging = staging;
-            let packed = tree::pack(&tree, staging.as_file_mut())?;
+            let packed = tree::pack(&tree, staging.as_file_mut(), max_content)?;
             staging.as_file().sync_all()?;
             Ok::<_, TreeError>((staging.into_temp_path(), packed))
         })

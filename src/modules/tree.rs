@@ -392,9 +392,19 @@ pub struct Packed {
 }
 
 /// Writes the tree at `root` (without `.git`) to `out` as a deterministic
-/// `tar.gz`, and hashes it.
-pub fn pack(root: &Path, out: &mut File) -> Result<Packed, TreeError> {
+/// `tar.gz`, and hashes it. A tree whose files hold more than
+/// `max_content` bytes is refused before anything is written.
+pub fn pack(root: &Path, out: &mut File, max_content: u64) -> Result<Packed, TreeError> {
     let entries = walk(root)?;
+    let mut content: u64 = 0;
+    for (name, entry) in &entries {
+        if matches!(entry, Entry::File { .. }) {
+            content = content.saturating_add(fs::symlink_metadata(root.join(name))?.len());
+        }
+    }
+    if content > max_content {
+        return Err(TreeError::TooLarge(human(max_content)));
+    }
     let counted = Counting {
         inner: BufWriter::new(out),
         hasher: Sha256::new(),
@@ -458,7 +468,7 @@ pub fn repack(package: File, scratch: &Path, max_unpacked: u64) -> Result<Packed
     let tree = tempfile::tempdir_in(scratch)?;
     unpack(package, ArchiveFormat::TarGz, tree.path(), max_unpacked)?;
     let mut out = tempfile::tempfile_in(scratch)?;
-    pack(tree.path(), &mut out)
+    pack(tree.path(), &mut out, max_unpacked)
 }
 
 /// The lowercase hex SHA-256 of a file.
@@ -504,7 +514,7 @@ mod tests {
 
     fn packed(dir: &Path) -> (Packed, Vec<u8>) {
         let out = tempfile::NamedTempFile::new().unwrap();
-        let p = pack(dir, &mut out.reopen().unwrap()).unwrap();
+        let p = pack(dir, &mut out.reopen().unwrap(), 1 << 20).unwrap();
         (p, fs::read(out.path()).unwrap())
     }
 
@@ -547,6 +557,13 @@ mod tests {
         );
         assert!(!out.path().join(".git").exists());
         assert_eq!(packed(out.path()).0, pa);
+
+        // A tree with more content than allowed is refused.
+        let mut sink = tempfile::tempfile().unwrap();
+        assert!(matches!(
+            pack(a.path(), &mut sink, 2),
+            Err(TreeError::TooLarge(_))
+        ));
     }
 
     /// A tar whose single entry has the raw name `name` (written past the
