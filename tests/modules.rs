@@ -33,19 +33,6 @@ const NET_V1: &[(&str, &str)] = &[
     ("README.md", "net v1\n"),
 ];
 
-fn module_config(setup: &Setup, origin: &FakeOrigin) -> tfmirror::config::Config {
-    let mut config = setup.config(origin, &[], &[HOST]);
-    config
-        .upstream
-        .hosts
-        .get_mut(&HOST.parse().unwrap())
-        .unwrap()
-        .services
-        .insert("modules.v1".into(), origin.modules_url().parse().unwrap());
-    config.modules.git = git_program();
-    config
-}
-
 impl ModuleScene {
     async fn start() -> ModuleScene {
         Self::start_with(|_| {}).await
@@ -66,7 +53,7 @@ impl ModuleScene {
             "1.0.0",
             ModuleAnswer::Header(format!("git::{}?ref=v1.0.0", origin.git_url("net"))),
         );
-        let mut config = module_config(&setup, &origin);
+        let mut config = setup.module_config(&origin, HOST);
         configure(&mut config);
         let mirror = RunningMirror::start(config).await;
         let client = Client::trusting(&mirror.ca_file);
@@ -561,7 +548,7 @@ async fn a_source_hosts_token_goes_to_that_host_only() {
         "1.0.0",
         ModuleAnswer::Header(origin.file_url("dns.zip")),
     );
-    let mut config = module_config(&setup, &origin);
+    let mut config = setup.module_config(&origin, HOST);
     let source_host = tfmirror::config::HostConfig {
         token: Some("source-token".into()),
         ..Default::default()

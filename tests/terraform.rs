@@ -742,15 +742,7 @@ async fn terraform_installs_registry_modules_from_git_through_the_mirror_and_off
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     let modules = publish_net_and_sub(&setup, &origin);
-    let mut config = setup.config(&origin, &[], &[MODULE_HOST]);
-    config
-        .upstream
-        .hosts
-        .get_mut(&MODULE_HOST.parse().unwrap())
-        .unwrap()
-        .services
-        .insert("modules.v1".into(), origin.modules_url().parse().unwrap());
-    config.modules.git = git_program();
+    let config = setup.module_config(&origin, MODULE_HOST);
     let mirror = RunningMirror::start(config.clone()).await;
 
     let workspace =

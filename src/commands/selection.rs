@@ -330,16 +330,7 @@ pub fn locked(body: &hcl::Body) -> anyhow::Result<Vec<(Provider, Version, Option
         let address = label.as_str();
         let provider = Provider::from_source(address)
             .with_context(|| format!("lock file provider {address:?}"))?;
-        let string = |name: &str| {
-            block
-                .body()
-                .attributes()
-                .find(|a| a.key() == name)
-                .and_then(|a| match a.expr() {
-                    hcl::Expression::String(s) => Some(s.clone()),
-                    _ => None,
-                })
-        };
+        let string = |name: &str| crate::modules::calls::string_attribute(block.body(), name);
         let version = string("version")
             .ok_or_else(|| anyhow::anyhow!("lock file provider {address:?} has no version"))?;
         let version =

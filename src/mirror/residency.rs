@@ -51,20 +51,17 @@ pub enum Evicted {
 }
 
 /// The index. Each key is held once and shared by `entries` (or
-/// `modules`) and `by_age`; `by_age` is ordered by (last use, turn), which
-/// turns make unique, so it never compares keys.
+/// `modules`) and `order.by_age`, which is ordered by (last use, turn),
+/// which turns make unique, so it never compares keys.
 #[derive(Default)]
 struct Index {
     entries: HashMap<Arc<ArchiveKey>, Entry>,
     /// Module packages.
     modules: HashMap<Arc<ModuleKey>, Entry>,
-    /// Archives and module packages ordered by last use, oldest first.
-    by_age: BTreeMap<(u64, u64), Aged>,
-    /// The next use's turn.
-    turns: u64,
+    /// Last use and totals of both.
+    order: Order,
     /// Counts changes of which archives are held (not of their use).
     generation: u64,
-    bytes: u64,
     /// Archives being sent to clients, with how many readers each: never
     /// evicted.
     readers: HashMap<ArchiveKey, usize>,
@@ -72,16 +69,34 @@ struct Index {
     touched: HashMap<ArchiveKey, Instant>,
 }
 
-impl Index {
-    /// Indexes an archive of `size` bytes last used at `last_used`.
-    fn insert(&mut self, key: &ArchiveKey, size: u64, last_used: u64) {
-        let key = if let Some((held, _)) = self.entries.get_key_value(key) {
-            held.clone()
-        } else {
-            self.generation += 1;
-            Arc::new(key.clone())
+/// The order of last use and the totals that archives and module
+/// packages share.
+#[derive(Default)]
+struct Order {
+    /// Archives and module packages ordered by last use, oldest first.
+    by_age: BTreeMap<(u64, u64), Aged>,
+    /// The next use's turn.
+    turns: u64,
+    /// Bytes of everything indexed.
+    bytes: u64,
+}
+
+impl Order {
+    /// Indexes `key` in `map`, named in `by_age` by `aged`. Returns
+    /// whether it was new.
+    fn place<K: Eq + std::hash::Hash + Clone>(
+        &mut self,
+        map: &mut HashMap<Arc<K>, Entry>,
+        key: &K,
+        size: u64,
+        last_used: u64,
+        aged: fn(Arc<K>) -> Aged,
+    ) -> bool {
+        let (key, new) = match map.get_key_value(key) {
+            Some((held, _)) => (held.clone(), false),
+            None => (Arc::new(key.clone()), true),
         };
-        if let Some(old) = self.entries.remove(&key) {
+        if let Some(old) = map.remove(&key) {
             self.bytes -= old.size;
             self.by_age.remove(&(old.last_used, old.turn));
         }
@@ -93,54 +108,58 @@ impl Index {
         };
         self.bytes += size;
         self.by_age
-            .insert((last_used, entry.turn), Aged::Archive(key.clone()));
-        self.entries.insert(key, entry);
+            .insert((last_used, entry.turn), aged(key.clone()));
+        map.insert(key, entry);
+        new
+    }
+
+    /// Takes `key` out of `map` and of the order.
+    fn unplace<K: Eq + std::hash::Hash>(
+        &mut self,
+        map: &mut HashMap<Arc<K>, Entry>,
+        key: &K,
+    ) -> Option<Entry> {
+        let old = map.remove(key)?;
+        self.bytes -= old.size;
+        self.by_age.remove(&(old.last_used, old.turn));
+        Some(old)
+    }
+}
+
+impl Index {
+    /// Indexes an archive of `size` bytes last used at `last_used`.
+    fn insert(&mut self, key: &ArchiveKey, size: u64, last_used: u64) {
+        if self
+            .order
+            .place(&mut self.entries, key, size, last_used, Aged::Archive)
+        {
+            self.generation += 1;
+        }
     }
 
     fn remove(&mut self, key: &ArchiveKey) -> Option<Entry> {
-        let old = self.entries.remove(key)?;
+        let old = self.order.unplace(&mut self.entries, key)?;
         self.generation += 1;
-        self.bytes -= old.size;
-        self.by_age.remove(&(old.last_used, old.turn));
         Some(old)
     }
 
     /// Indexes a module package of `size` bytes last used at `last_used`.
     fn insert_module(&mut self, key: &ModuleKey, size: u64, last_used: u64) {
-        let key = match self.modules.get_key_value(key) {
-            Some((held, _)) => held.clone(),
-            None => Arc::new(key.clone()),
-        };
-        if let Some(old) = self.modules.remove(&key) {
-            self.bytes -= old.size;
-            self.by_age.remove(&(old.last_used, old.turn));
-        }
-        self.turns += 1;
-        let entry = Entry {
-            size,
-            last_used,
-            turn: self.turns,
-        };
-        self.bytes += size;
-        self.by_age
-            .insert((last_used, entry.turn), Aged::Module(key.clone()));
-        self.modules.insert(key, entry);
+        self.order
+            .place(&mut self.modules, key, size, last_used, Aged::Module);
     }
 
     fn remove_module(&mut self, key: &ModuleKey) -> Option<Entry> {
-        let old = self.modules.remove(key)?;
-        self.bytes -= old.size;
-        self.by_age.remove(&(old.last_used, old.turn));
-        Some(old)
+        self.order.unplace(&mut self.modules, key)
     }
 
     /// Takes the least recently used archives and packages out of the
     /// index (never `keep`, never an archive being read) until it holds at
     /// most `max` bytes.
     fn evict_over(&mut self, max: u64, keep: &Evicted) -> Vec<Evicted> {
-        let mut over = self.bytes.saturating_sub(max);
+        let mut over = self.order.bytes.saturating_sub(max);
         let mut picked = Vec::new();
-        for aged in self.by_age.values() {
+        for aged in self.order.by_age.values() {
             if over == 0 {
                 break;
             }
@@ -257,7 +276,7 @@ impl Residency {
     /// Cached bytes (archives and module packages) and archives.
     pub fn usage(&self) -> (u64, u64) {
         let index = self.lock();
-        (index.bytes, index.entries.len() as u64)
+        (index.order.bytes, index.entries.len() as u64)
     }
 
     fn publish(&self) {
@@ -402,17 +421,18 @@ mod tests {
             Arc::new(Metrics::new()),
         );
         assert_eq!(r.usage(), (25, 2));
-        // The package (used at 0) is older than archive 1 (used at 1).
+        // 35 bytes with the new package: the oldest archive goes.
         let (m, v) = module(1);
-        let evicted = r.stored_module(&m, &v, 10);
+        assert_eq!(r.stored_module(&m, &v, 10), vec![old(0)]);
+        assert_eq!(r.usage(), (25, 1));
+        // Then the old package (used at 0), then archive 1 (used at 1).
         assert_eq!(
-            evicted,
-            vec![old(0), Evicted::Module(module(0).0, module(0).1)]
+            r.stored(&key(5), 10),
+            vec![Evicted::Module(module(0).0, module(0).1), old(1)]
         );
-        assert_eq!(r.usage(), (20, 1));
-        // A use makes the package the most recent: the archive goes first.
+        // A use makes the new package more recent than archive 5.
         r.module_used(&m, &v, 10);
-        assert_eq!(r.stored(&key(5), 10), vec![old(1)]);
+        assert_eq!(r.stored(&key(6), 10), vec![old(5)]);
         r.forget_module(&m, &v);
         assert_eq!(r.usage(), (10, 1));
     }

@@ -12,16 +12,7 @@ use crate::address::Module;
 pub fn module_calls(body: &hcl::Body) -> Vec<(Module, Option<String>)> {
     let mut out = Vec::new();
     for block in body.blocks().filter(|b| b.identifier() == "module") {
-        let string = |name: &str| {
-            block
-                .body()
-                .attributes()
-                .find(|a| a.key() == name)
-                .and_then(|a| match a.expr() {
-                    hcl::Expression::String(s) => Some(s.clone()),
-                    _ => None,
-                })
-        };
+        let string = |name: &str| string_attribute(block.body(), name);
         let Some(source) = string("source") else {
             continue;
         };
@@ -33,6 +24,16 @@ pub fn module_calls(body: &hcl::Body) -> Vec<(Module, Option<String>)> {
         }
     }
     out
+}
+
+/// The value of a body's attribute `name` when it is a literal string.
+pub fn string_attribute(body: &hcl::Body, name: &str) -> Option<String> {
+    body.attributes()
+        .find(|a| a.key() == name)
+        .and_then(|a| match a.expr() {
+            hcl::Expression::String(s) => Some(s.clone()),
+            _ => None,
+        })
 }
 
 /// The registry module calls of every `.tf` file in a packaged module

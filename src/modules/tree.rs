@@ -561,7 +561,7 @@ mod tests {
         // A tree with more content than allowed is refused.
         let mut sink = tempfile::tempfile().unwrap();
         assert!(matches!(
-            pack(a.path(), &mut sink, 2),
+            pack(a.path(), &mut sink, 1),
             Err(TreeError::TooLarge(_))
         ));
     }

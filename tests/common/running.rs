@@ -131,6 +131,23 @@ impl Setup {
     }
 }
 
+impl Setup {
+    /// Like [`Setup::config`] for `host`, which also maps `host`'s module
+    /// registry to the origin's, with modules fetched by the tests' git.
+    pub fn module_config(&self, origin: &FakeOrigin, host: &str) -> Config {
+        let mut config = self.config(origin, &[], &[host]);
+        config
+            .upstream
+            .hosts
+            .get_mut(&host.parse().unwrap())
+            .unwrap()
+            .services
+            .insert("modules.v1".into(), origin.modules_url().parse().unwrap());
+        config.modules.git = super::git_program();
+        config
+    }
+}
+
 /// Every file below `dir`, relative, sorted.
 pub fn files_below(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
