@@ -617,13 +617,7 @@ async fn module_packages_are_checked_against_their_pins_on_import() {
     repo.commit(&[("main.tf", "# net\n"), ("sub/main.tf", "# sub\n")], "v1");
     repo.tag("v1.0.0");
     origin.serve_git(&git_root);
-    origin.publish_module(
-        "acme",
-        "net",
-        "aws",
-        "1.0.0",
-        ModuleAnswer::Header(format!("git::{}?ref=v1.0.0", origin.git_url("net"))),
-    );
+    origin.publish_git_module("net", "1.0.0", "net", "v1.0.0");
     let dir = setup.dir.path();
     let connected = config_file(&setup, &origin, "");
     let manifest = dir.join("modules.toml");

@@ -46,13 +46,7 @@ impl ModuleScene {
         let v1 = net.commit(NET_V1, "v1");
         net.tag("v1.0.0");
         origin.serve_git(&git_root);
-        origin.publish_module(
-            "acme",
-            "net",
-            "aws",
-            "1.0.0",
-            ModuleAnswer::Header(format!("git::{}?ref=v1.0.0", origin.git_url("net"))),
-        );
+        origin.publish_git_module("net", "1.0.0", "net", "v1.0.0");
         let mut config = setup.module_config(&origin, HOST);
         configure(&mut config);
         let mirror = RunningMirror::start(config).await;
@@ -495,13 +489,7 @@ async fn module_packages_are_evicted_under_the_size_limit_and_come_back_pinned()
     let s = ModuleScene::start_with(|c| c.cache.max_size = Some(bytesize::ByteSize(1))).await;
     s.net.commit(&[("main.tf", "# two\n")], "two");
     s.net.tag("v2.0.0");
-    s.origin.publish_module(
-        "acme",
-        "net",
-        "aws",
-        "2.0.0",
-        ModuleAnswer::Header(format!("git::{}?ref=v2.0.0", s.origin.git_url("net"))),
-    );
+    s.origin.publish_git_module("net", "2.0.0", "net", "v2.0.0");
     let (first, _) = s.package("net/aws/1.0.0/package.tar.gz").await;
     s.package("net/aws/2.0.0/package.tar.gz").await;
     let cache = s.setup.cache_dir();
@@ -529,13 +517,7 @@ async fn a_source_hosts_token_goes_to_that_host_only() {
     repo.commit(NET_V1, "v1");
     repo.tag("v1.0.0");
     origin.serve_git(&git_root);
-    origin.publish_module(
-        "acme",
-        "net",
-        "aws",
-        "1.0.0",
-        ModuleAnswer::Header(format!("git::{}?ref=v1.0.0", origin.git_url("net"))),
-    );
+    origin.publish_git_module("net", "1.0.0", "net", "v1.0.0");
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     zip.start_file("main.tf", zip::write::SimpleFileOptions::default())
         .unwrap();

@@ -809,13 +809,7 @@ fn publish_net_and_sub(setup: &Setup, origin: &FakeOrigin) -> NetAndSub {
     );
     sub.tag("v1.0.0");
     origin.serve_git(&git_root);
-    origin.publish_module(
-        "acme",
-        "net",
-        "aws",
-        "1.0.0",
-        ModuleAnswer::Header(format!("git::{}?ref=v1.0.0", origin.git_url("net"))),
-    );
+    origin.publish_git_module("net", "1.0.0", "net", "v1.0.0");
     origin.publish_module(
         "acme",
         "sub",

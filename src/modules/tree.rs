@@ -199,6 +199,21 @@ fn replace(path: &Path) -> Result<(), TreeError> {
     }
 }
 
+/// Makes the link `relative` (at `path`) to `target`, refused when it
+/// would point outside the tree.
+fn place_link(relative: &Path, target: &Path, path: &Path) -> Result<(), TreeError> {
+    if !link_stays_inside(relative, target) {
+        return Err(TreeError::Refused(format!(
+            "a link pointing outside the tree ({} -> {})",
+            relative.display(),
+            target.display()
+        )));
+    }
+    replace(path)?;
+    symlink(target, path)?;
+    Ok(())
+}
+
 fn unpack_tar(reader: impl Read, into: &Path, budget: &mut Budget) -> Result<(), TreeError> {
     let mut archive = tar::Archive::new(reader);
     for entry in archive.entries().map_err(unreadable)? {
@@ -233,15 +248,7 @@ fn unpack_tar(reader: impl Read, into: &Path, budget: &mut Budget) -> Result<(),
                     .map_err(unreadable)?
                     .ok_or_else(|| TreeError::Unreadable("a link without a target".into()))?
                     .into_owned();
-                if !link_stays_inside(&relative, &target) {
-                    return Err(TreeError::Refused(format!(
-                        "a link pointing outside the tree ({} -> {})",
-                        relative.display(),
-                        target.display()
-                    )));
-                }
-                replace(&path)?;
-                symlink(&target, &path)?;
+                place_link(&relative, &target, &path)?;
             }
             tar::EntryType::Link => {
                 return Err(TreeError::Refused(format!(
@@ -294,16 +301,7 @@ fn unpack_zip(file: File, into: &Path, budget: &mut Budget) -> Result<(), TreeEr
                 .take(4096)
                 .read_to_string(&mut target)
                 .map_err(unreadable)?;
-            let target = PathBuf::from(target);
-            if !link_stays_inside(&relative, &target) {
-                return Err(TreeError::Refused(format!(
-                    "a link pointing outside the tree ({} -> {})",
-                    relative.display(),
-                    target.display()
-                )));
-            }
-            replace(&path)?;
-            symlink(&target, &path)?;
+            place_link(&relative, &PathBuf::from(target), &path)?;
         } else {
             replace(&path)?;
             budget.copy(&mut entry, &path, mode & 0o111 != 0)?;

@@ -198,6 +198,13 @@ impl FakeOrigin {
             .insert(version.into(), answer);
     }
 
+    /// Publishes a module version whose source is the repository `repo`
+    /// served under `/git/` at `reference`, given in `X-Terraform-Get`.
+    pub fn publish_git_module(&self, name: &str, version: &str, repo: &str, reference: &str) {
+        let location = format!("git::{}?ref={reference}", self.git_url(repo));
+        self.publish_module("acme", name, "aws", version, ModuleAnswer::Header(location));
+    }
+
     /// Stops answering: the listener closes and open connections are cut.
     pub fn stop(&self) {
         self.accept.abort();
