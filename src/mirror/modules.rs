@@ -413,7 +413,9 @@ fn fetch_failed(e: &FetchError, what: &str, url: &url::Url) -> RequestError {
             RequestError::upstream(u, &format!("could not fetch the source of {what}"))
         }
         FetchError::Download(d) => RequestError::download(d, &format!("the source of {what}")),
-        FetchError::Io(_) => RequestError::DiskUnavailable(message),
+        FetchError::Io(_) | FetchError::Tree(crate::modules::tree::TreeError::Io(_)) => {
+            RequestError::DiskUnavailable(message)
+        }
         FetchError::Git(crate::modules::git::GitError::Timeout { .. }) => {
             RequestError::UpstreamTimeout(message)
         }
