@@ -380,8 +380,30 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout)
-        .contains("checked 2 archives and module packages, quarantined 0"));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("checked 2 archives and module packages, quarantined 0"),
+        "{said}"
+    );
+    // How much was read, and how fast.
+    assert!(said.contains("read ") && said.contains(" MiB/s)"), "{said}");
+    // On a terminal (util-linux's `script` gives it one), a bar shows the
+    // progress on standard error.
+    let on_terminal = std::process::Command::new("script")
+        .args(["--quiet", "--return", "--command"])
+        .arg(format!(
+            "{} verify --config {}",
+            env!("CARGO_BIN_EXE_tfmirror"),
+            config.display()
+        ))
+        .arg("/dev/null")
+        .env("HOME", setup.dir.path())
+        .env("TERM", "xterm")
+        .output()
+        .expect("script (util-linux) runs");
+    let shown = String::from_utf8_lossy(&on_terminal.stdout);
+    assert!(on_terminal.status.success(), "{shown}");
+    assert!(shown.contains("/2 archives and module packages"), "{shown}");
     assert!(in_flight.exists());
 
     // Bit rot (or tampering) in one archive on disk.

@@ -8,6 +8,7 @@ pub mod bundle;
 pub mod gc;
 pub mod lock;
 pub mod ls;
+pub mod progress;
 pub mod selection;
 pub mod serve;
 pub mod static_dir;

@@ -6,13 +6,12 @@
 //! fetched again, so a second run transfers nothing and an interrupted run
 //! picks up where it stopped.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures_util::stream::{self, StreamExt};
-use indicatif::{ProgressBar, ProgressStyle};
 
+use super::progress::Progress;
 use super::selection::{ModuleRequirement, Requirement, Selection};
 use crate::address::{ArchiveKey, Module, Provider, Version};
 use crate::config::Config;
@@ -287,7 +286,7 @@ pub async fn run(mirror: Arc<Mirror>, selection: &Selection, jobs: usize) -> Sum
         }
     }
     summary.archives = work.len();
-    progress.start(work.len() as u64);
+    progress.start(work.len() as u64, "archives");
     let results: Vec<(Job, Result<Option<u64>, RequestError>)> = stream::iter(work)
         .map(|job| {
             let mirror = mirror.clone();
@@ -325,49 +324,6 @@ pub async fn run(mirror: Arc<Mirror>, selection: &Selection, jobs: usize) -> Sum
     }
     progress.finish();
     summary
-}
-
-/// Progress on a terminal (a bar), or one plain line per event otherwise.
-struct Progress {
-    bar: Option<ProgressBar>,
-}
-
-impl Progress {
-    fn new() -> Progress {
-        Progress { bar: None }
-    }
-
-    /// Shows a bar for `total` archives when standard error is a terminal.
-    fn start(&mut self, total: u64) {
-        if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new(total);
-            bar.set_style(
-                ProgressStyle::with_template("{bar:40} {pos}/{len} archives {elapsed}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            self.bar = Some(bar);
-        }
-    }
-
-    fn line(&self, text: &str) {
-        match &self.bar {
-            Some(bar) => bar.println(text),
-            None => eprintln!("{text}"),
-        }
-    }
-
-    fn advance(&self, text: &str) {
-        self.line(text);
-        if let Some(bar) = &self.bar {
-            bar.inc(1);
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
 }
 
 /// `tfmirror sync`.

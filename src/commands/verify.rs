@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use super::progress::Progress;
 use super::Refusal;
 use crate::store::{inventory, DiskStore, VersionRecord};
 use anyhow::Context;
@@ -33,25 +34,37 @@ pub struct Finding {
 /// What a verification run found.
 #[derive(Debug, Default)]
 pub struct Report {
-    /// Archives checked.
+    /// Archives and module packages checked.
     pub checked: usize,
+    /// Bytes read to check them.
+    pub bytes: u64,
     /// Archives that failed and were quarantined.
     pub quarantined: Vec<Finding>,
 }
 
 /// Checks every cached archive and module package; quarantines those that
-/// fail.
+/// fail. On a terminal, a bar shows how far it got.
 pub fn verify_cache(
     store: &DiskStore,
     trust: &TrustPolicy,
     max_unpacked: u64,
 ) -> std::io::Result<Report> {
     let mut report = Report::default();
-    for (pin, held) in store.module_pins()? {
-        if !held {
-            continue;
-        }
+    let pins: Vec<_> = store
+        .module_pins()?
+        .into_iter()
+        .filter(|(_, held)| *held)
+        .collect();
+    let archives = inventory::archives(store);
+    let mut progress = Progress::new();
+    progress.start(
+        (pins.len() + archives.len()) as u64,
+        "archives and module packages",
+    );
+    for (pin, _) in pins {
+        progress.tick();
         report.checked += 1;
+        report.bytes += pin.size;
         let path = store.module_package_path(&pin.module, &pin.version);
         let problem = match sha256_file(&path) {
             Err(e) => Some(format!("reading it failed: {e}")),
@@ -78,14 +91,17 @@ pub fn verify_cache(
                 .to_path_buf();
             quarantine(store, &path, None, &relative)?;
             tracing::error!(package = %relative.display(), %reason, "quarantined");
+            progress.line(&format!("QUARANTINED {}: {reason}", relative.display()));
             report.quarantined.push(Finding {
                 archive: relative,
                 reason,
             });
         }
     }
-    for archive in inventory::archives(store) {
+    for archive in archives {
+        progress.tick();
         report.checked += 1;
+        report.bytes += archive.size;
         let ArchiveKey {
             provider: p,
             version: v,
@@ -111,12 +127,14 @@ pub fn verify_cache(
                 &relative,
             )?;
             tracing::error!(archive = %relative.display(), %reason, "quarantined");
+            progress.line(&format!("QUARANTINED {}: {reason}", relative.display()));
             report.quarantined.push(Finding {
                 archive: relative,
                 reason,
             });
         }
     }
+    progress.finish();
     Ok(report)
 }
 
@@ -189,11 +207,19 @@ pub fn command(config: &Config) -> anyhow::Result<()> {
     let store = super::open_store(config)?;
     let trust =
         crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
+    let started = std::time::Instant::now();
     let report = verify_cache(&store, &trust, config.modules.max_unpacked_size.as_u64())
         .context("verifying the cache")?;
+    let secs = started.elapsed().as_secs_f64();
     for f in &report.quarantined {
         println!("QUARANTINED {}: {}", f.archive.display(), f.reason);
     }
+    #[allow(clippy::cast_precision_loss)] // a rate for people to read
+    let rate = report.bytes as f64 / 1_048_576.0 / secs.max(1e-6);
+    println!(
+        "read {} in {secs:.1} s ({rate:.1} MiB/s)",
+        bytesize::ByteSize(report.bytes).display().iec()
+    );
     println!(
         "checked {} archives and module packages, quarantined {}",
         report.checked,
