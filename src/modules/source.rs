@@ -150,6 +150,14 @@ pub fn parse(location: &str, download_url: &Url) -> Result<Location, Unsupported
         return Err(unsupported("git over SSH"));
     }
     let (fetched, subdir) = split_subdir(detected);
+    if subdir
+        .as_deref()
+        .is_some_and(|d| d.split(['/', '\\']).any(|part| part == ".."))
+    {
+        // Clients apply the subdirectory to the package themselves; one
+        // that climbs out of it is never handed on.
+        return Err(unsupported("a subdirectory that climbs out of the source"));
+    }
     let url = Url::parse(&fetched).map_err(|_| {
         unsupported(if fetched.contains("://") {
             "a URL that does not parse"
@@ -403,6 +411,11 @@ mod tests {
                 "unusable ref",
             ),
             ("https://user:pw@example.com/m.zip", "credentials"),
+            (
+                "git::https://example.com/r.git//../../etc?ref=v1",
+                "climbs out",
+            ),
+            ("https://example.com/m.zip//a/..\\..", "climbs out"),
         ] {
             let e = parse(given, &at()).unwrap_err();
             assert!(e.to_string().contains(kind), "{given}: {e}");
