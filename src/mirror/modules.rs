@@ -177,6 +177,11 @@ impl Mirror {
         version: &Version,
     ) -> Result<Option<String>, RequestError> {
         self.check_host(&module.hostname)?;
+        // The pin of a package served before is in memory; else on disk.
+        let key = (module.clone(), version.clone());
+        if let Some(held) = self.module_packages.get(&key).await {
+            return Ok(held.value.subdir.clone());
+        }
         if let Some(pin) = self.module_pin(module, version).await {
             return Ok(pin.subdir);
         }

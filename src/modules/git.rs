@@ -63,8 +63,6 @@ pub struct Git {
     pub ca_file: Option<PathBuf>,
     /// The deadline for each git step.
     pub timeout: Duration,
-    /// `host:port` authorities that may be reached over plain http.
-    pub plain_http: Vec<String>,
 }
 
 /// One fetch: where from, what, and how.
@@ -79,6 +77,8 @@ pub struct Fetch<'a> {
     pub pinned: Option<IpAddr>,
     /// A bearer token for the repository's host.
     pub token: Option<&'a str>,
+    /// Whether the host may be reached over plain http (`insecure_http`).
+    pub plain_http: bool,
 }
 
 /// The system's CA bundle, which the mirror's CA file is added to.
@@ -129,8 +129,7 @@ impl Git {
             ));
             config.push(("http.followRedirects".into(), "false".into()));
         }
-        let authority = format!("{host}:{port}");
-        let protocols = if self.plain_http.contains(&authority) {
+        let protocols = if fetch.plain_http {
             "https:http"
         } else {
             "https"

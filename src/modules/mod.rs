@@ -89,27 +89,12 @@ impl Fetcher {
         credentials: Credentials,
         metrics: Arc<Metrics>,
     ) -> Fetcher {
-        let plain_http = config
-            .upstream
-            .hosts
-            .iter()
-            .filter(|(_, hc)| hc.insecure_http)
-            .map(|(host, _)| {
-                let h = host.as_str();
-                if h.contains(':') {
-                    h.to_owned()
-                } else {
-                    format!("{h}:80")
-                }
-            })
-            .collect();
         Fetcher {
             client,
             git: Git {
                 program: config.modules.git.clone(),
                 ca_file: config.upstream.ca_file.clone(),
                 timeout: config.modules.fetch_timeout,
-                plain_http,
             },
             guard: GuardedConnector::new(&config.upstream),
             credentials,
@@ -162,6 +147,7 @@ impl Fetcher {
                     depth: *depth,
                     pinned,
                     token: token.as_deref(),
+                    plain_http: self.client.allows_plain_http(url),
                 };
                 Some(self.git.fetch(&fetch, &tree).await?)
             }

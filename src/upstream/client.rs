@@ -176,6 +176,12 @@ impl Client {
         })
     }
 
+    /// Whether `url`'s host may be reached over plain http (its registry
+    /// entry sets `insecure_http`).
+    pub fn allows_plain_http(&self, url: &Url) -> bool {
+        authority(url).is_some_and(|a| self.plain_http.contains(&a))
+    }
+
     /// The configured request timeout.
     pub fn request_timeout(&self) -> Duration {
         self.request_timeout
@@ -198,7 +204,7 @@ impl Client {
         for _ in 0..=MAX_REDIRECTS {
             let allowed = match current.scheme() {
                 "https" => true,
-                "http" => authority(&current).is_some_and(|a| self.plain_http.contains(&a)),
+                "http" => self.allows_plain_http(&current),
                 _ => false,
             };
             if !allowed {
