@@ -10,6 +10,7 @@ use std::process::Command;
 /// Each `cfg` a test can be ignored by.
 const CFGS: &[&str] = &[
     "tfmirror_no_terraform",
+    "tfmirror_no_seaweedfs",
     "tfmirror_no_chromium",
     "tfmirror_no_systemd_tools",
     "tfmirror_not_root",
@@ -19,7 +20,7 @@ fn main() {
     for cfg in CFGS {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
-    for var in ["CI", "TERRAFORM_BIN", "CHROMIUM", "PATH"] {
+    for var in ["CI", "TERRAFORM_BIN", "WEED_BIN", "CHROMIUM", "PATH"] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rerun-if-changed=build.rs");
@@ -33,6 +34,7 @@ fn main() {
             .is_ok_and(|o| o.status.success())
     };
     let terraform = std::env::var_os("TERRAFORM_BIN").is_some_and(|p| Path::new(&p).is_file());
+    let seaweedfs = std::env::var_os("WEED_BIN").is_some_and(|p| Path::new(&p).is_file());
     let chromium = std::env::var_os("CHROMIUM").map_or_else(
         || Path::new("/usr/bin/chromium").is_file(),
         |p| Path::new(&p).is_file(),
@@ -45,6 +47,7 @@ fn main() {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     for (present, cfg) in [
         (terraform, "tfmirror_no_terraform"),
+        (seaweedfs, "tfmirror_no_seaweedfs"),
         (chromium, "tfmirror_no_chromium"),
         (systemd, "tfmirror_no_systemd_tools"),
         (root, "tfmirror_not_root"),

@@ -35,6 +35,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// `[modules]`: the module registry proxy.
     pub modules: ModulesConfig,
+    /// `[storage]`: where the cache is kept (local disk or a bucket).
+    pub storage: StorageConfig,
     /// `[[trust]]`: rules pinning the keys that may sign the providers of a
     /// registry and namespace (see the README, "Security model").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -82,6 +84,84 @@ pub struct ModulesConfig {
     /// `max_unpacked_size`: the most file content one source may unpack
     /// to (stops decompression bombs). Default `1 GiB`.
     pub max_unpacked_size: bytesize::ByteSize,
+}
+
+/// `[storage]`: where the cache keeps what it holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    /// `backend`: `"disk"` (the default: everything under `cache.dir`) or
+    /// `"s3"` (an S3-compatible bucket, `[storage.s3]`, that several
+    /// instances may share; `cache.dir` then holds only files being
+    /// downloaded).
+    pub backend: StorageBackend,
+    /// `[storage.s3]`: the bucket, for `backend = "s3"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3: Option<S3Config>,
+}
+
+/// `storage.backend`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageBackend {
+    /// Local disk under `cache.dir`.
+    Disk,
+    /// An S3-compatible bucket.
+    S3,
+}
+
+/// `[storage.s3]`: an S3-compatible bucket. Secrets are never part of the
+/// configuration: credentials come from the environment the way AWS tools
+/// read them (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+/// `AWS_SESSION_TOKEN`, `AWS_WEB_IDENTITY_TOKEN_FILE`, or the instance's or
+/// container's role), or from `access_key_id` with `secret_access_key_file`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct S3Config {
+    /// `bucket`: the bucket's name. Required.
+    pub bucket: String,
+    /// `prefix`: a key prefix under which everything is kept, so that one
+    /// bucket can hold several mirrors' caches. Default: none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prefix: String,
+    /// `endpoint`: the S3 API's URL, for S3-compatible servers (SeaweedFS,
+    /// `MinIO`, Ceph). Default: Amazon S3 of `region`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Url>,
+    /// `region`: the bucket's region. Default `"us-east-1"`.
+    #[serde(default = "default_region")]
+    pub region: String,
+    /// `allow_http`: allows an `http://` endpoint. Default `false`.
+    #[serde(default)]
+    pub allow_http: bool,
+    /// `path_style`: addresses the bucket as `endpoint/bucket/key` rather
+    /// than `bucket.endpoint/key` (most S3-compatible servers want this).
+    /// Default `false`.
+    #[serde(default)]
+    pub path_style: bool,
+    /// `access_key_id`: the access key, when not taken from the
+    /// environment; needs `secret_access_key_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_key_id: Option<String>,
+    /// `secret_access_key_file`: a file holding the secret access key for
+    /// `access_key_id` (for example a systemd credential).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_access_key_file: Option<PathBuf>,
+    /// `lease_time`: how long an instance's claim to download an archive
+    /// lasts without renewal. Instances sharing the bucket wait for the
+    /// claim's holder rather than download the same archive again; the
+    /// holder renews the claim while it downloads, and a claim left by an
+    /// instance that died lapses after this long. Default `30s`.
+    #[serde(default = "default_lease_time", with = "humantime_serde")]
+    pub lease_time: Duration,
+}
+
+fn default_region() -> String {
+    "us-east-1".into()
+}
+
+fn default_lease_time() -> Duration {
+    Duration::from_secs(30)
 }
 
 /// `[log]`: logging.
@@ -346,6 +426,10 @@ impl Default for Config {
                 url_lifetime: Duration::from_secs(3600),
             },
             trust: Vec::new(),
+            storage: StorageConfig {
+                backend: StorageBackend::Disk,
+                s3: None,
+            },
             modules: ModulesConfig {
                 git: PathBuf::from("git"),
                 fetch_timeout: Duration::from_secs(600),
@@ -413,6 +497,7 @@ impl Config {
                 bail!("{what} must be at least 1");
             }
         }
+        self.validate_storage()?;
         // Compiles the rules (globs, key IDs, key files) to report errors now.
         crate::verify::TrustPolicy::new(&self.trust, self.upstream.reject_expired_keys)?;
         for (host, hc) in &self.upstream.hosts {
@@ -422,6 +507,35 @@ impl Config {
                         "upstream.hosts.\"{host}\".services.\"{service}\": {url} must be an https URL"
                     );
                 }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_storage(&self) -> anyhow::Result<()> {
+        let Some(s3) = &self.storage.s3 else {
+            if self.storage.backend == StorageBackend::S3 {
+                bail!("storage.backend = \"s3\" needs a [storage.s3] section naming the bucket");
+            }
+            return Ok(());
+        };
+        if s3.bucket.is_empty() {
+            bail!("storage.s3.bucket must name a bucket");
+        }
+        if s3.access_key_id.is_some() != s3.secret_access_key_file.is_some() {
+            bail!("storage.s3.access_key_id and storage.s3.secret_access_key_file must be given together");
+        }
+        if s3.lease_time.is_zero() {
+            bail!("storage.s3.lease_time must be longer than zero");
+        }
+        if let Some(endpoint) = &s3.endpoint {
+            match endpoint.scheme() {
+                "https" => {}
+                "http" if s3.allow_http => {}
+                "http" => bail!(
+                    "storage.s3.endpoint: {endpoint} is plain http; set storage.s3.allow_http = true to allow it"
+                ),
+                _ => bail!("storage.s3.endpoint: {endpoint} must be an https URL"),
             }
         }
         Ok(())

@@ -165,6 +165,11 @@ struct SourceLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PrefetchLabels {
     outcome: PrefetchOutcome,
 }
@@ -193,6 +198,8 @@ pub struct Metrics {
     prefetches: Family<PrefetchLabels, Counter>,
     module_fetches: Family<SourceLabels, Counter>,
     pin_mismatches: Counter,
+    archive_writes: Family<OutcomeLabels, Counter>,
+    download_claims: Family<OutcomeLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -220,6 +227,8 @@ impl Metrics {
             prefetches: Family::default(),
             module_fetches: Family::default(),
             pin_mismatches: Counter::default(),
+            archive_writes: Family::default(),
+            download_claims: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -297,7 +306,34 @@ impl Metrics {
             "Module sources refused because they no longer match what the mirror pinned",
             m.pin_mismatches.clone(),
         );
+        registry.register(
+            "store_archive_writes",
+            "Verified archives this instance stored, by outcome: created (it wrote the object) or existed (an instance sharing the bucket had written the same bytes first)",
+            m.archive_writes.clone(),
+        );
+        registry.register(
+            "download_claims",
+            "Claims to download an archive from its origin (storage.backend = \"s3\"), by outcome: granted, or waited (another instance sharing the bucket was downloading it)",
+            m.download_claims.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Counts a verified archive stored: `created` by this instance, or
+    /// found created by another with the same bytes.
+    pub fn archive_written(&self, created: bool) {
+        let outcome = if created { "created" } else { "existed" };
+        self.archive_writes
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
+    }
+
+    /// Counts a claim to download an archive: `granted`, or `waited` for
+    /// another instance.
+    pub fn download_claim(&self, outcome: &'static str) {
+        self.download_claims
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
     }
 
     /// Counts a fetch of a module source of kind `source` (`git`,

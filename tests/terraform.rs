@@ -975,3 +975,62 @@ async fn terraform_installs_registry_modules_through_an_air_gapped_site() {
         .installed("registry.origin.test/acme/widget", "1.0.0", "linux_amd64")
         .exists());
 }
+
+#[cfg_attr(
+    any(tfmirror_no_terraform, tfmirror_no_seaweedfs),
+    ignore = "needs TERRAFORM_BIN (Terraform v1.0.3) and WEED_BIN (SeaweedFS); scripts/test installs both"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_through_either_of_two_instances_on_one_bucket() {
+    use common::seaweed::{use_bucket, Seaweed};
+    let tf = terraform();
+    let weed = Seaweed::start().await;
+    weed.create_bucket("terraform").await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish_gnupg_widget(&origin, "acme", "signer.asc", "SHA256SUMS.sig");
+    let mut config = setup.config(&origin, &[], &[PROVIDER_HOST]);
+    use_bucket(&mut config, weed.s3_config("terraform", setup.dir.path()));
+    let source = format!("{PROVIDER_HOST}/acme/widget");
+    let providers = [("widget", source.as_str(), "1.1.0")];
+
+    // Through the first instance, with the origin up.
+    let first = RunningMirror::start(config.clone()).await;
+    let ws = Workspace::new(&tf, &first, &providers);
+    let (ok, out) = ws.init().await;
+    assert!(
+        ok,
+        "terraform init through the first instance failed:\n{out}"
+    );
+
+    // The origin goes away; a second instance that has never seen the
+    // provider installs it from the bucket alone.
+    origin.stop();
+    let mut second = config.clone();
+    second.cache.dir = setup.dir.path().join("second-cache");
+    second.server.data_dir = setup.dir.path().join("second-data");
+    let second = RunningMirror::start(second).await;
+    let ws2 = Workspace::new(&tf, &second, &providers);
+    let (ok, out) = ws2.init().await;
+    assert!(
+        ok,
+        "terraform init through the second instance failed:\n{out}"
+    );
+    assert!(ws2
+        .installed(&source, "1.1.0", "linux_amd64")
+        .join("terraform-provider-widget_v1.1.0")
+        .is_file());
+    assert_eq!(ws2.lock_file(), ws.lock_file());
+    // Nothing of the provider is kept on the instances' own disks.
+    for dir in [setup.cache_dir(), setup.dir.path().join("second-cache")] {
+        let kept = files_below(&dir);
+        assert!(
+            !kept
+                .iter()
+                .any(|f| f.ends_with(".zip") || f.ends_with(".json")),
+            "{kept:?}"
+        );
+    }
+    first.stop().await;
+    second.stop().await;
+}

@@ -293,8 +293,15 @@ impl From<crate::store::evidence::Rejected> for Refusal {
     }
 }
 
-/// Opens the local-disk cache under `cache.dir`.
+/// Opens the local-disk cache under `cache.dir`, for the commands that
+/// work on it directly; they refuse a bucket rather than act on the
+/// unused directory.
 fn open_store(config: &Config) -> anyhow::Result<DiskStore> {
+    if config.storage.backend == crate::config::StorageBackend::S3 {
+        anyhow::bail!(
+            "this command works on the disk cache (storage.backend = \"disk\"); with a bucket use sync, lock and the daemon (README, \"Several instances\")"
+        );
+    }
     DiskStore::open(&config.cache.dir)
         .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))
 }

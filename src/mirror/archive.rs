@@ -25,11 +25,17 @@ use super::Mirror;
 use crate::address::ArchiveKey;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
-use crate::store::StoreError;
+use crate::store::{Claim, StoreError};
 use crate::upstream::download::{Download, DownloadError};
 
 /// Chunk size for reading archives.
 const CHUNK: usize = 128 * 1024;
+/// How soon an instance waiting for another's download first looks for
+/// the archive, doubling up to [`CLAIM_POLL_MAX`].
+const CLAIM_POLL_FIRST: std::time::Duration = std::time::Duration::from_millis(100);
+/// The longest pause between looks for an archive another instance is
+/// downloading.
+const CLAIM_POLL_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// An archive the cache holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,9 +376,15 @@ impl Mirror {
             )));
         }
         self.note(CacheKind::Archive, CacheOutcome::Miss);
+        if let Some(a) = self.claim_download(&key).await {
+            self.evict_for(&key, a.size).await;
+            return Ok(Arc::new(a));
+        }
         let tasks = self.tasks.clone();
         let task = tasks.spawn(async move {
-            let archive = self.download(&key).await?;
+            let downloaded = self.download(&key).await;
+            self.store.release(&key).await;
+            let archive = downloaded?;
             self.evict_for(&key, archive.size).await;
             Ok(archive)
         });
@@ -381,6 +393,39 @@ impl Mirror {
             Err(e) => Err(RequestError::Internal(format!(
                 "the download task failed: {e}"
             ))),
+        }
+    }
+
+    /// Claims the download of an archive from the store, so that instances
+    /// sharing it download each archive once. While another instance holds
+    /// the claim, waits for the archive to appear there and returns it; a
+    /// claim its holder stopped renewing lapses and is taken over. `None`:
+    /// this instance downloads (also when the store cannot say).
+    async fn claim_download(&self, key: &ArchiveKey) -> Option<Archive> {
+        let mut pause = CLAIM_POLL_FIRST;
+        let mut waited = false;
+        loop {
+            match self.store.claim(key).await {
+                Ok(Claim::Granted) => {
+                    self.metrics.download_claim("granted");
+                    return None;
+                }
+                Ok(Claim::Busy) => {}
+                Err(e) => {
+                    tracing::warn!(archive = %key, error = %e, "could not claim the download; downloading anyway");
+                    return None;
+                }
+            }
+            if !waited {
+                waited = true;
+                self.metrics.download_claim("waited");
+                tracing::info!(archive = %key, "another instance is downloading this archive; waiting for it");
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(CLAIM_POLL_MAX);
+            if let Some(a) = self.stored_archive(key).await {
+                return Some(a);
+            }
         }
     }
 
@@ -480,7 +525,10 @@ impl Mirror {
             .map_err(|e| self.store_failed("writing an archive", &StoreError::from(e)))?;
         drop(file);
         let h1 = match self.store.keep_archive(staged, key).await {
-            Ok(h1) => h1,
+            Ok(kept) => {
+                self.metrics.archive_written(kept.created);
+                kept.h1
+            }
             Err(StoreError::NotAnArchive(e)) => {
                 return Err(RequestError::VerificationFailed(format!(
                     "{what}: {e}; nothing was stored"

@@ -31,8 +31,8 @@ use async_trait::async_trait;
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{
-    atomic, inventory, ArchiveReader, CachedArchive, IndexRecord, ModuleIndexRecord, ModuleRecord,
-    Store, StoreError, StoredArchive, VersionRecord,
+    atomic, inventory, ArchiveReader, CachedArchive, IndexRecord, Kept, ModuleIndexRecord,
+    ModuleRecord, Store, StoreError, StoredArchive, VersionRecord,
 };
 use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
 
@@ -336,13 +336,14 @@ impl Store for DiskStore {
         Ok(atomic::temp_file(&self.tmp)?)
     }
 
-    async fn keep_archive(&self, staged: TempPath, key: &ArchiveKey) -> Result<String, StoreError> {
+    async fn keep_archive(&self, staged: TempPath, key: &ArchiveKey) -> Result<Kept, StoreError> {
         let (store, key) = (self.clone(), key.clone());
-        tokio::task::spawn_blocking(move || {
+        let h1 = tokio::task::spawn_blocking(move || {
             store.keep_archive(staged, &key.provider, &key.version, &key.platform)
         })
         .await
-        .map_err(io::Error::other)?
+        .map_err(io::Error::other)??;
+        Ok(Kept { h1, created: true })
     }
 
     async fn archive(&self, key: &ArchiveKey) -> Result<Option<StoredArchive>, StoreError> {

@@ -47,10 +47,12 @@ impl StoreHealth {
     pub async fn check(&self, store: &dyn Store) -> Result<(), Unwritable> {
         let trouble = self.trouble.lock().expect("store health lock").clone();
         match trouble {
-            None => store
-                .probe(0)
-                .await
-                .map_err(|e| Unwritable(format!("the cache directory is not writable: {e}"))),
+            None => store.probe(0).await.map_err(|e| {
+                Unwritable(format!(
+                    "the cache ({}) cannot be written: {e}",
+                    store.location()
+                ))
+            }),
             Some((since, reason)) if since.elapsed() < PROBE_AFTER => Err(reason),
             Some((_, reason)) => match store.probe(PROBE_BYTES).await {
                 Ok(()) => {

@@ -2,8 +2,9 @@
 //! records with the signed evidence that verified them, archives, and for
 //! modules their version lists, pins and packaged source trees.
 //!
-//! The mirror only speaks to [`Store`]; [`DiskStore`] (today's layout under
-//! `cache.dir`) is its first implementation. An archive enters a store in
+//! The mirror only speaks to [`Store`]; [`DiskStore`] (the layout under
+//! `cache.dir`) and [`S3Store`] (a bucket several instances share) are its
+//! implementations. An archive enters a store in
 //! two steps: it is downloaded into a local staging file
 //! ([`Store::staging_file`]), checked, and then kept
 //! ([`Store::keep_archive`]), which makes it visible whole or not at all.
@@ -14,6 +15,7 @@ pub mod evidence;
 pub mod health;
 pub mod inventory;
 pub mod records;
+mod s3;
 
 use std::io;
 use std::pin::Pin;
@@ -29,6 +31,7 @@ pub use records::{
     IndexRecord, KeyDetails, ModuleIndexRecord, ModuleRecord, PackageRecord, SignedSums,
     VersionRecord,
 };
+pub use s3::S3Store;
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +61,27 @@ pub struct StoredArchive {
     pub size: u64,
     /// The `h1:` hash.
     pub h1: String,
+}
+
+/// An archive the store kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// Its `h1:` hash.
+    pub h1: String,
+    /// Whether this call created the stored object; `false` when another
+    /// instance sharing the store had created it with the same bytes.
+    pub created: bool,
+}
+
+/// The answer to [`Store::claim`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// This instance may download the archive; it calls
+    /// [`Store::release`] when done.
+    Granted,
+    /// Another instance sharing the store is downloading it: look for the
+    /// archive again shortly, or claim again.
+    Busy,
 }
 
 /// An archive opened for reading.
@@ -101,8 +125,8 @@ pub trait Store: Send + Sync {
 
     /// Keeps a staged archive whose SHA-256 the caller has checked:
     /// computes its `h1:` hash (which proves it is a zip archive) and makes
-    /// it visible under `key`. Returns the `h1:` hash.
-    async fn keep_archive(&self, staged: TempPath, key: &ArchiveKey) -> Result<String, StoreError>;
+    /// it visible under `key`.
+    async fn keep_archive(&self, staged: TempPath, key: &ArchiveKey) -> Result<Kept, StoreError>;
 
     /// An archive's size and `h1:` hash, when the store holds it.
     async fn archive(&self, key: &ArchiveKey) -> Result<Option<StoredArchive>, StoreError>;
@@ -161,4 +185,14 @@ pub trait Store: Send + Sync {
     /// Writes and removes a scratch object of `bytes` bytes, to learn
     /// whether the store can be written.
     async fn probe(&self, bytes: usize) -> Result<(), StoreError>;
+
+    /// Claims the download of an archive the store does not hold, so that
+    /// instances sharing the store fetch it once. A store only one
+    /// instance uses grants every claim.
+    async fn claim(&self, _key: &ArchiveKey) -> Result<Claim, StoreError> {
+        Ok(Claim::Granted)
+    }
+
+    /// Gives up a claim [`Store::claim`] granted.
+    async fn release(&self, _key: &ArchiveKey) {}
 }

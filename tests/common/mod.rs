@@ -3,7 +3,8 @@
 //! (`archives`), a fake origin registry over real TLS (`origin`), a running
 //! tfmirror and its set-up (`running`), a small HTTPS client (`client`),
 //! waiting for conditions (`wait`), the binary run as a process
-//! (`daemon`), and git repositories served by the origin (`git`). Each test binary uses some of it.
+//! (`daemon`), git repositories served by the origin (`git`), and an
+//! S3-compatible server (`seaweed`). Each test binary uses some of it.
 
 #![allow(dead_code, unused_imports)]
 
@@ -15,6 +16,7 @@ mod git;
 mod keys;
 mod origin;
 mod running;
+pub mod seaweed;
 mod wait;
 
 pub use archives::*;

@@ -1,0 +1,765 @@
+//! The bucket store: the cache kept in an S3-compatible bucket that
+//! several instances behind one URL share (`storage.backend = "s3"`).
+//!
+//! Keys under `storage.s3.prefix` follow the disk layout
+//! (`providers/…/index.json`, `…/<version>/version.json`, the archive and
+//! its `.h1`, `modules/…`), plus:
+//!
+//! ```text
+//! leases/<provider path>/<version>/<archive>.lease   who is downloading an archive, until when
+//! tmp/<instance>-<n>                                 large uploads before their conditional copy
+//! probe/<instance>                                   the readiness probe's scratch object
+//! ```
+//!
+//! An object appears whole or not at all: a record is one `PUT`; an
+//! archive or package is created with `If-None-Match: *` (small ones in one
+//! `PUT`, large ones uploaded in parts under `tmp/` and then copied into
+//! place by a conditional multipart copy), so of several instances storing
+//! the same archive exactly one creates it, and the others check the
+//! winner's bytes against the SHA-256 they verified. An archive's `.h1` is
+//! written before the archive, as on disk.
+//!
+//! Archives are not touched on use (that would rewrite them): an instance
+//! orders eviction by its own record of uses, starting from the objects'
+//! modification times.
+
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt};
+use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut, S3CopyIfNotExists};
+use object_store::path::Path as Key;
+use object_store::{
+    ClientOptions, GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+    RetryConfig, UpdateVersion, WriteMultipart,
+};
+use sha2::{Digest, Sha256};
+use tempfile::{NamedTempFile, TempPath};
+
+use super::{
+    atomic, h1_of_file, ArchiveReader, CachedArchive, Claim, IndexRecord, Kept, ModuleIndexRecord,
+    ModuleRecord, Store, StoreError, StoredArchive, VersionRecord,
+};
+use crate::address::{ArchiveKey, Hostname, Module, Namespace, Provider, ProviderType, Version};
+use crate::config::S3Config;
+
+/// Objects up to this size are created with one `PUT`; larger ones are
+/// uploaded in parts.
+const ONE_PUT: u64 = 16 * 1024 * 1024;
+/// The size of one part of a large upload.
+const PART: usize = 8 * 1024 * 1024;
+/// Parts of one upload in flight at once.
+const PARTS_IN_FLIGHT: usize = 2;
+
+/// A claim to download an archive, as kept in its lease object.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Lease {
+    /// The instance holding it.
+    holder: String,
+    /// Until when, in milliseconds since the Unix epoch.
+    expires_at_ms: u64,
+}
+
+/// The cache in a bucket.
+pub struct S3Store {
+    bucket: Arc<AmazonS3>,
+    /// `s3://bucket/prefix`, for people.
+    name: String,
+    prefix: Key,
+    /// Local directory for downloads under way.
+    tmp: PathBuf,
+    /// This process, in lease objects and temporary keys.
+    instance: String,
+    lease_time: Duration,
+    /// Lease renewals running, by archive.
+    renewing: Mutex<HashMap<ArchiveKey, tokio::task::JoinHandle<()>>>,
+    uploads: AtomicU64,
+}
+
+impl S3Store {
+    /// Opens the bucket `config` names; downloads are staged under
+    /// `local_dir/tmp`. Nothing is asked of the bucket yet.
+    pub fn open(config: &S3Config, local_dir: &Path) -> Result<S3Store, StoreError> {
+        // The HTTP client object_store uses runs on rustls with the provider
+        // installed for the process: the same ring provider as everywhere
+        // else in tfmirror. Installing it again is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = AmazonS3Builder::from_env()
+            // First: the client options carry allow_http, set below.
+            .with_client_options(
+                ClientOptions::new()
+                    .with_connect_timeout(Duration::from_secs(5))
+                    .with_timeout(Duration::from_secs(300)),
+            )
+            .with_bucket_name(&config.bucket)
+            .with_region(&config.region)
+            .with_allow_http(config.allow_http)
+            .with_virtual_hosted_style_request(!config.path_style)
+            .with_conditional_put(S3ConditionalPut::ETagMatch)
+            .with_copy_if_not_exists(S3CopyIfNotExists::Multipart)
+            // A bucket that does not answer is reported within seconds (and
+            // `/readyz` says so) rather than retried for minutes.
+            .with_retry(RetryConfig {
+                max_retries: 2,
+                retry_timeout: Duration::from_secs(10),
+                ..RetryConfig::default()
+            });
+        if let (Some(id), Some(file)) = (&config.access_key_id, &config.secret_access_key_file) {
+            let secret = std::fs::read_to_string(file).map_err(|e| {
+                StoreError::Unavailable(io::Error::new(
+                    e.kind(),
+                    format!("storage.s3.secret_access_key_file {}: {e}", file.display()),
+                ))
+            })?;
+            builder = builder
+                .with_access_key_id(id)
+                .with_secret_access_key(secret.trim());
+        }
+        if let Some(endpoint) = &config.endpoint {
+            builder = builder.with_endpoint(endpoint.as_str().trim_end_matches('/'));
+        }
+        let bucket = builder
+            .build()
+            .map_err(|e| StoreError::Unavailable(io::Error::other(format!("storage.s3: {e}"))))?;
+        let tmp = local_dir.join("tmp");
+        std::fs::create_dir_all(&tmp)?;
+        let prefix = Key::from(config.prefix.trim_matches('/'));
+        let name = if config.prefix.is_empty() {
+            format!("s3://{}", config.bucket)
+        } else {
+            format!("s3://{}/{}", config.bucket, prefix)
+        };
+        Ok(S3Store {
+            bucket: Arc::new(bucket),
+            name,
+            prefix,
+            tmp,
+            instance: instance_id(),
+            lease_time: config.lease_time,
+            renewing: Mutex::new(HashMap::new()),
+            uploads: AtomicU64::new(0),
+        })
+    }
+
+    /// The key of `parts` under the prefix.
+    fn key<'a>(&self, parts: impl IntoIterator<Item = &'a str>) -> Key {
+        parts
+            .into_iter()
+            .fold(self.prefix.clone(), |key, part| key.clone().join(part))
+    }
+
+    fn provider_key<'a>(&self, p: &'a Provider, rest: &[&'a str]) -> Key {
+        let head = [
+            "providers",
+            p.hostname.as_str(),
+            p.namespace.as_str(),
+            p.kind.as_str(),
+        ];
+        self.key(head.into_iter().chain(rest.iter().copied()))
+    }
+
+    fn module_key<'a>(&self, m: &'a Module, rest: &[&'a str]) -> Key {
+        let head = [
+            "modules",
+            m.hostname.as_str(),
+            m.namespace.as_str(),
+            m.name.as_str(),
+            m.system.as_str(),
+        ];
+        self.key(head.into_iter().chain(rest.iter().copied()))
+    }
+
+    fn archive_key(&self, key: &ArchiveKey) -> Key {
+        let name = key.provider.archive_name(&key.version, &key.platform);
+        self.provider_key(&key.provider, &[key.version.as_str(), &name])
+    }
+
+    fn h1_key(&self, key: &ArchiveKey) -> Key {
+        let name = format!(
+            "{}.h1",
+            key.provider.archive_name(&key.version, &key.platform)
+        );
+        self.provider_key(&key.provider, &[key.version.as_str(), &name])
+    }
+
+    fn lease_key(&self, key: &ArchiveKey) -> Key {
+        let name = format!(
+            "{}.lease",
+            key.provider.archive_name(&key.version, &key.platform)
+        );
+        let p = &key.provider;
+        self.key([
+            "leases",
+            p.hostname.as_str(),
+            p.namespace.as_str(),
+            p.kind.as_str(),
+            key.version.as_str(),
+            &name,
+        ])
+    }
+
+    /// A bucket failure as a store error naming the bucket.
+    fn failed(&self, e: &object_store::Error) -> StoreError {
+        StoreError::Unavailable(io::Error::other(format!("bucket {}: {e}", self.name)))
+    }
+
+    /// An object's bytes; `None` when there is no such object.
+    async fn read_bytes(&self, key: &Key) -> Result<Option<Bytes>, StoreError> {
+        match self.bucket.get(key).await {
+            Ok(got) => Ok(Some(got.bytes().await.map_err(|e| self.failed(&e))?)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.failed(&e)),
+        }
+    }
+
+    async fn read_json<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &Key,
+        what: &'static str,
+    ) -> Result<Option<T>, StoreError> {
+        let Some(bytes) = self.read_bytes(key).await? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt {
+                what,
+                reason: e.to_string(),
+            })
+    }
+
+    async fn write_json<T: serde::Serialize>(
+        &self,
+        key: &Key,
+        value: &T,
+    ) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+        self.bucket
+            .put(key, PutPayload::from(bytes))
+            .await
+            .map_err(|e| self.failed(&e))?;
+        Ok(())
+    }
+
+    async fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        match self.bucket.delete(key).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.failed(&e)),
+        }
+    }
+
+    /// Uploads the file at `path` to `key`: created only when absent
+    /// (`create`) or replacing what is there. Large files go up in parts
+    /// under `tmp/` and are copied into place, so the object appears whole.
+    async fn upload(&self, path: &Path, key: &Key, create: bool) -> object_store::Result<()> {
+        let size = tokio::fs::metadata(path)
+            .await
+            .map_err(|e| generic(e.to_string()))?
+            .len();
+        let mode = if create {
+            PutMode::Create
+        } else {
+            PutMode::Overwrite
+        };
+        if size <= ONE_PUT {
+            let bytes = tokio::fs::read(path)
+                .await
+                .map_err(|e| generic(e.to_string()))?;
+            let opts = PutOptions {
+                mode,
+                ..PutOptions::default()
+            };
+            return self
+                .bucket
+                .put_opts(key, PutPayload::from(bytes), opts)
+                .await
+                .map(drop);
+        }
+        let n = self.uploads.fetch_add(1, Ordering::Relaxed);
+        let part_key = self.key(["tmp", &format!("{}-{n}", self.instance)]);
+        let uploaded = self.upload_parts(path, &part_key).await;
+        let copied = match uploaded {
+            Ok(()) if create => self.bucket.copy_if_not_exists(&part_key, key).await,
+            Ok(()) => self.bucket.copy(&part_key, key).await,
+            Err(e) => Err(e),
+        };
+        // Best effort: a bucket lifecycle rule on tmp/ removes what a crash
+        // leaves (README, "Several instances").
+        let _ = self.bucket.delete(&part_key).await;
+        copied
+    }
+
+    async fn upload_parts(&self, path: &Path, key: &Key) -> object_store::Result<()> {
+        use tokio::io::AsyncReadExt;
+        let mut file = tokio::fs::File::open(path)
+            .await
+            .map_err(|e| generic(e.to_string()))?;
+        let mut upload =
+            WriteMultipart::new_with_chunk_size(self.bucket.put_multipart(key).await?, PART);
+        let mut buf = vec![0u8; PART];
+        loop {
+            let n = match file.read(&mut buf).await {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = upload.abort().await;
+                    return Err(generic(e.to_string()));
+                }
+            };
+            upload.wait_for_capacity(PARTS_IN_FLIGHT).await?;
+            upload.write(&buf[..n]);
+        }
+        upload.finish().await.map(drop)
+    }
+
+    /// The SHA-256 of an object's bytes, read from the bucket.
+    async fn sha256_of(&self, key: &Key) -> Result<String, StoreError> {
+        let got = self.bucket.get(key).await.map_err(|e| self.failed(&e))?;
+        let mut stream = got.into_stream();
+        let mut hasher = Sha256::new();
+        while let Some(chunk) = stream.next().await {
+            hasher.update(chunk.map_err(|e| self.failed(&e))?);
+        }
+        Ok(hex::encode(hasher.finalize()))
+    }
+
+    /// Creates `key` from the checked file at `path` whose SHA-256 is
+    /// `sha256`. When another instance created it first, its bytes are
+    /// checked against `sha256` and kept when they match; bytes that do not
+    /// match are replaced with these.
+    async fn create_checked(
+        &self,
+        path: &Path,
+        key: &Key,
+        sha256: &str,
+    ) -> Result<bool, StoreError> {
+        match self.upload(path, key, true).await {
+            Ok(()) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                let theirs = self.sha256_of(key).await?;
+                if theirs == sha256 {
+                    return Ok(false);
+                }
+                tracing::error!(object = %key, expected = sha256, found = %theirs, bucket = %self.name, "an object in the bucket does not match its verified checksum; replacing it");
+                self.upload(path, key, false)
+                    .await
+                    .map_err(|e| self.failed(&e))?;
+                Ok(true)
+            }
+            Err(e) => Err(self.failed(&e)),
+        }
+    }
+
+    /// Keeps renewing the lease on `key` until released.
+    fn renew_in_background(&self, key: &ArchiveKey, lease_key: Key) {
+        let (bucket, holder, every) = (
+            self.bucket.clone(),
+            self.instance.clone(),
+            self.lease_time / 3,
+        );
+        let lease_time = self.lease_time;
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let lease = Lease {
+                    holder: holder.clone(),
+                    expires_at_ms: now_ms() + millis(lease_time),
+                };
+                let body = serde_json::to_vec(&lease).expect("a lease serializes");
+                if let Err(e) = bucket.put(&lease_key, PutPayload::from(body)).await {
+                    tracing::warn!(lease = %lease_key, error = %e, "could not renew a download lease");
+                }
+            }
+        });
+        if let Some(old) = self
+            .renewing
+            .lock()
+            .expect("lease renewals lock")
+            .insert(key.clone(), task)
+        {
+            old.abort();
+        }
+    }
+}
+
+/// An `object_store` error for a local failure during an upload.
+fn generic(reason: String) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "tfmirror",
+        source: reason.into(),
+    }
+}
+
+fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis(),
+    )
+    .unwrap_or(u64::MAX)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A name for this process that no other instance shares.
+fn instance_id() -> String {
+    let mut bytes = [0u8; 8];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+        .expect("the system's random source works");
+    format!("{}-{}", std::process::id(), hex::encode(bytes))
+}
+
+/// The file's `h1:` hash and SHA-256, read once each.
+fn hash_file(path: &Path) -> Result<(String, String), StoreError> {
+    let h1 = h1_of_file(path)?;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok((h1, hex::encode(hasher.finalize())))
+}
+
+#[async_trait]
+impl Store for S3Store {
+    fn location(&self) -> String {
+        self.name.clone()
+    }
+
+    async fn read_index(&self, provider: &Provider) -> Result<Option<IndexRecord>, StoreError> {
+        self.read_json(
+            &self.provider_key(provider, &["index.json"]),
+            "version list",
+        )
+        .await
+    }
+
+    async fn write_index(
+        &self,
+        provider: &Provider,
+        record: &IndexRecord,
+    ) -> Result<(), StoreError> {
+        self.write_json(&self.provider_key(provider, &["index.json"]), record)
+            .await
+    }
+
+    async fn read_version(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Option<VersionRecord>, StoreError> {
+        let key = self.provider_key(provider, &[version.as_str(), "version.json"]);
+        self.read_json(&key, "version record").await
+    }
+
+    async fn write_version(&self, record: &VersionRecord) -> Result<(), StoreError> {
+        let key = self.provider_key(&record.provider, &[record.version.as_str(), "version.json"]);
+        self.write_json(&key, record).await
+    }
+
+    fn staging_file(&self) -> Result<NamedTempFile, StoreError> {
+        Ok(atomic::temp_file(&self.tmp)?)
+    }
+
+    async fn keep_archive(&self, staged: TempPath, key: &ArchiveKey) -> Result<Kept, StoreError> {
+        let path = staged.to_path_buf();
+        let (h1, sha256) = tokio::task::spawn_blocking(move || hash_file(&path))
+            .await
+            .map_err(io::Error::other)??;
+        self.bucket
+            .put(&self.h1_key(key), PutPayload::from(h1.clone().into_bytes()))
+            .await
+            .map_err(|e| self.failed(&e))?;
+        let created = self
+            .create_checked(&staged, &self.archive_key(key), &sha256)
+            .await?;
+        Ok(Kept { h1, created })
+    }
+
+    async fn archive(&self, key: &ArchiveKey) -> Result<Option<StoredArchive>, StoreError> {
+        let size = match self.bucket.head(&self.archive_key(key)).await {
+            Ok(meta) => meta.size,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(self.failed(&e)),
+        };
+        // An archive without its hash is not servable (half an eviction).
+        let Some(h1) = self.read_bytes(&self.h1_key(key)).await? else {
+            return Ok(None);
+        };
+        Ok(Some(StoredArchive {
+            size,
+            h1: String::from_utf8_lossy(&h1).trim().to_owned(),
+        }))
+    }
+
+    async fn open_archive(&self, key: &ArchiveKey) -> Result<Option<ArchiveReader>, StoreError> {
+        self.open_object(&self.archive_key(key)).await
+    }
+
+    async fn remove_archive(&self, key: &ArchiveKey) -> Result<(), StoreError> {
+        self.delete(&self.archive_key(key)).await?;
+        self.delete(&self.h1_key(key)).await
+    }
+
+    async fn touch_archive(&self, _key: &ArchiveKey) {}
+
+    async fn list_archives(&self) -> Result<Vec<CachedArchive>, StoreError> {
+        let root = self.key(["providers"]);
+        let objects: Vec<_> = self
+            .bucket
+            .list(Some(&root))
+            .try_collect()
+            .await
+            .map_err(|e| self.failed(&e))?;
+        let hashed: std::collections::HashSet<String> = objects
+            .iter()
+            .filter_map(|o| o.location.as_ref().strip_suffix(".h1").map(str::to_owned))
+            .collect();
+        let mut out = Vec::new();
+        for object in &objects {
+            if !hashed.contains(object.location.as_ref()) {
+                continue;
+            }
+            let Some(parts) = object
+                .location
+                .prefix_match(&root)
+                .map(|parts| parts.map(|p| p.as_ref().to_owned()).collect::<Vec<_>>())
+            else {
+                continue;
+            };
+            let [host, ns, kind, _version, file] = parts.as_slice() else {
+                continue;
+            };
+            let (Ok(hostname), Ok(namespace), Ok(kind)) = (
+                Hostname::parse(host),
+                Namespace::parse(ns),
+                ProviderType::parse(kind),
+            ) else {
+                continue;
+            };
+            let provider = Provider {
+                hostname,
+                namespace,
+                kind,
+            };
+            let Some((version, platform)) = provider.parse_archive_name(file) else {
+                continue;
+            };
+            out.push(CachedArchive {
+                provider,
+                version,
+                platform,
+                size: object.size,
+                last_used: u64::try_from(object.last_modified.timestamp()).unwrap_or(0),
+                path: PathBuf::from(object.location.as_ref()),
+            });
+        }
+        out.sort_by(|a, b| {
+            (&a.provider, &a.version, &a.platform).cmp(&(&b.provider, &b.version, &b.platform))
+        });
+        Ok(out)
+    }
+
+    async fn read_module_index(
+        &self,
+        module: &Module,
+    ) -> Result<Option<ModuleIndexRecord>, StoreError> {
+        self.read_json(
+            &self.module_key(module, &["versions.json"]),
+            "module version list",
+        )
+        .await
+    }
+
+    async fn write_module_index(
+        &self,
+        module: &Module,
+        record: &ModuleIndexRecord,
+    ) -> Result<(), StoreError> {
+        self.write_json(&self.module_key(module, &["versions.json"]), record)
+            .await
+    }
+
+    async fn read_module(
+        &self,
+        module: &Module,
+        version: &Version,
+    ) -> Result<Option<ModuleRecord>, StoreError> {
+        let key = self.module_key(module, &[version.as_str(), "module.json"]);
+        self.read_json(&key, "module pin").await
+    }
+
+    async fn keep_module(&self, staged: TempPath, record: &ModuleRecord) -> Result<(), StoreError> {
+        let version = record.version.as_str();
+        let package = self.module_key(&record.module, &[version, "package.tar.gz"]);
+        self.create_checked(&staged, &package, &record.sha256)
+            .await?;
+        let pin = self.module_key(&record.module, &[version, "module.json"]);
+        self.write_json(&pin, record).await
+    }
+
+    async fn open_module(
+        &self,
+        module: &Module,
+        version: &Version,
+    ) -> Result<Option<ArchiveReader>, StoreError> {
+        self.open_object(&self.module_key(module, &[version.as_str(), "package.tar.gz"]))
+            .await
+    }
+
+    async fn remove_module(&self, module: &Module, version: &Version) -> Result<(), StoreError> {
+        self.delete(&self.module_key(module, &[version.as_str(), "package.tar.gz"]))
+            .await
+    }
+
+    async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError> {
+        let root = self.key(["modules"]);
+        let objects: Vec<_> = self
+            .bucket
+            .list(Some(&root))
+            .try_collect()
+            .await
+            .map_err(|e| self.failed(&e))?;
+        let names: std::collections::HashSet<&str> =
+            objects.iter().map(|o| o.location.as_ref()).collect();
+        let mut out = Vec::new();
+        for object in &objects {
+            let Some(dir) = object.location.as_ref().strip_suffix("/module.json") else {
+                continue;
+            };
+            let held = names.contains(format!("{dir}/package.tar.gz").as_str());
+            if let Some(record) = self.read_json(&object.location, "module pin").await? {
+                out.push((record, held));
+            }
+        }
+        out.sort_by(|a: &(ModuleRecord, bool), b| {
+            (&a.0.module, &a.0.version).cmp(&(&b.0.module, &b.0.version))
+        });
+        Ok(out)
+    }
+
+    async fn probe(&self, bytes: usize) -> Result<(), StoreError> {
+        let key = self.key(["probe", &self.instance]);
+        self.bucket
+            .put(&key, PutPayload::from(vec![0u8; bytes]))
+            .await
+            .map_err(|e| self.failed(&e))?;
+        self.delete(&key).await
+    }
+
+    async fn claim(&self, key: &ArchiveKey) -> Result<Claim, StoreError> {
+        let lease_key = self.lease_key(key);
+        let lease = Lease {
+            holder: self.instance.clone(),
+            expires_at_ms: now_ms() + millis(self.lease_time),
+        };
+        let body = serde_json::to_vec(&lease).map_err(io::Error::other)?;
+        let create = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        match self
+            .bucket
+            .put_opts(&lease_key, PutPayload::from(body.clone()), create)
+            .await
+        {
+            Ok(_) => {
+                self.renew_in_background(key, lease_key);
+                return Ok(Claim::Granted);
+            }
+            Err(object_store::Error::AlreadyExists { .. }) => {}
+            Err(e) => return Err(self.failed(&e)),
+        }
+        // Held by someone: take it over only when it has lapsed, and only
+        // if nobody else took it over first.
+        let got = match self
+            .bucket
+            .get_opts(&lease_key, GetOptions::default())
+            .await
+        {
+            Ok(got) => got,
+            // Released in between: ask again later.
+            Err(object_store::Error::NotFound { .. }) => return Ok(Claim::Busy),
+            Err(e) => return Err(self.failed(&e)),
+        };
+        let version = UpdateVersion {
+            e_tag: got.meta.e_tag.clone(),
+            version: got.meta.version.clone(),
+        };
+        let held: Option<Lease> = got
+            .bytes()
+            .await
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        if held.is_some_and(|l| l.expires_at_ms > now_ms()) {
+            return Ok(Claim::Busy);
+        }
+        let update = PutOptions {
+            mode: PutMode::Update(version),
+            ..PutOptions::default()
+        };
+        match self
+            .bucket
+            .put_opts(&lease_key, PutPayload::from(body), update)
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(archive = %key, "took over a lapsed download lease");
+                self.renew_in_background(key, lease_key);
+                Ok(Claim::Granted)
+            }
+            Err(
+                object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. },
+            ) => Ok(Claim::Busy),
+            Err(e) => Err(self.failed(&e)),
+        }
+    }
+
+    async fn release(&self, key: &ArchiveKey) {
+        let task = self
+            .renewing
+            .lock()
+            .expect("lease renewals lock")
+            .remove(key);
+        if let Some(task) = task {
+            task.abort();
+            if let Err(e) = self.delete(&self.lease_key(key)).await {
+                tracing::warn!(archive = %key, error = %e, "could not release a download lease; it lapses by itself");
+            }
+        }
+    }
+}
+
+impl S3Store {
+    /// Opens an object for reading; `None` when there is no such object.
+    async fn open_object(&self, key: &Key) -> Result<Option<ArchiveReader>, StoreError> {
+        let got = match self.bucket.get(key).await {
+            Ok(got) => got,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(self.failed(&e)),
+        };
+        let size = got.meta.size;
+        let name = self.name.clone();
+        let stream = got
+            .into_stream()
+            .map_err(move |e| io::Error::other(format!("bucket {name}: {e}")));
+        Ok(Some(ArchiveReader {
+            size,
+            reader: Box::pin(tokio_util::io::StreamReader::new(stream)),
+        }))
+    }
+}

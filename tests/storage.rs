@@ -1,0 +1,259 @@
+//! Several instances on one bucket (`storage.backend = "s3"`), against a
+//! real S3-compatible server: SeaweedFS on loopback, from `WEED_BIN`
+//! (installed by the README's test command). Without it these tests are
+//! skipped with a message, except under `CI=true`, where a missing binary
+//! fails them.
+
+mod common;
+
+use std::time::Duration;
+
+use common::daemon::*;
+use common::seaweed::*;
+use common::*;
+use http::StatusCode;
+use tfmirror::config::Config;
+
+const ARCHIVE: &str = "terraform-provider-bulk_1.0.0_linux_amd64.zip";
+/// Above the size stored with one PUT: uploaded in parts and copied into
+/// place.
+const BIG: usize = 17 << 20;
+
+fn archive_path() -> String {
+    format!("/registry.origin.test/acme/bulk/{ARCHIVE}")
+}
+
+/// The same configuration for a second instance: its own local directories.
+fn second_instance(config: &Config, setup: &Setup, name: &str) -> Config {
+    let mut c = config.clone();
+    c.cache.dir = setup.dir.path().join(format!("{name}-cache"));
+    c.server.data_dir = setup.dir.path().join(format!("{name}-data"));
+    c
+}
+
+/// A counter's value in a metrics page (0 when absent).
+fn counter(metrics: &str, series: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_fetch_and_store_a_large_archive_once_between_them() {
+    let weed = Seaweed::start().await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let big = publish_big(&origin, &signer, "bulk", &["1.0.0"], BIG)["1.0.0"].clone();
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    weed.create_bucket("shared").await;
+    use_bucket(&mut config, weed.s3_config("shared", setup.dir.path()));
+    let a = RunningMirror::start(config.clone()).await;
+    let b = RunningMirror::start(second_instance(&config, &setup, "b")).await;
+    let (ca, cb) = (Client::trusting(&a.ca_file), Client::trusting(&b.ca_file));
+
+    // 32 cold requests at once, split across both instances.
+    let (url_a, url_b) = (a.url(&archive_path()), b.url(&archive_path()));
+    let answers = futures_util::future::join_all((0..32).map(|i| {
+        let (client, url) = if i % 2 == 0 {
+            (&ca, &url_a)
+        } else {
+            (&cb, &url_b)
+        };
+        client.get(url)
+    }))
+    .await;
+    for (i, answer) in answers.iter().enumerate() {
+        assert_eq!(
+            answer.status,
+            StatusCode::OK,
+            "request {i}: {}",
+            answer.error_text()
+        );
+        assert!(answer.body[..] == big[..], "request {i}: the bytes differ");
+    }
+
+    // One download from the origin, one object written.
+    assert_eq!(origin.hits(&format!("/files/{ARCHIVE}")), 1);
+    let (ma, mb) = (a.mirror.metrics().render(), b.mirror.metrics().render());
+    let created = r#"tfmirror_store_archive_writes_total{outcome="created"}"#;
+    assert_eq!(
+        counter(&ma, created) + counter(&mb, created),
+        1,
+        "{ma}\n{mb}"
+    );
+    let waited = r#"tfmirror_download_claims_total{outcome="waited"}"#;
+    let granted = r#"tfmirror_download_claims_total{outcome="granted"}"#;
+    assert_eq!(counter(&ma, granted) + counter(&mb, granted), 1);
+    assert_eq!(counter(&ma, waited) + counter(&mb, waited), 1);
+
+    // The bucket holds the archive and its hash; no upload parts, no
+    // claim, nothing else.
+    let keys = weed.keys("shared").await;
+    let archives: Vec<&String> = keys.iter().filter(|k| k.ends_with(".zip")).collect();
+    assert_eq!(archives.len(), 1, "{keys:?}");
+    assert!(keys.iter().any(|k| k.ends_with(".zip.h1")), "{keys:?}");
+    assert!(
+        !keys
+            .iter()
+            .any(|k| k.starts_with("mirror/tmp/") || k.starts_with("mirror/leases/")),
+        "{keys:?}"
+    );
+    a.stop().await;
+    b.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_killed_mid_download_leaves_nothing_partial_and_the_other_serves() {
+    let weed = Seaweed::start().await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let big = publish_big(&origin, &signer, "bulk", &["1.0.0"], BIG)["1.0.0"].clone();
+    // The origin sends half the archive, then nothing more.
+    let file = format!("/files/{ARCHIVE}");
+    origin.set_fault(&file, Some(Fault::Hang));
+
+    // The first instance is a process of its own, killed with SIGKILL
+    // while it downloads.
+    weed.create_bucket("killed").await;
+    let storage = weed.storage_toml("killed", setup.dir.path());
+    let config = config_file(&setup, &origin, &storage);
+    let mut cmd = tfmirror(setup.dir.path());
+    cmd.args(["serve", "--config"]).arg(&config);
+    let mut first = Daemon::start(cmd);
+    let client = Client::trusting(&setup.dir.path().join("data/tls/ca.pem"));
+    let url = format!("{}{}", first.url.trim_end_matches('/'), archive_path());
+    let asking = tokio::spawn(async move { client.try_get(&url).await });
+    let mut keys = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !keys.iter().any(|k: &String| k.ends_with(".lease")) {
+        assert!(tokio::time::Instant::now() < deadline, "no lease: {keys:?}");
+        keys = weed.keys("killed").await;
+    }
+    // Bytes are arriving in the first instance's staging file.
+    let staging = setup.cache_dir().join("tmp");
+    wait_until(
+        "the first instance to be downloading",
+        Duration::from_secs(30),
+        || {
+            std::fs::read_dir(&staging)
+                .is_ok_and(|d| d.flatten().any(|e| e.metadata().is_ok_and(|m| m.len() > 0)))
+        },
+    )
+    .await;
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let cut = asking.await.unwrap();
+    assert!(
+        cut.is_none_or(|a| a.status != StatusCode::OK || a.body[..] != big[..]),
+        "the killed instance served the whole archive"
+    );
+    let keys = weed.keys("killed").await;
+    assert!(!keys.iter().any(|k| k.ends_with(".zip")), "{keys:?}");
+
+    // The second instance waits out the dead instance's claim, downloads
+    // the archive itself and serves it whole.
+    origin.set_fault(&file, None);
+    let mut second = setup.config(&origin, &[], &["registry.origin.test"]);
+    use_bucket(&mut second, weed.s3_config("killed", setup.dir.path()));
+    let second = second_instance(&second, &setup, "second");
+    let b = RunningMirror::start(second).await;
+    let got = Client::trusting(&b.ca_file)
+        .get(&b.url(&archive_path()))
+        .await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.error_text());
+    assert!(got.body[..] == big[..]);
+    let metrics = b.mirror.metrics().render();
+    assert_eq!(
+        counter(
+            &metrics,
+            r#"tfmirror_download_claims_total{outcome="waited"}"#
+        ),
+        1,
+        "{metrics}"
+    );
+    // Clients may finish reading a verified download before it is stored:
+    // the object and the released claim follow.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut keys = weed.keys("killed").await;
+    while keys.iter().any(|k| k.ends_with(".lease")) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the claim stays: {keys:?}"
+        );
+        keys = weed.keys("killed").await;
+    }
+    assert_eq!(
+        keys.iter().filter(|k| k.ends_with(".zip")).count(),
+        1,
+        "{keys:?}"
+    );
+    assert!(
+        !keys.iter().any(|k| k.starts_with("mirror/tmp/")),
+        "{keys:?}"
+    );
+    b.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_bucket_down_answers_name_it_and_everything_returns_with_it() {
+    let mut weed = Seaweed::start().await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish(
+        "acme",
+        "bulk",
+        "1.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    weed.create_bucket("down").await;
+    use_bucket(&mut config, weed.s3_config("down", setup.dir.path()));
+    let mirror = RunningMirror::start(config).await;
+    let client = Client::trusting(&mirror.ca_file);
+    let url = mirror.url(&archive_path());
+    assert_eq!(client.get(&url).await.status, StatusCode::OK);
+    assert_eq!(
+        client.get(&mirror.url("/readyz")).await.status,
+        StatusCode::OK
+    );
+
+    weed.stop();
+    let down = client.get(&url).await;
+    assert_eq!(down.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        down.error_text().contains("s3://down/mirror"),
+        "{}",
+        down.error_text()
+    );
+    let ready = client.get(&mirror.url("/readyz")).await;
+    assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
+    let said = String::from_utf8_lossy(&ready.body).into_owned();
+    assert!(said.contains("s3://down/mirror"), "{said}");
+
+    weed.restart().await;
+    let ready = client.get(&mirror.url("/readyz")).await;
+    assert_eq!(ready.status, StatusCode::OK);
+    let back = client.get(&url).await;
+    assert_eq!(back.status, StatusCode::OK);
+    assert!(back.body[..] == archives["linux_amd64"][..]);
+    assert_eq!(origin.hits(&format!("/files/{ARCHIVE}")), 1);
+    mirror.stop().await;
+}
