@@ -147,6 +147,12 @@ pub struct S3Config {
     /// `access_key_id` (for example a systemd credential).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_access_key_file: Option<PathBuf>,
+    /// `redirect`: answer archive requests with `307 Temporary Redirect` to
+    /// a presigned URL of the bucket's object (valid for
+    /// `auth.url_lifetime`) instead of streaming it through the instance.
+    /// Only for sites whose clients can reach the bucket. Default `false`.
+    #[serde(default)]
+    pub redirect: bool,
     /// `lease_time`: how long an instance's claim to download an archive
     /// lasts without renewal. Instances sharing the bucket wait for the
     /// claim's holder rather than download the same archive again; the
@@ -225,6 +231,19 @@ pub struct ServerConfig {
     /// is closed (slow clients cannot hold connections open). Default `30s`.
     #[serde(with = "humantime_serde")]
     pub header_timeout: Duration,
+    /// `public_url`: the URL clients reach the mirror by, when that is not
+    /// this instance's own address (several instances behind a load
+    /// balancer). The status page's recipes name it. Default: the scheme
+    /// the instance serves and the `Host` the client sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<Url>,
+    /// `trusted_proxies`: addresses or networks (`10.0.0.0/8`) of proxies
+    /// and load balancers whose `X-Forwarded-For`, `-Proto` and `-Host`
+    /// headers are believed: the client address logged, and the URL on the
+    /// status page when `public_url` is not set. From anyone else these
+    /// headers are ignored. Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// `[cache]`: the on-disk cache.
@@ -388,6 +407,8 @@ impl Default for Config {
                 shutdown_grace: Duration::from_secs(30),
                 max_connections: 1024,
                 header_timeout: Duration::from_secs(30),
+                public_url: None,
+                trusted_proxies: Vec::new(),
             },
             cache: CacheConfig {
                 dir: cache_dir,
@@ -495,6 +516,11 @@ impl Config {
         ] {
             if n == 0 {
                 bail!("{what} must be at least 1");
+            }
+        }
+        if let Some(url) = &self.server.public_url {
+            if !matches!(url.scheme(), "https" | "http") || url.host_str().is_none() {
+                bail!("server.public_url: {url} must be an https (or http) URL with a host");
             }
         }
         self.validate_storage()?;

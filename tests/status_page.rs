@@ -199,3 +199,66 @@ async fn a_cache_of_many_providers_is_listed_a_page_at_a_time() {
     assert_eq!(page("?page=x").await, first);
     m.stop().await;
 }
+
+/// Behind a load balancer: `server.public_url` names the mirror on the
+/// status page, facade answers link relative to it, and forwarded headers
+/// count only from `server.trusted_proxies`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_proxy_the_public_url_is_named_and_forwarded_headers_need_trust() {
+    let public = "https://tfmirror.example.internal/";
+    let scene = Scene::start_with("widget", "1.0.0", &["linux_amd64"], |c| {
+        c.server.public_url = Some(public.parse().unwrap());
+    })
+    .await;
+    let page = scene
+        .client
+        .get_with_header(&scene.mirror.url("/"), "x-forwarded-host", "evil.example")
+        .await;
+    let html = String::from_utf8_lossy(&page.body).into_owned();
+    assert!(html.contains(&format!("url = \"{public}\"")), "{html}");
+    assert!(
+        html.contains("https://tfmirror.example.internal/v1/providers/"),
+        "{html}"
+    );
+    assert!(!html.contains("evil.example"));
+    assert!(!html.contains(&format!("127.0.0.1:{}", scene.mirror.addr.port())));
+    // The facade's links are relative, so they resolve to the URL the
+    // client used: never to an instance's own address.
+    let download = scene
+        .client
+        .get(
+            &scene
+                .mirror
+                .url("/v1/providers/registry.origin.test/acme/widget/1.0.0/download/linux/amd64"),
+        )
+        .await;
+    assert_eq!(download.status, StatusCode::OK);
+    let doc = download.json();
+    for field in ["download_url", "shasums_url", "shasums_signature_url"] {
+        let link = doc[field].as_str().unwrap();
+        assert!(!link.contains("://"), "{field}: {link}");
+    }
+
+    // Without public_url: forwarded headers from an untrusted peer are
+    // ignored, and believed from a trusted one.
+    let untrusted = Scene::start("widget", "1.0.0", &["linux_amd64"]).await;
+    let page = untrusted
+        .client
+        .get_with_header(
+            &untrusted.mirror.url("/"),
+            "x-forwarded-host",
+            "evil.example",
+        )
+        .await;
+    assert!(!String::from_utf8_lossy(&page.body).contains("evil.example"));
+    let trusted = Scene::start_with("widget", "1.0.0", &["linux_amd64"], |c| {
+        c.server.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+    })
+    .await;
+    let page = trusted
+        .client
+        .get_with_header(&trusted.mirror.url("/"), "x-forwarded-host", "lb.example")
+        .await;
+    let html = String::from_utf8_lossy(&page.body).into_owned();
+    assert!(html.contains("url = \"https://lb.example/\""), "{html}");
+}

@@ -1034,3 +1034,55 @@ async fn terraform_installs_through_either_of_two_instances_on_one_bucket() {
     first.stop().await;
     second.stop().await;
 }
+
+#[cfg_attr(
+    any(tfmirror_no_terraform, tfmirror_no_seaweedfs),
+    ignore = "needs TERRAFORM_BIN (Terraform v1.0.3) and WEED_BIN (SeaweedFS); scripts/test installs both"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_follows_redirects_to_the_bucket() {
+    use common::seaweed::{use_bucket, Seaweed};
+    let tf = terraform();
+    let weed = Seaweed::start().await;
+    weed.create_bucket("redirect").await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish_gnupg_widget(&origin, "acme", "signer.asc", "SHA256SUMS.sig");
+    let mut config = setup.config(&origin, &[], &[PROVIDER_HOST]);
+    let mut s3 = weed.s3_config("redirect", setup.dir.path());
+    s3.redirect = true;
+    use_bucket(&mut config, s3);
+    let mirror = RunningMirror::start(config).await;
+    let source = format!("{PROVIDER_HOST}/acme/widget");
+    let providers = [("widget", source.as_str(), "1.1.0")];
+
+    let ws = Workspace::new(&tf, &mirror, &providers);
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init through redirects failed:\n{out}");
+    assert!(ws
+        .installed(&source, "1.1.0", "linux_amd64")
+        .join("terraform-provider-widget_v1.1.0")
+        .is_file());
+    assert!(
+        ws.lock_file()
+            .contains("h1:sOTXWnXSxY+hmLoQsMc+YUZZUMEIs+hKVrGB0OLMNVo="),
+        "{}",
+        ws.lock_file()
+    );
+    // The archive went from the bucket: the mirror answered with a
+    // presigned link and sent none of its bytes.
+    let client = Client::trusting(&mirror.ca_file);
+    let zip =
+        format!("/{PROVIDER_HOST}/acme/widget/terraform-provider-widget_1.1.0_linux_amd64.zip");
+    let answer = client.get(&mirror.url(&zip)).await;
+    assert_eq!(answer.status, http::StatusCode::TEMPORARY_REDIRECT);
+    let location = answer.headers["location"].to_str().unwrap().to_owned();
+    assert!(location.starts_with(&weed.endpoint()), "{location}");
+    assert!(location.contains("X-Amz-Signature="), "{location}");
+    let metrics = mirror.mirror.metrics().render();
+    assert!(
+        metrics.contains("tfmirror_served_bytes_total 0\n"),
+        "{metrics}"
+    );
+    mirror.stop().await;
+}

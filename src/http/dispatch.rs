@@ -5,6 +5,7 @@
 //! and cache outcome, and metrics.
 
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,32 +22,53 @@ use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
 use crate::protocol::Rendered;
 
-/// Answers one request. Never fails: errors become JSON error answers.
-pub async fn handle<B>(app: Arc<App>, req: Request<B>) -> Result<Response<Body>, Infallible> {
+/// Answers one request from `peer`. Never fails: errors become JSON error
+/// answers.
+pub async fn handle<B>(
+    app: Arc<App>,
+    peer: IpAddr,
+    req: Request<B>,
+) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let id = next_request_id();
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_owned)
+    };
+    // Forwarded headers count only from a trusted proxy.
+    let proxied = app
+        .mirror
+        .config()
+        .server
+        .trusted_proxies
+        .iter()
+        .any(|net| net.contains(&peer));
+    let forwarded = |name: &str| header(name).filter(|_| proxied);
+    let client = forwarded("x-forwarded-for")
+        .and_then(|v| v.split(',').next().map(|c| c.trim().to_owned()))
+        .unwrap_or_else(|| peer.to_string());
     let span = tracing::info_span!(
         "request",
         id = %id,
+        client = %client,
         method = %req.method(),
         path = %req.uri().path(),
         status = tracing::field::Empty,
         ms = tracing::field::Empty,
         cache = tracing::field::Empty,
     );
-    let header = |name: header::HeaderName| {
-        req.headers()
-            .get(name)
-            .and_then(|h| h.to_str().ok())
-            .map(str::to_owned)
-    };
     let asked = Asked {
         method: req.method().clone(),
         path: req.uri().path().to_owned(),
         query: req.uri().query().map(str::to_owned),
-        host: header(header::HOST).or_else(|| req.uri().authority().map(ToString::to_string)),
-        authorization: header(header::AUTHORIZATION),
-        if_none_match: header(header::IF_NONE_MATCH),
+        host: forwarded("x-forwarded-host")
+            .or_else(|| header("host"))
+            .or_else(|| req.uri().authority().map(ToString::to_string)),
+        scheme: forwarded("x-forwarded-proto").filter(|p| p == "https" || p == "http"),
+        authorization: header("authorization"),
+        if_none_match: header("if-none-match"),
     };
     async move {
         let (endpoint, result) = answer(&app, &asked).await;
@@ -122,7 +144,11 @@ struct Asked {
     method: Method,
     path: String,
     query: Option<String>,
+    /// The host the client asked for: `Host`, or `X-Forwarded-Host` from
+    /// a trusted proxy.
     host: Option<String>,
+    /// The scheme the client used, as a trusted proxy forwarded it.
+    scheme: Option<String>,
     authorization: Option<String>,
     if_none_match: Option<String>,
 }
@@ -142,6 +168,7 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
             Endpoint::Home,
             Ok(super::status_page::page(
                 app,
+                asked.scheme.as_deref(),
                 asked.host.as_deref(),
                 app.auth.check(authorization).is_ok(),
                 asked.query.as_deref(),
@@ -295,6 +322,15 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
             Endpoint::Archive,
             async {
                 app.auth.check_archive(&key, asked.query.as_deref())?;
+                if let Some(url) = mirror.archive_redirect(&key).await? {
+                    let mut resp = Response::new(body::empty());
+                    *resp.status_mut() = StatusCode::TEMPORARY_REDIRECT;
+                    let location = HeaderValue::from_str(url.as_str()).map_err(|e| {
+                        RequestError::Internal(format!("an unusable presigned URL: {e}"))
+                    })?;
+                    resp.headers_mut().insert(header::LOCATION, location);
+                    return Ok(resp);
+                }
                 let archive = mirror.archive_body(&key).await?;
                 let mut resp = Response::new(body::stream(archive.stream));
                 let h = resp.headers_mut();

@@ -79,7 +79,7 @@ pub async fn run(
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
-        let service = service_fn(move |req| dispatch::handle(app.clone(), req));
+        let service = service_fn(move |req| dispatch::handle(app.clone(), peer.ip(), req));
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let acceptor = acceptor.clone();

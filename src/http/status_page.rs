@@ -31,17 +31,30 @@ pub const MODULES_SHOWN: usize = 200;
 /// of the table (from 1; out of range means the nearest page).
 pub fn page(
     app: &App,
+    scheme: Option<&str>,
     host: Option<&str>,
     authorized: bool,
     query: Option<&str>,
 ) -> Response<Body> {
     let mirror = &app.mirror;
     let cfg = mirror.config();
-    let scheme = if cfg.server.tls { "https" } else { "http" };
     let listen = cfg.server.listen.to_string();
-    let authority = host
-        .filter(|h| h.len() < 300 && h.bytes().all(|b| b.is_ascii_graphic()))
-        .unwrap_or(&listen);
+    let public = cfg.server.public_url.as_ref().and_then(|url| {
+        let host = url.host_str()?;
+        let authority = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        Some((url.scheme().to_owned(), authority))
+    });
+    let (scheme, authority) = public.unwrap_or_else(|| {
+        let served = if cfg.server.tls { "https" } else { "http" };
+        let authority = host
+            .filter(|h| h.len() < 300 && h.bytes().all(|b| b.is_ascii_graphic()))
+            .unwrap_or(&listen);
+        (scheme.unwrap_or(served).to_owned(), authority.to_owned())
+    });
+    let (scheme, authority) = (scheme.as_str(), authority.as_str());
     let url = format!("{scheme}://{authority}/");
     let auth_on = app.auth.enabled();
     let table = if auth_on && !authorized {

@@ -271,6 +271,41 @@ impl Mirror {
         Ok(entry.into_value())
     }
 
+    /// Where clients fetch an archive from the store directly, when
+    /// `storage.s3.redirect` is on: a presigned URL valid for
+    /// `auth.url_lifetime`, once the archive is stored (downloading it
+    /// first when needed). `None` when redirects are off.
+    pub async fn archive_redirect(
+        self: &Arc<Self>,
+        key: &ArchiveKey,
+    ) -> Result<Option<url::Url>, RequestError> {
+        let redirect = self
+            .config
+            .storage
+            .s3
+            .as_ref()
+            .is_some_and(|s3| s3.redirect)
+            && self.config.storage.backend == crate::config::StorageBackend::S3;
+        if !redirect {
+            return Ok(None);
+        }
+        let archive = self.archive(key).await?;
+        let url = self
+            .store
+            .presigned_url(key, self.config.auth.url_lifetime)
+            .await
+            .map_err(|e| {
+                RequestError::DiskUnavailable(format!(
+                    "the mirror's cache is not usable right now (signing a link to {key}: {e})"
+                ))
+            })?;
+        if url.is_some() {
+            // A use, for eviction; the bytes go from the bucket, not from here.
+            self.residency.used(key, archive.size);
+        }
+        Ok(url)
+    }
+
     /// The archive of a package as a stream of bytes: the stored archive,
     /// or, while it is being downloaded with an announced size, the
     /// download itself as it arrives (starting the download when no one

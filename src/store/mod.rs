@@ -195,4 +195,14 @@ pub trait Store: Send + Sync {
 
     /// Gives up a claim [`Store::claim`] granted.
     async fn release(&self, _key: &ArchiveKey) {}
+
+    /// A URL from which clients may fetch the stored archive directly for
+    /// `lifetime`, where the store can hand one out; `None` otherwise.
+    async fn presigned_url(
+        &self,
+        _key: &ArchiveKey,
+        _lifetime: std::time::Duration,
+    ) -> Result<Option<url::Url>, StoreError> {
+        Ok(None)
+    }
 }

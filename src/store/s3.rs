@@ -729,6 +729,20 @@ impl Store for S3Store {
         }
     }
 
+    async fn presigned_url(
+        &self,
+        key: &ArchiveKey,
+        lifetime: Duration,
+    ) -> Result<Option<url::Url>, StoreError> {
+        use object_store::signer::Signer;
+        let url = self
+            .bucket
+            .signed_url(http::Method::GET, &self.archive_key(key), lifetime)
+            .await
+            .map_err(|e| self.failed(&e))?;
+        Ok(Some(url))
+    }
+
     async fn release(&self, key: &ArchiveKey) {
         let task = self
             .renewing

@@ -215,6 +215,7 @@ impl Seaweed {
             path_style: true,
             access_key_id: Some(ACCESS_KEY.into()),
             secret_access_key_file: Some(secret),
+            redirect: false,
             lease_time: Duration::from_secs(3),
         }
     }
