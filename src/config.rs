@@ -153,6 +153,12 @@ pub struct S3Config {
     /// Only for sites whose clients can reach the bucket. Default `false`.
     #[serde(default)]
     pub redirect: bool,
+    /// `[storage.s3.local_cache]`: a read-through tier on this instance's
+    /// disk (under `cache.dir`): archives it stored or served are kept there
+    /// too and served from there, and records are kept beside them. With the
+    /// bucket unreachable, what the tier holds is still served. Default: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_cache: Option<LocalCacheConfig>,
     /// `lease_time`: how long an instance's claim to download an archive
     /// lasts without renewal. Instances sharing the bucket wait for the
     /// claim's holder rather than download the same archive again; the
@@ -160,6 +166,15 @@ pub struct S3Config {
     /// instance that died lapses after this long. Default `30s`.
     #[serde(default = "default_lease_time", with = "humantime_serde")]
     pub lease_time: Duration,
+}
+
+/// `[storage.s3.local_cache]`: the local read-through tier.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LocalCacheConfig {
+    /// `max_size`: the most archive bytes the tier keeps; the least
+    /// recently used go first. Required.
+    pub max_size: bytesize::ByteSize,
 }
 
 fn default_region() -> String {

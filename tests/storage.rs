@@ -210,33 +210,47 @@ async fn an_instance_killed_mid_download_leaves_nothing_partial_and_the_other_se
     ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_the_bucket_down_answers_name_it_and_everything_returns_with_it() {
+async fn with_the_bucket_down_the_local_tier_serves_what_it_holds_and_the_rest_returns() {
     let mut weed = Seaweed::start().await;
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     let signer = Signer::new("acme");
-    let archives = origin.publish(
-        "acme",
-        "bulk",
-        "1.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
+    let platforms = ["linux_amd64", "darwin_arm64"];
+    let archives = origin.publish("acme", "bulk", "1.0.0", &platforms, &signer, &[&signer]);
     let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
     weed.create_bucket("down").await;
     use_bucket(&mut config, weed.s3_config("down", setup.dir.path()));
+    // A second instance without a tier stores the darwin archive.
+    let other = RunningMirror::start(second_instance(&config, &setup, "other")).await;
+    let mut s3 = weed.s3_config("down", setup.dir.path());
+    s3.local_cache = Some(tfmirror::config::LocalCacheConfig {
+        max_size: bytesize::ByteSize::gib(1),
+    });
+    use_bucket(&mut config, s3);
     let mirror = RunningMirror::start(config).await;
     let client = Client::trusting(&mirror.ca_file);
-    let url = mirror.url(&archive_path());
-    assert_eq!(client.get(&url).await.status, StatusCode::OK);
+    let url = |platform: &str| {
+        mirror.url(&format!(
+            "/registry.origin.test/acme/bulk/terraform-provider-bulk_1.0.0_{platform}.zip"
+        ))
+    };
+    assert_eq!(client.get(&url("linux_amd64")).await.status, StatusCode::OK);
+    let darwin = "/registry.origin.test/acme/bulk/terraform-provider-bulk_1.0.0_darwin_arm64.zip";
+    let stored = Client::trusting(&other.ca_file)
+        .get(&other.url(darwin))
+        .await;
+    assert_eq!(stored.status, StatusCode::OK);
     assert_eq!(
         client.get(&mirror.url("/readyz")).await.status,
         StatusCode::OK
     );
 
     weed.stop();
-    let down = client.get(&url).await;
+    // What the tier holds is served; the rest is 503 naming the bucket.
+    let held = client.get(&url("linux_amd64")).await;
+    assert_eq!(held.status, StatusCode::OK, "{}", held.error_text());
+    assert!(held.body[..] == archives["linux_amd64"][..]);
+    let down = client.get(&url("darwin_arm64")).await;
     assert_eq!(down.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(
         down.error_text().contains("s3://down/mirror"),
@@ -248,12 +262,22 @@ async fn with_the_bucket_down_answers_name_it_and_everything_returns_with_it() {
     let said = String::from_utf8_lossy(&ready.body).into_owned();
     assert!(said.contains("s3://down/mirror"), "{said}");
 
+    // The bucket returns, and with it everything.
     weed.restart().await;
     let ready = client.get(&mirror.url("/readyz")).await;
     assert_eq!(ready.status, StatusCode::OK);
-    let back = client.get(&url).await;
-    assert_eq!(back.status, StatusCode::OK);
-    assert!(back.body[..] == archives["linux_amd64"][..]);
-    assert_eq!(origin.hits(&format!("/files/{ARCHIVE}")), 1);
+    for platform in platforms {
+        let back = client.get(&url(platform)).await;
+        assert_eq!(
+            back.status,
+            StatusCode::OK,
+            "{platform}: {}",
+            back.error_text()
+        );
+        assert!(back.body[..] == archives[platform][..], "{platform}");
+        let file = format!("/files/terraform-provider-bulk_1.0.0_{platform}.zip");
+        assert_eq!(origin.hits(&file), 1, "{platform}");
+    }
     mirror.stop().await;
+    other.stop().await;
 }

@@ -401,9 +401,22 @@ impl Mirror {
         self: Arc<Self>,
         key: ArchiveKey,
     ) -> Result<Arc<Archive>, RequestError> {
-        if let Some(a) = self.stored_archive(&key).await {
-            self.note(CacheKind::Archive, CacheOutcome::Hit);
-            return Ok(Arc::new(a));
+        match self.store.archive(&key).await {
+            Ok(Some(a)) => {
+                self.note(CacheKind::Archive, CacheOutcome::Hit);
+                return Ok(Arc::new(Archive {
+                    size: a.size,
+                    h1: a.h1,
+                }));
+            }
+            Ok(None) => {}
+            // Not known to be missing: fetching it again would only find
+            // the store as unusable for keeping it.
+            Err(e) => {
+                return Err(RequestError::DiskUnavailable(format!(
+                    "the mirror's cache is not usable right now (looking up {key}: {e})"
+                )))
+            }
         }
         if self.offline() {
             return Err(RequestError::NotHeld(format!(

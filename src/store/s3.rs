@@ -43,8 +43,8 @@ use sha2::{Digest, Sha256};
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{
-    atomic, h1_of_file, ArchiveReader, CachedArchive, Claim, IndexRecord, Kept, ModuleIndexRecord,
-    ModuleRecord, Store, StoreError, StoredArchive, VersionRecord,
+    atomic, h1_of_file, inventory, ArchiveReader, CachedArchive, Claim, DiskStore, IndexRecord,
+    Kept, ModuleIndexRecord, ModuleRecord, Store, StoreError, StoredArchive, VersionRecord,
 };
 use crate::address::{ArchiveKey, Hostname, Module, Namespace, Provider, ProviderType, Version};
 use crate::config::S3Config;
@@ -80,6 +80,40 @@ pub struct S3Store {
     /// Lease renewals running, by archive.
     renewing: Mutex<HashMap<ArchiveKey, tokio::task::JoinHandle<()>>>,
     uploads: AtomicU64,
+    /// The local read-through tier, when configured.
+    tier: Option<Arc<Tier>>,
+}
+
+/// The local read-through tier: archives and records on this instance's
+/// disk, in the disk store's layout.
+struct Tier {
+    disk: DiskStore,
+    max_bytes: u64,
+    /// Archives being copied in from the bucket.
+    filling: Mutex<std::collections::HashSet<ArchiveKey>>,
+}
+
+impl Tier {
+    /// Removes the least recently used archives above the tier's size.
+    async fn trim(self: &Arc<Self>) {
+        let tier = self.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            inventory::evict(&tier.disk, tier.max_bytes, |_| false)
+        })
+        .await;
+    }
+
+    /// Keeps a copy of a record; the bucket holds the original.
+    async fn keep_record<T: serde::Serialize>(&self, path: PathBuf, value: &T) {
+        let Ok(bytes) = serde_json::to_vec_pretty(value) else {
+            return;
+        };
+        let tmp = self.disk.tmp_dir().to_path_buf();
+        let written = tokio::task::spawn_blocking(move || atomic::write(&tmp, &path, &bytes)).await;
+        if let Ok(Err(e)) = written {
+            tracing::warn!(error = %e, "could not keep a record in the local cache tier");
+        }
+    }
 }
 
 impl S3Store {
@@ -135,7 +169,16 @@ impl S3Store {
         } else {
             format!("s3://{}/{}", config.bucket, prefix)
         };
+        let tier = match &config.local_cache {
+            Some(local) => Some(Arc::new(Tier {
+                disk: DiskStore::open(local_dir)?,
+                max_bytes: local.max_size.as_u64(),
+                filling: Mutex::default(),
+            })),
+            None => None,
+        };
         Ok(S3Store {
+            tier,
             bucket: Arc::new(bucket),
             name,
             prefix,
@@ -232,6 +275,67 @@ impl S3Store {
                 what,
                 reason: e.to_string(),
             })
+    }
+
+    /// Reads a record from the bucket; when the bucket cannot be reached,
+    /// from the local tier's copy, if there is one.
+    async fn read_record<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &Key,
+        local: impl FnOnce(&DiskStore) -> PathBuf,
+        what: &'static str,
+    ) -> Result<Option<T>, StoreError> {
+        match self.read_json(key, what).await {
+            Err(StoreError::Unavailable(e)) => {
+                let Some(tier) = &self.tier else {
+                    return Err(StoreError::Unavailable(e));
+                };
+                match tier.disk.read_json(&local(&tier.disk)) {
+                    Ok(Some(copy)) => Ok(Some(copy)),
+                    _ => Err(StoreError::Unavailable(e)),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Writes a record to the bucket, and a copy to the local tier.
+    async fn write_record<T: serde::Serialize>(
+        &self,
+        key: &Key,
+        local: impl FnOnce(&DiskStore) -> PathBuf,
+        value: &T,
+    ) -> Result<(), StoreError> {
+        self.write_json(key, value).await?;
+        if let Some(tier) = &self.tier {
+            tier.keep_record(local(&tier.disk), value).await;
+        }
+        Ok(())
+    }
+
+    /// Copies an archive from the bucket into the local tier, in the
+    /// background, unless a copy is under way.
+    fn fill_tier(&self, key: &ArchiveKey) {
+        let Some(tier) = self.tier.clone() else {
+            return;
+        };
+        if !tier.filling.lock().expect("tier lock").insert(key.clone()) {
+            return;
+        }
+        let (bucket, object, h1_key, key) = (
+            self.bucket.clone(),
+            self.archive_key(key),
+            self.h1_key(key),
+            key.clone(),
+        );
+        tokio::spawn(async move {
+            let filled = copy_into_tier(&bucket, &tier, &object, &h1_key, &key).await;
+            if let Err(e) = filled {
+                tracing::warn!(archive = %key, error = %e, "could not copy an archive into the local cache tier");
+            }
+            tier.filling.lock().expect("tier lock").remove(&key);
+            tier.trim().await;
+        });
     }
 
     async fn write_json<T: serde::Serialize>(
@@ -388,6 +492,40 @@ impl S3Store {
     }
 }
 
+/// Copies an archive and its `h1:` hash from the bucket into the tier.
+async fn copy_into_tier(
+    bucket: &AmazonS3,
+    tier: &Tier,
+    object: &Key,
+    h1_key: &Key,
+    key: &ArchiveKey,
+) -> Result<(), StoreError> {
+    use tokio::io::AsyncWriteExt;
+    let failed = |e: object_store::Error| StoreError::Unavailable(io::Error::other(e.to_string()));
+    let h1 = bucket
+        .get(h1_key)
+        .await
+        .map_err(failed)?
+        .bytes()
+        .await
+        .map_err(failed)?;
+    let h1 = String::from_utf8_lossy(&h1).trim().to_owned();
+    let (file, staged) = atomic::temp_file(tier.disk.tmp_dir())?.into_parts();
+    let mut file = tokio::fs::File::from_std(file);
+    let mut stream = bucket.get(object).await.map_err(failed)?.into_stream();
+    while let Some(chunk) = stream.next().await {
+        file.write_all(&chunk.map_err(failed)?).await?;
+    }
+    file.sync_all().await?;
+    drop(file);
+    let (disk, key) = (tier.disk.clone(), key.clone());
+    tokio::task::spawn_blocking(move || {
+        disk.keep_hashed(staged, &key.provider, &key.version, &key.platform, &h1)
+    })
+    .await
+    .map_err(io::Error::other)?
+}
+
 /// An `object_store` error for a local failure during an upload.
 fn generic(reason: String) -> object_store::Error {
     object_store::Error::Generic {
@@ -441,11 +579,9 @@ impl Store for S3Store {
     }
 
     async fn read_index(&self, provider: &Provider) -> Result<Option<IndexRecord>, StoreError> {
-        self.read_json(
-            &self.provider_key(provider, &["index.json"]),
-            "version list",
-        )
-        .await
+        let key = self.provider_key(provider, &["index.json"]);
+        self.read_record(&key, |d| d.index_path(provider), "version list")
+            .await
     }
 
     async fn write_index(
@@ -453,7 +589,8 @@ impl Store for S3Store {
         provider: &Provider,
         record: &IndexRecord,
     ) -> Result<(), StoreError> {
-        self.write_json(&self.provider_key(provider, &["index.json"]), record)
+        let key = self.provider_key(provider, &["index.json"]);
+        self.write_record(&key, |d| d.index_path(provider), record)
             .await
     }
 
@@ -463,12 +600,18 @@ impl Store for S3Store {
         version: &Version,
     ) -> Result<Option<VersionRecord>, StoreError> {
         let key = self.provider_key(provider, &[version.as_str(), "version.json"]);
-        self.read_json(&key, "version record").await
+        self.read_record(
+            &key,
+            |d| d.version_path(provider, version),
+            "version record",
+        )
+        .await
     }
 
     async fn write_version(&self, record: &VersionRecord) -> Result<(), StoreError> {
         let key = self.provider_key(&record.provider, &[record.version.as_str(), "version.json"]);
-        self.write_json(&key, record).await
+        let local = |d: &DiskStore| d.version_path(&record.provider, &record.version);
+        self.write_record(&key, local, record).await
     }
 
     fn staging_file(&self) -> Result<NamedTempFile, StoreError> {
@@ -487,10 +630,27 @@ impl Store for S3Store {
         let created = self
             .create_checked(&staged, &self.archive_key(key), &sha256)
             .await?;
+        if let Some(tier) = self.tier.clone() {
+            let (kept, h1) = (key.clone(), h1.clone());
+            let disk = tier.disk.clone();
+            let moved = tokio::task::spawn_blocking(move || {
+                disk.keep_hashed(staged, &kept.provider, &kept.version, &kept.platform, &h1)
+            })
+            .await;
+            if let Ok(Err(e)) = moved {
+                tracing::warn!(archive = %key, error = %e, "could not keep an archive in the local cache tier");
+            }
+            tier.trim().await;
+        }
         Ok(Kept { h1, created })
     }
 
     async fn archive(&self, key: &ArchiveKey) -> Result<Option<StoredArchive>, StoreError> {
+        if let Some(tier) = &self.tier {
+            if let Ok(Some(held)) = tier.disk.archive(key).await {
+                return Ok(Some(held));
+            }
+        }
         let size = match self.bucket.head(&self.archive_key(key)).await {
             Ok(meta) => meta.size,
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
@@ -507,15 +667,40 @@ impl Store for S3Store {
     }
 
     async fn open_archive(&self, key: &ArchiveKey) -> Result<Option<ArchiveReader>, StoreError> {
-        self.open_object(&self.archive_key(key)).await
+        if let Some(tier) = &self.tier {
+            if tier
+                .disk
+                .archive(key)
+                .await
+                .is_ok_and(|held| held.is_some())
+            {
+                if let Ok(Some(reader)) = tier.disk.open_archive(key).await {
+                    return Ok(Some(reader));
+                }
+            }
+        }
+        let opened = self.open_object(&self.archive_key(key)).await?;
+        if opened.is_some() {
+            self.fill_tier(key);
+        }
+        Ok(opened)
     }
 
     async fn remove_archive(&self, key: &ArchiveKey) -> Result<(), StoreError> {
+        if let Some(tier) = &self.tier {
+            tier.disk.remove_archive(key).await?;
+        }
         self.delete(&self.archive_key(key)).await?;
         self.delete(&self.h1_key(key)).await
     }
 
-    async fn touch_archive(&self, _key: &ArchiveKey) {}
+    /// Records the use in the local tier (its eviction order); the
+    /// bucket's objects are not rewritten on use.
+    async fn touch_archive(&self, key: &ArchiveKey) {
+        if let Some(tier) = &self.tier {
+            tier.disk.touch_archive(key).await;
+        }
+    }
 
     async fn list_archives(&self) -> Result<Vec<CachedArchive>, StoreError> {
         let root = self.key(["providers"]);
@@ -578,11 +763,9 @@ impl Store for S3Store {
         &self,
         module: &Module,
     ) -> Result<Option<ModuleIndexRecord>, StoreError> {
-        self.read_json(
-            &self.module_key(module, &["versions.json"]),
-            "module version list",
-        )
-        .await
+        let key = self.module_key(module, &["versions.json"]);
+        self.read_record(&key, |d| d.module_index_path(module), "module version list")
+            .await
     }
 
     async fn write_module_index(
@@ -590,7 +773,8 @@ impl Store for S3Store {
         module: &Module,
         record: &ModuleIndexRecord,
     ) -> Result<(), StoreError> {
-        self.write_json(&self.module_key(module, &["versions.json"]), record)
+        let key = self.module_key(module, &["versions.json"]);
+        self.write_record(&key, |d| d.module_index_path(module), record)
             .await
     }
 
@@ -600,7 +784,8 @@ impl Store for S3Store {
         version: &Version,
     ) -> Result<Option<ModuleRecord>, StoreError> {
         let key = self.module_key(module, &[version.as_str(), "module.json"]);
-        self.read_json(&key, "module pin").await
+        self.read_record(&key, |d| d.module_path(module, version), "module pin")
+            .await
     }
 
     async fn keep_module(&self, staged: TempPath, record: &ModuleRecord) -> Result<(), StoreError> {

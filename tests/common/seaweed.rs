@@ -216,6 +216,7 @@ impl Seaweed {
             access_key_id: Some(ACCESS_KEY.into()),
             secret_access_key_file: Some(secret),
             redirect: false,
+            local_cache: None,
             lease_time: Duration::from_secs(3),
         }
     }
