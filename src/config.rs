@@ -554,6 +554,11 @@ impl Config {
     }
 
     fn validate_storage(&self) -> anyhow::Result<()> {
+        if self.storage.backend == StorageBackend::S3 && self.cache.max_size.is_some() {
+            bail!(
+                "cache.max_size bounds the disk cache; with storage.backend = \"s3\" bound the bucket with lifecycle rules and the local tier with storage.s3.local_cache.max_size (README, \"Several instances\")"
+            );
+        }
         let Some(s3) = &self.storage.s3 else {
             if self.storage.backend == StorageBackend::S3 {
                 bail!("storage.backend = \"s3\" needs a [storage.s3] section naming the bucket");

@@ -80,3 +80,31 @@ fn the_production_sample_configuration_is_valid() {
         assert!(text.contains(line), "{line} not in\n{text}");
     }
 }
+
+#[test]
+fn the_several_instances_sample_configuration_is_valid() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/several/tfmirror.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_tfmirror"))
+        .args(["check-config", "--config"])
+        .arg(&file)
+        .env_clear()
+        .env("CACHE_DIRECTORY", "/var/cache/tfmirror")
+        .env("STATE_DIRECTORY", "/var/lib/tfmirror")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "backend = \"s3\"",
+        "bucket = \"tfmirror-cache\"",
+        "public_url = \"https://tfmirror.example.internal/\"",
+        "trusted_proxies = [\"10.0.0.10/32\"]",
+        "max_size = \"20.0 GiB\"",
+    ] {
+        assert!(text.contains(line), "{line} not in\n{text}");
+    }
+}
