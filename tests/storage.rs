@@ -203,6 +203,15 @@ async fn an_instance_killed_mid_download_leaves_nothing_partial_and_the_other_se
         "{keys:?}"
     );
     b.stop().await;
+
+    // `ls` lists what the bucket holds.
+    let args = ["ls", "--json", "--config", config.to_str().unwrap()];
+    let listed = run_ok(setup.dir.path(), &args).await;
+    let listed: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["platform"], "linux_amd64");
+    assert_eq!(listed[0]["size"], big.len());
 }
 
 #[cfg_attr(

@@ -1,16 +1,23 @@
 //! `tfmirror ls`: the cached archives as a table or as JSON;
-//! `tfmirror ls --modules`: the pinned module versions.
+//! `tfmirror ls --modules`: the pinned module versions. Both read the
+//! configured store: the disk cache or the bucket.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use anyhow::Context as _;
+
 use crate::config::Config;
-use crate::store::inventory;
 
 /// `tfmirror ls`.
 pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
-    let store = super::open_store(config)?;
-    let archives = inventory::archives(&store);
+    let archives = super::runtime()?.block_on(async {
+        let store = crate::store::open(config, false)?;
+        store
+            .list_archives()
+            .await
+            .with_context(|| format!("listing the archives in {}", store.location()))
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&archives)?);
         return Ok(());
@@ -56,8 +63,13 @@ struct ListedModule<'a> {
 
 /// `tfmirror ls --modules`.
 pub fn modules(config: &Config, json: bool) -> anyhow::Result<()> {
-    let store = super::open_store(config)?;
-    let pins = store.module_pins()?;
+    let pins = super::runtime()?.block_on(async {
+        let store = crate::store::open(config, false)?;
+        store
+            .list_modules()
+            .await
+            .with_context(|| format!("listing the modules in {}", store.location()))
+    })?;
     if json {
         let listed: Vec<ListedModule<'_>> = pins
             .iter()

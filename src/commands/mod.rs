@@ -299,7 +299,7 @@ impl From<crate::store::evidence::Rejected> for Refusal {
 fn open_store(config: &Config) -> anyhow::Result<DiskStore> {
     if config.storage.backend == crate::config::StorageBackend::S3 {
         anyhow::bail!(
-            "this command works on the disk cache (storage.backend = \"disk\"); with a bucket use sync, lock and the daemon (README, \"Several instances\")"
+            "this command works on the disk cache (storage.backend = \"disk\"); on a bucket, sync, lock and ls work, and lifecycle rules rather than gc bound its size (README, \"Several instances\")"
         );
     }
     DiskStore::open(&config.cache.dir)

@@ -36,14 +36,12 @@ use moka::ops::compute::Op;
 
 use crate::address::{Hostname, Module, Provider, Version};
 use crate::clock::SharedClock;
-use crate::config::{Config, StorageBackend};
+use crate::config::Config;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, Metrics};
 use crate::protocol::Rendered;
 use crate::store::health::StoreHealth;
-use crate::store::{
-    DiskStore, IndexRecord, ModuleIndexRecord, ModuleRecord, S3Store, Store, VersionRecord,
-};
+use crate::store::{IndexRecord, ModuleIndexRecord, ModuleRecord, Store, VersionRecord};
 use crate::upstream::{Client, Credentials, Discovery};
 use crate::verify::TrustPolicy;
 
@@ -133,7 +131,7 @@ impl Mirror {
     /// `cache.dir`, sweeping what an earlier run left unfinished in `tmp/`.
     /// It prefetches `cache.prefetch_platforms`.
     pub async fn new(config: Config) -> anyhow::Result<Mirror> {
-        let store = open_store(&config, true)?;
+        let store = crate::store::open(&config, true)?;
         let prefetch = config.cache.prefetch_platforms.clone();
         let mut mirror = Self::on(config, store).await?;
         mirror.prefetch = prefetch;
@@ -143,7 +141,7 @@ impl Mirror {
     /// Builds a mirror for a command (such as `sync`) that may run beside a
     /// daemon using the same cache: `tmp/` is left alone.
     pub async fn beside_daemon(config: Config) -> anyhow::Result<Mirror> {
-        let store = open_store(&config, false)?;
+        let store = crate::store::open(&config, false)?;
         Self::on(config, store).await
     }
 
@@ -377,26 +375,5 @@ impl Mirror {
     /// that needed it.
     fn store_failed(&self, what: &str, e: &crate::store::StoreError) -> RequestError {
         self.health.failed(what, e).into()
-    }
-}
-
-/// Opens the store `storage.backend` names. `sweep`: remove what an
-/// earlier run left unfinished in the local `tmp/` (only the daemon does,
-/// at start: commands may run beside a daemon whose files are being
-/// written there).
-fn open_store(config: &Config, sweep: bool) -> anyhow::Result<Arc<dyn Store>> {
-    let disk = DiskStore::open(&config.cache.dir)
-        .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
-    if sweep {
-        disk.sweep()
-            .with_context(|| format!("sweeping {}", disk.tmp_dir().display()))?;
-    }
-    match (config.storage.backend, &config.storage.s3) {
-        (StorageBackend::S3, Some(s3)) => {
-            let store =
-                S3Store::open(s3, &config.cache.dir).context("opening the bucket (storage.s3)")?;
-            Ok(Arc::new(store))
-        }
-        _ => Ok(Arc::new(disk)),
     }
 }

@@ -19,11 +19,15 @@ mod s3;
 
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
+
+use anyhow::Context as _;
 
 use async_trait::async_trait;
 use tempfile::{NamedTempFile, TempPath};
 
 use crate::address::{ArchiveKey, Module, Provider, Version};
+use crate::config::{Config, StorageBackend};
 
 pub use disk::{h1_of_file, DiskStore};
 pub use inventory::CachedArchive;
@@ -204,5 +208,26 @@ pub trait Store: Send + Sync {
         _lifetime: std::time::Duration,
     ) -> Result<Option<url::Url>, StoreError> {
         Ok(None)
+    }
+}
+
+/// Opens the store `storage.backend` names. `sweep`: remove what an
+/// earlier run left unfinished in the local `tmp/` (only the daemon does,
+/// at start: commands may run beside a daemon whose files are being
+/// written there).
+pub fn open(config: &Config, sweep: bool) -> anyhow::Result<Arc<dyn Store>> {
+    let disk = DiskStore::open(&config.cache.dir)
+        .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
+    if sweep {
+        disk.sweep()
+            .with_context(|| format!("sweeping {}", disk.tmp_dir().display()))?;
+    }
+    match (config.storage.backend, &config.storage.s3) {
+        (StorageBackend::S3, Some(s3)) => {
+            let store =
+                S3Store::open(s3, &config.cache.dir).context("opening the bucket (storage.s3)")?;
+            Ok(Arc::new(store))
+        }
+        _ => Ok(Arc::new(disk)),
     }
 }
