@@ -290,3 +290,89 @@ async fn with_the_bucket_down_the_local_tier_serves_what_it_holds_and_the_rest_r
     mirror.stop().await;
     other.stop().await;
 }
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_cache_moves_into_a_bucket_by_export_and_import() {
+    let weed = Seaweed::start().await;
+    weed.create_bucket("moved").await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let platforms = ["linux_amd64", "darwin_arm64"];
+    let archives = origin.publish("acme", "bulk", "1.0.0", &platforms, &signer, &[&signer]);
+
+    // A disk cache, warmed through a mirror on it, exported as a bundle.
+    let disk = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    let client = Client::trusting(&disk.ca_file);
+    for platform in platforms {
+        let path =
+            format!("/registry.origin.test/acme/bulk/terraform-provider-bulk_1.0.0_{platform}.zip");
+        assert_eq!(client.get(&disk.url(&path)).await.status, StatusCode::OK);
+    }
+    disk.stop().await;
+    let home = setup.dir.path();
+    let bundle = home.join("moved.tar");
+    let disk_file = config_file(&setup, &origin, "");
+    let args = [
+        "export",
+        "--config",
+        disk_file.to_str().unwrap(),
+        "--output",
+        bundle.to_str().unwrap(),
+    ];
+    run_ok(home, &args).await;
+    std::fs::remove_dir_all(setup.cache_dir()).unwrap();
+
+    // Imported into the bucket, with every check of an import.
+    let bucket_file = config_file(&setup, &origin, &weed.storage_toml("moved", home));
+    let args = [
+        "import",
+        "--config",
+        bucket_file.to_str().unwrap(),
+        bundle.to_str().unwrap(),
+    ];
+    let imported = run_ok(home, &args).await;
+    assert!(
+        imported.stdout.contains("into s3://moved/mirror"),
+        "{}",
+        imported.stdout
+    );
+    assert!(
+        imported.stdout.contains("2 archives and packages stored"),
+        "{}",
+        imported.stdout
+    );
+    let again = run_ok(home, &args).await;
+    assert!(again.stdout.contains("2 already there"), "{}", again.stdout);
+    // Nothing of it stays on the importing host's disk.
+    let left = files_below(&setup.cache_dir());
+    assert!(!left.iter().any(|f| f.ends_with(".zip")), "{left:?}");
+
+    // An instance on the bucket serves it with the origin down.
+    origin.stop();
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    use_bucket(&mut config, weed.s3_config("moved", home));
+    let mirror = RunningMirror::start(second_instance(&config, &setup, "served")).await;
+    let client = Client::trusting(&mirror.ca_file);
+    let doc = client
+        .get(&mirror.url("/registry.origin.test/acme/bulk/1.0.0.json"))
+        .await;
+    assert_eq!(doc.status, StatusCode::OK, "{}", doc.error_text());
+    for platform in platforms {
+        let path =
+            format!("/registry.origin.test/acme/bulk/terraform-provider-bulk_1.0.0_{platform}.zip");
+        let got = client.get(&mirror.url(&path)).await;
+        assert_eq!(
+            got.status,
+            StatusCode::OK,
+            "{platform}: {}",
+            got.error_text()
+        );
+        assert!(got.body[..] == archives[platform][..], "{platform}");
+    }
+    mirror.stop().await;
+}

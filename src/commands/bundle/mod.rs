@@ -21,6 +21,7 @@
 
 mod export;
 mod import;
+mod publish;
 
 pub use export::{export, selected, Exported};
 pub use import::{import, Imported};
@@ -142,12 +143,64 @@ pub fn export_command(
     Ok(())
 }
 
+/// `tfmirror import` into a bucket: the bundle is imported, with every
+/// check, into a scratch cache under `cache.dir`, and what that accepted is
+/// copied into the bucket.
+fn import_into_bucket(config: &Config, bundle: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&config.cache.dir)
+        .with_context(|| format!("creating cache.dir {}", config.cache.dir.display()))?;
+    let scratch_dir = tempfile::Builder::new()
+        .prefix("import-")
+        .tempdir_in(&config.cache.dir)
+        .with_context(|| format!("a scratch directory in {}", config.cache.dir.display()))?;
+    let scratch = crate::store::DiskStore::open(scratch_dir.path())?;
+    let trust =
+        crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
+    let report = import(
+        &scratch,
+        &trust,
+        bundle,
+        config.modules.max_unpacked_size.as_u64(),
+    )?;
+    let store = crate::store::open(config, false)?;
+    let published = super::runtime()?
+        .block_on(publish::publish(&scratch, store.as_ref()))
+        .with_context(|| format!("copying into {}", store.location()))?;
+    for (item, reason) in report.rejected.iter().chain(&published.kept_theirs) {
+        println!("REJECTED {item}: {reason}");
+    }
+    println!(
+        "imported {} into {}: {} versions verified ({} new there), {} archives and packages stored, {} already there, {} rejected",
+        bundle.display(),
+        store.location(),
+        report.versions,
+        published.versions,
+        published.stored,
+        published.existed,
+        report.rejected.len() + published.kept_theirs.len()
+    );
+    let rejected = report.rejected.len() + published.kept_theirs.len();
+    if rejected == 0 {
+        Ok(())
+    } else {
+        anyhow::bail!("{rejected} items were rejected; nothing else was changed")
+    }
+}
+
 /// `tfmirror import`.
 pub fn import_command(
     config: &Config,
     bundle: Option<PathBuf>,
     static_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
+    if config.storage.backend == crate::config::StorageBackend::S3 {
+        let Some(bundle) = bundle else {
+            anyhow::bail!(
+                "import --static works on the disk cache; into a bucket import a bundle (tfmirror export --output)"
+            );
+        };
+        return import_into_bucket(config, &bundle);
+    }
     let store = super::open_store(config)?;
     let (report, source) = match (bundle, static_dir) {
         (Some(path), _) => {

@@ -1,0 +1,171 @@
+//! Importing into a bucket: a bundle is imported, with every check of a
+//! disk import, into a scratch disk cache under `cache.dir`, and what that
+//! accepted is then copied into the configured store. What the store holds
+//! already wins: a version record or module pin there that disagrees with
+//! the bundle's is kept, and the bundle's item is reported and left out.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tempfile::TempPath;
+
+use crate::address::{ArchiveKey, Hostname, Namespace, Provider, ProviderType};
+use crate::store::{DiskStore, IndexRecord, ModuleIndexRecord, Store, StoreError};
+
+/// What was copied into the store.
+#[derive(Debug, Default)]
+pub struct Published {
+    /// Version records written (new to the store).
+    pub versions: usize,
+    /// Archives and module packages stored.
+    pub stored: usize,
+    /// Archives and module packages the store held already.
+    pub existed: usize,
+    /// Items left out because the store holds something else under their
+    /// name, with the reason.
+    pub kept_theirs: Vec<(String, String)>,
+}
+
+/// Copies the scratch cache `from` into `into`.
+pub async fn publish(from: &DiskStore, into: &dyn Store) -> Result<Published, StoreError> {
+    let mut done = Published::default();
+    for provider in providers(from.root()) {
+        publish_provider(from, into, &provider, &mut done).await?;
+    }
+    publish_modules(from, into, &mut done).await?;
+    Ok(done)
+}
+
+/// The providers whose version lists the scratch cache holds.
+fn providers(root: &Path) -> Vec<Provider> {
+    let pattern = root.join("providers/*/*/*/index.json");
+    let Ok(paths) = glob::glob(&pattern.to_string_lossy()) else {
+        return Vec::new();
+    };
+    paths
+        .flatten()
+        .filter_map(|index| {
+            let kind = index.parent()?;
+            let ns = kind.parent()?;
+            let host = ns.parent()?;
+            let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+            Some(Provider {
+                hostname: Hostname::parse(&name(host)?).ok()?,
+                namespace: Namespace::parse(&name(ns)?).ok()?,
+                kind: ProviderType::parse(&name(kind)?).ok()?,
+            })
+        })
+        .collect()
+}
+
+async fn publish_provider(
+    from: &DiskStore,
+    into: &dyn Store,
+    provider: &Provider,
+    done: &mut Published,
+) -> Result<(), StoreError> {
+    let Some(index) = from.read_json::<IndexRecord>(&from.index_path(provider))? else {
+        return Ok(());
+    };
+    let mut listed = into.read_index(provider).await?.unwrap_or(IndexRecord {
+        fetched_at_ms: 0,
+        versions: BTreeMap::new(),
+        protocols: BTreeMap::new(),
+    });
+    for version in index.versions.keys() {
+        let Some(ours) =
+            from.read_json::<crate::store::VersionRecord>(&from.version_path(provider, version))?
+        else {
+            continue;
+        };
+        // The store's record, when it has one, decides which archives it
+        // may hold; ours must agree with it on every platform both list.
+        let record = if let Some(theirs) = into.read_version(provider, version).await? {
+            let disagree = ours.packages.iter().find(|(platform, pkg)| {
+                theirs
+                    .packages
+                    .get(*platform)
+                    .is_some_and(|t| t.sha256 != pkg.sha256)
+            });
+            if let Some((platform, _)) = disagree {
+                done.kept_theirs.push((
+                    format!("{provider} {version}"),
+                    format!("the store's record names another archive for {platform}; the store's is kept"),
+                ));
+                continue;
+            }
+            theirs
+        } else {
+            into.write_version(&ours).await?;
+            done.versions += 1;
+            ours
+        };
+        let entry = listed.versions.entry(version.clone()).or_default();
+        for platform in record.packages.keys() {
+            if !entry.contains(platform) {
+                entry.push(platform.clone());
+            }
+            let key = ArchiveKey::new(provider, version, platform);
+            let path = from.archive_path(provider, version, platform);
+            if !path.is_file() {
+                continue;
+            }
+            if into.archive(&key).await?.is_some() {
+                done.existed += 1;
+                continue;
+            }
+            // The scratch file is checked already (import compared it with
+            // the verified record); the store takes it over.
+            into.keep_archive(TempPath::try_from_path(path)?, &key)
+                .await?;
+            done.stored += 1;
+        }
+        entry.sort();
+    }
+    into.write_index(provider, &listed).await
+}
+
+async fn publish_modules(
+    from: &DiskStore,
+    into: &dyn Store,
+    done: &mut Published,
+) -> Result<(), StoreError> {
+    for (pin, held) in from.module_pins()? {
+        let (module, version) = (&pin.module, &pin.version);
+        if let Some(theirs) = into.read_module(module, version).await? {
+            if theirs.h1 != pin.h1 {
+                done.kept_theirs.push((
+                    format!("module {module} {version}"),
+                    format!(
+                        "the store pins {} and the bundle {}; the store's pin is kept",
+                        theirs.h1, pin.h1
+                    ),
+                ));
+                continue;
+            }
+            if into.open_module(module, version).await?.is_some() {
+                done.existed += 1;
+                continue;
+            }
+        }
+        if held {
+            let package = from.module_package_path(module, version);
+            into.keep_module(TempPath::try_from_path(package)?, &pin)
+                .await?;
+            done.stored += 1;
+        }
+        let mut index = into
+            .read_module_index(module)
+            .await?
+            .unwrap_or(ModuleIndexRecord {
+                fetched_at_ms: 0,
+                versions: Vec::new(),
+            });
+        if !index.versions.contains(version) {
+            index.versions.push(version.clone());
+            index.versions.sort();
+            into.write_module_index(module, &index).await?;
+        }
+    }
+    Ok(())
+}
