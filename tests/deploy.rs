@@ -53,10 +53,11 @@ fn units_pass_systemd_analyze_verify() {
     assert_eq!(said.trim(), "", "systemd-analyze verify has remarks");
 }
 
-#[test]
-fn the_production_sample_configuration_is_valid() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/tfmirror.toml");
-    // As systemd starts it: the unit's directories in the environment.
+/// What `tfmirror check-config` prints for a sample configuration under
+/// `deploy/`, as systemd starts it (the unit's directories in the
+/// environment); the check must pass.
+fn checked(sample: &str) -> String {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(sample);
     let out = Command::new(env!("CARGO_BIN_EXE_tfmirror"))
         .args(["check-config", "--config"])
         .arg(&file)
@@ -70,7 +71,12 @@ fn the_production_sample_configuration_is_valid() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_production_sample_configuration_is_valid() {
+    let text = checked("deploy/tfmirror.toml");
     for line in [
         "dir = \"/var/cache/tfmirror\"",
         "data_dir = \"/var/lib/tfmirror\"",
@@ -83,21 +89,7 @@ fn the_production_sample_configuration_is_valid() {
 
 #[test]
 fn the_several_instances_sample_configuration_is_valid() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/several/tfmirror.toml");
-    let out = Command::new(env!("CARGO_BIN_EXE_tfmirror"))
-        .args(["check-config", "--config"])
-        .arg(&file)
-        .env_clear()
-        .env("CACHE_DIRECTORY", "/var/cache/tfmirror")
-        .env("STATE_DIRECTORY", "/var/lib/tfmirror")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = checked("deploy/several/tfmirror.toml");
     for line in [
         "backend = \"s3\"",
         "bucket = \"tfmirror-cache\"",

@@ -375,4 +375,34 @@ async fn a_disk_cache_moves_into_a_bucket_by_export_and_import() {
         assert!(got.body[..] == archives[platform][..], "{platform}");
     }
     mirror.stop().await;
+
+    // And back out: a bundle exported from the bucket imports into an
+    // air-gapped site's disk cache.
+    let back = home.join("back.tar");
+    let args = [
+        "export",
+        "--config",
+        bucket_file.to_str().unwrap(),
+        "--output",
+        back.to_str().unwrap(),
+    ];
+    let exported = run_ok(home, &args).await;
+    assert!(
+        exported.stdout.contains("1 versions, 2 archives"),
+        "{}",
+        exported.stdout
+    );
+    let site = site_config(home, "site", "");
+    let args = [
+        "import",
+        "--config",
+        site.to_str().unwrap(),
+        back.to_str().unwrap(),
+    ];
+    let imported = run_ok(home, &args).await;
+    assert!(
+        imported.stdout.contains("2 archives stored"),
+        "{}",
+        imported.stdout
+    );
 }

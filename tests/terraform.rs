@@ -205,6 +205,21 @@ impl Workspace {
     }
 }
 
+/// The GnuPG-signed widget 1.1.0 is installed in `ws`, and Terraform
+/// computed the same `h1:` that the real CLI recorded for its archive.
+fn assert_widget_installed(ws: &Workspace, source: &str) {
+    assert!(ws
+        .installed(source, "1.1.0", "linux_amd64")
+        .join("terraform-provider-widget_v1.1.0")
+        .is_file());
+    assert!(
+        ws.lock_file()
+            .contains("h1:sOTXWnXSxY+hmLoQsMc+YUZZUMEIs+hKVrGB0OLMNVo="),
+        "{}",
+        ws.lock_file()
+    );
+}
+
 #[cfg_attr(
     tfmirror_no_terraform,
     ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
@@ -224,17 +239,7 @@ async fn terraform_init_cold_warm_and_with_the_origin_down() {
     let ws = Workspace::new(&tf, &mirror, &providers);
     let (ok, out) = ws.init().await;
     assert!(ok, "terraform init failed:\n{out}");
-    assert!(ws
-        .installed(&source, "1.1.0", "linux_amd64")
-        .join("terraform-provider-widget_v1.1.0")
-        .is_file());
-    // Terraform computed the same h1: that the real CLI recorded for this archive.
-    assert!(
-        ws.lock_file()
-            .contains("h1:sOTXWnXSxY+hmLoQsMc+YUZZUMEIs+hKVrGB0OLMNVo="),
-        "{}",
-        ws.lock_file()
-    );
+    assert_widget_installed(&ws, &source);
     let zip_path = "/files/terraform-provider-widget_1.1.0_linux_amd64.zip";
     assert_eq!(origin.hits(zip_path), 1);
 
@@ -1059,16 +1064,7 @@ async fn terraform_follows_redirects_to_the_bucket() {
     let ws = Workspace::new(&tf, &mirror, &providers);
     let (ok, out) = ws.init().await;
     assert!(ok, "terraform init through redirects failed:\n{out}");
-    assert!(ws
-        .installed(&source, "1.1.0", "linux_amd64")
-        .join("terraform-provider-widget_v1.1.0")
-        .is_file());
-    assert!(
-        ws.lock_file()
-            .contains("h1:sOTXWnXSxY+hmLoQsMc+YUZZUMEIs+hKVrGB0OLMNVo="),
-        "{}",
-        ws.lock_file()
-    );
+    assert_widget_installed(&ws, &source);
     // The archive went from the bucket: the mirror answered with a
     // presigned link and sent none of its bytes.
     let client = Client::trusting(&mirror.ca_file);

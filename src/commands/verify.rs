@@ -8,10 +8,7 @@
 //! `<cache.dir>/quarantine/`, where nothing serves it; a module's pin stays,
 //! so the next fetch is checked against it.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-
-use sha2::{Digest, Sha256};
 
 use super::progress::Progress;
 use super::Refusal;
@@ -66,7 +63,7 @@ pub fn verify_cache(
         report.checked += 1;
         report.bytes += pin.size;
         let path = store.module_package_path(&pin.module, &pin.version);
-        let problem = match sha256_file(&path) {
+        let problem = match verify::sha256_of_file(&path) {
             Err(e) => Some(format!("reading it failed: {e}")),
             Ok(actual) if actual != pin.sha256 => Some(format!(
                 "its SHA-256 {actual} differs from its pin's {}",
@@ -160,7 +157,7 @@ fn check(
         )
     };
     against?;
-    let actual = sha256_file(path).map_err(|e| format!("reading it failed: {e}"))?;
+    let actual = verify::sha256_of_file(path).map_err(|e| format!("reading it failed: {e}"))?;
     if actual != pkg.sha256 {
         return Err(format!(
             "its SHA-256 {actual} differs from the {checked} {}",
@@ -169,20 +166,6 @@ fn check(
         .into());
     }
     Ok(())
-}
-
-fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(verify::hex(&hasher.finalize()))
 }
 
 /// Moves an archive or package under `quarantine/`, and removes its hash

@@ -19,12 +19,13 @@
 //! winner's bytes against the SHA-256 they verified. An archive's `.h1` is
 //! written before the archive, as on disk.
 //!
-//! Archives are not touched on use (that would rewrite them): an instance
-//! orders eviction by its own record of uses, starting from the objects'
-//! modification times.
+//! Objects in the bucket are not touched on use (that would rewrite them)
+//! and the daemon evicts nothing from the bucket: lifecycle rules bound it
+//! (`cache.max_size` is refused with a bucket). The local tier, when
+//! configured, records uses and evicts as a disk cache does.
 
 use std::collections::HashMap;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -556,20 +557,10 @@ fn instance_id() -> String {
     format!("{}-{}", std::process::id(), hex::encode(bytes))
 }
 
-/// The file's `h1:` hash and SHA-256, read once each.
+/// The file's `h1:` hash and SHA-256.
 fn hash_file(path: &Path) -> Result<(String, String), StoreError> {
     let h1 = h1_of_file(path)?;
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok((h1, hex::encode(hasher.finalize())))
+    Ok((h1, crate::verify::sha256_of_file(path)?))
 }
 
 #[async_trait]

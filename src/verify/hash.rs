@@ -19,6 +19,21 @@ pub fn hex(bytes: &[u8]) -> String {
     hex::encode(bytes)
 }
 
+/// The SHA-256 of a file's bytes, as lowercase hex.
+pub fn sha256_of_file(path: &std::path::Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
 /// Formats a hex SHA-256 of an archive as a `zh:` hash.
 pub fn zh(sha256_hex: &str) -> String {
     format!("zh:{sha256_hex}")

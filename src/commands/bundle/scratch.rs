@@ -1,16 +1,21 @@
-//! Importing into a bucket: a bundle is imported, with every check of a
-//! disk import, into a scratch disk cache under `cache.dir`, and what that
-//! accepted is then copied into the configured store. What the store holds
-//! already wins: a version record or module pin there that disagrees with
-//! the bundle's is kept, and the bundle's item is reported and left out.
+//! Bundles and a bucket, through a scratch disk cache under `cache.dir`.
+//! Importing: a bundle is imported, with every check of a disk import, into
+//! the scratch cache, and what that accepted is then copied into the
+//! configured store ([`publish`]). What the store holds already wins: a
+//! version record or module pin there that disagrees with the bundle's is
+//! kept, and the bundle's item is reported and left out. Exporting: what the
+//! store holds is copied into the scratch cache ([`pull`]), which is then
+//! exported as a disk cache is.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use futures_util::StreamExt as _;
 use tempfile::TempPath;
+use tokio::io::AsyncWriteExt as _;
 
 use crate::address::{ArchiveKey, Hostname, Namespace, Provider, ProviderType};
-use crate::store::{DiskStore, IndexRecord, ModuleIndexRecord, Store, StoreError};
+use crate::store::{atomic, DiskStore, IndexRecord, ModuleIndexRecord, Store, StoreError};
 
 /// What was copied into the store.
 #[derive(Debug, Default)]
@@ -168,4 +173,70 @@ async fn publish_modules(
         }
     }
     Ok(())
+}
+
+/// Copies what `from` holds (version lists, the records of versions with
+/// stored archives, the archives, module pins and packages) into the
+/// scratch cache `into`. Returns the number of archives and packages copied.
+pub async fn pull(from: &dyn Store, into: &DiskStore) -> Result<usize, StoreError> {
+    let mut copied = 0;
+    let mut seen_providers = std::collections::BTreeSet::new();
+    let mut seen_versions = std::collections::BTreeSet::new();
+    for archive in from.list_archives().await? {
+        let key = archive.key();
+        if seen_providers.insert(key.provider.clone()) {
+            if let Some(index) = from.read_index(&key.provider).await? {
+                into.write_json(&into.index_path(&key.provider), &index)?;
+            }
+        }
+        if seen_versions.insert((key.provider.clone(), key.version.clone())) {
+            if let Some(record) = from.read_version(&key.provider, &key.version).await? {
+                into.write_json(&into.version_path(&key.provider, &key.version), &record)?;
+            }
+        }
+        let (Some(stored), Some(reader)) =
+            (from.archive(&key).await?, from.open_archive(&key).await?)
+        else {
+            continue;
+        };
+        let staged = copy_to_file(into, reader).await?;
+        into.keep_hashed(
+            staged,
+            &key.provider,
+            &key.version,
+            &key.platform,
+            &stored.h1,
+        )?;
+        copied += 1;
+    }
+    for (pin, held) in from.list_modules().await? {
+        let (module, version) = (&pin.module, &pin.version);
+        if let Some(index) = from.read_module_index(module).await? {
+            into.write_json(&into.module_index_path(module), &index)?;
+        }
+        if held {
+            if let Some(reader) = from.open_module(module, version).await? {
+                let staged = copy_to_file(into, reader).await?;
+                atomic::persist(staged, &into.module_package_path(module, version))?;
+                copied += 1;
+            }
+        }
+        into.write_json(&into.module_path(module, version), &pin)?;
+    }
+    Ok(copied)
+}
+
+/// Writes a stored object into a new file in the scratch cache's `tmp/`.
+async fn copy_to_file(
+    into: &DiskStore,
+    opened: crate::store::ArchiveReader,
+) -> Result<TempPath, StoreError> {
+    let (file, staged) = atomic::temp_file(into.tmp_dir())?.into_parts();
+    let mut file = tokio::fs::File::from_std(file);
+    let mut chunks = tokio_util::io::ReaderStream::new(opened.reader);
+    while let Some(chunk) = chunks.next().await {
+        file.write_all(&chunk?).await?;
+    }
+    file.sync_all().await?;
+    Ok(staged)
 }
