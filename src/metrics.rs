@@ -313,7 +313,7 @@ impl Metrics {
         );
         registry.register(
             "download_claims",
-            "Claims to download an archive from its origin (storage.backend = \"s3\"), by outcome: granted, or waited (another instance sharing the bucket was downloading it)",
+            "Claims to download an archive from its origin, by outcome: granted, or (on a bucket) waited for another instance sharing it that was downloading it",
             m.download_claims.clone(),
         );
         Metrics { registry, ..m }
