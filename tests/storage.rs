@@ -405,4 +405,36 @@ async fn a_disk_cache_moves_into_a_bucket_by_export_and_import() {
         "{}",
         imported.stdout
     );
+
+    // `verify` on the bucket: an object whose bytes changed in the bucket
+    // is removed from it and kept on this host; the rest stays.
+    let darwin = "mirror/providers/registry.origin.test/acme/bulk/1.0.0/terraform-provider-bulk_1.0.0_darwin_arm64.zip";
+    let tampered = object_store::PutPayload::from_static(b"PK\x03\x04 not the signed archive");
+    object_store::ObjectStoreExt::put(&weed.object_store("moved"), &darwin.into(), tampered)
+        .await
+        .unwrap();
+    let checked = run_tfmirror(home, &["verify", "--config", bucket_file.to_str().unwrap()]).await;
+    assert!(!checked.ok, "{}{}", checked.stdout, checked.stderr);
+    assert!(checked.stdout.contains("QUARANTINED"), "{}", checked.stdout);
+    assert!(
+        checked.stdout.contains("darwin_arm64"),
+        "{}",
+        checked.stdout
+    );
+    assert!(
+        checked.stdout.contains("checked 2 archives"),
+        "{}",
+        checked.stdout
+    );
+    let keys = weed.keys("moved").await;
+    assert!(!keys.iter().any(|k| k == darwin), "{keys:?}");
+    assert!(
+        keys.iter().any(|k| k.ends_with("linux_amd64.zip")),
+        "{keys:?}"
+    );
+    let kept = files_below(&setup.cache_dir().join("quarantine"));
+    assert!(
+        kept.iter().any(|f| f.ends_with("darwin_arm64.zip")),
+        "{kept:?}"
+    );
 }

@@ -9,6 +9,7 @@ pub mod gc;
 pub mod lock;
 pub mod ls;
 pub mod progress;
+mod scratch;
 pub mod selection;
 pub mod serve;
 pub mod static_dir;
@@ -299,7 +300,7 @@ impl From<crate::store::evidence::Rejected> for Refusal {
 fn open_store(config: &Config) -> anyhow::Result<DiskStore> {
     if config.storage.backend == crate::config::StorageBackend::S3 {
         anyhow::bail!(
-            "this command works on the disk cache (storage.backend = \"disk\"); on a bucket, sync, lock and ls work, and lifecycle rules rather than gc bound its size (README, \"Several instances\")"
+            "this command works on the disk cache (storage.backend = \"disk\"); on a bucket, sync, lock, ls, verify, import and export of bundles work, and lifecycle rules rather than gc bound its size (README, \"Several instances\")"
         );
     }
     DiskStore::open(&config.cache.dir)

@@ -185,14 +185,57 @@ fn quarantine(
     Ok(())
 }
 
-/// `tfmirror verify`.
-pub fn command(config: &Config) -> anyhow::Result<()> {
-    let store = super::open_store(config)?;
-    let trust =
-        crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
+/// `tfmirror verify` on a bucket: what it holds is copied into a scratch
+/// cache under `cache.dir` and checked there; what fails is removed from
+/// the bucket (module pins stay) and kept on this host under
+/// `cache.dir/quarantine/`.
+fn verify_bucket(config: &Config, trust: &TrustPolicy) -> anyhow::Result<()> {
+    let (_dir, scratch) = super::scratch::open(config, "verify-")?;
+    let bucket = crate::store::open(config, false)?;
+    let runtime = super::runtime()?;
     let started = std::time::Instant::now();
-    let report = verify_cache(&store, &trust, config.modules.max_unpacked_size.as_u64())
-        .context("verifying the cache")?;
+    let pulled = runtime
+        .block_on(super::scratch::pull(bucket.as_ref(), &scratch))
+        .with_context(|| format!("copying from {}", bucket.location()))?;
+    let report = verify_cache(&scratch, trust, config.modules.max_unpacked_size.as_u64())
+        .context("verifying the copy")?;
+    let relative = |path: PathBuf| path.strip_prefix(scratch.root()).map(Path::to_path_buf);
+    for finding in &report.quarantined {
+        let archive = pulled.archives.iter().find(|k| {
+            relative(scratch.archive_path(&k.provider, &k.version, &k.platform))
+                .is_ok_and(|p| p == finding.archive)
+        });
+        let package = pulled.packages.iter().find(|(m, v)| {
+            relative(scratch.module_package_path(m, v)).is_ok_and(|p| p == finding.archive)
+        });
+        let removed = match (archive, package) {
+            (Some(key), _) => runtime.block_on(bucket.remove_archive(key)),
+            (None, Some((m, v))) => runtime.block_on(bucket.remove_module(m, v)),
+            (None, None) => continue,
+        };
+        removed.with_context(|| {
+            format!(
+                "removing {} from {}",
+                finding.archive.display(),
+                bucket.location()
+            )
+        })?;
+    }
+    let kept = config.cache.dir.join("quarantine").join(format!(
+        "{}-{}",
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
+        std::process::id()
+    ));
+    if !report.quarantined.is_empty() {
+        std::fs::create_dir_all(kept.parent().expect("has a parent"))?;
+        std::fs::rename(scratch.root().join("quarantine"), &kept)
+            .with_context(|| format!("keeping the failed objects in {}", kept.display()))?;
+    }
+    summarize(&report, started, &kept)
+}
+
+/// Prints what a verification found; an error when anything failed.
+fn summarize(report: &Report, started: std::time::Instant, kept: &Path) -> anyhow::Result<()> {
     let secs = started.elapsed().as_secs_f64();
     for f in &report.quarantined {
         println!("QUARANTINED {}: {}", f.archive.display(), f.reason);
@@ -214,7 +257,21 @@ pub fn command(config: &Config) -> anyhow::Result<()> {
         anyhow::bail!(
             "{} cached archives failed verification and were moved to {}",
             report.quarantined.len(),
-            store.root().join("quarantine").display()
+            kept.display()
         )
     }
+}
+
+/// `tfmirror verify`.
+pub fn command(config: &Config) -> anyhow::Result<()> {
+    let trust =
+        crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
+    if config.storage.backend == crate::config::StorageBackend::S3 {
+        return verify_bucket(config, &trust);
+    }
+    let store = super::open_store(config)?;
+    let started = std::time::Instant::now();
+    let report = verify_cache(&store, &trust, config.modules.max_unpacked_size.as_u64())
+        .context("verifying the cache")?;
+    summarize(&report, started, &store.root().join("quarantine"))
 }

@@ -21,7 +21,6 @@
 
 mod export;
 mod import;
-mod scratch;
 
 pub use export::{export, selected, Exported};
 pub use import::{import, Imported};
@@ -107,21 +106,6 @@ fn providers(sources: &[String]) -> anyhow::Result<Vec<crate::address::Provider>
         .collect()
 }
 
-/// A scratch disk cache under `cache.dir`, removed when dropped.
-fn scratch_cache(
-    config: &Config,
-    prefix: &str,
-) -> anyhow::Result<(tempfile::TempDir, crate::store::DiskStore)> {
-    std::fs::create_dir_all(&config.cache.dir)
-        .with_context(|| format!("creating cache.dir {}", config.cache.dir.display()))?;
-    let dir = tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in(&config.cache.dir)
-        .with_context(|| format!("a scratch directory in {}", config.cache.dir.display()))?;
-    let store = crate::store::DiskStore::open(dir.path())?;
-    Ok((dir, store))
-}
-
 /// `tfmirror export`.
 pub fn export_command(
     config: &Config,
@@ -137,10 +121,10 @@ pub fn export_command(
                 "export --static works on the disk cache; from a bucket export a bundle (--output)"
             );
         }
-        let (dir, scratch) = scratch_cache(config, "export-")?;
+        let (dir, scratch) = super::scratch::open(config, "export-")?;
         let bucket = crate::store::open(config, false)?;
         super::runtime()?
-            .block_on(scratch::pull(bucket.as_ref(), &scratch))
+            .block_on(super::scratch::pull(bucket.as_ref(), &scratch))
             .with_context(|| format!("copying from {}", bucket.location()))?;
         (Some(dir), scratch)
     } else {
@@ -177,7 +161,7 @@ pub fn export_command(
 /// check, into a scratch cache under `cache.dir`, and what that accepted is
 /// copied into the bucket.
 fn import_into_bucket(config: &Config, bundle: &std::path::Path) -> anyhow::Result<()> {
-    let (_scratch_dir, scratch) = scratch_cache(config, "import-")?;
+    let (_scratch_dir, scratch) = super::scratch::open(config, "import-")?;
     let trust =
         crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
     let report = import(
@@ -188,7 +172,7 @@ fn import_into_bucket(config: &Config, bundle: &std::path::Path) -> anyhow::Resu
     )?;
     let store = crate::store::open(config, false)?;
     let published = super::runtime()?
-        .block_on(scratch::publish(&scratch, store.as_ref()))
+        .block_on(super::scratch::publish(&scratch, store.as_ref()))
         .with_context(|| format!("copying into {}", store.location()))?;
     for (item, reason) in report.rejected.iter().chain(&published.kept_theirs) {
         println!("REJECTED {item}: {reason}");

@@ -1,11 +1,11 @@
-//! Bundles and a bucket, through a scratch disk cache under `cache.dir`.
+//! Commands on a bucket, through a scratch disk cache under `cache.dir`.
 //! Importing: a bundle is imported, with every check of a disk import, into
 //! the scratch cache, and what that accepted is then copied into the
 //! configured store ([`publish`]). What the store holds already wins: a
 //! version record or module pin there that disagrees with the bundle's is
 //! kept, and the bundle's item is reported and left out. Exporting: what the
 //! store holds is copied into the scratch cache ([`pull`]), which is then
-//! exported as a disk cache is.
+//! exported as a disk cache is; `verify` checks such a copy the same way.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,8 +14,24 @@ use futures_util::StreamExt as _;
 use tempfile::TempPath;
 use tokio::io::AsyncWriteExt as _;
 
-use crate::address::{ArchiveKey, Hostname, Namespace, Provider, ProviderType};
+use anyhow::Context as _;
+
+use crate::address::{ArchiveKey, Hostname, Module, Namespace, Provider, ProviderType, Version};
+use crate::config::Config;
 use crate::store::{atomic, DiskStore, IndexRecord, ModuleIndexRecord, Store, StoreError};
+
+/// A scratch disk cache under `cache.dir`, removed when the directory is
+/// dropped.
+pub fn open(config: &Config, prefix: &str) -> anyhow::Result<(tempfile::TempDir, DiskStore)> {
+    std::fs::create_dir_all(&config.cache.dir)
+        .with_context(|| format!("creating cache.dir {}", config.cache.dir.display()))?;
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(&config.cache.dir)
+        .with_context(|| format!("a scratch directory in {}", config.cache.dir.display()))?;
+    let store = DiskStore::open(dir.path())?;
+    Ok((dir, store))
+}
 
 /// What was copied into the store.
 #[derive(Debug, Default)]
@@ -175,11 +191,20 @@ async fn publish_modules(
     Ok(())
 }
 
+/// What [`pull`] copied.
+#[derive(Debug, Default)]
+pub struct Pulled {
+    /// Archives.
+    pub archives: Vec<ArchiveKey>,
+    /// Module packages.
+    pub packages: Vec<(Module, Version)>,
+}
+
 /// Copies what `from` holds (version lists, the records of versions with
 /// stored archives, the archives, module pins and packages) into the
-/// scratch cache `into`. Returns the number of archives and packages copied.
-pub async fn pull(from: &dyn Store, into: &DiskStore) -> Result<usize, StoreError> {
-    let mut copied = 0;
+/// scratch cache `into`.
+pub async fn pull(from: &dyn Store, into: &DiskStore) -> Result<Pulled, StoreError> {
+    let mut copied = Pulled::default();
     let mut seen_providers = std::collections::BTreeSet::new();
     let mut seen_versions = std::collections::BTreeSet::new();
     for archive in from.list_archives().await? {
@@ -207,7 +232,7 @@ pub async fn pull(from: &dyn Store, into: &DiskStore) -> Result<usize, StoreErro
             &key.platform,
             &stored.h1,
         )?;
-        copied += 1;
+        copied.archives.push(key);
     }
     for (pin, held) in from.list_modules().await? {
         let (module, version) = (&pin.module, &pin.version);
@@ -218,7 +243,7 @@ pub async fn pull(from: &dyn Store, into: &DiskStore) -> Result<usize, StoreErro
             if let Some(reader) = from.open_module(module, version).await? {
                 let staged = copy_to_file(into, reader).await?;
                 atomic::persist(staged, &into.module_package_path(module, version))?;
-                copied += 1;
+                copied.packages.push((module.clone(), version.clone()));
             }
         }
         into.write_json(&into.module_path(module, version), &pin)?;
