@@ -406,6 +406,23 @@ async fn a_disk_cache_moves_into_a_bucket_by_export_and_import() {
         imported.stdout
     );
 
+    // A static mirror written from the bucket.
+    let static_dir = home.join("static");
+    let args = [
+        "export",
+        "--config",
+        bucket_file.to_str().unwrap(),
+        "--static",
+        static_dir.to_str().unwrap(),
+    ];
+    run_ok(home, &args).await;
+    let written = files_below(&static_dir);
+    assert_eq!(
+        written.iter().filter(|f| f.ends_with(".zip")).count(),
+        2,
+        "{written:?}"
+    );
+
     // `verify` on the bucket: an object whose bytes changed in the bucket
     // is removed from it and kept on this host; the rest stays.
     let darwin = "mirror/providers/registry.origin.test/acme/bulk/1.0.0/terraform-provider-bulk_1.0.0_darwin_arm64.zip";

@@ -300,7 +300,7 @@ impl From<crate::store::evidence::Rejected> for Refusal {
 fn open_store(config: &Config) -> anyhow::Result<DiskStore> {
     if config.storage.backend == crate::config::StorageBackend::S3 {
         anyhow::bail!(
-            "this command works on the disk cache (storage.backend = \"disk\"); on a bucket, sync, lock, ls, verify, import and export of bundles work, and lifecycle rules rather than gc bound its size (README, \"Several instances\")"
+            "this command works on the disk cache (storage.backend = \"disk\"); on a bucket, every other command works, and lifecycle rules rather than gc bound its size (README, \"Several instances\")"
         );
     }
     DiskStore::open(&config.cache.dir)

@@ -116,11 +116,6 @@ pub fn export_command(
     let only = providers(only)?;
     // From a bucket: copied into a scratch cache first, exported from there.
     let (_scratch_dir, store) = if config.storage.backend == crate::config::StorageBackend::S3 {
-        if output.is_none() {
-            anyhow::bail!(
-                "export --static works on the disk cache; from a bucket export a bundle (--output)"
-            );
-        }
         let (dir, scratch) = super::scratch::open(config, "export-")?;
         let bucket = crate::store::open(config, false)?;
         super::runtime()?
@@ -157,19 +152,27 @@ pub fn export_command(
     Ok(())
 }
 
-/// `tfmirror import` into a bucket: the bundle is imported, with every
-/// check, into a scratch cache under `cache.dir`, and what that accepted is
-/// copied into the bucket.
-fn import_into_bucket(config: &Config, bundle: &std::path::Path) -> anyhow::Result<()> {
+/// `tfmirror import` into a bucket: the bundle (or static directory) is
+/// imported, with every check, into a scratch cache under `cache.dir`, and
+/// what that accepted is copied into the bucket.
+fn import_into_bucket(
+    config: &Config,
+    bundle: Option<PathBuf>,
+    static_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
     let (_scratch_dir, scratch) = super::scratch::open(config, "import-")?;
-    let trust =
-        crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
-    let report = import(
-        &scratch,
-        &trust,
-        bundle,
-        config.modules.max_unpacked_size.as_u64(),
-    )?;
+    let (report, bundle) = match (bundle, static_dir) {
+        (Some(path), _) => {
+            let trust = crate::verify::TrustPolicy::new(
+                &config.trust,
+                config.upstream.reject_expired_keys,
+            )?;
+            let max_unpacked = config.modules.max_unpacked_size.as_u64();
+            (import(&scratch, &trust, &path, max_unpacked)?, path)
+        }
+        (None, Some(dir)) => (super::static_dir::import(&scratch, &dir)?, dir),
+        (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
+    };
     let store = crate::store::open(config, false)?;
     let published = super::runtime()?
         .block_on(super::scratch::publish(&scratch, store.as_ref()))
@@ -202,12 +205,7 @@ pub fn import_command(
     static_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     if config.storage.backend == crate::config::StorageBackend::S3 {
-        let Some(bundle) = bundle else {
-            anyhow::bail!(
-                "import --static works on the disk cache; into a bucket import a bundle (tfmirror export --output)"
-            );
-        };
-        return import_into_bucket(config, &bundle);
+        return import_into_bucket(config, bundle, static_dir);
     }
     let store = super::open_store(config)?;
     let (report, source) = match (bundle, static_dir) {
