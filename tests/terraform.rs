@@ -987,21 +987,44 @@ async fn terraform_installs_registry_modules_through_an_air_gapped_site() {
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terraform_installs_through_either_of_two_instances_on_one_bucket() {
-    use common::seaweed::{use_bucket, Seaweed};
+    use common::seaweed::Seaweed;
     let tf = terraform();
     let weed = Seaweed::start().await;
     weed.create_bucket("terraform").await;
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     publish_gnupg_widget(&origin, "acme", "signer.asc", "SHA256SUMS.sig");
-    let mut config = setup.config(&origin, &[], &[PROVIDER_HOST]);
-    use_bucket(&mut config, weed.s3_config("terraform", setup.dir.path()));
-    let source = format!("{PROVIDER_HOST}/acme/widget");
-    let providers = [("widget", source.as_str(), "1.1.0")];
+    let home = setup.dir.path();
+    // Two `tfmirror serve` processes with the same configuration but their
+    // own local directories.
+    let first_file = config_file(&setup, &origin, &weed.storage_toml("terraform", home));
+    let text = std::fs::read_to_string(&first_file).unwrap();
+    let second_file = home.join("second.toml");
+    let dir = |name: &str| home.join(name).display().to_string();
+    std::fs::write(
+        &second_file,
+        text.replace(&dir("data"), &dir("second-data"))
+            .replace(&dir("cache"), &dir("second-cache")),
+    )
+    .unwrap();
+    let serve = |file: &Path| {
+        let mut cmd = tfmirror(home);
+        cmd.args(["serve", "--config"]).arg(file);
+        Daemon::start(cmd)
+    };
+    let network_mirror =
+        |d: &Daemon| format!("  network_mirror {{\n    url = \"{}\"\n  }}\n", d.url);
+    let source = "registry.origin.test/acme/widget";
+    let providers = [("widget", source, "1.1.0")];
 
     // Through the first instance, with the origin up.
-    let first = RunningMirror::start(config.clone()).await;
-    let ws = Workspace::new(&tf, &first, &providers);
+    let first = serve(&first_file);
+    let ws = Workspace::with(
+        &tf,
+        &network_mirror(&first),
+        &home.join("data/tls/ca.pem"),
+        &providers,
+    );
     let (ok, out) = ws.init().await;
     assert!(
         ok,
@@ -1011,23 +1034,18 @@ async fn terraform_installs_through_either_of_two_instances_on_one_bucket() {
     // The origin goes away; a second instance that has never seen the
     // provider installs it from the bucket alone.
     origin.stop();
-    let mut second = config.clone();
-    second.cache.dir = setup.dir.path().join("second-cache");
-    second.server.data_dir = setup.dir.path().join("second-data");
-    let second = RunningMirror::start(second).await;
-    let ws2 = Workspace::new(&tf, &second, &providers);
+    let second = serve(&second_file);
+    let ca = home.join("second-data/tls/ca.pem");
+    let ws2 = Workspace::with(&tf, &network_mirror(&second), &ca, &providers);
     let (ok, out) = ws2.init().await;
     assert!(
         ok,
         "terraform init through the second instance failed:\n{out}"
     );
-    assert!(ws2
-        .installed(&source, "1.1.0", "linux_amd64")
-        .join("terraform-provider-widget_v1.1.0")
-        .is_file());
+    assert_widget_installed(&ws2, source);
     assert_eq!(ws2.lock_file(), ws.lock_file());
     // Nothing of the provider is kept on the instances' own disks.
-    for dir in [setup.cache_dir(), setup.dir.path().join("second-cache")] {
+    for dir in [setup.cache_dir(), home.join("second-cache")] {
         let kept = files_below(&dir);
         assert!(
             !kept
@@ -1036,8 +1054,7 @@ async fn terraform_installs_through_either_of_two_instances_on_one_bucket() {
             "{kept:?}"
         );
     }
-    first.stop().await;
-    second.stop().await;
+    drop((first, second));
 }
 
 #[cfg_attr(
