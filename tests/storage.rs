@@ -134,12 +134,18 @@ async fn an_instance_killed_mid_download_leaves_nothing_partial_and_the_other_se
     let client = Client::trusting(&setup.dir.path().join("data/tls/ca.pem"));
     let url = format!("{}{}", first.url.trim_end_matches('/'), archive_path());
     let asking = tokio::spawn(async move { client.try_get(&url).await });
-    let mut keys = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !keys.iter().any(|k: &String| k.ends_with(".lease")) {
-        assert!(tokio::time::Instant::now() < deadline, "no lease: {keys:?}");
-        keys = weed.keys("killed").await;
-    }
+    let weed = &weed;
+    wait_until_answered(
+        "the first instance's claim",
+        Duration::from_secs(30),
+        || async move {
+            weed.keys("killed")
+                .await
+                .iter()
+                .any(|k| k.ends_with(".lease"))
+        },
+    )
+    .await;
     // Bytes are arriving in the first instance's staging file.
     let staging = setup.cache_dir().join("tmp");
     wait_until(
@@ -184,15 +190,19 @@ async fn an_instance_killed_mid_download_leaves_nothing_partial_and_the_other_se
     );
     // Clients may finish reading a verified download before it is stored:
     // the object and the released claim follow.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let mut keys = weed.keys("killed").await;
-    while keys.iter().any(|k| k.ends_with(".lease")) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the claim stays: {keys:?}"
-        );
-        keys = weed.keys("killed").await;
-    }
+    wait_until_answered(
+        "the claim's release",
+        Duration::from_secs(30),
+        || async move {
+            !weed
+                .keys("killed")
+                .await
+                .iter()
+                .any(|k| k.ends_with(".lease"))
+        },
+    )
+    .await;
+    let keys = weed.keys("killed").await;
     assert_eq!(
         keys.iter().filter(|k| k.ends_with(".zip")).count(),
         1,

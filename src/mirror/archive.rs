@@ -469,6 +469,8 @@ impl Mirror {
                 self.metrics.download_claim("waited");
                 tracing::info!(archive = %key, "another instance is downloading this archive; waiting for it");
             }
+            // A bucket announces nothing when an object appears, so the
+            // waiting instance looks again, less often the longer it waits.
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(CLAIM_POLL_MAX);
             if let Some(a) = self.stored_archive(key).await {

@@ -471,6 +471,9 @@ impl S3Store {
         let lease_time = self.lease_time;
         let task = tokio::spawn(async move {
             loop {
+                // A period, not an ordering: the lease must be rewritten
+                // well before it lapses (a third of its life), for as long
+                // as the download runs.
                 tokio::time::sleep(every).await;
                 let lease = Lease {
                     holder: holder.clone(),

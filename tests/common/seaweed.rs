@@ -110,27 +110,22 @@ impl Seaweed {
     /// (the volume servers have registered).
     async fn wait_ready(&self) {
         let addr = self.s3_addr();
-        let give_up = tokio::time::Instant::now() + Duration::from_secs(60);
-        let store = self.object_store("readiness");
-        loop {
-            if TcpStream::connect(addr).is_ok() {
-                let put = object_store::ObjectStoreExt::put(
-                    &store,
+        let store = &self.object_store("readiness");
+        let what = format!(
+            "SeaweedFS to become ready (its log: {})",
+            self.log.display()
+        );
+        super::wait_until_answered(&what, Duration::from_secs(60), || async move {
+            TcpStream::connect(addr).is_ok()
+                && object_store::ObjectStoreExt::put(
+                    store,
                     &object_store::path::Path::from("ready"),
                     object_store::PutPayload::from_static(b"ok"),
                 )
-                .await;
-                if put.is_ok() {
-                    return;
-                }
-            }
-            assert!(
-                tokio::time::Instant::now() < give_up,
-                "SeaweedFS did not become ready in 60 s; its log:\n{}",
-                std::fs::read_to_string(&self.log).unwrap_or_default()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+                .await
+                .is_ok()
+        })
+        .await;
     }
 
     pub fn s3_addr(&self) -> SocketAddr {

@@ -20,3 +20,20 @@ pub async fn wait_until(what: &str, deadline: Duration, mut condition: impl FnMu
         tokio::time::sleep(POLL).await;
     }
 }
+
+/// Like [`wait_until`], for a condition that must be asked for
+/// asynchronously (a server's answer).
+pub async fn wait_until_answered<F, Fut>(what: &str, deadline: Duration, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let give_up = tokio::time::Instant::now() + deadline;
+    while !condition().await {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "waited {deadline:?} for {what}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
