@@ -96,6 +96,11 @@ impl Seaweed {
             .args(["-s3.port.iceberg=0", "-s3.port.lance=0"])
             .arg(format!("-s3.config={}", dir.join("s3.json").display()))
             .args(["-volume.max=16", "-master.volumeSizeLimitMB=64"])
+            // Volumes turn read-only below this much free disk (1% of the
+            // disk by default, which a nearly full build machine is below);
+            // the tests write a few tens of MiB.
+            .arg("-volume.minFreeSpace=256MiB")
+            .arg("-master.telemetry=false")
             // A restarted master elects itself within a second, not ten.
             .arg("-master.electionTimeout=1s")
             .stdout(Stdio::from(log.try_clone().unwrap()))
@@ -107,15 +112,12 @@ impl Seaweed {
     }
 
     /// Waits until the S3 gateway answers HTTP and a bucket write succeeds
-    /// (the volume servers have registered).
+    /// (the volume servers have registered); panics with the end of the
+    /// server's log when it does not within a minute.
     async fn wait_ready(&self) {
         let addr = self.s3_addr();
         let store = &self.object_store("readiness");
-        let what = format!(
-            "SeaweedFS to become ready (its log: {})",
-            self.log.display()
-        );
-        super::wait_until_answered(&what, Duration::from_secs(60), || async move {
+        let ready = super::answered_within(Duration::from_secs(60), || async move {
             TcpStream::connect(addr).is_ok()
                 && object_store::ObjectStoreExt::put(
                     store,
@@ -126,6 +128,15 @@ impl Seaweed {
                 .is_ok()
         })
         .await;
+        if !ready {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            panic!(
+                "SeaweedFS did not become ready within 60 s; the end of its log:\n{}",
+                tail.join("\n")
+            );
+        }
     }
 
     pub fn s3_addr(&self) -> SocketAddr {

@@ -23,17 +23,30 @@ pub async fn wait_until(what: &str, deadline: Duration, mut condition: impl FnMu
 
 /// Like [`wait_until`], for a condition that must be asked for
 /// asynchronously (a server's answer).
-pub async fn wait_until_answered<F, Fut>(what: &str, deadline: Duration, mut condition: F)
+pub async fn wait_until_answered<F, Fut>(what: &str, deadline: Duration, condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    assert!(
+        answered_within(deadline, condition).await,
+        "waited {deadline:?} for {what}"
+    );
+}
+
+/// Whether an asynchronously asked `condition` comes to hold within
+/// `deadline`, for a caller that reports the failure itself.
+pub async fn answered_within<F, Fut>(deadline: Duration, mut condition: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
     let give_up = tokio::time::Instant::now() + deadline;
     while !condition().await {
-        assert!(
-            tokio::time::Instant::now() < give_up,
-            "waited {deadline:?} for {what}"
-        );
+        if tokio::time::Instant::now() >= give_up {
+            return false;
+        }
         tokio::time::sleep(POLL).await;
     }
+    true
 }
