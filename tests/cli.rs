@@ -71,6 +71,47 @@ async fn serve_runs_on_defaults_and_stops_on_sigterm() {
     assert!(home.path().join(".cache/tfmirror/providers").is_dir());
 }
 
+#[tokio::test]
+async fn every_request_is_logged_once_and_the_request_lines_can_be_switched_off() {
+    for (level, logged) in [("info", true), ("info,tfmirror::access=off", false)] {
+        let home = tempfile::tempdir().unwrap();
+        let mut cmd = tfmirror(home.path());
+        cmd.arg("serve")
+            .env("TFMIRROR_SERVER__LISTEN", "127.0.0.1:0")
+            .env_remove("RUST_LOG")
+            .env("TFMIRROR_LOG__LEVEL", level);
+        let mut d = Daemon::start(cmd);
+        d.wait_for("SSL_CERT_FILE=");
+        let c = Client::trusting(&home.path().join(".local/share/tfmirror/tls/ca.pem"));
+        assert_eq!(c.get(&d.url).await.status, StatusCode::OK);
+        let refused = format!("{}example.com/acme/x/index.json", d.url);
+        assert_eq!(c.get(&refused).await.status, StatusCode::FORBIDDEN);
+        d.signal("TERM");
+        let (status, log) = d.wait().await;
+        assert!(status.success(), "exit status {status:?}\n{log}");
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("tfmirror::access: answered"))
+            .collect();
+        if logged {
+            assert_eq!(lines.len(), 2, "{log}");
+            assert!(lines[0].contains("path=/ ") && lines[0].contains("status=200"));
+            assert!(
+                lines[1].contains("path=/example.com/acme/x/index.json")
+                    && lines[1].contains("status=403"),
+                "{log}"
+            );
+        } else {
+            assert!(lines.is_empty(), "{log}");
+        }
+        // The last line, written as the process ends, is there too.
+        assert!(
+            log.contains("shutting down: waiting for requests in flight"),
+            "{log}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_a_slow_download_finish_and_systemd_hears_of_it() {
     let (setup, origin, _signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;

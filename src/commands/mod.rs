@@ -22,6 +22,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use tracing_appender::non_blocking::WorkerGuard;
 
 use crate::config::{Config, LogFormat};
 use crate::store::DiskStore;
@@ -166,10 +167,12 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { config, offline } => load(config.as_deref()).and_then(|mut c| {
-            c.upstream.offline |= offline;
-            serve::run(c)
-        }),
+        Command::Serve { config, offline } => {
+            load_daemon(config.as_deref()).and_then(|(mut c, _written_at_exit)| {
+                c.upstream.offline |= offline;
+                serve::run(c)
+            })
+        }
         Command::Sync {
             config,
             manifest,
@@ -226,14 +229,37 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Loads the configuration and starts logging as it says.
+/// Loads the configuration and starts logging as it says, to standard
+/// error as each line is made (a command's lines interleave with its
+/// progress output).
 fn load(file: Option<&Path>) -> anyhow::Result<Config> {
     let config = Config::load(file)?;
-    init_logging(&config)?;
+    init_logging(&config, std::io::stderr)?;
     Ok(config)
 }
 
-fn init_logging(config: &Config) -> anyhow::Result<()> {
+/// Loads the configuration for the daemon, whose log lines (one per
+/// request at `info`) are handed to a logging thread that writes them to
+/// standard error in batches, off the request path. Nothing is dropped: a
+/// stalled reader of standard error holds requests back only once 128,000
+/// lines wait. The returned guard writes what is left when it is dropped.
+fn load_daemon(file: Option<&Path>) -> anyhow::Result<(Config, WorkerGuard)> {
+    let config = Config::load(file)?;
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("tfmirror-log")
+        .finish(std::io::BufWriter::with_capacity(
+            64 * 1024,
+            std::io::stderr(),
+        ));
+    init_logging(&config, writer)?;
+    Ok((config, guard))
+}
+
+fn init_logging<W>(config: &Config, writer: W) -> anyhow::Result<()>
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
     let filter = match std::env::var("RUST_LOG") {
         Ok(spec) if !spec.is_empty() => tracing_subscriber::EnvFilter::try_new(spec)
             .context("RUST_LOG is not a valid log filter")?,
@@ -243,7 +269,7 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     match config.log.format {
         LogFormat::Pretty => builder
             .with_ansi(std::io::stderr().is_terminal())

@@ -22,6 +22,11 @@ use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
 use crate::protocol::Rendered;
 
+/// The target of the line logged for every request: a filter can route it,
+/// or switch it off (`log.level = "info,tfmirror::access=off"`) and keep
+/// the diagnostics.
+pub const ACCESS_LOG: &str = "tfmirror::access";
+
 /// Answers one request from `peer`. Never fails: errors become JSON error
 /// answers.
 pub async fn handle<B>(
@@ -82,7 +87,7 @@ pub async fn handle<B>(
         let span = tracing::Span::current();
         span.record("status", status);
         span.record("ms", u64::try_from(took.as_millis()).unwrap_or(u64::MAX));
-        tracing::info!("answered");
+        tracing::info!(target: ACCESS_LOG, "answered");
         if let Ok(v) = HeaderValue::from_str(&id) {
             response.headers_mut().insert("x-request-id", v);
         }
