@@ -190,6 +190,7 @@ pub struct Metrics {
     upstream: Family<UpstreamLabels, Counter>,
     upstream_seconds: HistogramFamily<HostLabels>,
     bytes_served: Counter,
+    bytes_sent_from_file: Counter,
     bytes_fetched: Counter,
     downloads_in_flight: Gauge,
     cache_bytes: Gauge<i64, std::sync::atomic::AtomicI64>,
@@ -219,6 +220,7 @@ impl Metrics {
             upstream: Family::default(),
             upstream_seconds: Family::new_with_constructor(latency_histogram),
             bytes_served: Counter::default(),
+            bytes_sent_from_file: Counter::default(),
             bytes_fetched: Counter::default(),
             downloads_in_flight: Gauge::default(),
             cache_bytes: Gauge::default(),
@@ -263,6 +265,12 @@ impl Metrics {
             "Archive bytes sent to clients",
             Unit::Bytes,
             m.bytes_served.clone(),
+        );
+        registry.register_with_unit(
+            "sent_from_file",
+            "Archive bytes sent from the cached file by sendfile, on plain-HTTP connections (also in served)",
+            Unit::Bytes,
+            m.bytes_sent_from_file.clone(),
         );
         registry.register_with_unit(
             "fetched",
@@ -384,6 +392,12 @@ impl Metrics {
     /// Counts archive bytes sent to a client.
     pub fn served(&self, bytes: u64) {
         self.bytes_served.inc_by(bytes);
+    }
+
+    /// Counts archive bytes sent to a client from the cached file itself.
+    pub fn sent_from_file(&self, bytes: u64) {
+        self.bytes_served.inc_by(bytes);
+        self.bytes_sent_from_file.inc_by(bytes);
     }
 
     /// Counts archive bytes downloaded.

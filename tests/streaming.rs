@@ -145,3 +145,175 @@ async fn a_streamed_archive_that_fails_its_check_never_arrives_whole() {
     assert_eq!(&again.body[..], &archive[..]);
     m.stop().await;
 }
+
+/// Sends `requests` (whole HTTP/1.1 requests, written at once: pipelined
+/// when several) on `conn` and reads one answer per request: status line,
+/// headers (lower-cased names) and exactly `Content-Length` bytes of body
+/// (none for a HEAD).
+async fn exchange(
+    conn: &mut tokio::net::TcpStream,
+    requests: &[(&str, &str)],
+) -> Vec<(String, std::collections::BTreeMap<String, String>, Vec<u8>)> {
+    use std::fmt::Write as _;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut wire = String::new();
+    for (method, path) in requests {
+        write!(wire, "{method} {path} HTTP/1.1\r\nHost: mirror\r\n\r\n").unwrap();
+    }
+    conn.write_all(wire.as_bytes()).await.unwrap();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut answers = Vec::new();
+    for (method, _) in requests {
+        let end = loop {
+            if let Some(at) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at;
+            }
+            let mut buf = vec![0u8; 16 * 1024];
+            let n = conn.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the connection closed before the headers");
+            pending.extend_from_slice(&buf[..n]);
+        };
+        let head = String::from_utf8(pending[..end].to_vec()).unwrap();
+        pending.drain(..end + 4);
+        let mut lines = head.split("\r\n");
+        let status = lines.next().unwrap().to_owned();
+        let headers: std::collections::BTreeMap<String, String> = lines
+            .filter_map(|l| l.split_once(": "))
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
+            .collect();
+        let length: usize = if *method == "HEAD" {
+            0
+        } else {
+            headers["content-length"].parse().unwrap()
+        };
+        while pending.len() < length {
+            let mut buf = vec![0u8; 256 * 1024];
+            let n = conn.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the connection closed mid-body");
+            pending.extend_from_slice(&buf[..n]);
+        }
+        let body: Vec<u8> = pending.drain(..length).collect();
+        answers.push((status, headers, body));
+    }
+    answers
+}
+
+/// Fails, naming `what` and the first byte that differs, unless `got` is
+/// `want` (without printing megabytes of either).
+fn assert_same(got: &[u8], want: &[u8], what: &str) {
+    if got != want {
+        let at = got.iter().zip(want).position(|(a, b)| a != b);
+        panic!(
+            "{what}: {} bytes received, {} expected; first difference at {at:?}",
+            got.len(),
+            want.len()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::float_cmp)] // byte counts
+async fn plain_http_sends_cached_archives_from_the_file_byte_for_byte() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    // Three whole parts of a sent file and a partial one.
+    let big = publish_big(
+        &origin,
+        &signer,
+        "big",
+        &["1.0.0"],
+        3 * 1024 * 1024 + 12_345,
+    )
+    .remove("1.0.0")
+    .unwrap();
+    let small = origin.publish(
+        "acme",
+        "widget",
+        "1.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    )["linux_amd64"]
+        .clone();
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    config.server.tls = false;
+    let m = RunningMirror::start(config).await;
+    let big_path = format!("/registry.origin.test/acme/big/{ZIP}");
+    let small_path =
+        "/registry.origin.test/acme/widget/terraform-provider-widget_1.0.0_linux_amd64.zip";
+    let index = "/registry.origin.test/acme/big/index.json";
+    let sent_from_file = || async {
+        let mut conn = tokio::net::TcpStream::connect(m.addr).await.unwrap();
+        let answer = exchange(&mut conn, &[("GET", "/metrics")]).await;
+        let text = String::from_utf8(answer[0].2.clone()).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("tfmirror_sent_from_file_bytes_total "))
+            .unwrap_or_else(|| panic!("no sendfile counter in\n{text}"))
+            .parse::<f64>()
+            .unwrap()
+    };
+
+    // Cold: each archive is downloaded, and sent as it arrives.
+    let mut conn = tokio::net::TcpStream::connect(m.addr).await.unwrap();
+    for (path, want) in [(big_path.as_str(), &big), (small_path, &small)] {
+        let answer = exchange(&mut conn, &[("GET", path)]).await;
+        assert!(answer[0].0.ends_with("200 OK"), "{}", answer[0].0);
+        assert_same(&answer[0].2, want, path);
+    }
+    let before = sent_from_file().await;
+
+    // Warm, on that one connection: archives between a HEAD and a JSON
+    // document, then three requests pipelined in one write.
+    let answers = exchange(
+        &mut conn,
+        &[
+            ("GET", big_path.as_str()),
+            ("HEAD", big_path.as_str()),
+            ("GET", index),
+            ("GET", small_path),
+        ],
+    )
+    .await;
+    assert_same(&answers[0].2, &big, "big, first");
+    assert_eq!(answers[1].1["content-length"], big.len().to_string());
+    assert!(answers[1].2.is_empty());
+    let doc: serde_json::Value = serde_json::from_slice(&answers[2].2).unwrap();
+    assert!(doc["versions"]["1.0.0"].is_object(), "{doc}");
+    assert_same(&answers[3].2, &small, "small, after the document");
+    let answers = exchange(
+        &mut conn,
+        &[
+            ("GET", small_path),
+            ("GET", big_path.as_str()),
+            ("GET", index),
+        ],
+    )
+    .await;
+    assert_same(&answers[0].2, &small, "small, pipelined");
+    assert_same(&answers[1].2, &big, "big, pipelined");
+    assert!(answers[2].0.ends_with("200 OK"));
+
+    // Eight connections at once.
+    let downloads: Vec<_> = (0..8)
+        .map(|_| {
+            let (addr, path) = (m.addr, big_path.clone());
+            tokio::spawn(async move {
+                let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+                exchange(&mut conn, &[("GET", path.as_str())])
+                    .await
+                    .remove(0)
+                    .2
+            })
+        })
+        .collect();
+    for d in downloads {
+        assert_same(&d.await.unwrap(), &big, "big, concurrently");
+    }
+
+    // Every warm archive byte went out by sendfile: 10 big, 2 small.
+    let sent = sent_from_file().await - before;
+    let want = u32::try_from(10 * big.len() + 2 * small.len()).unwrap();
+    assert_eq!(sent, f64::from(want));
+    m.stop().await;
+}

@@ -15,6 +15,7 @@ use tracing::Instrument;
 
 use super::body::{self, Body};
 use super::routes::{self, Route};
+use super::sendfile::SendQueue;
 use super::App;
 use crate::address::{ArchiveKey, Platform};
 use crate::error::RequestError;
@@ -74,6 +75,11 @@ pub async fn handle<B>(
         scheme: forwarded("x-forwarded-proto").filter(|p| p == "https" || p == "http"),
         authorization: header("authorization"),
         if_none_match: header("if-none-match"),
+        send_queue: if req.version() <= http::Version::HTTP_11 {
+            req.extensions().get::<SendQueue>().cloned()
+        } else {
+            None
+        },
     };
     async move {
         let (endpoint, result) = answer(&app, &asked).await;
@@ -156,6 +162,9 @@ struct Asked {
     scheme: Option<String>,
     authorization: Option<String>,
     if_none_match: Option<String>,
+    /// Where an HTTP/1 request on a plain connection queues files to be
+    /// sent as they are (`sendfile`).
+    send_queue: Option<SendQueue>,
 }
 
 async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, RequestError>) {
@@ -337,7 +346,13 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
                     return Ok(resp);
                 }
                 let archive = mirror.archive_body(&key).await?;
-                let mut resp = Response::new(body::stream(archive.stream));
+                let stream = match (archive.file, &asked.send_queue) {
+                    (Some(stored), Some(queue)) if asked.method == Method::GET => {
+                        queue.body(stored.file, archive.size, stored.sent)
+                    }
+                    _ => archive.stream,
+                };
+                let mut resp = Response::new(body::stream(stream));
                 let h = resp.headers_mut();
                 h.insert(
                     header::CONTENT_TYPE,

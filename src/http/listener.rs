@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
+use super::sendfile::{Conn, SendQueue};
 use super::{dispatch, App};
 
 /// The most bytes of request headers read (HTTP/1.1 read buffer, HTTP/2
@@ -29,6 +30,9 @@ pub async fn run(
     grace: Duration,
 ) {
     let acceptor = tls.map(TlsAcceptor::from);
+    // Plain connections send stored archives with sendfile(2): hyper must
+    // queue body parts, never copy them (see `sendfile`).
+    let plain = acceptor.is_none();
     let graceful = GracefulShutdown::new();
     let settings = &app.mirror.config().server;
     let header_timeout = settings.header_timeout;
@@ -40,6 +44,9 @@ pub async fn run(
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(header_timeout)
         .max_buf_size(MAX_HEADER_BYTES);
+    if plain {
+        builder.http1().writev(true);
+    }
     builder
         .http2()
         .timer(hyper_util::rt::TokioTimer::new())
@@ -79,7 +86,16 @@ pub async fn run(
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
-        let service = service_fn(move |req| dispatch::handle(app.clone(), peer.ip(), req));
+        let queue = plain.then(SendQueue::default);
+        let service = {
+            let queue = queue.clone();
+            service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                if let Some(queue) = &queue {
+                    req.extensions_mut().insert(queue.clone());
+                }
+                dispatch::handle(app.clone(), peer.ip(), req)
+            })
+        };
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let acceptor = acceptor.clone();
@@ -101,7 +117,8 @@ pub async fn run(
                 let conn = builder.serve_connection(TokioIo::new(tls), service);
                 watcher.watch(conn.into_owned()).await
             } else {
-                let conn = builder.serve_connection(TokioIo::new(stream), service);
+                let conn = Conn::new(stream, queue.unwrap_or_default());
+                let conn = builder.serve_connection(TokioIo::new(conn), service);
                 watcher.watch(conn.into_owned()).await
             };
             if let Err(e) = result {

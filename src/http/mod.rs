@@ -10,6 +10,7 @@ pub mod body;
 pub mod dispatch;
 pub mod listener;
 pub mod routes;
+pub mod sendfile;
 pub mod status_page;
 pub mod tls;
 

@@ -52,6 +52,19 @@ pub struct ArchiveBody {
     pub size: u64,
     /// The bytes; an error cuts the response short.
     pub stream: BoxStream<'static, std::io::Result<Bytes>>,
+    /// The stored file the bytes are read from, when it is on this
+    /// machine's disk: a connection that can send a file sends it from
+    /// here instead of reading `stream`.
+    pub file: Option<StoredFile>,
+}
+
+/// An archive's file on this machine's disk, for sending it as it is.
+pub struct StoredFile {
+    /// The open file.
+    pub file: std::fs::File,
+    /// To be called with the length of each part sent; holds the archive
+    /// as being read (safe from eviction) for as long as it lives.
+    pub sent: Box<dyn FnMut(u64) + Send>,
 }
 
 /// How far a download that clients read while it arrives has got.
@@ -116,6 +129,7 @@ impl Arrivals {
         Some(ArchiveBody {
             size: entry.size,
             stream: follow.into_stream(),
+            file: None,
         })
     }
 }
@@ -351,7 +365,7 @@ impl Mirror {
     async fn open_stored(self: &Arc<Self>, key: &ArchiveKey) -> Result<ArchiveBody, RequestError> {
         // Marked as being read before it is looked up, so that no eviction
         // can slip in between finding the archive and opening it.
-        let reading = Reading::new(self, key);
+        let reading = Arc::new(Reading::new(self, key));
         for _ in 0..2 {
             let archive = self.archive(key).await?;
             let opened = self.store.open_archive(key).await.map_err(|e| {
@@ -369,6 +383,16 @@ impl Mirror {
                 let (this, key) = (self.clone(), key.clone());
                 tokio::spawn(async move { this.store.touch_archive(&key).await });
             }
+            let file = opened.file.map(|file| {
+                let (mirror, reading) = (self.clone(), reading.clone());
+                StoredFile {
+                    file,
+                    sent: Box::new(move |n| {
+                        let _ = &reading;
+                        mirror.metrics().sent_from_file(n);
+                    }),
+                }
+            });
             let mirror = self.clone();
             let stream = ReaderStream::with_capacity(opened.reader, CHUNK).map(move |chunk| {
                 // The guard lives as long as the stream: the archive is being read.
@@ -381,6 +405,7 @@ impl Mirror {
             return Ok(ArchiveBody {
                 size: opened.size,
                 stream: stream.boxed(),
+                file,
             });
         }
         Err(RequestError::DiskUnavailable(format!(

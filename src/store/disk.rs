@@ -471,14 +471,21 @@ impl Store for DiskStore {
 
 /// Opens a stored file for reading; `None` when it is not there.
 async fn open_file(path: &Path) -> Result<Option<ArchiveReader>, StoreError> {
-    match tokio::fs::File::open(path).await {
-        Ok(file) => {
-            let size = file.metadata().await?.len();
-            Ok(Some(ArchiveReader {
-                size,
-                reader: Box::pin(file),
-            }))
-        }
+    let path = path.to_owned();
+    let opened = tokio::task::spawn_blocking(move || {
+        let file = std::fs::File::open(&path)?;
+        let size = file.metadata()?.len();
+        let other = file.try_clone()?;
+        Ok::<_, io::Error>((file, size, other))
+    })
+    .await
+    .map_err(io::Error::other)?;
+    match opened {
+        Ok((file, size, other)) => Ok(Some(ArchiveReader {
+            size,
+            reader: Box::pin(tokio::fs::File::from_std(file)),
+            file: Some(other),
+        })),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.into()),
     }

@@ -94,6 +94,10 @@ pub struct ArchiveReader {
     pub size: u64,
     /// Its bytes.
     pub reader: Pin<Box<dyn tokio::io::AsyncRead + Send>>,
+    /// The file on this machine's disk that holds it, when it is one
+    /// (another handle on what `reader` reads): a connection that can send
+    /// files sends it from here.
+    pub file: Option<std::fs::File>,
 }
 
 /// Where the cache keeps what it holds. Every write is atomic: a reader

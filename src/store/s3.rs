@@ -953,6 +953,7 @@ impl S3Store {
         Ok(Some(ArchiveReader {
             size,
             reader: Box::pin(tokio_util::io::StreamReader::new(stream)),
+            file: None,
         }))
     }
 }
