@@ -238,15 +238,21 @@ fn load(file: Option<&Path>) -> anyhow::Result<Config> {
     Ok(config)
 }
 
+/// How many log lines the daemon queues for its logging thread before a
+/// request that logs waits for the writer (a few MiB at most).
+pub const LOG_QUEUE_LINES: usize = 16_384;
+
 /// Loads the configuration for the daemon, whose log lines (one per
 /// request at `info`) are handed to a logging thread that writes them to
 /// standard error in batches, off the request path. Nothing is dropped: a
-/// stalled reader of standard error holds requests back only once 128,000
-/// lines wait. The returned guard writes what is left when it is dropped.
+/// stalled reader of standard error holds requests back once
+/// [`LOG_QUEUE_LINES`] lines wait. The returned guard writes what is left
+/// when it is dropped.
 fn load_daemon(file: Option<&Path>) -> anyhow::Result<(Config, WorkerGuard)> {
     let config = Config::load(file)?;
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(false)
+        .buffered_lines_limit(LOG_QUEUE_LINES)
         .thread_name("tfmirror-log")
         .finish(std::io::BufWriter::with_capacity(
             64 * 1024,
