@@ -94,7 +94,10 @@ pub async fn handle<B>(
         span.record("status", status);
         span.record("ms", u64::try_from(took.as_millis()).unwrap_or(u64::MAX));
         tracing::info!(target: ACCESS_LOG, "answered");
-        if let Ok(v) = HeaderValue::from_str(&id) {
+        if let Ok(mut v) = HeaderValue::from_str(&id) {
+            // Never indexed by HTTP/2's header compression: a value used
+            // once would only push reusable entries out of its table.
+            v.set_sensitive(true);
             response.headers_mut().insert("x-request-id", v);
         }
         Ok(if asked.method == Method::HEAD {
