@@ -1,9 +1,10 @@
 //! Micro-benchmarks of tfmirror's hot paths: request path parsing, `h1:`
-//! hashing of a 50 MiB archive beside plain SHA-256 of the same bytes,
+//! hashing of a 50 MiB archive beside plain SHA-256 of the same bytes
+//! (tfmirror's, and the portable `sha2` crate's for comparison),
 //! rendering `index.json` and `:version.json`, SHA256SUMS parsing and
-//! signature verification, and one eviction from a cache index of 1,000,
-//! 10,000 and 100,000 archives. `cargo bench --bench micro`; figures in
-//! BENCHMARKS.md.
+//! signature verification, one eviction from a cache index of 1,000,
+//! 10,000 and 100,000 archives, and the line logged for each request.
+//! `cargo bench --bench micro`; figures in BENCHMARKS.md.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -120,7 +121,14 @@ fn hashing(c: &mut Criterion) {
     group.bench_function("h1", |b| {
         b.iter(|| h1_of_zip(Cursor::new(black_box(&zip[..]))).unwrap());
     });
-    group.bench_function("sha256", |b| b.iter(|| Sha256::digest(black_box(&zip[..]))));
+    group.bench_function("sha256", |b| {
+        b.iter(|| tfmirror::verify::Sha256::digest(black_box(&zip[..])));
+    });
+    // The portable implementation, for comparison on CPUs without SHA
+    // extensions.
+    group.bench_function("sha256 (sha2 crate)", |b| {
+        b.iter(|| Sha256::digest(black_box(&zip[..])));
+    });
     group.finish();
 }
 
@@ -229,5 +237,61 @@ fn eviction(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, paths, hashing, rendering, verification, eviction);
+/// The logging work of one request at the default level, written to a
+/// sink: the request's span, the request line, and formatting both with
+/// tracing's text format. Compared: the request's fields recorded on its
+/// span (as tfmirror logged them before), and on the line itself with only
+/// the ID and cache outcome on the span (as it logs them now).
+fn request_line(c: &mut Criterion) {
+    use tfmirror::http::dispatch::ACCESS_LOG;
+    use tracing::field::Empty;
+    let subscriber = || {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+            .with_writer(std::io::sink)
+            .with_ansi(false)
+            .finish()
+    };
+    let (id, client, method) = ("18ea91c6f0a90df1", "192.0.2.7", "GET");
+    let path = "/registry.terraform.io/hashicorp/aws/index.json";
+    let mut group = c.benchmark_group("log one request");
+    group.bench_function("fields on the span", |b| {
+        tracing::subscriber::with_default(subscriber(), || {
+            b.iter(|| {
+                let span = tracing::info_span!("request", id = %id, client = %client,
+                    method = %method, path = %path, status = Empty, ms = Empty, cache = Empty);
+                span.in_scope(|| {
+                    let current = tracing::Span::current();
+                    current.record("cache", "hit");
+                    current.record("status", 200u16);
+                    current.record("ms", 0u64);
+                    tracing::info!(target: ACCESS_LOG, "answered");
+                });
+            });
+        });
+    });
+    group.bench_function("fields on the line", |b| {
+        tracing::subscriber::with_default(subscriber(), || {
+            b.iter(|| {
+                let span = tracing::info_span!("request", id = %id, cache = Empty);
+                span.in_scope(|| {
+                    tracing::Span::current().record("cache", "hit");
+                    tracing::info!(target: ACCESS_LOG, client = %client, method = %method,
+                        path = %path, status = 200u16, ms = 0u64, "answered");
+                });
+            });
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    paths,
+    hashing,
+    rendering,
+    verification,
+    eviction,
+    request_line
+);
 criterion_main!(benches);

@@ -93,9 +93,8 @@ pub struct Rendered {
 impl Rendered {
     /// Renders a document.
     pub fn new<T: Serialize>(doc: &T) -> Rendered {
-        use sha2::Digest;
         let bytes = serde_json::to_vec(doc).expect("documents always serialize");
-        let digest = sha2::Sha256::digest(&bytes);
+        let digest = verify::Sha256::digest(&bytes);
         Rendered {
             etag: format!("\"{}\"", verify::hex(&digest[..16])),
             bytes: bytes.into(),

@@ -16,7 +16,6 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use ring::hmac;
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::address::{ArchiveKey, Module, Provider, Version};
@@ -24,6 +23,7 @@ use crate::clock::SharedClock;
 use crate::config::AuthConfig;
 use crate::error::RequestError;
 use crate::store::atomic;
+use crate::verify::Sha256;
 
 /// The tokens in force and the key that signs archive URLs.
 pub struct Auth {
@@ -42,7 +42,7 @@ struct FileTokens {
 }
 
 fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
+    Sha256::digest(token.as_bytes())
 }
 
 impl Auth {

@@ -1,8 +1,9 @@
 //! One HTTP request in, one answer out: method check, routing, access
 //! control, the mirror call, rendering, and the single place where errors
 //! become answers and are logged. Each request gets an ID (returned as
-//! `X-Request-Id`), a tracing span with its method, path, status, duration
-//! and cache outcome, and metrics.
+//! `X-Request-Id`), a tracing span with that ID and its cache outcome, one
+//! line logged as it is answered (client, method, path, status, duration),
+//! and metrics.
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -55,16 +56,10 @@ pub async fn handle<B>(
     let client = forwarded("x-forwarded-for")
         .and_then(|v| v.split(',').next().map(|c| c.trim().to_owned()))
         .unwrap_or_else(|| peer.to_string());
-    let span = tracing::info_span!(
-        "request",
-        id = %id,
-        client = %client,
-        method = %req.method(),
-        path = %req.uri().path(),
-        status = tracing::field::Empty,
-        ms = tracing::field::Empty,
-        cache = tracing::field::Empty,
-    );
+    // The span carries what diagnostics logged within the request need
+    // (its ID, and the cache outcome once the mirror notes it); the rest
+    // goes on the request line alone, so it is formatted once.
+    let span = tracing::info_span!("request", id = %id, cache = tracing::field::Empty);
     let asked = Asked {
         method: req.method().clone(),
         path: req.uri().path().to_owned(),
@@ -90,10 +85,15 @@ pub async fn handle<B>(
         let took = started.elapsed();
         let status = response.status().as_u16();
         app.mirror.metrics().request(endpoint, status, took);
-        let span = tracing::Span::current();
-        span.record("status", status);
-        span.record("ms", u64::try_from(took.as_millis()).unwrap_or(u64::MAX));
-        tracing::info!(target: ACCESS_LOG, "answered");
+        tracing::info!(
+            target: ACCESS_LOG,
+            client = %client,
+            method = %asked.method,
+            path = %asked.path,
+            status,
+            ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+            "answered"
+        );
         if let Ok(mut v) = HeaderValue::from_str(&id) {
             // Never indexed by HTTP/2's header compression: a value used
             // once would only push reusable entries out of its table.

@@ -17,10 +17,8 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Component, Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use super::source::ArchiveFormat;
-use crate::verify::{hex, H1};
+use crate::verify::{hex, sha256_of_file, Sha256, H1};
 
 /// The most entries an archive may hold.
 const MAX_ENTRIES: usize = 100_000;
@@ -436,7 +434,7 @@ pub fn pack(root: &Path, out: &mut File, max_content: u64) -> Result<Packed, Tre
                 header.set_mode(if *executable { 0o755 } else { 0o644 });
                 header.set_size(len);
                 builder.append_data(&mut header, name, &mut file)?;
-                h1.add(&sha256_of(&path)?, name.as_bytes());
+                h1.add(&sha256_of_file(&path)?, name.as_bytes());
             }
             Entry::Link(target) => {
                 header.set_entry_type(tar::EntryType::Symlink);
@@ -444,7 +442,7 @@ pub fn pack(root: &Path, out: &mut File, max_content: u64) -> Result<Packed, Tre
                 header.set_size(0);
                 builder.append_link(&mut header, name, target)?;
                 if fs::metadata(&path).is_ok_and(|m| m.is_file()) {
-                    h1.add(&sha256_of(&path)?, name.as_bytes());
+                    h1.add(&sha256_of_file(&path)?, name.as_bytes());
                 }
             }
         }
@@ -467,13 +465,6 @@ pub fn repack(package: File, scratch: &Path, max_unpacked: u64) -> Result<Packed
     unpack(package, ArchiveFormat::TarGz, tree.path(), max_unpacked)?;
     let mut out = tempfile::tempfile_in(scratch)?;
     pack(tree.path(), &mut out, max_unpacked)
-}
-
-/// The lowercase hex SHA-256 of a file.
-fn sha256_of(path: &Path) -> io::Result<String> {
-    let mut hasher = Sha256::new();
-    io::copy(&mut File::open(path)?, &mut hasher)?;
-    Ok(hex(&hasher.finalize()))
 }
 
 /// A writer that hashes and counts what passes through it.

@@ -43,10 +43,9 @@ pub fn copy_hashed(
     input: &mut impl io::Read,
     tmp_dir: &Path,
 ) -> Result<(TempPath, String), CopyError> {
-    use sha2::Digest;
     let (file, temp_path) = temp_file(tmp_dir).map_err(CopyError::Write)?.into_parts();
     let mut out = io::BufWriter::new(file);
-    let mut hasher = sha2::Sha256::new();
+    let mut hasher = crate::verify::Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     loop {
         let n = input.read(&mut buf).map_err(CopyError::Read)?;

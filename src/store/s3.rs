@@ -40,7 +40,6 @@ use object_store::{
     ClientOptions, GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
     RetryConfig, UpdateVersion, WriteMultipart,
 };
-use sha2::{Digest, Sha256};
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{
@@ -49,6 +48,7 @@ use super::{
 };
 use crate::address::{ArchiveKey, Hostname, Module, Namespace, Provider, ProviderType, Version};
 use crate::config::S3Config;
+use crate::verify::Sha256;
 
 /// Objects up to this size are created with one `PUT`; larger ones are
 /// uploaded in parts.
@@ -429,7 +429,7 @@ impl S3Store {
         let mut stream = got.into_stream();
         let mut hasher = Sha256::new();
         while let Some(chunk) = stream.next().await {
-            hasher.update(chunk.map_err(|e| self.failed(&e))?);
+            hasher.update(&chunk.map_err(|e| self.failed(&e))?);
         }
         Ok(hex::encode(hasher.finalize()))
     }

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use super::client::Fetched;
+use crate::verify::Sha256;
 use http_body_util::BodyExt;
-use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use url::Url;
 
