@@ -258,7 +258,7 @@ async fn copy_to_file(
 ) -> Result<TempPath, StoreError> {
     let (file, staged) = atomic::temp_file(into.tmp_dir())?.into_parts();
     let mut file = tokio::fs::File::from_std(file);
-    let mut chunks = tokio_util::io::ReaderStream::new(opened.reader);
+    let mut chunks = tokio_util::io::ReaderStream::new(opened.into_reader());
     while let Some(chunk) = chunks.next().await {
         file.write_all(&chunk?).await?;
     }

@@ -228,10 +228,10 @@ async fn package_calls(
     version: &Version,
 ) -> Result<Vec<(Module, Option<String>)>, RequestError> {
     use tokio::io::AsyncReadExt;
-    let mut package = mirror.module_package(module, version).await?;
+    let package = mirror.module_package(module, version).await?;
     let mut bytes = Vec::with_capacity(usize::try_from(package.size).unwrap_or(0));
     package
-        .reader
+        .into_reader()
         .read_to_end(&mut bytes)
         .await
         .map_err(|e| RequestError::DiskUnavailable(format!("reading the package: {e}")))?;

@@ -22,6 +22,7 @@ use crate::address::{ArchiveKey, Platform};
 use crate::error::RequestError;
 use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
+use crate::mirror::FileOrStream;
 use crate::protocol::Rendered;
 
 /// The target of the line logged for every request: a filter can route it,
@@ -322,15 +323,16 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
                 app.auth
                     .check_module(&module, &version, asked.query.as_deref())?;
                 let package = mirror.module_package(&module, &version).await?;
+                let size = package.size;
                 let mut resp = Response::new(body::stream(tokio_util::io::ReaderStream::new(
-                    package.reader,
+                    package.into_reader(),
                 )));
                 let h = resp.headers_mut();
                 h.insert(
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("application/gzip"),
                 );
-                h.insert(header::CONTENT_LENGTH, HeaderValue::from(package.size));
+                h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
                 Ok(resp)
             }
             .await,
@@ -349,11 +351,17 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
                     return Ok(resp);
                 }
                 let archive = mirror.archive_body(&key).await?;
-                let stream = match (archive.file, &asked.send_queue) {
-                    (Some(stored), Some(queue)) if asked.method == Method::GET => {
-                        queue.body(stored.file, archive.size, stored.sent)
+                let size = archive.size;
+                let stream = match &asked.send_queue {
+                    Some(queue) if asked.method == Method::GET => {
+                        match archive.into_file_or_stream() {
+                            FileOrStream::File(stored) => {
+                                queue.body(stored.file, size, stored.sent)
+                            }
+                            FileOrStream::Stream(stream) => stream,
+                        }
                     }
-                    _ => archive.stream,
+                    _ => archive.into_stream(),
                 };
                 let mut resp = Response::new(body::stream(stream));
                 let h = resp.headers_mut();
@@ -361,7 +369,7 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("application/zip"),
                 );
-                h.insert(header::CONTENT_LENGTH, HeaderValue::from(archive.size));
+                h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
                 Ok(resp)
             }
             .await,

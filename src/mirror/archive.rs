@@ -25,7 +25,7 @@ use super::Mirror;
 use crate::address::ArchiveKey;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
-use crate::store::{Claim, StoreError};
+use crate::store::{ArchiveSource, Claim, StoreError};
 use crate::upstream::download::{Download, DownloadError};
 
 /// Chunk size for reading archives.
@@ -50,12 +50,80 @@ pub struct Archive {
 pub struct ArchiveBody {
     /// The size, for `Content-Length`.
     pub size: u64,
-    /// The bytes; an error cuts the response short.
-    pub stream: BoxStream<'static, std::io::Result<Bytes>>,
-    /// The stored file the bytes are read from, when it is on this
-    /// machine's disk: a connection that can send a file sends it from
-    /// here instead of reading `stream`.
-    pub file: Option<StoredFile>,
+    /// Where the bytes come from.
+    source: BodySource,
+}
+
+/// Where the bytes of an [`ArchiveBody`] come from.
+enum BodySource {
+    /// A stream of bytes (an arriving download, an object in a bucket).
+    Stream(BoxStream<'static, std::io::Result<Bytes>>),
+    /// The stored file on this machine's disk, held as being read.
+    Stored {
+        file: std::fs::File,
+        mirror: Arc<Mirror>,
+        reading: Reading,
+    },
+}
+
+impl ArchiveBody {
+    /// The bytes as a stream; an error cuts the response short.
+    pub fn into_stream(self) -> BoxStream<'static, std::io::Result<Bytes>> {
+        match self.source {
+            BodySource::Stream(stream) => stream,
+            BodySource::Stored {
+                file,
+                mirror,
+                reading,
+            } => counted(tokio::fs::File::from_std(file), mirror, reading),
+        }
+    }
+
+    /// For a connection that sends files as they are: the stored file when
+    /// the bytes are one on this machine, else the stream.
+    pub fn into_file_or_stream(self) -> FileOrStream {
+        match self.source {
+            BodySource::Stored {
+                file,
+                mirror,
+                reading,
+            } => FileOrStream::File(StoredFile {
+                file,
+                sent: Box::new(move |n| {
+                    // The guard lives as long as the sender: the archive is being read.
+                    let _ = &reading;
+                    mirror.metrics().sent_from_file(n);
+                }),
+            }),
+            BodySource::Stream(stream) => FileOrStream::Stream(stream),
+        }
+    }
+}
+
+/// An archive's bytes for a connection that sends files as they are.
+pub enum FileOrStream {
+    /// The stored file.
+    File(StoredFile),
+    /// A stream of bytes; an error cuts the response short.
+    Stream(BoxStream<'static, std::io::Result<Bytes>>),
+}
+
+/// The bytes of `reader` as a stream, counted as served, holding the
+/// archive as being read for as long as the stream lives.
+fn counted(
+    reader: impl tokio::io::AsyncRead + Send + 'static,
+    mirror: Arc<Mirror>,
+    reading: Reading,
+) -> BoxStream<'static, std::io::Result<Bytes>> {
+    ReaderStream::with_capacity(reader, CHUNK)
+        .map(move |chunk| {
+            let _ = &reading;
+            if let Ok(data) = &chunk {
+                mirror.metrics().served(data.len() as u64);
+            }
+            chunk
+        })
+        .boxed()
 }
 
 /// An archive's file on this machine's disk, for sending it as it is.
@@ -128,8 +196,7 @@ impl Arrivals {
         };
         Some(ArchiveBody {
             size: entry.size,
-            stream: follow.into_stream(),
-            file: None,
+            source: BodySource::Stream(follow.into_stream()),
         })
     }
 }
@@ -365,7 +432,7 @@ impl Mirror {
     async fn open_stored(self: &Arc<Self>, key: &ArchiveKey) -> Result<ArchiveBody, RequestError> {
         // Marked as being read before it is looked up, so that no eviction
         // can slip in between finding the archive and opening it.
-        let reading = Arc::new(Reading::new(self, key));
+        let reading = Reading::new(self, key);
         for _ in 0..2 {
             let archive = self.archive(key).await?;
             let opened = self.store.open_archive(key).await.map_err(|e| {
@@ -383,30 +450,18 @@ impl Mirror {
                 let (this, key) = (self.clone(), key.clone());
                 tokio::spawn(async move { this.store.touch_archive(&key).await });
             }
-            let file = opened.file.map(|file| {
-                let (mirror, reading) = (self.clone(), reading.clone());
-                StoredFile {
+            let (mirror, size) = (self.clone(), opened.size);
+            let source = match opened.source {
+                ArchiveSource::File(file) => BodySource::Stored {
                     file,
-                    sent: Box::new(move |n| {
-                        let _ = &reading;
-                        mirror.metrics().sent_from_file(n);
-                    }),
+                    mirror,
+                    reading,
+                },
+                ArchiveSource::Reader(reader) => {
+                    BodySource::Stream(counted(reader, mirror, reading))
                 }
-            });
-            let mirror = self.clone();
-            let stream = ReaderStream::with_capacity(opened.reader, CHUNK).map(move |chunk| {
-                // The guard lives as long as the stream: the archive is being read.
-                let _ = &reading;
-                if let Ok(data) = &chunk {
-                    mirror.metrics().served(data.len() as u64);
-                }
-                chunk
-            });
-            return Ok(ArchiveBody {
-                size: opened.size,
-                stream: stream.boxed(),
-                file,
-            });
+            };
+            return Ok(ArchiveBody { size, source });
         }
         Err(RequestError::DiskUnavailable(format!(
             "{key}: the cached archive keeps disappearing from disk"

@@ -45,7 +45,7 @@ use crate::store::{IndexRecord, ModuleIndexRecord, ModuleRecord, Store, VersionR
 use crate::upstream::{Client, Credentials, Discovery};
 use crate::verify::TrustPolicy;
 
-pub use archive::{Archive, ArchiveBody, StoredFile};
+pub use archive::{Archive, ArchiveBody, FileOrStream, StoredFile};
 pub use residency::Residency;
 
 /// How soon a stale or incomplete answer is retried against the origin.

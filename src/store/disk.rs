@@ -31,8 +31,8 @@ use async_trait::async_trait;
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{
-    atomic, inventory, ArchiveReader, CachedArchive, IndexRecord, Kept, ModuleIndexRecord,
-    ModuleRecord, Store, StoreError, StoredArchive, VersionRecord,
+    atomic, inventory, ArchiveReader, ArchiveSource, CachedArchive, IndexRecord, Kept,
+    ModuleIndexRecord, ModuleRecord, Store, StoreError, StoredArchive, VersionRecord,
 };
 use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
 
@@ -475,16 +475,14 @@ async fn open_file(path: &Path) -> Result<Option<ArchiveReader>, StoreError> {
     let opened = tokio::task::spawn_blocking(move || {
         let file = std::fs::File::open(&path)?;
         let size = file.metadata()?.len();
-        let other = file.try_clone()?;
-        Ok::<_, io::Error>((file, size, other))
+        Ok::<_, io::Error>((file, size))
     })
     .await
     .map_err(io::Error::other)?;
     match opened {
-        Ok((file, size, other)) => Ok(Some(ArchiveReader {
+        Ok((file, size)) => Ok(Some(ArchiveReader {
             size,
-            reader: Box::pin(tokio::fs::File::from_std(file)),
-            file: Some(other),
+            source: ArchiveSource::File(file),
         })),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.into()),

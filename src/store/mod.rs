@@ -92,12 +92,27 @@ pub enum Claim {
 pub struct ArchiveReader {
     /// Its size in bytes.
     pub size: u64,
-    /// Its bytes.
-    pub reader: Pin<Box<dyn tokio::io::AsyncRead + Send>>,
-    /// The file on this machine's disk that holds it, when it is one
-    /// (another handle on what `reader` reads): a connection that can send
-    /// files sends it from here.
-    pub file: Option<std::fs::File>,
+    /// Where its bytes come from.
+    pub source: ArchiveSource,
+}
+
+/// Where the bytes of an opened archive come from.
+pub enum ArchiveSource {
+    /// A file on this machine's disk: a connection that can send files
+    /// sends it as it is.
+    File(std::fs::File),
+    /// Any other reader (an object in a bucket).
+    Reader(Pin<Box<dyn tokio::io::AsyncRead + Send>>),
+}
+
+impl ArchiveReader {
+    /// Its bytes, read in turn.
+    pub fn into_reader(self) -> Pin<Box<dyn tokio::io::AsyncRead + Send>> {
+        match self.source {
+            ArchiveSource::File(file) => Box::pin(tokio::fs::File::from_std(file)),
+            ArchiveSource::Reader(reader) => reader,
+        }
+    }
 }
 
 /// Where the cache keeps what it holds. Every write is atomic: a reader

@@ -43,8 +43,9 @@ use object_store::{
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{
-    atomic, h1_of_file, inventory, ArchiveReader, CachedArchive, Claim, DiskStore, IndexRecord,
-    Kept, ModuleIndexRecord, ModuleRecord, Store, StoreError, StoredArchive, VersionRecord,
+    atomic, h1_of_file, inventory, ArchiveReader, ArchiveSource, CachedArchive, Claim, DiskStore,
+    IndexRecord, Kept, ModuleIndexRecord, ModuleRecord, Store, StoreError, StoredArchive,
+    VersionRecord,
 };
 use crate::address::{ArchiveKey, Hostname, Module, Namespace, Provider, ProviderType, Version};
 use crate::config::S3Config;
@@ -952,8 +953,7 @@ impl S3Store {
             .map_err(move |e| io::Error::other(format!("bucket {name}: {e}")));
         Ok(Some(ArchiveReader {
             size,
-            reader: Box::pin(tokio_util::io::StreamReader::new(stream)),
-            file: None,
+            source: ArchiveSource::Reader(Box::pin(tokio_util::io::StreamReader::new(stream))),
         }))
     }
 }
