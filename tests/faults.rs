@@ -63,7 +63,7 @@ fn cases() -> Vec<Case> {
             Body(b"{\"versions\": [".to_vec()),
             Index,
             bad,
-            "not the expected JSON",
+            "not JSON",
         ),
         case(
             versions,
@@ -95,7 +95,7 @@ fn cases() -> Vec<Case> {
             Body(b"[]".to_vec()),
             Version,
             bad,
-            "not the expected JSON",
+            "expected an object, found a list",
         ),
         case(package, Truncate, Version, bad, "reading the body failed"),
         case(

@@ -17,13 +17,16 @@ const ZIP: &str = "terraform-provider-widget_1.0.0_linux_amd64.zip";
 #[tokio::test]
 async fn private_download_hosts_are_refused_unless_configured() {
     let (setup, origin, _signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
+    // Checksums beside the registry API, archives on a download host.
+    origin.use_shape("protocol-minimal");
     let mut config = setup.config(&origin, &[], &[HOST]);
     config.upstream.allow_private_addresses = false;
     let m = RunningMirror::start(config.clone()).await;
     let c = Client::trusting(&m.ca_file);
     // The registry API is at the URL the operator configured for the host
-    // (127.0.0.1): allowed. Its download URL names localhost, which
-    // resolves to loopback and was not configured: refused.
+    // (127.0.0.1): allowed, and so are the checksum documents at relative
+    // URLs beside it. The download URL names localhost, which resolves to
+    // loopback and was not configured: refused.
     let doc = c
         .get(&m.url(&format!("/{HOST}/acme/widget/1.0.0.json")))
         .await;

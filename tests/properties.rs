@@ -9,6 +9,7 @@ use tfmirror::address::{Hostname, Namespace, Provider};
 use tfmirror::http::routes::{self, Route};
 use tfmirror::store::{IndexRecord, VersionRecord};
 use tfmirror::upstream::registry::{PackageResponse, VersionsResponse};
+use tfmirror::upstream::wire;
 use tfmirror::verify::{Keyring, Sha256Sums};
 
 /// Arbitrary JSON values, with the field names the registry uses among the
@@ -171,11 +172,13 @@ proptest! {
     #[test]
     fn registry_and_record_json_never_panics(value in json(), bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         let text = value.to_string();
+        let url = url::Url::parse("https://registry.example/v1/providers/acme/widget/versions").unwrap();
         for doc in [text.as_bytes(), &bytes[..]] {
-            let _ = serde_json::from_slice::<PackageResponse>(doc);
             let _ = serde_json::from_slice::<IndexRecord>(doc);
             let _ = serde_json::from_slice::<VersionRecord>(doc);
-            if let Ok(listed) = serde_json::from_slice::<VersionsResponse>(doc) {
+            let Ok(doc) = wire::first_value(doc) else { continue };
+            let _ = PackageResponse::read(&doc, &url);
+            if let Ok(listed) = VersionsResponse::read(&doc, &url) {
                 let provider = Provider::from_source("registry.example/acme/widget").unwrap();
                 let usable = listed.usable(&provider);
                 prop_assert!(usable.len() <= listed.versions.len());
@@ -191,7 +194,8 @@ proptest! {
             "version": v,
             "platforms": ps.iter().map(|(os, arch)| serde_json::json!({"os": os, "arch": arch})).collect::<Vec<_>>(),
         })).collect::<Vec<_>>()});
-        let listed: VersionsResponse = serde_json::from_value(doc).unwrap();
+        let url = url::Url::parse("https://registry.example/v1/providers/acme/widget/versions").unwrap();
+        let listed = VersionsResponse::read(&doc, &url).unwrap();
         let provider = Provider::from_source("registry.example/acme/widget").unwrap();
         let usable = listed.usable(&provider);
         for (v, ps) in &entries {

@@ -413,10 +413,13 @@ impl Mirror {
         let sums = Sha256Sums::parse(record.sums[index].document.as_bytes())
             .map_err(|e| Failure::Refused(e.to_string()))?;
         let listed = sums.get(&pkg.filename).ok_or_else(|| {
-            Failure::Refused(format!(
-                "the signed SHA256SUMS has no entry for {}",
-                pkg.filename
-            ))
+            Failure::Refused(match sums.malformed(&pkg.filename) {
+                Some(held) => format!(
+                    "the signed SHA256SUMS lists {} with {held:?}, which is not a SHA-256 checksum",
+                    pkg.filename
+                ),
+                None => format!("the signed SHA256SUMS has no entry for {}", pkg.filename),
+            })
         })?;
         if !listed.eq_ignore_ascii_case(&pkg.shasum) {
             return Err(Failure::Refused(format!(
@@ -427,7 +430,7 @@ impl Mirror {
         Ok(PackageRecord {
             filename: pkg.filename.clone(),
             download_url,
-            sha256: listed.to_owned(),
+            sha256: listed,
             sums: index,
             protocols: pkg.protocols.clone(),
         })

@@ -44,7 +44,7 @@ pub fn check_record(trust: &TrustPolicy, record: &VersionRecord) -> Result<(), R
                 "{platform}: its SHA256SUMS is missing from the record"
             ))
         })?;
-        if sums.get(&pkg.filename) != Some(pkg.sha256.as_str()) {
+        if sums.get(&pkg.filename).as_deref() != Some(pkg.sha256.as_str()) {
             return Err(Rejected(format!(
                 "{platform}: the signed SHA256SUMS does not list {} with the recorded checksum",
                 pkg.filename

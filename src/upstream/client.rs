@@ -21,17 +21,24 @@ use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
-use serde::de::DeserializeOwned;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use url::Url;
 
 use super::guard::{refusal_in, GuardedConnector};
+use super::wire::{self, FieldError};
 
 use crate::config::UpstreamConfig;
 use crate::metrics::{Metrics, UpstreamOutcome};
 
 /// How many redirects a request may follow.
 const MAX_REDIRECTS: usize = 5;
+/// How many times a request answered `429` or `503` is sent again.
+const MAX_RETRIES: usize = 2;
+/// The longest `Retry-After` waited for; an origin that asks for longer is
+/// taken to be down (and the cached copy served) instead.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(10);
+/// The wait before sending again when a `429` or `503` names none.
+const DEFAULT_RETRY_WAIT: Duration = Duration::from_secs(1);
 /// The largest metadata (JSON, SHA256SUMS, signature) body accepted.
 pub const MAX_METADATA_BYTES: usize = 8 * 1024 * 1024;
 
@@ -98,14 +105,17 @@ pub enum UpstreamError {
 
 impl UpstreamError {
     /// Whether this looks like the origin being down rather than the
-    /// origin's definite answer: unreachable, too slow, or a 5xx status.
-    /// Cached content is served in place of an answer in these cases.
+    /// origin's definite answer: unreachable, too slow, a 5xx status, or
+    /// `429 Too Many Requests` still after the retries. Cached content is
+    /// served in place of an answer in these cases.
     pub fn is_outage(&self) -> bool {
         match self {
             UpstreamError::Unreachable { .. }
             | UpstreamError::Timeout { .. }
             | UpstreamError::Busy { .. } => true,
-            UpstreamError::Status { status, .. } => status.is_server_error(),
+            UpstreamError::Status { status, .. } => {
+                status.is_server_error() || *status == StatusCode::TOO_MANY_REQUESTS
+            }
             _ => false,
         }
     }
@@ -115,6 +125,13 @@ impl UpstreamError {
             url: url.to_string(),
             reason: reason.to_string(),
         }
+    }
+}
+
+impl From<(&Url, FieldError)> for UpstreamError {
+    /// A field of the answer from `url` that the clients would refuse too.
+    fn from((url, e): (&Url, FieldError)) -> Self {
+        UpstreamError::invalid(url, format!("field {e}"))
     }
 }
 
@@ -194,14 +211,35 @@ impl Client {
     /// redirect to another host goes without it. The response body holds
     /// the request's slots under `upstream.max_fetches` and
     /// `upstream.max_fetches_per_host` until it is dropped.
+    ///
+    /// An answer `429 Too Many Requests` or `503 Service Unavailable` is
+    /// asked again, at most [`MAX_RETRIES`] times, after its `Retry-After`
+    /// (seconds or a date; one second when it names none), unless that is
+    /// longer than [`MAX_RETRY_WAIT`] or would take the waits past half the
+    /// request timeout; the last answer is then the error (an outage, so
+    /// cached content is served in its place).
     pub async fn get(
         &self,
         url: &Url,
         bearer: Option<&str>,
     ) -> Result<(http::Response<Fetched>, Url), UpstreamError> {
+        self.fetch(url, bearer, false).await
+    }
+
+    /// [`Client::get`]; `metadata` asks for a gzip-compressed answer, which
+    /// [`Client::get_small`] decompresses (archives are fetched as they are).
+    async fn fetch(
+        &self,
+        url: &Url,
+        bearer: Option<&str>,
+        metadata: bool,
+    ) -> Result<(http::Response<Fetched>, Url), UpstreamError> {
         let mut current = url.clone();
         let total = self.limits.acquire_total(url, self.request_timeout).await?;
-        for _ in 0..=MAX_REDIRECTS {
+        let began = Instant::now();
+        let mut retries = 0;
+        let mut hops = 0;
+        while hops <= MAX_REDIRECTS {
             let allowed = match current.scheme() {
                 "https" => true,
                 "http" => self.allows_plain_http(&current),
@@ -217,6 +255,9 @@ impl Client {
                 header::USER_AGENT,
                 concat!("tfmirror/", env!("CARGO_PKG_VERSION")),
             );
+            if metadata {
+                req = req.header(header::ACCEPT_ENCODING, "gzip");
+            }
             if let Some(token) = bearer {
                 if same_origin(&current, url) {
                     req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
@@ -258,7 +299,22 @@ impl Client {
                     },
                 })?;
             let status = resp.status();
+            if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE
+            {
+                let wait = retry_after(resp.headers());
+                // Waiting may take at most half the request timeout in all,
+                // so that the answer after it still fits in the timeout.
+                let fits = began.elapsed() + wait <= self.request_timeout / 2;
+                if retries < MAX_RETRIES && wait <= MAX_RETRY_WAIT && fits {
+                    retries += 1;
+                    tracing::info!(url = %current, %status, wait_ms = wait.as_millis(), "origin asked to try again later; waiting");
+                    drop((resp, per_host));
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+            }
             if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
+                hops += 1;
                 let location = resp
                     .headers()
                     .get(header::LOCATION)
@@ -320,15 +376,17 @@ impl Client {
             .map(|(_, body, final_url)| (body, final_url))
     }
 
-    /// Like [`Client::get_bytes`], with the answer's headers.
+    /// Like [`Client::get_bytes`], with the answer's headers. A body sent
+    /// with `Content-Encoding: gzip` is handed back decompressed (within
+    /// the same size cap), as the clients' HTTP library does.
     pub async fn get_small(
         &self,
         url: &Url,
         bearer: Option<&str>,
     ) -> Result<(http::HeaderMap, Bytes, Url), UpstreamError> {
         let fetch = async {
-            let (resp, final_url) = self.get(url, bearer).await?;
-            let (parts, body) = resp.into_parts();
+            let (resp, final_url) = self.fetch(url, bearer, true).await?;
+            let (mut parts, body) = resp.into_parts();
             let body = Limited::new(body, MAX_METADATA_BYTES)
                 .collect()
                 .await
@@ -346,6 +404,17 @@ impl Client {
                     }
                 })?
                 .to_bytes();
+            let gzipped = parts
+                .headers
+                .get(header::CONTENT_ENCODING)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("gzip"));
+            let body = if gzipped {
+                parts.headers.remove(header::CONTENT_ENCODING);
+                gunzip(&body).map_err(|reason| UpstreamError::invalid(&final_url, reason))?
+            } else {
+                body
+            };
             Ok((parts.headers, body, final_url))
         };
         tokio::time::timeout(self.request_timeout, fetch)
@@ -356,17 +425,71 @@ impl Client {
             })?
     }
 
-    /// GETs a JSON document and decodes it.
-    pub async fn get_json<T: DeserializeOwned>(
+    /// GETs a JSON document and returns its first value as the clients
+    /// read it ([`wire::first_value`]), with the answer's headers and the
+    /// URL that produced it. An answer that is not JSON (an HTML error page
+    /// sent with status 200, say) is refused with its content type and its
+    /// first bytes.
+    pub async fn get_document(
         &self,
         url: &Url,
         bearer: Option<&str>,
-    ) -> Result<(T, Url), UpstreamError> {
-        let (body, final_url) = self.get_bytes(url, bearer).await?;
-        let value = serde_json::from_slice(&body).map_err(|e| {
-            UpstreamError::invalid(&final_url, format!("not the expected JSON: {e}"))
-        })?;
-        Ok((value, final_url))
+    ) -> Result<(serde_json::Value, http::HeaderMap, Url), UpstreamError> {
+        let (headers, body, final_url) = self.get_small(url, bearer).await?;
+        let value = wire::first_value(&body)
+            .map_err(|e| UpstreamError::invalid(&final_url, not_json(&headers, &body, &e)))?;
+        Ok((value, headers, final_url))
+    }
+}
+
+/// Why a body that should be JSON is unusable: the parser's message, the
+/// content type and the body's beginning.
+pub(crate) fn not_json(headers: &http::HeaderMap, body: &[u8], parser: &str) -> String {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("none");
+    let start: String = String::from_utf8_lossy(&body[..body.len().min(60)])
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    format!("not JSON ({parser}; Content-Type {content_type}; the body begins {start:?})")
+}
+
+/// Decompresses a gzip body, at most [`MAX_METADATA_BYTES`] of it.
+fn gunzip(body: &[u8]) -> Result<Bytes, String> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(body)
+        .take(MAX_METADATA_BYTES as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("the gzip-compressed body could not be read: {e}"))?;
+    if out.len() > MAX_METADATA_BYTES {
+        return Err(format!(
+            "body larger than {MAX_METADATA_BYTES} bytes once decompressed"
+        ));
+    }
+    Ok(out.into())
+}
+
+/// How long an answer's `Retry-After` asks to wait: seconds, or an HTTP
+/// date; [`DEFAULT_RETRY_WAIT`] when it has none or it cannot be read.
+fn retry_after(headers: &http::HeaderMap) -> Duration {
+    let Some(value) = headers
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+    else {
+        return DEFAULT_RETRY_WAIT;
+    };
+    if let Ok(secs) = value.parse::<u64>() {
+        return Duration::from_secs(secs);
+    }
+    match httpdate::parse_http_date(value) {
+        Ok(at) => at
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+        Err(_) => DEFAULT_RETRY_WAIT,
     }
 }
 

@@ -115,13 +115,22 @@ impl Discovery {
             url: host.to_string(),
             reason: e.to_string(),
         })?;
-        let (services, url) = self
+        let (doc, _, url) = self
             .client
-            .get_json::<serde_json::Map<String, serde_json::Value>>(
-                &url,
-                self.credentials.token(host),
-            )
+            .get_document(&url, self.credentials.token(host))
             .await?;
+        // The clients read the document into a map: `null` is a host that
+        // offers no services; anything but an object is refused.
+        let services = match doc {
+            serde_json::Value::Object(map) => map,
+            serde_json::Value::Null => serde_json::Map::new(),
+            _ => {
+                return Err(UpstreamError::invalid(
+                    &url,
+                    "the discovery document is not a JSON object",
+                ))
+            }
+        };
         Ok(Found { services, url })
     }
 }

@@ -8,6 +8,7 @@ pub mod download;
 pub mod guard;
 pub mod modules;
 pub mod registry;
+pub mod wire;
 
 pub use client::{Client, UpstreamError};
 pub use credentials::Credentials;

@@ -1,24 +1,53 @@
 //! The provider registry protocol (`providers.v1`) as tfmirror reads it:
 //! the list of versions with their platforms, and the download metadata of
-//! one package.
+//! one package. Answers are read as the clients read them
+//! ([`super::wire`]): what Terraform or OpenTofu accepts, tfmirror accepts.
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde_json::Value;
 use url::Url;
 
 use super::client::{Client, UpstreamError};
+use super::wire::{FieldError, Node};
 use crate::address::{Platform, Provider, Version};
 use crate::store::KeyDetails;
 
 /// `GET :namespace/:type/versions`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct VersionsResponse {
     /// Every version the registry offers.
     pub versions: Vec<VersionEntry>,
 }
 
 impl VersionsResponse {
+    /// Reads the answer. `versions[].version` and `versions[].protocols`
+    /// are what the clients read, so a wrong type there is refused; a
+    /// `null` entry is an entry with no version (left out later, as the
+    /// clients leave it out). The clients ignore `platforms` altogether, so
+    /// one that cannot be read counts as absent (and is logged).
+    pub fn read(doc: &Value, url: &Url) -> Result<Self, UpstreamError> {
+        let read = || -> Result<Self, FieldError> {
+            let root = Node::root(doc).object()?;
+            let mut versions = Vec::new();
+            for item in root.get("versions").items()? {
+                let entry = item.object()?;
+                let platforms_node = entry.get("platforms");
+                let platforms = read_platforms(&platforms_node).unwrap_or_else(|e| {
+                    tracing::warn!(%url, error = %e, "ignoring platforms that cannot be read (the clients ignore them too)");
+                    Vec::new()
+                });
+                versions.push(VersionEntry {
+                    version: entry.get("version").string()?,
+                    protocols: entry.get("protocols").strings()?,
+                    platforms,
+                });
+            }
+            Ok(VersionsResponse { versions })
+        };
+        read().map_err(|e| UpstreamError::from((url, e)))
+    }
+
     /// The versions that are semantic versions, each with the platforms
     /// whose names are valid. Others are left out (and logged); a version
     /// listed twice keeps its last entry.
@@ -50,20 +79,31 @@ impl VersionsResponse {
 }
 
 /// One entry of [`VersionsResponse`].
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct VersionEntry {
     /// The version number, as the registry spells it.
     pub version: String,
     /// The plugin protocol versions it supports.
-    #[serde(default)]
     pub protocols: Vec<String>,
     /// The platforms that have packages for this version.
-    #[serde(default)]
     pub platforms: Vec<PlatformEntry>,
 }
 
+fn read_platforms(node: &Node<'_>) -> Result<Vec<PlatformEntry>, FieldError> {
+    node.items()?
+        .iter()
+        .map(|item| {
+            let platform = item.object()?;
+            Ok(PlatformEntry {
+                os: platform.get("os").string()?,
+                arch: platform.get("arch").string()?,
+            })
+        })
+        .collect()
+}
+
 /// A platform in [`VersionEntry`].
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct PlatformEntry {
     /// Operating system, e.g. `linux`.
     pub os: String,
@@ -72,10 +112,9 @@ pub struct PlatformEntry {
 }
 
 /// `GET :namespace/:type/:version/download/:os/:arch`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct PackageResponse {
     /// The plugin protocol versions the package supports.
-    #[serde(default)]
     pub protocols: Vec<String>,
     /// Must echo the requested operating system.
     pub os: String,
@@ -95,22 +134,71 @@ pub struct PackageResponse {
     pub signing_keys: SigningKeys,
 }
 
+impl PackageResponse {
+    /// Reads the answer as the clients do. The fields both clients need to
+    /// install (`os`, `arch`, `filename`, the three URLs, `shasum`) must be
+    /// there and not empty: an answer without them decodes in Go, but every
+    /// install from it fails, so it is refused here with the field's name.
+    /// `protocols` and `ascii_armor` are read by the clients and refused
+    /// when of the wrong type. Of the other key details, Terraform reads
+    /// only `trust_signature` and OpenTofu none; they are kept when they
+    /// are strings and read as empty otherwise (what either client accepts
+    /// is accepted; what is served on is always a string).
+    pub fn read(doc: &Value, url: &Url) -> Result<Self, UpstreamError> {
+        let read = || -> Result<Self, FieldError> {
+            let root = Node::root(doc).object()?;
+            let required = |name: &str| root.get(name).required_string();
+            let mut keys = Vec::new();
+            for item in root
+                .get("signing_keys")
+                .object()?
+                .get("gpg_public_keys")
+                .items()?
+            {
+                let key = item.required_object()?;
+                let detail = |name: &str| key.get(name).string().unwrap_or_default();
+                keys.push(GpgPublicKey {
+                    ascii_armor: key.get("ascii_armor").required_string()?,
+                    details: KeyDetails {
+                        key_id: detail("key_id"),
+                        trust_signature: detail("trust_signature"),
+                        source: detail("source"),
+                        source_url: detail("source_url"),
+                    },
+                });
+            }
+            Ok(PackageResponse {
+                protocols: root.get("protocols").strings()?,
+                os: required("os")?,
+                arch: required("arch")?,
+                filename: required("filename")?,
+                download_url: required("download_url")?,
+                shasums_url: required("shasums_url")?,
+                shasums_signature_url: required("shasums_signature_url")?,
+                shasum: required("shasum")?,
+                signing_keys: SigningKeys {
+                    gpg_public_keys: keys,
+                },
+            })
+        };
+        read().map_err(|e| UpstreamError::from((url, e)))
+    }
+}
+
 /// `signing_keys` of [`PackageResponse`].
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct SigningKeys {
     /// The GPG public keys.
-    #[serde(default)]
     pub gpg_public_keys: Vec<GpgPublicKey>,
 }
 
 /// One key of [`SigningKeys`].
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct GpgPublicKey {
     /// The ASCII-armored public key.
     pub ascii_armor: String,
     /// What the registry says about it (ID, trust signature, source),
     /// kept as given.
-    #[serde(flatten)]
     pub details: KeyDetails,
 }
 
@@ -130,11 +218,13 @@ pub async fn versions(
             "versions",
         ],
     )?;
-    client.get_json(&url, token).await.map(|(v, _)| v)
+    let (doc, _, final_url) = client.get_document(&url, token).await?;
+    VersionsResponse::read(&doc, &final_url)
 }
 
-/// Reads one package's download metadata. Relative URLs in the answer are
-/// resolved against the URL that produced it.
+/// Reads one package's download metadata, with the URL that produced it
+/// (relative URLs in the answer resolve against it, as the clients
+/// resolve them).
 pub async fn package(
     client: &Client,
     base: &Url,
@@ -154,7 +244,9 @@ pub async fn package(
             platform.arch(),
         ],
     )?;
-    client.get_json(&url, token).await
+    let (doc, _, final_url) = client.get_document(&url, token).await?;
+    let answer = PackageResponse::read(&doc, &final_url)?;
+    Ok((answer, final_url))
 }
 
 /// Joins path segments (percent-encoding each) beneath `base`.
@@ -173,6 +265,143 @@ pub(crate) fn endpoint(base: &Url, segments: &[&str]) -> Result<Url, UpstreamErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn url() -> Url {
+        Url::parse("https://r.example/v1/providers/acme/widget/1.0.0/download/linux/amd64").unwrap()
+    }
+
+    /// A download answer as the public registry sends it for a community
+    /// provider, listing `key`.
+    fn answer(key: &serde_json::Value) -> serde_json::Value {
+        json!({
+            "protocols": ["5.0"], "os": "linux", "arch": "amd64",
+            "filename": "terraform-provider-widget_1.0.0_linux_amd64.zip",
+            "download_url": "https://dl.example/w.zip",
+            "shasums_url": "https://dl.example/SHA256SUMS",
+            "shasums_signature_url": "https://dl.example/SHA256SUMS.sig",
+            "shasum": "a".repeat(64),
+            "signing_keys": {"gpg_public_keys": [key]},
+        })
+    }
+
+    #[test]
+    fn null_key_details_and_a_missing_key_id_read_as_empty() {
+        let doc = answer(&json!({
+            "ascii_armor": "ARMOR", "trust_signature": null, "source": null, "source_url": null,
+        }));
+        let read = PackageResponse::read(&doc, &url()).unwrap();
+        let key = &read.signing_keys.gpg_public_keys[0];
+        assert_eq!(key.ascii_armor, "ARMOR");
+        assert_eq!(key.details, KeyDetails::default());
+    }
+
+    #[test]
+    fn extra_fields_other_spellings_and_empty_lists_are_fine() {
+        let mut doc = answer(
+            &json!({"key_id": "51852D87348FFC4C", "ascii_armor": "ARMOR", "source_url": 7, "comment": {"a": 1}}),
+        );
+        doc["packages"] = json!({"linux_amd64": {"hashes": ["zh:00"], "package_size": 1}});
+        doc["protocols"] = serde_json::Value::Null;
+        doc["Filename"] = doc["filename"].take();
+        doc.as_object_mut().unwrap().remove("filename");
+        let read = PackageResponse::read(&doc, &url()).unwrap();
+        assert!(read.protocols.is_empty());
+        assert_eq!(
+            read.filename,
+            "terraform-provider-widget_1.0.0_linux_amd64.zip"
+        );
+        // Terraform ignores source_url; a number there is read as empty.
+        assert_eq!(read.signing_keys.gpg_public_keys[0].details.source_url, "");
+        assert_eq!(
+            read.signing_keys.gpg_public_keys[0].details.key_id,
+            "51852D87348FFC4C"
+        );
+        let mut doc = answer(&json!({}));
+        doc["signing_keys"] = json!({"gpg_public_keys": null});
+        assert!(PackageResponse::read(&doc, &url())
+            .unwrap()
+            .signing_keys
+            .gpg_public_keys
+            .is_empty());
+    }
+
+    #[test]
+    fn what_the_clients_refuse_is_refused_naming_the_field_and_the_url() {
+        let cases = [
+            (
+                "os",
+                json!(5),
+                "`os`: expected a string, found the number 5",
+            ),
+            (
+                "protocols",
+                json!("5.0"),
+                "`protocols`: expected a list, found a string",
+            ),
+            (
+                "shasum",
+                serde_json::Value::Null,
+                "`shasum`: required, but null",
+            ),
+            (
+                "signing_keys",
+                json!({"gpg_public_keys": [null]}),
+                "`signing_keys.gpg_public_keys[0]`: is null",
+            ),
+            (
+                "signing_keys",
+                json!({"gpg_public_keys": [{"key_id": "X"}]}),
+                "`signing_keys.gpg_public_keys[0].ascii_armor`: required, but absent",
+            ),
+            (
+                "signing_keys",
+                json!([]),
+                "`signing_keys`: expected an object, found a list",
+            ),
+        ];
+        for (field, value, says) in cases {
+            let mut doc = answer(&json!({"ascii_armor": "ARMOR"}));
+            doc[field] = value;
+            let err = PackageResponse::read(&doc, &url()).unwrap_err().to_string();
+            assert!(err.contains(says), "{field}: {err}");
+            assert!(err.contains(url().as_str()), "{err}");
+        }
+        let err = PackageResponse::read(&json!([1]), &url())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("(the document)`: expected an object"), "{err}");
+    }
+
+    #[test]
+    fn version_lists_read_as_the_clients_read_them() {
+        let doc = json!({
+            "id": "acme/widget", "warnings": null,
+            "versions": [
+                {"version": "1.0.0", "protocols": ["5.0"], "platforms": [{"os": "linux", "arch": "amd64"}]},
+                {"version": "1.1.0", "protocols": null, "platforms": null},
+                {"version": "1.2.0", "platforms": "not a list"},
+                null,
+            ],
+        });
+        let read = VersionsResponse::read(&doc, &url()).unwrap();
+        assert_eq!(read.versions.len(), 4);
+        assert_eq!(read.versions[3].version, "");
+        assert!(read.versions[2].platforms.is_empty());
+        let provider = Provider::from_source("r.example/acme/widget").unwrap();
+        assert_eq!(read.usable(&provider).len(), 3);
+        assert!(VersionsResponse::read(&json!({"versions": null}), &url())
+            .unwrap()
+            .versions
+            .is_empty());
+        assert!(VersionsResponse::read(&serde_json::Value::Null, &url())
+            .unwrap()
+            .versions
+            .is_empty());
+        let err =
+            VersionsResponse::read(&json!({"versions": [{"version": 1}]}), &url()).unwrap_err();
+        assert!(err.to_string().contains("`versions[0].version`"), "{err}");
+    }
 
     #[test]
     fn endpoints_land_beneath_the_base() {

@@ -1,9 +1,14 @@
 //! The origin's SHA256SUMS document: one `<sha256 hex>  <file name>` line per
 //! archive of a provider version, as written by `sha256sum`.
+//!
+//! Read as Terraform and OpenTofu read it: a file's checksum is the first
+//! field of the first line whose second field is the file's name; lines
+//! that do not have that shape are passed over, and a checksum that is not
+//! 64 hex digits only matters for the file whose line it is on.
 
 use std::collections::BTreeMap;
 
-/// A parsed SHA256SUMS document: file name → lowercase hex SHA-256.
+/// A parsed SHA256SUMS document: file name → the checksum as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sha256Sums(BTreeMap<String, String>);
 
@@ -13,50 +18,45 @@ pub enum SumsError {
     /// The document is not UTF-8 text.
     #[error("SHA256SUMS is not text")]
     NotText,
-    /// A line names a checksum that is not 64 hex digits.
-    #[error("SHA256SUMS line {0} does not hold a SHA-256 checksum")]
-    BadChecksum(usize),
-    /// The same file is listed twice with different checksums.
-    #[error("SHA256SUMS lists {0} twice with different checksums")]
-    Conflict(String),
 }
 
 impl Sha256Sums {
-    /// Parses a document. Blank lines are skipped; every other line must be a
-    /// checksum followed by a file name (`sha256sum`'s binary-mode `*` marker
-    /// in front of the name is accepted).
+    /// Parses a document. Every line with at least two fields names a file
+    /// (its second field; `sha256sum`'s binary-mode `*` in front of the name
+    /// is taken off) and its checksum (the first); the first line for a
+    /// name counts. Other lines are passed over, as the clients pass them
+    /// over.
     pub fn parse(text: &[u8]) -> Result<Self, SumsError> {
         let text = std::str::from_utf8(text).map_err(|_| SumsError::NotText)?;
         let mut sums = BTreeMap::new();
-        for (i, line) in text.lines().enumerate() {
+        for line in text.split('\n') {
             let mut fields = line.split_whitespace();
-            let (Some(sum), Some(name), None) = (fields.next(), fields.next(), fields.next())
-            else {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                return Err(SumsError::BadChecksum(i + 1));
+            let (Some(sum), Some(name)) = (fields.next(), fields.next()) else {
+                continue;
             };
-            if sum.len() != 64 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(SumsError::BadChecksum(i + 1));
-            }
             let name = name.strip_prefix('*').unwrap_or(name);
-            let sum = sum.to_ascii_lowercase();
-            match sums.get(name) {
-                Some(existing) if existing != &sum => {
-                    return Err(SumsError::Conflict(name.to_owned()))
-                }
-                _ => {
-                    sums.insert(name.to_owned(), sum);
-                }
-            }
+            sums.entry(name.to_owned())
+                .or_insert_with(|| sum.to_owned());
         }
         Ok(Sha256Sums(sums))
     }
 
-    /// The checksum recorded for `file_name`, if any.
-    pub fn get(&self, file_name: &str) -> Option<&str> {
-        self.0.get(file_name).map(String::as_str)
+    /// The checksum recorded for `file_name` (lowercase hex), if its line
+    /// holds one.
+    pub fn get(&self, file_name: &str) -> Option<String> {
+        self.0
+            .get(file_name)
+            .filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+            .map(|s| s.to_ascii_lowercase())
+    }
+
+    /// What the line for `file_name` holds where it is not a SHA-256
+    /// checksum (for messages), or `None`.
+    pub fn malformed(&self, file_name: &str) -> Option<&str> {
+        self.0
+            .get(file_name)
+            .filter(|_| self.get(file_name).is_none())
+            .map(String::as_str)
     }
 }
 
@@ -70,31 +70,26 @@ mod tests {
         let b = "B".repeat(64);
         let doc = format!("{a}  p_1.0.0_linux_amd64.zip\n\n{b} *p_1.0.0_darwin_arm64.zip\n");
         let s = Sha256Sums::parse(doc.as_bytes()).unwrap();
-        assert_eq!(s.get("p_1.0.0_linux_amd64.zip"), Some(a.as_str()));
-        assert_eq!(
-            s.get("p_1.0.0_darwin_arm64.zip"),
-            Some("b".repeat(64).as_str())
-        );
+        assert_eq!(s.get("p_1.0.0_linux_amd64.zip"), Some(a.clone()));
+        assert_eq!(s.get("p_1.0.0_darwin_arm64.zip"), Some("b".repeat(64)));
         assert_eq!(s.get("P_1.0.0_LINUX_AMD64.zip"), None);
     }
 
     #[test]
-    fn rejects_malformed_and_conflicting_lines() {
+    fn reads_as_the_clients_read_it() {
         let a = "a".repeat(64);
         let c = "c".repeat(64);
-        assert_eq!(
-            Sha256Sums::parse(b"abc  file.zip\n"),
-            Err(SumsError::BadChecksum(1))
+        // Lines of other shapes are passed over; the first line for a
+        // name counts; a third field is ignored; CRLF line ends are fine.
+        let doc = format!(
+            "# comment line\nonlyonefield\n{a}  x.zip\n{c}  x.zip\n{c}  y.zip extra\r\nabc  z.zip\n"
         );
-        assert_eq!(
-            Sha256Sums::parse(format!("{a}  x.zip\nonlyonefield\n").as_bytes()),
-            Err(SumsError::BadChecksum(2))
-        );
-        assert_eq!(
-            Sha256Sums::parse(format!("{a}  x.zip\n{c}  x.zip\n").as_bytes()),
-            Err(SumsError::Conflict("x.zip".into()))
-        );
-        assert!(Sha256Sums::parse(format!("{a}  x.zip\n{a}  x.zip\n").as_bytes()).is_ok());
+        let s = Sha256Sums::parse(doc.as_bytes()).unwrap();
+        assert_eq!(s.get("x.zip"), Some(a));
+        assert_eq!(s.get("y.zip"), Some(c));
+        assert_eq!(s.get("z.zip"), None);
+        assert_eq!(s.malformed("z.zip"), Some("abc"));
+        assert_eq!(s.malformed("x.zip"), None);
         assert_eq!(Sha256Sums::parse(b"\xff\xfe"), Err(SumsError::NotText));
     }
 }

@@ -3,7 +3,8 @@
 //! (`archives`), a fake origin registry over real TLS (`origin`), a running
 //! tfmirror and its set-up (`running`), a small HTTPS client (`client`),
 //! waiting for conditions (`wait`), the binary run as a process
-//! (`daemon`), git repositories served by the origin (`git`), and an
+//! (`daemon`), git repositories served by the origin (`git`), the
+//! registry shapes the origin answers in (`shapes`), and an
 //! S3-compatible server (`seaweed`). Each test binary uses some of it.
 
 #![allow(dead_code, unused_imports)]
@@ -17,6 +18,7 @@ mod keys;
 mod origin;
 mod running;
 pub mod seaweed;
+mod shapes;
 mod wait;
 
 pub use archives::*;
@@ -26,4 +28,5 @@ pub use git::*;
 pub use keys::*;
 pub use origin::*;
 pub use running::*;
+pub use shapes::*;
 pub use wait::*;

@@ -15,7 +15,10 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use super::{build_archive, gnupg_fixture, h1_fixture, sha256_hex, sums_document, Signer, TestCa};
+use super::{
+    build_archive, gnupg_fixture, h1_fixture, sha256_hex, sums_document, vars, Lists, NoLists,
+    Shape, Signer, TestCa, Vars,
+};
 
 /// One package the fake origin offers.
 #[derive(Clone)]
@@ -36,8 +39,9 @@ pub struct OriginVersion {
     pub listed_keys: Vec<(String, String)>,
 }
 
-#[derive(Default)]
 struct OriginState {
+    /// The registry whose answers' shape this origin copies.
+    shape: Shape,
     providers: HashMap<(String, String), BTreeMap<String, OriginVersion>>,
     files: HashMap<String, Vec<u8>>,
     hits: HashMap<String, usize>,
@@ -59,11 +63,42 @@ struct OriginState {
     modules: HashMap<(String, String, String), BTreeMap<String, ModuleAnswer>>,
     /// Where the bare git repositories served under `/git/` are.
     git_root: Option<std::path::PathBuf>,
+    /// Files whose answers wait until the test lets them go.
+    held: HashMap<String, tokio::sync::watch::Receiver<bool>>,
+    /// How many requests each throttled path has refused so far.
+    throttled: HashMap<String, usize>,
+    /// The HTTP versions of the requests answered, in order.
+    versions_seen: Vec<http::Version>,
+}
+
+impl Default for OriginState {
+    fn default() -> Self {
+        OriginState {
+            shape: Shape::load("terraform-registry"),
+            providers: HashMap::new(),
+            files: HashMap::new(),
+            hits: HashMap::new(),
+            archive_delay: Duration::ZERO,
+            authorization: HashMap::new(),
+            file_delays: HashMap::new(),
+            fail_with: None,
+            omit_platforms: false,
+            redirect_discovery: false,
+            faults: HashMap::new(),
+            modules: HashMap::new(),
+            git_root: None,
+            throttled: HashMap::new(),
+            versions_seen: Vec::new(),
+            held: HashMap::new(),
+        }
+    }
 }
 
 /// How the fake module registry answers a download request.
 #[derive(Clone, Debug)]
 pub enum ModuleAnswer {
+    /// In the origin's shape (`module-download.http`), with this location.
+    Shaped(String),
     /// 204 with the location in `X-Terraform-Get` (Terraform's registry).
     Header(String),
     /// 200 with `{"location": …}` (as OpenTofu documents it).
@@ -89,6 +124,26 @@ pub enum Fault {
     Trickle(Duration),
     /// Redirect to the same path, forever.
     RedirectLoop,
+    /// Redirect with this status to the same answer under `/moved/`, by a
+    /// relative `Location` (`true`) or an absolute one.
+    Redirect(StatusCode, bool),
+    /// Send the body gzip-compressed, with `Content-Encoding: gzip`, as a
+    /// CDN may whether or not it was asked to.
+    Gzip,
+    /// Send the body in chunks with no `Content-Length`.
+    Chunked,
+    /// Answer the first `count` requests with `status` and this
+    /// `Retry-After` (none when `None`), then as usual.
+    Throttle {
+        status: StatusCode,
+        retry_after: Option<&'static str>,
+        count: usize,
+    },
+    /// Wait this long before sending the answer's headers.
+    SlowStart(Duration),
+    /// Answer 200 with an HTML error page, as a captive portal or a
+    /// misconfigured proxy does.
+    HtmlPage,
 }
 
 /// An in-process origin registry over HTTPS, standing in for the internet.
@@ -107,12 +162,26 @@ impl FakeOrigin {
 
     /// Starts on a given address (to come back on the same port).
     pub async fn start_on(ca: &TestCa, addr: SocketAddr) -> FakeOrigin {
+        Self::start_speaking(ca, addr, false).await
+    }
+
+    /// Starts an origin that speaks HTTP/2 only: it offers no other
+    /// protocol in the TLS handshake and refuses HTTP/1.1 requests.
+    pub async fn start_http2_only(ca: &TestCa) -> FakeOrigin {
+        Self::start_speaking(ca, "127.0.0.1:0".parse().unwrap(), true).await
+    }
+
+    async fn start_speaking(ca: &TestCa, addr: SocketAddr, http2_only: bool) -> FakeOrigin {
         let listener = TcpListener::bind(addr).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(OriginState::default()));
         let tasks = Arc::new(Mutex::new(JoinSet::new()));
         let requests = Arc::new(AtomicUsize::new(0));
-        let acceptor = tokio_rustls::TlsAcceptor::from(ca.server_config());
+        let mut tls = (*ca.server_config()).clone();
+        if http2_only {
+            tls.alpn_protocols = vec![b"h2".to_vec()];
+        }
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
         let accept = {
             let (state, tasks, requests) = (state.clone(), tasks.clone(), requests.clone());
             tokio::spawn(async move {
@@ -132,9 +201,12 @@ impl FakeOrigin {
                             requests.fetch_add(1, Ordering::SeqCst);
                             origin_answer(state.clone(), addr, req)
                         });
-                        let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                            .serve_connection(TokioIo::new(tls), svc)
-                            .await;
+                        let mut builder =
+                            hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                        if http2_only {
+                            builder = builder.http2_only();
+                        }
+                        let _ = builder.serve_connection(TokioIo::new(tls), svc).await;
                     });
                 }
             })
@@ -199,16 +271,53 @@ impl FakeOrigin {
     }
 
     /// Publishes a module version whose source is the repository `repo`
-    /// served under `/git/` at `reference`, given in `X-Terraform-Get`.
+    /// served under `/git/` at `reference`, answered in the origin's shape.
     pub fn publish_git_module(&self, name: &str, version: &str, repo: &str, reference: &str) {
         let location = format!("git::{}?ref={reference}", self.git_url(repo));
-        self.publish_module("acme", name, "aws", version, ModuleAnswer::Header(location));
+        self.publish_module("acme", name, "aws", version, ModuleAnswer::Shaped(location));
+    }
+
+    /// Publishes a module version whose source is the archive `tar_gz`,
+    /// served as `/files/<namespace>-<name>-<system>-<version>.tar.gz`
+    /// (where shapes with a location of their own find it) and answered in
+    /// the origin's shape with that file's URL.
+    pub fn publish_archive_module(
+        &self,
+        (namespace, name, system): (&str, &str, &str),
+        version: &str,
+        tar_gz: Vec<u8>,
+    ) {
+        let file = format!("{namespace}-{name}-{system}-{version}.tar.gz");
+        self.replace_file(&file, tar_gz);
+        let location = self.file_url(&file);
+        self.publish_module(
+            namespace,
+            name,
+            system,
+            version,
+            ModuleAnswer::Shaped(location),
+        );
+    }
+
+    /// Answers in the shape of the registry `name` of
+    /// `tests/fixtures/registries/`.
+    pub fn use_shape(&self, name: &str) {
+        self.state.lock().unwrap().shape = Shape::load(name);
     }
 
     /// Stops answering: the listener closes and open connections are cut.
     pub fn stop(&self) {
         self.accept.abort();
         self.tasks.lock().unwrap().abort_all();
+    }
+
+    /// Holds back every answer for one file until the returned sender is
+    /// sent `true` (or dropped): a test orders what happens while a
+    /// download is under way with it.
+    pub fn hold_file(&self, name: &str) -> tokio::sync::watch::Sender<bool> {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        self.state.lock().unwrap().held.insert(name.to_string(), rx);
+        tx
     }
 
     /// Delays serving one file.
@@ -235,6 +344,7 @@ impl FakeOrigin {
     /// Makes one path misbehave (or behave again, with `None`).
     pub fn set_fault(&self, path: &str, fault: Option<Fault>) {
         let mut st = self.state.lock().unwrap();
+        st.throttled.remove(path);
         match fault {
             Some(f) => st.faults.insert(path.to_string(), f),
             None => st.faults.remove(path),
@@ -254,6 +364,11 @@ impl FakeOrigin {
             .get(path)
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// The HTTP versions of the requests answered so far.
+    pub fn versions_seen(&self) -> Vec<http::Version> {
+        self.state.lock().unwrap().versions_seen.clone()
     }
 
     /// How many requests a path received.
@@ -408,6 +523,7 @@ fn pieces(parts: Vec<(Duration, Bytes)>, then_fail: bool, then_hang: bool) -> Or
 async fn misbehave(
     fault: Fault,
     path: &str,
+    port: u16,
     answer: Response<OriginBody>,
 ) -> Result<Response<OriginBody>, std::io::Error> {
     let (mut parts, body) = answer.into_parts();
@@ -424,6 +540,52 @@ async fn misbehave(
                 .insert(http::header::LOCATION, path.parse().unwrap());
             return Ok(r);
         }
+        Fault::Redirect(status, relative) => {
+            let to = if relative {
+                // Relative to the path asked: `moved/<last segment>` below
+                // the same directory would do, but `..` is the harder case.
+                let depth = path.matches('/').count() - 1;
+                format!("{}moved{path}", "../".repeat(depth))
+            } else {
+                format!("https://localhost:{port}/moved{path}")
+            };
+            let mut r = reply(status, "text/plain", Vec::new());
+            r.headers_mut()
+                .insert(http::header::LOCATION, to.parse().unwrap());
+            return Ok(r);
+        }
+        Fault::Gzip => {
+            use std::io::Write;
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(&bytes).unwrap();
+            let packed = gz.finish().unwrap();
+            parts.headers.insert(
+                http::header::CONTENT_ENCODING,
+                "gzip".parse().unwrap(),
+            );
+            parts.headers.insert(
+                http::header::CONTENT_LENGTH,
+                packed.len().to_string().parse().unwrap(),
+            );
+            pieces(vec![(Duration::ZERO, Bytes::from(packed))], false, false)
+        }
+        Fault::Chunked => {
+            let step = bytes.len().div_ceil(7).max(1);
+            let parts: Vec<(Duration, Bytes)> = (0..bytes.len())
+                .step_by(step)
+                .map(|at| (Duration::ZERO, bytes.slice(at..(at + step).min(bytes.len()))))
+                .collect();
+            pieces(parts, false, false)
+        }
+        Fault::HtmlPage => {
+            return Ok(reply(
+                StatusCode::OK,
+                "text/html; charset=utf-8",
+                b"<!DOCTYPE html>\n<html><head><title>Service Unavailable</title></head><body>Please try again later.</body></html>".to_vec(),
+            ))
+        }
+        // Handled before the answer is made (`origin_answer`).
+        Fault::Throttle { .. } | Fault::SlowStart(_) => pieces(vec![(Duration::ZERO, bytes)], false, false),
         Fault::Hang => pieces(vec![(Duration::ZERO, half)], false, true),
         Fault::Truncate => pieces(vec![(Duration::ZERO, half)], true, false),
         Fault::WrongLength => {
@@ -455,8 +617,37 @@ async fn origin_answer(
     addr: SocketAddr,
     req: Request<hyper::body::Incoming>,
 ) -> Result<Response<OriginBody>, std::io::Error> {
-    let path = req.uri().path().to_string();
-    let fault = state.lock().unwrap().faults.get(&path).cloned();
+    let asked = req.uri().path().to_string();
+    state.lock().unwrap().versions_seen.push(req.version());
+    let fault = state.lock().unwrap().faults.get(&asked).cloned();
+    // Where a redirect fault sent the client: the same answer, no fault.
+    let path = asked.strip_prefix("/moved").unwrap_or(&asked).to_string();
+    match &fault {
+        Some(Fault::Throttle {
+            status,
+            retry_after,
+            count,
+        }) => {
+            let mut st = state.lock().unwrap();
+            let refused = st.throttled.entry(asked.clone()).or_default();
+            if *refused < *count {
+                *refused += 1;
+                *st.hits.entry(asked.clone()).or_default() += 1;
+                let mut r = reply(
+                    *status,
+                    "application/json",
+                    b"{\"errors\":[\"slow down\"]}".to_vec(),
+                );
+                if let Some(after) = retry_after {
+                    r.headers_mut()
+                        .insert(http::header::RETRY_AFTER, after.parse().unwrap());
+                }
+                return Ok(r);
+            }
+        }
+        Some(Fault::SlowStart(wait)) => tokio::time::sleep(*wait).await,
+        _ => {}
+    }
     let git_root = state.lock().unwrap().git_root.clone();
     let answer = match (path.strip_prefix("/git/"), git_root) {
         (Some(_), Some(root)) if fault.is_none() => {
@@ -474,30 +665,33 @@ async fn origin_answer(
             }
             return Ok(git_backend(&root, req).await);
         }
-        _ => origin_route(state, addr, req, &path).await,
+        _ => origin_route(state, addr, req, &path, &asked).await,
     };
     match fault {
-        Some(f) => misbehave(f, &path, answer).await,
-        None => Ok(answer),
+        Some(f) if asked == path => misbehave(f, &path, addr.port(), answer).await,
+        _ => Ok(answer),
     }
 }
 
+/// The answer to `path`, which the client asked for as `asked` (they
+/// differ below `/moved/`); hits and credentials are counted by `asked`.
 async fn origin_route(
     state: Arc<Mutex<OriginState>>,
     addr: SocketAddr,
     req: Request<hyper::body::Incoming>,
     path: &str,
+    asked: &str,
 ) -> Response<OriginBody> {
     let path = path.to_string();
     let authorization = req
         .headers()
         .get(http::header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or("(not text)").to_string());
-    let (fail, delay, omit_platforms, redirect_discovery) = {
+    let (fail, delay, omit_platforms, redirect_discovery, shape) = {
         let mut st = state.lock().unwrap();
-        *st.hits.entry(path.clone()).or_default() += 1;
+        *st.hits.entry(asked.to_owned()).or_default() += 1;
         st.authorization
-            .entry(path.clone())
+            .entry(asked.to_owned())
             .or_default()
             .push(authorization);
         (
@@ -505,12 +699,24 @@ async fn origin_route(
             st.archive_delay,
             st.omit_platforms,
             st.redirect_discovery,
+            st.shape.clone(),
         )
     };
     if let Some(status) = fail {
         return reply(status, "application/json", b"{}".to_vec());
     }
-    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let origin = format!("https://localhost:{}", addr.port());
+    // The API prefixes of the registries the shapes copy all lead to the
+    // same registry.
+    let api = [
+        ("/api/registry/v1/", "/v1/"),
+        ("/artifactory/api/terraform/v1/", "/v1/"),
+        ("/api/v4/packages/terraform/modules/v1/", "/v1/modules/"),
+    ]
+    .iter()
+    .find_map(|(prefix, to)| path.strip_prefix(prefix).map(|rest| format!("{to}{rest}")))
+    .unwrap_or_else(|| path.clone());
+    let segs: Vec<&str> = api.trim_start_matches('/').split('/').collect();
     let json = |v: serde_json::Value| {
         reply(
             StatusCode::OK,
@@ -525,22 +731,24 @@ async fn origin_route(
             b"{\"errors\":[\"not found\"]}".to_vec(),
         )
     };
+    let redirect = |status: StatusCode, to: String| {
+        let mut r = reply(status, "text/plain", Vec::new());
+        r.headers_mut()
+            .insert(http::header::LOCATION, to.parse().unwrap());
+        r
+    };
     match segs.as_slice() {
-        [".well-known", "terraform.json"] if redirect_discovery => {
-            let mut r = reply(StatusCode::MOVED_PERMANENTLY, "text/plain", Vec::new());
-            r.headers_mut().insert(
-                http::header::LOCATION,
-                "/registry/discovery.json".parse().unwrap(),
-            );
-            r
-        }
+        [".well-known", "terraform.json"] if redirect_discovery => redirect(
+            StatusCode::MOVED_PERMANENTLY,
+            "/registry/discovery.json".into(),
+        ),
         // A relative URL, resolved against the redirected document: /v1/providers/.
         ["registry", "discovery.json"] => json(
             serde_json::json!({"providers.v1": "../v1/providers/", "modules.v1": "../v1/modules/"}),
         ),
-        [".well-known", "terraform.json"] => json(
-            serde_json::json!({"providers.v1": "/v1/providers/", "modules.v1": "/v1/modules/"}),
-        ),
+        [".well-known", "terraform.json"] => {
+            json(shape.json("discovery.json", &Vars::new(), &NoLists))
+        }
         ["v1", "modules", ns, name, system, "versions"] => {
             let st = state.lock().unwrap();
             match st
@@ -549,11 +757,14 @@ async fn origin_route(
             {
                 None => not_found(),
                 Some(versions) => {
-                    let list: Vec<serde_json::Value> = versions
-                        .keys()
-                        .map(|v| serde_json::json!({"version": v}))
-                        .collect();
-                    json(serde_json::json!({"modules": [{"versions": list}]}))
+                    let bound = vars([
+                        ("origin", origin.clone()),
+                        ("namespace", ns.to_string()),
+                        ("name", name.to_string()),
+                        ("system", system.to_string()),
+                    ]);
+                    let lists = ModuleLists(versions.keys().cloned().collect());
+                    json(shape.json("module-versions.json", &bound, &lists))
                 }
             }
         }
@@ -575,31 +786,57 @@ async fn origin_route(
                 Some(ModuleAnswer::Json(location)) => {
                     json(serde_json::json!({ "location": location }))
                 }
+                Some(ModuleAnswer::Shaped(location)) => {
+                    let bound = vars([
+                        ("origin", origin.clone()),
+                        ("namespace", ns.to_string()),
+                        ("name", name.to_string()),
+                        ("system", system.to_string()),
+                        ("version", version.to_string()),
+                        ("location", location),
+                    ]);
+                    let (status, headers, body) = shape.http("module-download.http", &bound);
+                    let mut r = reply(
+                        StatusCode::from_u16(status).unwrap(),
+                        "text/plain",
+                        body.into_bytes(),
+                    );
+                    for (name, value) in headers {
+                        r.headers_mut().insert(
+                            http::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                            value.parse().unwrap(),
+                        );
+                    }
+                    r
+                }
             }
         }
+        // GitLab's package file, named by the module's version.
+        ["v1", "modules", ns, name, system, version, "file"] => redirect(
+            StatusCode::FOUND,
+            format!("/files/{ns}-{name}-{system}-{version}.tar.gz"),
+        ),
         ["v1", "providers", ns, kind, "versions"] => {
             let st = state.lock().unwrap();
             match st.providers.get(&(ns.to_string(), kind.to_string())) {
                 None => not_found(),
                 Some(versions) => {
-                    let list: Vec<serde_json::Value> = versions
-                        .iter()
-                        .map(|(v, ov)| {
-                            if omit_platforms {
-                                return serde_json::json!({"version": v});
-                            }
-                            let platforms: Vec<serde_json::Value> = ov
-                                .packages
-                                .keys()
-                                .map(|p| {
-                                    let (os, arch) = p.split_once('_').unwrap();
-                                    serde_json::json!({"os": os, "arch": arch})
-                                })
-                                .collect();
-                            serde_json::json!({"version": v, "protocols": ["5.0"], "platforms": platforms})
-                        })
-                        .collect();
-                    json(serde_json::json!({ "versions": list }))
+                    let bound = vars([
+                        ("origin", origin.clone()),
+                        ("namespace", ns.to_string()),
+                        ("type", kind.to_string()),
+                    ]);
+                    let lists = ProviderLists {
+                        versions,
+                        keys: &[],
+                    };
+                    let mut doc = shape.json("provider-versions.json", &bound, &lists);
+                    if omit_platforms {
+                        for entry in doc["versions"].as_array_mut().unwrap() {
+                            entry.as_object_mut().unwrap().remove("platforms");
+                        }
+                    }
+                    json(doc)
                 }
             }
         }
@@ -608,54 +845,53 @@ async fn origin_route(
             let found = st
                 .providers
                 .get(&(ns.to_string(), kind.to_string()))
-                .and_then(|vs| vs.get(*version))
-                .and_then(|ov| ov.packages.get(&format!("{os}_{arch}")).map(|p| (ov, p)));
+                .and_then(|vs| vs.get(*version).map(|ov| (vs, ov)))
+                .and_then(|(vs, ov)| {
+                    ov.packages
+                        .get(&format!("{os}_{arch}"))
+                        .map(|p| (vs, ov, p))
+                });
             match found {
                 None => not_found(),
-                Some((ov, pkg)) => {
-                    let keys: Vec<serde_json::Value> = ov
-                        .listed_keys
-                        .iter()
-                        .map(|(id, armor)| {
-                            serde_json::json!({
-                                "key_id": id,
-                                "ascii_armor": armor,
-                                "trust_signature": "",
-                                "source": "Acme Test Keys",
-                                "source_url": "https://acme.example/security",
-                            })
-                        })
-                        .collect();
-                    json(serde_json::json!({
-                        "protocols": ["5.0"],
-                        "os": os,
-                        "arch": arch,
-                        "filename": pkg.filename,
-                        // An absolute URL that redirects, as release hosts often do.
-                        "download_url": format!("https://localhost:{}/dl/{}", addr.port(), pkg.filename),
-                        // Relative URLs, resolved against this document.
-                        "shasums_url": format!("/files/terraform-provider-{kind}_{version}_SHA256SUMS"),
-                        "shasums_signature_url": format!("../../../../../../../files/terraform-provider-{kind}_{version}_SHA256SUMS.sig"),
-                        "shasum": pkg.shasum,
-                        "signing_keys": {"gpg_public_keys": keys},
-                    }))
+                Some((versions, ov, pkg)) => {
+                    let bound = vars([
+                        ("origin", origin.clone()),
+                        ("namespace", ns.to_string()),
+                        ("type", kind.to_string()),
+                        ("version", version.to_string()),
+                        ("os", os.to_string()),
+                        ("arch", arch.to_string()),
+                        ("filename", pkg.filename.clone()),
+                        ("shasum", pkg.shasum.clone()),
+                    ]);
+                    let lists = ProviderLists {
+                        versions,
+                        keys: &ov.listed_keys,
+                    };
+                    json(shape.json("provider-download.json", &bound, &lists))
                 }
             }
         }
-        ["dl", name] => {
-            let mut r = reply(StatusCode::FOUND, "text/plain", Vec::new());
-            r.headers_mut().insert(
-                http::header::LOCATION,
-                format!("/files/{name}").parse().unwrap(),
-            );
-            r
-        }
+        ["dl", name] => redirect(StatusCode::FOUND, format!("/files/{name}")),
+        // A release asset, redirected to the download host as GitHub does.
+        ["gh", _owner, _repo, "releases", "download", _tag, name] => redirect(
+            StatusCode::FOUND,
+            format!("{origin}/files/{name}?response-content-disposition=attachment"),
+        ),
         ["files", name] => {
-            let (bytes, delay) = {
+            let (bytes, delay, held) = {
                 let st = state.lock().unwrap();
                 let delay = st.file_delays.get(*name).copied().unwrap_or(delay);
-                (st.files.get(*name).cloned(), delay)
+                (
+                    st.files.get(*name).cloned(),
+                    delay,
+                    st.held.get(*name).cloned(),
+                )
             };
+            if let Some(mut held) = held {
+                // Until the test lets go (or drops the sender).
+                let _ = held.wait_for(|go| *go).await;
+            }
             match bytes {
                 None => not_found(),
                 Some(b) => {
@@ -668,6 +904,68 @@ async fn origin_route(
             }
         }
         _ => not_found(),
+    }
+}
+
+/// A module's versions, for `module-versions.json`.
+struct ModuleLists(Vec<String>);
+
+impl Lists for ModuleLists {
+    fn list(&self, trigger: &str, _: &Vars) -> Option<Vec<Vars>> {
+        (trigger == "version").then(|| {
+            self.0
+                .iter()
+                .map(|v| vars([("version", v.clone())]))
+                .collect()
+        })
+    }
+}
+
+/// A provider's versions, the platforms of each, and the listed keys.
+struct ProviderLists<'a> {
+    versions: &'a BTreeMap<String, OriginVersion>,
+    keys: &'a [(String, String)],
+}
+
+impl Lists for ProviderLists<'_> {
+    fn list(&self, trigger: &str, bound: &Vars) -> Option<Vec<Vars>> {
+        match trigger {
+            "version" => Some(
+                self.versions
+                    .keys()
+                    .map(|v| vars([("version", v.clone())]))
+                    .collect(),
+            ),
+            "os" | "platform" => {
+                let version = bound.get("version")?.as_str()?;
+                let ov = self.versions.get(version)?;
+                Some(
+                    ov.packages
+                        .iter()
+                        .map(|(platform, pkg)| {
+                            let (os, arch) = platform.split_once('_').unwrap();
+                            let mut v = vars([
+                                ("os", os.to_owned()),
+                                ("arch", arch.to_owned()),
+                                ("platform", platform.clone()),
+                                ("zh", format!("zh:{}", pkg.shasum)),
+                            ]);
+                            v.insert("package_size".into(), pkg.served.len().into());
+                            v
+                        })
+                        .collect(),
+                )
+            }
+            "ascii_armor" => Some(
+                self.keys
+                    .iter()
+                    .map(|(id, armor)| {
+                        vars([("key_id", id.clone()), ("ascii_armor", armor.clone())])
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        }
     }
 }
 
