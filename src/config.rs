@@ -135,10 +135,12 @@ pub struct S3Config {
     #[serde(default)]
     pub allow_http: bool,
     /// `path_style`: addresses the bucket as `endpoint/bucket/key` rather
-    /// than `bucket.endpoint/key` (most S3-compatible servers want this).
-    /// Default `false`.
-    #[serde(default)]
-    pub path_style: bool,
+    /// than virtual-hosted style, `bucket.endpoint/key`. Default: `true`
+    /// when `endpoint` is set (what S3-compatible servers expect: with
+    /// `false` the endpoint itself must name the bucket), `false` for
+    /// Amazon S3 without `endpoint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_style: Option<bool>,
     /// `access_key_id`: the access key, when not taken from the
     /// environment; needs `secret_access_key_file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,6 +177,38 @@ pub struct LocalCacheConfig {
     /// `max_size`: the most archive bytes the tier keeps; the least
     /// recently used go first. Required.
     pub max_size: bytesize::ByteSize,
+}
+
+impl S3Config {
+    /// Whether requests address the bucket in the path: `path_style`, or
+    /// its default (path-style exactly when `endpoint` is set).
+    pub fn path_style(&self) -> bool {
+        self.path_style.unwrap_or(self.endpoint.is_some())
+    }
+
+    /// Where and how the bucket is reached, for messages: the endpoint (or
+    /// Amazon S3 and the region) and the addressing style.
+    pub fn addressing(&self) -> String {
+        let place = match &self.endpoint {
+            Some(endpoint) => format!("endpoint {endpoint}"),
+            None => format!("Amazon S3 in {}", self.region),
+        };
+        if self.path_style() {
+            format!(
+                "{place}, path-style addressing (<endpoint>/{}/<key>)",
+                self.bucket
+            )
+        } else if self.endpoint.is_some() {
+            format!(
+                "{place}, virtual-hosted-style addressing (requests go to the endpoint as it is, so it must name the bucket; S3-compatible servers want path_style = true, the default with an endpoint)"
+            )
+        } else {
+            format!(
+                "{place}, virtual-hosted-style addressing ({}.<endpoint>/<key>)",
+                self.bucket
+            )
+        }
+    }
 }
 
 fn default_region() -> String {

@@ -57,17 +57,34 @@ async fn two_instances_fetch_and_store_a_large_archive_once_between_them() {
     let b = RunningMirror::start(second_instance(&config, &setup, "b")).await;
     let (ca, cb) = (Client::trusting(&a.ca_file), Client::trusting(&b.ca_file));
 
-    // 32 cold requests at once, split across both instances.
+    // 32 cold requests at once, split across both instances. The origin
+    // holds the archive back until one instance has claimed the download
+    // and the other is waiting for it.
+    let hold = origin.hold_file(ARCHIVE);
     let (url_a, url_b) = (a.url(&archive_path()), b.url(&archive_path()));
-    let answers = futures_util::future::join_all((0..32).map(|i| {
+    let requests = futures_util::future::join_all((0..32).map(|i| {
         let (client, url) = if i % 2 == 0 {
             (&ca, &url_a)
         } else {
             (&cb, &url_b)
         };
         client.get(url)
-    }))
-    .await;
+    }));
+    let claims = |outcome: &str| {
+        let series = format!("tfmirror_download_claims_total{{outcome=\"{outcome}\"}}");
+        counter(&a.mirror.metrics().render(), &series)
+            + counter(&b.mirror.metrics().render(), &series)
+    };
+    let let_go = async {
+        wait_until(
+            "one claim granted and one waiting",
+            Duration::from_secs(30),
+            || claims("granted") == 1 && claims("waited") == 1,
+        )
+        .await;
+        hold.send(true).unwrap();
+    };
+    let (answers, ()) = tokio::join!(requests, let_go);
     for (i, answer) in answers.iter().enumerate() {
         assert_eq!(
             answer.status,
@@ -464,4 +481,85 @@ async fn a_disk_cache_moves_into_a_bucket_by_export_and_import() {
         kept.iter().any(|f| f.ends_with("darwin_arm64.zip")),
         "{kept:?}"
     );
+}
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_means_path_style_and_virtual_hosted_style_is_refused_at_start() {
+    let weed = Seaweed::start().await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish(
+        "acme",
+        "bulk",
+        "1.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    weed.create_bucket("styled").await;
+
+    // An endpoint and no path_style: path-style, and it works.
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    let s3 = weed.s3_config("styled", setup.dir.path());
+    assert_eq!(s3.path_style, None);
+    use_bucket(&mut config, s3.clone());
+    let mirror = RunningMirror::start(config.clone()).await;
+    let got = Client::trusting(&mirror.ca_file)
+        .get(&mirror.url(&archive_path()))
+        .await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.error_text());
+    assert_eq!(&got.body[..], &archives["linux_amd64"][..]);
+    mirror.stop().await;
+
+    // path_style = false with that endpoint: requests would name the
+    // first key segment as the bucket. The daemon does not start, and
+    // says which bucket, where, how addressed, and what the server said.
+    let mut wrong = s3;
+    wrong.path_style = Some(false);
+    use_bucket(&mut config, wrong);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let Err(refused) = tfmirror::daemon::Daemon::new(config.clone(), listener).await else {
+        panic!("the daemon started on a bucket it cannot reach");
+    };
+    let said = format!("{refused:#}");
+    for part in [
+        "the cache's store cannot be used",
+        "s3://styled/mirror",
+        &format!("endpoint {}", weed.endpoint()),
+        "virtual-hosted-style addressing",
+        "path_style = true",
+    ] {
+        assert!(said.contains(part), "{part:?} missing from: {said}");
+    }
+    // The same through the command: `tfmirror serve` exits with it.
+    let file = setup.dir.path().join("wrong.toml");
+    std::fs::write(
+        &file,
+        weed.storage_toml("styled", setup.dir.path()).replace(
+            "allow_http = true\n",
+            "allow_http = true\npath_style = false\n",
+        ) + &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[cache]\ndir = \"{}\"\n",
+            setup.dir.path().join("data").display(),
+            setup.dir.path().join("cache").display(),
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tfmirror"))
+        .args(["serve", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("virtual-hosted-style addressing"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("s3://styled/mirror"), "{stderr}");
 }

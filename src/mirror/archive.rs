@@ -536,6 +536,13 @@ impl Mirror {
             match self.store.claim(key).await {
                 Ok(Claim::Granted) => {
                     self.metrics.download_claim("granted");
+                    // The instance that held the claim before may have
+                    // stored the archive and let go after this one last
+                    // looked: look once more before downloading it again.
+                    if let Some(a) = self.stored_archive(key).await {
+                        self.store.release(key).await;
+                        return Some(a);
+                    }
                     return None;
                 }
                 Ok(Claim::Busy) => {}

@@ -127,9 +127,9 @@ pub struct Mirror {
 }
 
 impl Mirror {
-    /// Builds the daemon's mirror on the local-disk store under
-    /// `cache.dir`, sweeping what an earlier run left unfinished in `tmp/`.
-    /// It prefetches `cache.prefetch_platforms`.
+    /// Builds the daemon's mirror on the configured store, sweeping what an
+    /// earlier run left unfinished in `tmp/`. It prefetches
+    /// `cache.prefetch_platforms`.
     pub async fn new(config: Config) -> anyhow::Result<Mirror> {
         let store = crate::store::open(&config, true)?;
         let prefetch = config.cache.prefetch_platforms.clone();
@@ -145,8 +145,13 @@ impl Mirror {
         Self::on(config, store).await
     }
 
-    /// Builds a mirror on `store`.
+    /// Builds a mirror on `store`, once the store has shown it can be used
+    /// at all ([`Store::check_reachable`]).
     pub async fn on(config: Config, store: Arc<dyn Store>) -> anyhow::Result<Mirror> {
+        store
+            .check_reachable()
+            .await
+            .map_err(|e| anyhow::anyhow!("the cache's store cannot be used: {e}"))?;
         let metrics = Arc::new(Metrics::new());
         let client = Client::new(&config.upstream, metrics.clone())?;
         let held = store

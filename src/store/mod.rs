@@ -209,6 +209,14 @@ pub trait Store: Send + Sync {
     /// whether the store can be written.
     async fn probe(&self, bytes: usize) -> Result<(), StoreError>;
 
+    /// Proves at start that the store can be used at all, so that a
+    /// misconfigured one stops the daemon with its reason rather than
+    /// answering 503 request by request. Local disks need no proof (a
+    /// cache that cannot be written still serves what it holds).
+    async fn check_reachable(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Claims the download of an archive the store does not hold, so that
     /// instances sharing the store fetch it once. A store only one
     /// instance uses grants every claim.

@@ -73,6 +73,9 @@ pub struct S3Store {
     bucket: Arc<AmazonS3>,
     /// `s3://bucket/prefix`, for people.
     name: String,
+    /// The endpoint and addressing style, for the message when the bucket
+    /// cannot be reached at all.
+    addressing: String,
     prefix: Key,
     /// Local directory for downloads under way.
     tmp: PathBuf,
@@ -136,7 +139,7 @@ impl S3Store {
             .with_bucket_name(&config.bucket)
             .with_region(&config.region)
             .with_allow_http(config.allow_http)
-            .with_virtual_hosted_style_request(!config.path_style)
+            .with_virtual_hosted_style_request(!config.path_style())
             .with_conditional_put(S3ConditionalPut::ETagMatch)
             .with_copy_if_not_exists(S3CopyIfNotExists::Multipart)
             // A bucket that does not answer is reported within seconds (and
@@ -183,6 +186,7 @@ impl S3Store {
             tier,
             bucket: Arc::new(bucket),
             name,
+            addressing: config.addressing(),
             prefix,
             tmp,
             instance: instance_id(),
@@ -832,13 +836,44 @@ impl Store for S3Store {
         Ok(out)
     }
 
+    /// A conditional write (as archives are created), a read of what was
+    /// written, and its removal, under `probe/`.
     async fn probe(&self, bytes: usize) -> Result<(), StoreError> {
         let key = self.key(["probe", &self.instance]);
-        self.bucket
-            .put(&key, PutPayload::from(vec![0u8; bytes]))
-            .await
-            .map_err(|e| self.failed(&e))?;
+        let create = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        let payload = || PutPayload::from(vec![0u8; bytes]);
+        match self.bucket.put_opts(&key, payload(), create.clone()).await {
+            Ok(_) => {}
+            // Left by a probe this instance did not finish.
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                self.delete(&key).await?;
+                self.bucket
+                    .put_opts(&key, payload(), create)
+                    .await
+                    .map_err(|e| self.failed(&e))?;
+            }
+            Err(e) => return Err(self.failed(&e)),
+        }
+        let read = self.read_bytes(&key).await?.map(|b| b.len());
+        if read != Some(bytes) {
+            return Err(StoreError::Unavailable(io::Error::other(format!(
+                "bucket {}: the probe object just written reads back as {read:?} bytes, not {bytes}",
+                self.name
+            ))));
+        }
         self.delete(&key).await
+    }
+
+    async fn check_reachable(&self) -> Result<(), StoreError> {
+        self.probe(0).await.map_err(|e| {
+            StoreError::Unavailable(io::Error::other(format!(
+                "{e} (reached at {}; the probe writes, reads and removes {}/probe/{})",
+                self.addressing, self.name, self.instance
+            )))
+        })
     }
 
     async fn claim(&self, key: &ArchiveKey) -> Result<Claim, StoreError> {

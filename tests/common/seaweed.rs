@@ -218,7 +218,8 @@ impl Seaweed {
             endpoint: Some(self.endpoint().parse().unwrap()),
             region: "us-east-1".into(),
             allow_http: true,
-            path_style: true,
+            // Path-style, by default with an endpoint.
+            path_style: None,
             access_key_id: Some(ACCESS_KEY.into()),
             secret_access_key_file: Some(secret),
             redirect: false,
@@ -231,7 +232,7 @@ impl Seaweed {
     pub fn storage_toml(&self, bucket: &str, dir: &Path) -> String {
         let s3 = self.s3_config(bucket, dir);
         format!(
-            "[storage]\nbackend = \"s3\"\n[storage.s3]\nbucket = \"{bucket}\"\nprefix = \"{prefix}\"\nendpoint = \"{endpoint}\"\nallow_http = true\npath_style = true\naccess_key_id = \"{id}\"\nsecret_access_key_file = \"{secret}\"\nlease_time = \"3s\"\n",
+            "[storage]\nbackend = \"s3\"\n[storage.s3]\nbucket = \"{bucket}\"\nprefix = \"{prefix}\"\nendpoint = \"{endpoint}\"\nallow_http = true\naccess_key_id = \"{id}\"\nsecret_access_key_file = \"{secret}\"\nlease_time = \"3s\"\n",
             prefix = s3.prefix,
             endpoint = self.endpoint(),
             id = ACCESS_KEY,
