@@ -3,10 +3,10 @@
 //! read into tfmirror.
 //!
 //! hyper writes whatever bytes a response body yields, so the body of a
-//! file sent this way yields placeholders: slices of [`BLANK`], one per
+//! file sent this way yields placeholders: slices of `BLANK`, one per
 //! part, each announced first in the connection's [`SendQueue`] with the
 //! file range it stands for. The connection's writer ([`Conn`]) sends every
-//! slice of [`BLANK`] it is asked to write as the next bytes of the queued
+//! slice of `BLANK` it is asked to write as the next bytes of the queued
 //! range instead. HTTP/1.1 answers one request at a time per connection,
 //! and the body's parts are written in the order they were yielded, so the
 //! queue and the placeholders stay in step. hyper is told to queue body

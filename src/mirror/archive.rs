@@ -5,9 +5,9 @@
 //! size) is registered while it arrives, and clients that ask for the
 //! archive then read the staging file as it grows rather than wait for
 //! the end. The rule that makes this safe lives here, on both sides: the
-//! producer ([`Publisher`]) says how far the file goes and, only after the
+//! producer (`Publisher`) says how far the file goes and, only after the
 //! whole archive's SHA-256 matched, that it verified; the consumer
-//! ([`Follow`]) never sends the last byte before that, and ends the body
+//! (`Follow`) never sends the last byte before that, and ends the body
 //! in an error when the download fails, so no client can ever accept an
 //! archive that did not verify.
 

@@ -303,7 +303,7 @@ impl Residency {
 
     /// Records a use of an archive of `size` bytes (indexing it when it
     /// was not). Returns whether its last-use time should be written to
-    /// the store now (at most once per [`TOUCH_EVERY`]).
+    /// the store now (at most once per `TOUCH_EVERY`).
     pub fn used(&self, key: &ArchiveKey, size: u64) -> bool {
         let mut index = self.lock();
         let known = index.entries.contains_key(key);

@@ -213,9 +213,9 @@ impl Client {
     /// `upstream.max_fetches_per_host` until it is dropped.
     ///
     /// An answer `429 Too Many Requests` or `503 Service Unavailable` is
-    /// asked again, at most [`MAX_RETRIES`] times, after its `Retry-After`
+    /// asked again, at most `MAX_RETRIES` (2) times, after its `Retry-After`
     /// (seconds or a date; one second when it names none), unless that is
-    /// longer than [`MAX_RETRY_WAIT`] or would take the waits past half the
+    /// longer than `MAX_RETRY_WAIT` (10 s) or would take the waits past half the
     /// request timeout; the last answer is then the error (an outage, so
     /// cached content is served in its place).
     pub async fn get(
