@@ -209,3 +209,102 @@ async fn an_html_page_where_json_was_expected_is_named_as_such() {
     sc.origin.set_fault(VERSIONS, None);
     assert_eq!(install(&sc).await, sc.archives["linux_amd64"]);
 }
+
+/// Runs `tfmirror check-upstream` against `origin` with `items`; its exit
+/// status, standard output and standard error.
+async fn check_upstream(
+    setup: &Setup,
+    origin: &FakeOrigin,
+    items: &[&str],
+) -> (bool, String, String) {
+    let file = setup.dir.path().join("check.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[upstream]\nca_file = \"{}\"\nallow_private_addresses = true\nallowed_hosts = [\"{}\"]\n",
+            setup.dir.path().join("origin-ca.pem").display(),
+            origin.hostname()
+        ),
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tfmirror"))
+        .arg("check-upstream")
+        .arg("--config")
+        .arg(&file)
+        .args(["--platform", "linux_amd64", &origin.hostname()])
+        .args(items)
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_upstream_reports_each_step_and_names_what_is_broken() {
+    let (setup, origin, _signer, _archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
+    origin.publish_archive_module(("acme", "net", "aws"), "1.0.0", b"not checked".to_vec());
+
+    let (ok, out, err) = check_upstream(&setup, &origin, &["acme/widget", "acme/net/aws"]).await;
+    assert!(ok, "{out}\n{err}");
+    for step in [
+        "discovery",
+        "versions",
+        "download",
+        "signature",
+        "checksum",
+        "archive",
+        "location",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with(step) && l.contains(" ok ")),
+            "{step} missing from:\n{out}"
+        );
+    }
+    assert!(out.contains("1 versions, newest 1.0.0"), "{out}");
+    assert!(out.contains("a zip archive"), "{out}");
+    assert!(out.contains("(archive source at"), "{out}");
+    assert!(out.contains("all 9 checks of"), "{out}");
+    assert_eq!(
+        origin.hits("/files/acme-net-aws-1.0.0.tar.gz"),
+        0,
+        "module sources are not fetched"
+    );
+
+    // A key the clients cannot use, and an HTML page for the module list:
+    // each named with its field or content and its URL.
+    origin.set_fault(
+        ANSWER,
+        Some(Fault::Body(
+            br#"{"os":"linux","arch":"amd64","filename":"f.zip","download_url":"/f.zip","shasums_url":"/s","shasums_signature_url":"/s.sig","shasum":"00","signing_keys":{"gpg_public_keys":[null]}}"#.to_vec(),
+        )),
+    );
+    origin.set_fault("/v1/modules/acme/net/aws/versions", Some(Fault::HtmlPage));
+    let (ok, out, err) = check_upstream(&setup, &origin, &["acme/widget", "acme/net/aws"]).await;
+    assert!(!ok, "{out}");
+    let failed: Vec<&str> = out.lines().filter(|l| l.contains("FAILED")).collect();
+    assert_eq!(failed.len(), 2, "{out}");
+    assert!(
+        failed[0].contains("download")
+            && failed[0].contains("`signing_keys.gpg_public_keys[0]`: is null"),
+        "{out}"
+    );
+    assert!(
+        failed[0].contains(&format!(
+            "https://{}/v1/providers/acme/widget/1.0.0/download/linux/amd64",
+            origin.hostname()
+        )),
+        "{out}"
+    );
+    assert!(
+        failed[1].contains("versions")
+            && failed[1].contains("not JSON")
+            && failed[1].contains("text/html"),
+        "{out}"
+    );
+    assert!(err.contains("2 of 5 checks of"), "{err}");
+}

@@ -1,10 +1,11 @@
 //! The command line: `tfmirror serve`, `sync`, `lock`, `export`, `import`,
-//! `check-config`, `ls`, `gc` and `verify`.
+//! `check-config`, `check-upstream`, `ls`, `gc` and `verify`.
 
 //!
 //! Each command lives in its own module and prints its own report.
 
 pub mod bundle;
+pub mod check_upstream;
 pub mod gc;
 pub mod lock;
 pub mod ls;
@@ -132,6 +133,26 @@ pub enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
+    /// Ask an origin registry what the mirror would ask it, step by step
+    /// (discovery, version lists, download answers, the signature and
+    /// checksum chain, the archive's first bytes, module locations), and
+    /// say what each step found or exactly what is unusable; exit non-zero
+    /// when a step failed. Nothing is stored.
+    CheckUpstream {
+        /// Configuration file (TOML): the upstream settings, credentials
+        /// and trust rules to check with.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The registry's hostname, e.g. registry.terraform.io.
+        host: String,
+        /// Providers (namespace/type) and modules (namespace/name/system)
+        /// on that registry to check; the newest version of each.
+        items: Vec<String>,
+        /// The platform whose download answer and archive to check
+        /// (default: this machine's, or the version's first).
+        #[arg(long)]
+        platform: Option<String>,
+    },
     /// List the cached archives: provider, version, platform, size, last use.
     Ls {
         /// Configuration file (TOML).
@@ -203,6 +224,15 @@ pub fn main() -> ExitCode {
         Command::CheckConfig { config } => load(config.as_deref()).and_then(|c| {
             print!("{}", c.to_toml()?);
             Ok(())
+        }),
+        Command::CheckUpstream {
+            config,
+            host,
+            items,
+            platform,
+        } => load(config.as_deref()).and_then(|c| {
+            let platform = platforms_or_current(&platform.into_iter().collect::<Vec<_>>())?;
+            check_upstream::command(&c, &host, &items, &platform[0])
         }),
         Command::Ls {
             config,
