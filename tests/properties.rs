@@ -209,3 +209,196 @@ proptest! {
         }
     }
 }
+
+/// The fields of a provider download answer a mutation may touch.
+const DOWNLOAD_FIELDS: &[&[&str]] = &[
+    &["os"],
+    &["arch"],
+    &["filename"],
+    &["download_url"],
+    &["shasums_url"],
+    &["shasums_signature_url"],
+    &["shasum"],
+    &["protocols"],
+    &["signing_keys"],
+    &["signing_keys", "gpg_public_keys"],
+    &["signing_keys", "gpg_public_keys", "0"],
+    &["signing_keys", "gpg_public_keys", "0", "ascii_armor"],
+    &["signing_keys", "gpg_public_keys", "0", "key_id"],
+    &["signing_keys", "gpg_public_keys", "0", "trust_signature"],
+    &["signing_keys", "gpg_public_keys", "0", "source"],
+    &["signing_keys", "gpg_public_keys", "0", "source_url"],
+    &["packages"],
+    &["warnings"],
+];
+
+/// What a field is changed into.
+#[derive(Debug, Clone)]
+enum Change {
+    Absent,
+    Null,
+    Set(serde_json::Value),
+    /// The same value under the key written in capitals.
+    Recased,
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        Just(Change::Absent),
+        Just(Change::Null),
+        Just(Change::Recased),
+        json().prop_map(Change::Set),
+    ]
+}
+
+/// A field of a JSON object as Go's decoder finds it: the exact key, else
+/// one that differs only in case.
+fn go_field<'a>(
+    object: &'a serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> &'a serde_json::Value {
+    object
+        .get(key)
+        .or_else(|| {
+            object
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v)
+        })
+        .unwrap_or(&serde_json::Value::Null)
+}
+
+/// Whether Terraform or OpenTofu can install from this download answer,
+/// stated from their code: Go's decoder reads every field (null and absent
+/// are the empty value, unknown fields are skipped, a wrong type fails the
+/// whole answer), a `null` key in `gpg_public_keys` is a nil pointer they
+/// dereference, and an install needs the platform, the file name, the
+/// three URLs, the checksum and each key's armor.
+fn clients_can_install(doc: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    let Value::Object(root) = doc else {
+        return false;
+    };
+    let text = |v: &Value| matches!(v, Value::String(s) if !s.is_empty());
+    let required = [
+        "os",
+        "arch",
+        "filename",
+        "download_url",
+        "shasums_url",
+        "shasums_signature_url",
+        "shasum",
+    ];
+    if !required.iter().all(|k| text(go_field(root, k))) {
+        return false;
+    }
+    let protocols_ok = match go_field(root, "protocols") {
+        Value::Null => true,
+        Value::Array(items) => items
+            .iter()
+            .all(|i| matches!(i, Value::String(_) | Value::Null)),
+        _ => false,
+    };
+    let keys_ok = match go_field(root, "signing_keys") {
+        Value::Null => true,
+        Value::Object(keys) => match go_field(keys, "gpg_public_keys") {
+            Value::Null => true,
+            Value::Array(items) => items.iter().all(|item| match item {
+                Value::Object(key) => text(go_field(key, "ascii_armor")),
+                _ => false,
+            }),
+            _ => false,
+        },
+        _ => false,
+    };
+    protocols_ok && keys_ok
+}
+
+/// Applies `change` to the field at `path`, when the document still has
+/// the objects that lead to it.
+fn apply(doc: &mut serde_json::Value, path: &[&str], change: &Change) {
+    let Some((last, above)) = path.split_last() else {
+        return;
+    };
+    let mut at = doc;
+    for step in above {
+        let next = match step.parse::<usize>() {
+            Ok(i) => at.get_mut(i),
+            Err(_) => at.get_mut(*step),
+        };
+        let Some(next) = next else { return };
+        at = next;
+    }
+    if let (Ok(i), Some(list)) = (last.parse::<usize>(), at.as_array_mut()) {
+        if i < list.len() {
+            match change {
+                Change::Absent => {
+                    list.remove(i);
+                }
+                Change::Null | Change::Recased => list[i] = serde_json::Value::Null,
+                Change::Set(v) => list[i] = v.clone(),
+            }
+        }
+        return;
+    }
+    let Some(object) = at.as_object_mut() else {
+        return;
+    };
+    match change {
+        Change::Absent => {
+            object.remove(*last);
+        }
+        Change::Null => {
+            object.insert((*last).into(), serde_json::Value::Null);
+        }
+        Change::Recased => {
+            if let Some(v) = object.remove(*last) {
+                object.insert(last.to_uppercase(), v);
+            }
+        }
+        Change::Set(v) => {
+            object.insert((*last).into(), v.clone());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// Whatever the clients install from, tfmirror reads; whatever they
+    /// cannot, tfmirror refuses.
+    #[test]
+    fn download_answers_are_read_exactly_when_the_clients_can_install_from_them(
+        changes in proptest::collection::vec((0..DOWNLOAD_FIELDS.len(), change()), 1..4),
+        extra in proptest::collection::btree_map("x_[a-z]{1,6}", json(), 0..3),
+    ) {
+        let mut doc = serde_json::json!({
+            "protocols": ["5.0"], "os": "linux", "arch": "amd64",
+            "filename": "terraform-provider-widget_1.0.0_linux_amd64.zip",
+            "download_url": "https://releases.example/w.zip",
+            "shasums_url": "https://releases.example/SHA256SUMS",
+            "shasums_signature_url": "https://releases.example/SHA256SUMS.sig",
+            "shasum": "ab".repeat(32),
+            "signing_keys": {"gpg_public_keys": [{
+                "key_id": "51852D87348FFC4C", "ascii_armor": "ARMOR",
+                "trust_signature": "", "source": "Acme", "source_url": null,
+            }]},
+            "warnings": null,
+        });
+        for (k, v) in &extra {
+            doc.as_object_mut().unwrap().insert(k.clone(), v.clone());
+        }
+        for (index, change) in &changes {
+            apply(&mut doc, DOWNLOAD_FIELDS[*index], change);
+        }
+        let url = url::Url::parse("https://registry.example/v1/providers/acme/widget/1.0.0/download/linux/amd64").unwrap();
+        let read = PackageResponse::read(&doc, &url);
+        prop_assert_eq!(read.is_ok(), clients_can_install(&doc), "{} -> {:?}", doc, read.as_ref().err());
+        if let Ok(read) = read {
+            // What was read is what the document says.
+            let root = doc.as_object().unwrap();
+            prop_assert_eq!(Some(read.os.as_str()), go_field(root, "os").as_str());
+            prop_assert_eq!(Some(read.shasum.as_str()), go_field(root, "shasum").as_str());
+        }
+    }
+}
