@@ -660,6 +660,72 @@ async fn a_host_block_on_the_facade_locks_every_platform_as_a_direct_install_wou
     ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_every_registry_shape_directly_and_through_the_mirror() {
+    let tf = terraform();
+    for shape in all_shapes() {
+        let name = shape.name.as_str();
+        let discovery = shape.json("discovery.json", &Vars::new(), &NoLists);
+        if discovery.get("providers.v1").is_none() {
+            continue;
+        }
+        let setup = Setup::new();
+        let origin = FakeOrigin::start(&setup.ca).await;
+        origin.use_shape(name);
+        // Terraform v1.0.3 reads RSA keys, not EdDSA ones.
+        let signer = Signer::rsa("acme");
+        let platforms = ["darwin_arm64", "linux_amd64"];
+        let archives = origin.publish("acme", "widget", "2.0.0", &platforms, &signer, &[&signer]);
+        let config = setup.config(&origin, &[], &[PROVIDER_HOST]);
+        let mirror = RunningMirror::start(config).await;
+        let ca = bundle(&setup, &mirror);
+        let source = format!("{PROVIDER_HOST}/acme/widget");
+        let providers = [("widget", source.as_str(), "2.0.0")];
+
+        // The real client accepts the shape as the registry sends it...
+        let direct = Workspace::through_host_block(
+            &tf,
+            PROVIDER_HOST,
+            &origin.providers_url(),
+            &ca,
+            &providers,
+        );
+        let (ok, direct_out) = direct.init().await;
+        assert!(ok, "{name}: direct install failed:\n{direct_out}");
+        // ...and what the mirror makes of it, through the facade and the
+        // network mirror alike.
+        let facade =
+            Workspace::from_status_page(&tf, &mirror, PROVIDER_HOST, &ca, &providers).await;
+        let (ok, out) = facade.init().await;
+        assert!(ok, "{name}: install through the facade failed:\n{out}");
+        assert_eq!(
+            installed_line(&out, &source),
+            installed_line(&direct_out, &source),
+            "{name}"
+        );
+        assert_eq!(facade.lock_file(), direct.lock_file(), "{name}");
+        let mirrored = Workspace::new(&tf, &mirror, &providers);
+        let (ok, out) = mirrored.init().await;
+        assert!(
+            ok,
+            "{name}: install through the network mirror failed:\n{out}"
+        );
+        // The archive installed is the one the direct install hashed.
+        let h1 = lock_hashes(&mirrored.lock_file());
+        assert!(
+            !h1.is_empty() && h1.is_subset(&lock_hashes(&direct.lock_file())),
+            "{name}: {h1:?}"
+        );
+        let zh = format!("zh:{}", sha256_hex(&archives["linux_amd64"]));
+        assert!(direct.lock_file().contains(&zh), "{name}");
+        mirror.stop().await;
+    }
+}
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_http_sidecar_serves_a_host_block() {
     let tf = terraform();
     let setup = Setup::new();
