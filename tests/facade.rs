@@ -15,16 +15,6 @@ fn facade(m: &RunningMirror, below: &str) -> String {
     m.url(&format!("/v1/providers/registry.origin.test/acme/{below}"))
 }
 
-/// `reference` resolved against `base`, as Terraform and OpenTofu resolve
-/// the links of a download answer.
-fn resolve(base: &str, reference: &str) -> String {
-    url::Url::parse(base)
-        .unwrap()
-        .join(reference)
-        .unwrap()
-        .to_string()
-}
-
 #[tokio::test]
 async fn the_origins_signed_answer_comes_through_with_links_into_the_mirror() {
     let sc = Scene::start("widget", "1.0.0", &PLATFORMS).await;

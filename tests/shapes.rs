@@ -32,15 +32,6 @@ fn module_tar_gz(shape: &str) -> Vec<u8> {
     tgz
 }
 
-/// `reference` resolved against `base`, as the clients resolve links.
-fn resolve(base: &str, reference: &str) -> String {
-    url::Url::parse(base)
-        .unwrap()
-        .join(reference)
-        .unwrap()
-        .to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_registry_shape_installs_providers_and_modules() {
     let shapes = all_shapes();

@@ -159,17 +159,7 @@ async fn an_origin_that_speaks_only_http2_serves_installs() {
         &signer,
         &[&signer],
     );
-    let config = setup.config(&origin, &[], &["registry.origin.test"]);
-    let mirror = RunningMirror::start(config).await;
-    let client = Client::trusting(&mirror.ca_file);
-    let sc = Scene {
-        setup,
-        origin,
-        signer,
-        archives,
-        mirror,
-        client,
-    };
+    let sc = Scene::on(setup, origin, signer, archives, |_| {}).await;
     assert_eq!(install(&sc).await, sc.archives["linux_amd64"]);
     let seen = sc.origin.versions_seen();
     assert!(!seen.is_empty());

@@ -20,7 +20,7 @@ use url::Url;
 use crate::address::{Hostname, Module, Platform, Provider, Version};
 use crate::config::Config;
 use crate::modules::source;
-use crate::upstream::{self, Client, Credentials, Discovery, UpstreamError};
+use crate::upstream::{self, Client, Origin, UpstreamError};
 use crate::verify::{Sha256Sums, TrustPolicy};
 
 /// The bytes every zip archive starts with.
@@ -105,16 +105,13 @@ async fn check(
     items: &[Item],
     platform: &Platform,
 ) -> anyhow::Result<Report> {
-    let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
-    let client = Client::new(&config.upstream, metrics)?;
-    let credentials = Credentials::load(&config.upstream, std::env::vars())?;
+    let origin = Origin::new(config, std::sync::Arc::new(crate::metrics::Metrics::new()))?;
+    let Origin {
+        client,
+        credentials,
+        discovery,
+    } = &origin;
     let trust = TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
-    let discovery = Discovery::new(
-        client.clone(),
-        credentials.clone(),
-        config.upstream.hosts.clone(),
-        config.cache.index_ttl,
-    );
     let token = credentials.token(host);
     let mut report = Report::default();
     if !config.upstream.allowed_hosts.contains(host) {
@@ -161,7 +158,7 @@ async fn check(
                 println!("provider {}/{}", provider.namespace, provider.kind);
                 if let Some(base) = base_of(upstream::discovery::PROVIDERS_V1) {
                     let checks = ProviderChecks {
-                        client: &client,
+                        client,
                         trust: &trust,
                         base: &base,
                         token,
@@ -175,7 +172,7 @@ async fn check(
                     module.namespace, module.name, module.system
                 );
                 if let Some(base) = base_of(upstream::discovery::MODULES_V1) {
-                    check_module(&mut report, &client, &base, token, module).await;
+                    check_module(&mut report, client, &base, token, module).await;
                 }
             }
         }

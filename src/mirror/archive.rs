@@ -622,7 +622,7 @@ impl Mirror {
         let (file, staged) = staged.into_parts();
         let mut file = tokio::fs::File::from_std(file);
         let max_size = self.config.upstream.max_archive_size.as_u64();
-        let download = Download::start(&self.client, &pkg.download_url, None, max_size)
+        let download = Download::start(&self.origin.client, &pkg.download_url, None, max_size)
             .await
             .map_err(|e| RequestError::download(&e, &what))?;
         let stream_above = self.config.upstream.stream_above.as_u64();

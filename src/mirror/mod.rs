@@ -42,7 +42,7 @@ use crate::metrics::{CacheKind, CacheOutcome, Metrics};
 use crate::protocol::Rendered;
 use crate::store::health::StoreHealth;
 use crate::store::{IndexRecord, ModuleIndexRecord, ModuleRecord, Store, VersionRecord};
-use crate::upstream::{Client, Credentials, Discovery};
+use crate::upstream::Origin;
 use crate::verify::TrustPolicy;
 
 pub use archive::{Archive, ArchiveBody, FileOrStream, StoredFile};
@@ -90,9 +90,9 @@ pub struct Mirror {
     /// they need themselves.
     prefetch: Vec<crate::address::Platform>,
     store: Arc<dyn Store>,
-    client: Client,
-    discovery: Discovery,
-    credentials: Credentials,
+    /// The client, credentials and discovery, shared with the module
+    /// sources' fetcher.
+    origin: Origin,
     trust: TrustPolicy,
     metrics: Arc<Metrics>,
     draining: AtomicBool,
@@ -153,7 +153,7 @@ impl Mirror {
             .await
             .map_err(|e| anyhow::anyhow!("the cache's store cannot be used: {e}"))?;
         let metrics = Arc::new(Metrics::new());
-        let client = Client::new(&config.upstream, metrics.clone())?;
+        let origin = Origin::new(&config, metrics.clone())?;
         let held = store
             .list_archives()
             .await
@@ -176,18 +176,11 @@ impl Mirror {
             })
             .collect();
         let residency = Residency::new(held, packages, config.cache.max_size, metrics.clone());
-        let credentials = Credentials::load(&config.upstream, std::env::vars())?;
         let trust = TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
-        let discovery = Discovery::new(
-            client.clone(),
-            credentials.clone(),
-            config.upstream.hosts.clone(),
-            config.cache.index_ttl,
-        );
         let fetcher = crate::modules::Fetcher::new(
             &config,
-            client.clone(),
-            credentials.clone(),
+            origin.client.clone(),
+            origin.credentials.clone(),
             metrics.clone(),
         );
         let held_modules = pins
@@ -203,9 +196,7 @@ impl Mirror {
             module_packages: moka::future::Cache::builder().max_capacity(20_000).build(),
             health: StoreHealth::new(),
             store,
-            client,
-            discovery,
-            credentials,
+            origin,
             trust,
             metrics,
             draining: AtomicBool::new(false),

@@ -122,9 +122,9 @@ impl Mirror {
             _ => {}
         }
         let fetched = async {
-            let base = self.discovery.modules_base(&module.hostname).await?;
-            let token = self.credentials.token(&module.hostname);
-            registry::versions(&self.client, &base, token, module).await
+            let base = self.origin.discovery.modules_base(&module.hostname).await?;
+            let token = self.origin.credentials.token(&module.hostname);
+            registry::versions(&self.origin.client, &base, token, module).await
         }
         .await;
         match fetched {
@@ -218,6 +218,7 @@ impl Mirror {
             .held(&self.module_locations, key, || async {
                 let what = format!("module {module} {version}");
                 let base = self
+                    .origin
                     .discovery
                     .modules_base(&module.hostname)
                     .await
@@ -227,9 +228,11 @@ impl Mirror {
                             &format!("could not reach the registry of {what}"),
                         )
                     })?;
-                let token = self.credentials.token(&module.hostname);
+                let token = self.origin.credentials.token(&module.hostname);
                 let (given, at) =
-                    match registry::location(&self.client, &base, token, module, version).await {
+                    match registry::location(&self.origin.client, &base, token, module, version)
+                        .await
+                    {
                         Ok(found) => found,
                         Err(UpstreamError::NotFound { .. }) => {
                             return Err(RequestError::NotAtOrigin(format!(

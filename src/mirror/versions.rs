@@ -148,9 +148,13 @@ impl Mirror {
     }
 
     async fn fetch_index(&self, provider: &Provider) -> Result<IndexRecord, UpstreamError> {
-        let base = self.discovery.providers_base(&provider.hostname).await?;
-        let token = self.credentials.token(&provider.hostname);
-        let listed = registry::versions(&self.client, &base, token, provider).await?;
+        let base = self
+            .origin
+            .discovery
+            .providers_base(&provider.hostname)
+            .await?;
+        let token = self.origin.credentials.token(&provider.hostname);
+        let listed = registry::versions(&self.origin.client, &base, token, provider).await?;
         Ok(IndexRecord {
             fetched_at_ms: self.clock.unix_ms(),
             versions: listed.usable(provider),
@@ -290,6 +294,7 @@ impl Mirror {
     ) -> Result<(VersionRecord, bool), RequestError> {
         let what = format!("{provider} {version}");
         let base = self
+            .origin
             .discovery
             .providers_base(&provider.hostname)
             .await
@@ -299,10 +304,16 @@ impl Mirror {
         let answers = join_all(platforms.iter().map(|platform| {
             let base = base.clone();
             async move {
-                let token = self.credentials.token(&provider.hostname);
-                let answer =
-                    registry::package(&self.client, &base, token, provider, version, platform)
-                        .await;
+                let token = self.origin.credentials.token(&provider.hostname);
+                let answer = registry::package(
+                    &self.origin.client,
+                    &base,
+                    token,
+                    provider,
+                    version,
+                    platform,
+                )
+                .await;
                 (platform.clone(), answer)
             }
         }))
@@ -451,8 +462,8 @@ impl Mirror {
         key_details: Vec<KeyDetails>,
     ) -> Result<SignedSums, Failure> {
         let (sums, sig) = tokio::join!(
-            self.client.get_bytes(sums_url, None),
-            self.client.get_bytes(sig_url, None)
+            self.origin.client.get_bytes(sums_url, None),
+            self.origin.client.get_bytes(sig_url, None)
         );
         let (sums, _) = sums.map_err(|e| Failure::from_upstream(&e))?;
         let (sig, _) = sig.map_err(|e| Failure::from_upstream(&e))?;

@@ -7,9 +7,11 @@ pub mod discovery;
 pub mod download;
 pub mod guard;
 pub mod modules;
+pub mod origin;
 pub mod registry;
 pub mod wire;
 
 pub use client::{Client, UpstreamError};
 pub use credentials::Credentials;
 pub use discovery::Discovery;
+pub use origin::Origin;

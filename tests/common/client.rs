@@ -144,3 +144,13 @@ pub async fn raw_tls(m: &RunningMirror) -> tokio_rustls::client::TlsStream<tokio
         .await
         .unwrap()
 }
+
+/// `reference` resolved against `base`, as Terraform and OpenTofu resolve
+/// the links of the answers they read.
+pub fn resolve(base: &str, reference: &str) -> String {
+    url::Url::parse(base)
+        .unwrap()
+        .join(reference)
+        .unwrap()
+        .to_string()
+}

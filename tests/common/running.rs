@@ -195,6 +195,17 @@ impl Scene {
         configure: impl FnOnce(&mut Config),
     ) -> Scene {
         let (setup, origin, signer, archives) = published(kind, version, platforms).await;
+        Scene::on(setup, origin, signer, archives, configure).await
+    }
+
+    /// A scene on an origin the test started and published to itself.
+    pub async fn on(
+        setup: Setup,
+        origin: FakeOrigin,
+        signer: Signer,
+        archives: BTreeMap<String, Vec<u8>>,
+        configure: impl FnOnce(&mut Config),
+    ) -> Scene {
         let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
         configure(&mut config);
         let mirror = RunningMirror::start(config).await;
