@@ -22,7 +22,7 @@ pub mod error;
 pub mod http;
 pub mod metrics;
 pub mod mirror;
-pub mod modules;
+pub mod module_source;
 pub mod protocol;
 pub mod store;
 pub mod upstream;

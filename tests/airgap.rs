@@ -658,7 +658,7 @@ async fn module_packages_are_checked_against_their_pins_on_import() {
     let other = tempfile::tempdir().unwrap();
     std::fs::write(other.path().join("main.tf"), "# planted\n").unwrap();
     let mut repacked = tempfile::tempfile().unwrap();
-    let packed = tfmirror::modules::tree::pack(other.path(), &mut repacked, 1 << 20).unwrap();
+    let packed = tfmirror::module_source::tree::pack(other.path(), &mut repacked, 1 << 20).unwrap();
     std::io::Seek::rewind(&mut repacked).unwrap();
     let mut repacked_bytes = Vec::new();
     std::io::Read::read_to_end(&mut repacked, &mut repacked_bytes).unwrap();

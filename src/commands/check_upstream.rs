@@ -19,7 +19,7 @@ use url::Url;
 
 use crate::address::{Hostname, Module, Platform, Provider, Version};
 use crate::config::Config;
-use crate::modules::source;
+use crate::module_source::source;
 use crate::upstream::{self, Client, Origin, UpstreamError};
 use crate::verify::{Sha256Sums, TrustPolicy};
 
@@ -343,7 +343,7 @@ async fn check_module(
     token: Option<&str>,
     module: &Module,
 ) {
-    let listed = upstream::modules::versions(client, base, token, module)
+    let listed = upstream::module_registry::versions(client, base, token, module)
         .await
         .map_err(|e| e.to_string())
         .and_then(|versions| {
@@ -357,7 +357,7 @@ async fn check_module(
     let Some(version) = report.step("versions", listed) else {
         return;
     };
-    let located = upstream::modules::location(client, base, token, module, &version)
+    let located = upstream::module_registry::location(client, base, token, module, &version)
         .await
         .map_err(|e: UpstreamError| e.to_string())
         .and_then(|(given, at)| match source::parse(&given, &at) {

@@ -188,7 +188,7 @@ pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Sele
                 pinned.entry(provider).or_default().push(version);
             }
         } else {
-            for (module, version) in crate::modules::calls::module_calls(&body) {
+            for (module, version) in crate::module_source::calls::module_calls(&body) {
                 let list = called.entry(module).or_default();
                 list.extend(version);
             }
@@ -330,7 +330,7 @@ pub fn locked(body: &hcl::Body) -> anyhow::Result<Vec<(Provider, Version, Option
         let address = label.as_str();
         let provider = Provider::from_source(address)
             .with_context(|| format!("lock file provider {address:?}"))?;
-        let string = |name: &str| crate::modules::calls::string_attribute(block.body(), name);
+        let string = |name: &str| crate::module_source::calls::string_attribute(block.body(), name);
         let version = string("version")
             .ok_or_else(|| anyhow::anyhow!("lock file provider {address:?} has no version"))?;
         let version =

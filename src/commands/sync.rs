@@ -235,7 +235,7 @@ async fn package_calls(
         .read_to_end(&mut bytes)
         .await
         .map_err(|e| RequestError::DiskUnavailable(format!("reading the package: {e}")))?;
-    tokio::task::spawn_blocking(move || crate::modules::calls::calls_in_package(&bytes[..]))
+    tokio::task::spawn_blocking(move || crate::module_source::calls::calls_in_package(&bytes[..]))
         .await
         .map_err(|e| RequestError::Internal(e.to_string()))?
         .map_err(|e| RequestError::UpstreamInvalid(format!("the package cannot be read: {e}")))

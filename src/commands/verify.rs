@@ -70,8 +70,8 @@ pub fn verify_cache(
                 pin.sha256
             )),
             Ok(_) => match std::fs::File::open(&path)
-                .map_err(crate::modules::tree::TreeError::from)
-                .and_then(|f| crate::modules::tree::repack(f, store.tmp_dir(), max_unpacked))
+                .map_err(crate::module_source::tree::TreeError::from)
+                .and_then(|f| crate::module_source::tree::repack(f, store.tmp_dir(), max_unpacked))
             {
                 Err(e) => Some(format!("its tree cannot be read: {e}")),
                 Ok(packed) if packed.h1 != pin.h1 => Some(format!(

@@ -22,7 +22,7 @@ pub mod archive;
 pub mod documents;
 pub mod facade;
 pub mod lockfile;
-pub mod modules;
+pub mod module_proxy;
 pub mod residency;
 pub mod versions;
 
@@ -116,10 +116,10 @@ pub struct Mirror {
     rendered_versions:
         moka::future::Cache<(Provider, Version), (Arc<VersionRecord>, bool, Rendered)>,
     /// Fetches and packages module sources.
-    fetcher: crate::modules::Fetcher,
+    fetcher: crate::module_source::Fetcher,
     module_indexes: moka::future::Cache<Module, Held<ModuleIndexRecord>>,
     /// Where the origin says module versions' sources are.
-    module_locations: moka::future::Cache<(Module, Version), Held<modules::Located>>,
+    module_locations: moka::future::Cache<(Module, Version), Held<module_proxy::Located>>,
     /// Pins of module packages the store holds.
     module_packages: moka::future::Cache<(Module, Version), Held<ModuleRecord>>,
     /// The module packages the store holds, for the status page.
@@ -177,7 +177,7 @@ impl Mirror {
             .collect();
         let residency = Residency::new(held, packages, config.cache.max_size, metrics.clone());
         let trust = TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
-        let fetcher = crate::modules::Fetcher::new(
+        let fetcher = crate::module_source::Fetcher::new(
             &config,
             origin.client.clone(),
             origin.credentials.clone(),

@@ -6,7 +6,7 @@ pub mod credentials;
 pub mod discovery;
 pub mod download;
 pub mod guard;
-pub mod modules;
+pub mod module_registry;
 pub mod origin;
 pub mod registry;
 pub mod wire;

@@ -12,7 +12,7 @@ use anyhow::Context;
 use super::{Manifest, FORMAT, MAX_RECORD_BYTES, ROOT};
 use crate::address::{Module, Platform, Provider, Version};
 use crate::commands::Refusal;
-use crate::modules::tree::TreeError;
+use crate::module_source::tree::TreeError;
 use crate::store::{atomic, DiskStore, ModuleRecord, VersionRecord};
 use crate::verify::TrustPolicy;
 
@@ -349,7 +349,7 @@ fn import_module(
     }
     let packed = File::open(&temp_path)
         .map_err(TreeError::from)
-        .and_then(|file| crate::modules::tree::repack(file, store.tmp_dir(), max_unpacked))
+        .and_then(|file| crate::module_source::tree::repack(file, store.tmp_dir(), max_unpacked))
         .map_err(|e| format!("its package cannot be checked: {e}"))?;
     if packed.h1 != pin.h1 {
         return Err(format!(

@@ -20,10 +20,10 @@ use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
 use crate::address::{Module, Version};
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
-use crate::modules::source::{self, Location};
-use crate::modules::FetchError;
+use crate::module_source::source::{self, Location};
+use crate::module_source::FetchError;
 use crate::store::{ArchiveReader, ModuleIndexRecord, ModuleRecord};
-use crate::upstream::{modules as registry, UpstreamError};
+use crate::upstream::{module_registry as registry, UpstreamError};
 
 /// `GET :namespace/:name/:system/versions`.
 #[derive(Debug, Serialize)]
@@ -421,13 +421,13 @@ fn fetch_failed(e: &FetchError, what: &str, url: &url::Url) -> RequestError {
             RequestError::upstream(u, &format!("could not fetch the source of {what}"))
         }
         FetchError::Download(d) => RequestError::download(d, &format!("the source of {what}")),
-        FetchError::Io(_) | FetchError::Tree(crate::modules::tree::TreeError::Io(_)) => {
+        FetchError::Io(_) | FetchError::Tree(crate::module_source::tree::TreeError::Io(_)) => {
             RequestError::DiskUnavailable(message)
         }
-        FetchError::Git(crate::modules::git::GitError::Timeout { .. }) => {
+        FetchError::Git(crate::module_source::git::GitError::Timeout { .. }) => {
             RequestError::UpstreamTimeout(message)
         }
-        FetchError::Git(crate::modules::git::GitError::Missing { .. }) => {
+        FetchError::Git(crate::module_source::git::GitError::Missing { .. }) => {
             RequestError::Internal(message)
         }
         FetchError::Git(_) | FetchError::Refused(_) => RequestError::UpstreamUnreachable(message),
