@@ -11,7 +11,7 @@
 //! - [`residency`]: which archives are being read, their last use, and
 //!   eviction when the cache outgrows `cache.max_size`;
 //! - [`lockfile`]: lock file blocks with every platform's hashes;
-//! - [`modules`]: the module registry protocol: version lists, download
+//! - [`module_proxy`]: the module registry protocol: version lists, download
 //!   answers, and module sources packaged and pinned.
 //!
 //! Concurrent requests for the same thing share one piece of work: each of
