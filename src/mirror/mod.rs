@@ -11,6 +11,8 @@
 //! - [`residency`]: which archives are being read, their last use, and
 //!   eviction when the cache outgrows `cache.max_size`;
 //! - [`lockfile`]: lock file blocks with every platform's hashes;
+//! - `listing`: the one loader of version lists, providers' and modules',
+//!   that serves them stale while the origin is down;
 //! - [`module_proxy`]: the module registry protocol: version lists, download
 //!   answers, and module sources packaged and pinned.
 //!
@@ -21,6 +23,7 @@
 pub mod archive;
 pub mod documents;
 pub mod facade;
+mod listing;
 pub mod lockfile;
 pub mod module_proxy;
 pub mod residency;

@@ -11,12 +11,12 @@
 //!   saw first (commit, tree hash) is kept even when the package is
 //!   evicted, and a later fetch that yields something else is refused.
 
+use super::listing::About;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
+use super::{Mirror, Timed};
 use crate::address::{Module, Version};
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
@@ -97,75 +97,25 @@ impl Mirror {
                 None
             }
         };
-        let ttl = self.config.cache.index_ttl;
-        let age = |r: &ModuleIndexRecord| {
-            Duration::from_millis(self.clock.unix_ms().saturating_sub(r.fetched_at_ms))
+        let about = About {
+            kind: CacheKind::ModuleIndex,
+            subject: format!("module {module}"),
+            named: format!("module {module}"),
+            noun: "module version list",
         };
-        match &stored {
-            Some(r) if self.offline() || age(r) < ttl => {
-                self.note(CacheKind::ModuleIndex, CacheOutcome::Hit);
-                let left = if self.offline() {
-                    ttl.min(RETRY_AFTER_TROUBLE)
-                } else {
-                    ttl.saturating_sub(age(r))
-                };
-                return Ok(Timed {
-                    value: Arc::new(r.clone()),
-                    ttl: Some(left),
-                });
-            }
-            None if self.offline() => {
-                return Err(RequestError::NotHeld(format!(
-                "module {module} is not held by this mirror, which is offline (upstream.offline)"
-            )))
-            }
-            _ => {}
-        }
-        let fetched = async {
+        let fetch = async {
             let base = self.origin.discovery.modules_base(&module.hostname).await?;
             let token = self.origin.credentials.token(&module.hostname);
-            registry::versions(&self.origin.client, &base, token, module).await
-        }
-        .await;
-        match fetched {
-            Ok(versions) => {
-                self.note(CacheKind::ModuleIndex, CacheOutcome::Miss);
-                let record = ModuleIndexRecord {
-                    fetched_at_ms: self.clock.unix_ms(),
-                    versions,
-                };
-                let mut held_for = ttl;
-                match self.store.write_module_index(module, &record).await {
-                    Ok(()) => self.health.succeeded(),
-                    Err(e) => {
-                        let refusal = self.store_failed("storing a module version list", &e);
-                        if stored.is_none() {
-                            return Err(refusal);
-                        }
-                        held_for = ttl.min(RETRY_AFTER_TROUBLE);
-                    }
-                }
-                Ok(Timed {
-                    value: Arc::new(record),
-                    ttl: Some(held_for),
-                })
-            }
-            Err(e) if e.is_outage() && stored.is_some() => {
-                self.note(CacheKind::ModuleIndex, CacheOutcome::Stale);
-                tracing::warn!(%module, error = %e, "origin unavailable; serving the stored module version list");
-                Ok(Timed {
-                    value: Arc::new(stored.expect("checked")),
-                    ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
-                })
-            }
-            Err(UpstreamError::NotFound { .. }) => Err(RequestError::NotAtOrigin(format!(
-                "module {module} does not exist at its origin registry"
-            ))),
-            Err(e) => Err(RequestError::upstream(
-                &e,
-                &format!("could not list the versions of module {module}"),
-            )),
-        }
+            let versions = registry::versions(&self.origin.client, &base, token, module).await?;
+            Ok(ModuleIndexRecord {
+                fetched_at_ms: self.clock.unix_ms(),
+                versions,
+            })
+        };
+        self.load_listing(&about, stored, fetch, async |record| {
+            self.store.write_module_index(module, record).await
+        })
+        .await
     }
 
     /// The subdirectory a version's download answer names, from its pin

@@ -3,9 +3,9 @@
 //! version's verified package record, fetched once and checked against the
 //! origin's signed SHA256SUMS before it is stored.
 
+use super::listing::About;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine;
 use futures_util::future::join_all;
@@ -77,74 +77,16 @@ impl Mirror {
                 None
             }
         };
-        let ttl = self.config.cache.index_ttl;
-        if self.offline() {
-            return match stored {
-                Some(rec) => {
-                    self.note(CacheKind::Index, CacheOutcome::Hit);
-                    Ok(Timed {
-                        value: Arc::new(rec),
-                        // Read again soon: an import may add versions.
-                        ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
-                    })
-                }
-                None => Err(RequestError::NotHeld(format!(
-                    "{provider} is not held by this mirror, which is offline (upstream.offline)"
-                ))),
-            };
-        }
-        if let Some(rec) = &stored {
-            let age = Duration::from_millis(self.clock.unix_ms().saturating_sub(rec.fetched_at_ms));
-            if age < ttl {
-                self.note(CacheKind::Index, CacheOutcome::Hit);
-                return Ok(Timed {
-                    value: Arc::new(rec.clone()),
-                    ttl: Some(ttl.checked_sub(age).unwrap()),
-                });
-            }
-        }
-        match self.fetch_index(provider).await {
-            Ok(rec) => {
-                self.note(CacheKind::Index, CacheOutcome::Miss);
-                if stored.as_ref().map(|s| &s.versions) != Some(&rec.versions) {
-                    tracing::info!(%provider, versions = rec.versions.len(), "version list updated");
-                }
-                match self.store.write_index(provider, &rec).await {
-                    Ok(()) => self.health.succeeded(),
-                    Err(e) => {
-                        let refusal = self.store_failed("storing a version list", &e);
-                        if stored.is_none() {
-                            return Err(refusal);
-                        }
-                        // A refresh of a list the cache holds: serve it,
-                        // and try storing it again soon.
-                        return Ok(Timed {
-                            value: Arc::new(rec),
-                            ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
-                        });
-                    }
-                }
-                Ok(Timed {
-                    value: Arc::new(rec),
-                    ttl: Some(ttl),
-                })
-            }
-            Err(e) if e.is_outage() && stored.is_some() => {
-                self.note(CacheKind::Index, CacheOutcome::Stale);
-                tracing::warn!(%provider, error = %e, "origin unavailable; serving the stored version list");
-                Ok(Timed {
-                    value: Arc::new(stored.expect("checked")),
-                    ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
-                })
-            }
-            Err(UpstreamError::NotFound { .. }) => Err(RequestError::NotAtOrigin(format!(
-                "provider {provider} does not exist at its origin registry"
-            ))),
-            Err(e) => Err(RequestError::upstream(
-                &e,
-                &format!("could not list the versions of {provider}"),
-            )),
-        }
+        let about = About {
+            kind: CacheKind::Index,
+            subject: provider.to_string(),
+            named: format!("provider {provider}"),
+            noun: "version list",
+        };
+        self.load_listing(&about, stored, self.fetch_index(provider), async |record| {
+            self.store.write_index(provider, record).await
+        })
+        .await
     }
 
     async fn fetch_index(&self, provider: &Provider) -> Result<IndexRecord, UpstreamError> {

@@ -1,0 +1,146 @@
+//! Version lists, a provider's and a module's alike: served from the store
+//! while younger than `cache.index_ttl`, else asked of the origin and
+//! stored again, and served stale while the origin is down. One loader for
+//! both, so that the two never drift apart.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
+use crate::error::RequestError;
+use crate::metrics::{CacheKind, CacheOutcome};
+use crate::store::{IndexRecord, ModuleIndexRecord, StoreError};
+use crate::upstream::UpstreamError;
+
+/// A version list as the store keeps it.
+pub(super) trait Listed: Send + Sync + 'static {
+    /// When the origin was asked, in milliseconds since the Unix epoch.
+    fn fetched_at_ms(&self) -> u64;
+    /// How many versions it lists.
+    fn count(&self) -> usize;
+    /// Whether it lists the same versions as `other`.
+    fn lists_the_same(&self, other: &Self) -> bool;
+}
+
+impl Listed for IndexRecord {
+    fn fetched_at_ms(&self) -> u64 {
+        self.fetched_at_ms
+    }
+    fn count(&self) -> usize {
+        self.versions.len()
+    }
+    fn lists_the_same(&self, other: &Self) -> bool {
+        self.versions == other.versions
+    }
+}
+
+impl Listed for ModuleIndexRecord {
+    fn fetched_at_ms(&self) -> u64 {
+        self.fetched_at_ms
+    }
+    fn count(&self) -> usize {
+        self.versions.len()
+    }
+    fn lists_the_same(&self, other: &Self) -> bool {
+        self.versions == other.versions
+    }
+}
+
+/// Whose list is loaded, for the metrics and the messages.
+pub(super) struct About {
+    /// The cache lookups it counts as.
+    pub kind: CacheKind,
+    /// The subject as messages name it: `registry.example/acme/widget`,
+    /// `module registry.example/acme/net/aws`.
+    pub subject: String,
+    /// The subject as a 404 from the origin names it: `provider …`,
+    /// `module …`.
+    pub named: String,
+    /// What the list is, for log lines: `version list`, `module version
+    /// list`.
+    pub noun: &'static str,
+}
+
+impl Mirror {
+    /// Loads a version list: `stored` while fresh (and always when
+    /// offline), else `fetch`ed from the origin and kept with `write`;
+    /// `stored` again, stale, when the origin is down. A list that cannot
+    /// be stored is still served, and held only briefly so that storing it
+    /// is tried again soon.
+    pub(super) async fn load_listing<T: Listed>(
+        &self,
+        about: &About,
+        stored: Option<T>,
+        fetch: impl Future<Output = Result<T, UpstreamError>>,
+        write: impl AsyncFnOnce(&T) -> Result<(), StoreError>,
+    ) -> Result<Timed<T>, RequestError> {
+        let ttl = self.config.cache.index_ttl;
+        let age =
+            |r: &T| Duration::from_millis(self.clock.unix_ms().saturating_sub(r.fetched_at_ms()));
+        match &stored {
+            Some(r) if self.offline() || age(r) < ttl => {
+                self.note(about.kind, CacheOutcome::Hit);
+                // Offline, read again soon: an import may add versions.
+                let left = if self.offline() {
+                    ttl.min(RETRY_AFTER_TROUBLE)
+                } else {
+                    ttl.saturating_sub(age(r))
+                };
+                let stored = stored.expect("matched");
+                return Ok(Timed {
+                    value: Arc::new(stored),
+                    ttl: Some(left),
+                });
+            }
+            None if self.offline() => {
+                return Err(RequestError::NotHeld(format!(
+                    "{} is not held by this mirror, which is offline (upstream.offline)",
+                    about.subject
+                )))
+            }
+            _ => {}
+        }
+        match fetch.await {
+            Ok(record) => {
+                self.note(about.kind, CacheOutcome::Miss);
+                if !stored.as_ref().is_some_and(|s| s.lists_the_same(&record)) {
+                    tracing::info!(subject = %about.subject, versions = record.count(), "{} updated", about.noun);
+                }
+                let mut held_for = ttl;
+                match write(&record).await {
+                    Ok(()) => self.health.succeeded(),
+                    Err(e) => {
+                        let refusal = self.store_failed(&format!("storing a {}", about.noun), &e);
+                        if stored.is_none() {
+                            return Err(refusal);
+                        }
+                        // A refresh of a list the cache holds: serve it,
+                        // and try storing it again soon.
+                        held_for = ttl.min(RETRY_AFTER_TROUBLE);
+                    }
+                }
+                Ok(Timed {
+                    value: Arc::new(record),
+                    ttl: Some(held_for),
+                })
+            }
+            Err(e) if e.is_outage() && stored.is_some() => {
+                self.note(about.kind, CacheOutcome::Stale);
+                tracing::warn!(subject = %about.subject, error = %e, "origin unavailable; serving the stored {}", about.noun);
+                Ok(Timed {
+                    value: Arc::new(stored.expect("checked")),
+                    ttl: Some(ttl.min(RETRY_AFTER_TROUBLE)),
+                })
+            }
+            Err(UpstreamError::NotFound { .. }) => Err(RequestError::NotAtOrigin(format!(
+                "{} does not exist at its origin registry",
+                about.named
+            ))),
+            Err(e) => Err(RequestError::upstream(
+                &e,
+                &format!("could not list the versions of {}", about.subject),
+            )),
+        }
+    }
+}
