@@ -23,50 +23,45 @@
 //! and the daemon evicts nothing from the bucket: lifecycle rules bound it
 //! (`cache.max_size` is refused with a bucket). The local tier, when
 //! configured, records uses and evicts as a disk cache does.
+//!
+//! By job: `keys` (the layout), `records` (one `PUT` each, copies in the
+//! tier), `upload` (archives and packages created once and whole),
+//! `leases` (download claims), `tier` (the local read-through tier); this
+//! file opens the bucket and answers the [`Store`] trait with them.
 
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut, S3CopyIfNotExists};
 use object_store::path::Path as Key;
 use object_store::{
-    ClientOptions, GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
-    RetryConfig, UpdateVersion, WriteMultipart,
+    ClientOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
 };
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{
-    atomic, h1_of_file, inventory, ArchiveReader, ArchiveSource, CachedArchive, Claim, DiskStore,
-    IndexRecord, Kept, ModuleIndexRecord, ModuleRecord, Store, StoreError, StoredArchive,
-    VersionRecord,
+    atomic, ArchiveReader, ArchiveSource, CachedArchive, Claim, DiskStore, IndexRecord, Kept,
+    ModuleIndexRecord, ModuleRecord, Store, StoreError, StoredArchive, VersionRecord,
 };
 use crate::address::{ArchiveKey, Hostname, Module, Namespace, Provider, ProviderType, Version};
 use crate::config::S3Config;
-use crate::verify::Sha256;
 
-/// Objects up to this size are created with one `PUT`; larger ones are
-/// uploaded in parts.
-const ONE_PUT: u64 = 16 * 1024 * 1024;
-/// The size of one part of a large upload.
-const PART: usize = 8 * 1024 * 1024;
-/// Parts of one upload in flight at once.
-const PARTS_IN_FLIGHT: usize = 2;
+mod keys;
+mod leases;
+mod records;
+mod tier;
+mod upload;
 
-/// A claim to download an archive, as kept in its lease object.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Lease {
-    /// The instance holding it.
-    holder: String,
-    /// Until when, in milliseconds since the Unix epoch.
-    expires_at_ms: u64,
-}
+use leases::instance_id;
+use tier::Tier;
+use upload::hash_file;
 
 /// The cache in a bucket.
 pub struct S3Store {
@@ -87,38 +82,6 @@ pub struct S3Store {
     uploads: AtomicU64,
     /// The local read-through tier, when configured.
     tier: Option<Arc<Tier>>,
-}
-
-/// The local read-through tier: archives and records on this instance's
-/// disk, in the disk store's layout.
-struct Tier {
-    disk: DiskStore,
-    max_bytes: u64,
-    /// Archives being copied in from the bucket.
-    filling: Mutex<std::collections::HashSet<ArchiveKey>>,
-}
-
-impl Tier {
-    /// Removes the least recently used archives above the tier's size.
-    async fn trim(self: &Arc<Self>) {
-        let tier = self.clone();
-        let _ = tokio::task::spawn_blocking(move || {
-            inventory::evict(&tier.disk, tier.max_bytes, |_| false)
-        })
-        .await;
-    }
-
-    /// Keeps a copy of a record; the bucket holds the original.
-    async fn keep_record<T: serde::Serialize>(&self, path: PathBuf, value: &T) {
-        let Ok(bytes) = serde_json::to_vec_pretty(value) else {
-            return;
-        };
-        let tmp = self.disk.tmp_dir().to_path_buf();
-        let written = tokio::task::spawn_blocking(move || atomic::write(&tmp, &path, &bytes)).await;
-        if let Ok(Err(e)) = written {
-            tracing::warn!(error = %e, "could not keep a record in the local cache tier");
-        }
-    }
 }
 
 impl S3Store {
@@ -196,63 +159,6 @@ impl S3Store {
         })
     }
 
-    /// The key of `parts` under the prefix.
-    fn key<'a>(&self, parts: impl IntoIterator<Item = &'a str>) -> Key {
-        parts
-            .into_iter()
-            .fold(self.prefix.clone(), |key, part| key.clone().join(part))
-    }
-
-    fn provider_key<'a>(&self, p: &'a Provider, rest: &[&'a str]) -> Key {
-        let head = [
-            "providers",
-            p.hostname.as_str(),
-            p.namespace.as_str(),
-            p.kind.as_str(),
-        ];
-        self.key(head.into_iter().chain(rest.iter().copied()))
-    }
-
-    fn module_key<'a>(&self, m: &'a Module, rest: &[&'a str]) -> Key {
-        let head = [
-            "modules",
-            m.hostname.as_str(),
-            m.namespace.as_str(),
-            m.name.as_str(),
-            m.system.as_str(),
-        ];
-        self.key(head.into_iter().chain(rest.iter().copied()))
-    }
-
-    fn archive_key(&self, key: &ArchiveKey) -> Key {
-        let name = key.provider.archive_name(&key.version, &key.platform);
-        self.provider_key(&key.provider, &[key.version.as_str(), &name])
-    }
-
-    fn h1_key(&self, key: &ArchiveKey) -> Key {
-        let name = format!(
-            "{}.h1",
-            key.provider.archive_name(&key.version, &key.platform)
-        );
-        self.provider_key(&key.provider, &[key.version.as_str(), &name])
-    }
-
-    fn lease_key(&self, key: &ArchiveKey) -> Key {
-        let name = format!(
-            "{}.lease",
-            key.provider.archive_name(&key.version, &key.platform)
-        );
-        let p = &key.provider;
-        self.key([
-            "leases",
-            p.hostname.as_str(),
-            p.namespace.as_str(),
-            p.kind.as_str(),
-            key.version.as_str(),
-            &name,
-        ])
-    }
-
     /// A bucket failure as a store error naming the bucket.
     fn failed(&self, e: &object_store::Error) -> StoreError {
         StoreError::Unavailable(io::Error::other(format!("bucket {}: {e}", self.name)))
@@ -267,308 +173,12 @@ impl S3Store {
         }
     }
 
-    async fn read_json<T: serde::de::DeserializeOwned>(
-        &self,
-        key: &Key,
-        what: &'static str,
-    ) -> Result<Option<T>, StoreError> {
-        let Some(bytes) = self.read_bytes(key).await? else {
-            return Ok(None);
-        };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| StoreError::Corrupt {
-                what,
-                reason: e.to_string(),
-            })
-    }
-
-    /// Reads a record from the bucket; when the bucket cannot be reached,
-    /// from the local tier's copy, if there is one.
-    async fn read_record<T: serde::de::DeserializeOwned>(
-        &self,
-        key: &Key,
-        local: impl FnOnce(&DiskStore) -> PathBuf,
-        what: &'static str,
-    ) -> Result<Option<T>, StoreError> {
-        match self.read_json(key, what).await {
-            Err(StoreError::Unavailable(e)) => {
-                let Some(tier) = &self.tier else {
-                    return Err(StoreError::Unavailable(e));
-                };
-                match tier.disk.read_json(&local(&tier.disk)) {
-                    Ok(Some(copy)) => Ok(Some(copy)),
-                    _ => Err(StoreError::Unavailable(e)),
-                }
-            }
-            other => other,
-        }
-    }
-
-    /// Writes a record to the bucket, and a copy to the local tier.
-    async fn write_record<T: serde::Serialize>(
-        &self,
-        key: &Key,
-        local: impl FnOnce(&DiskStore) -> PathBuf,
-        value: &T,
-    ) -> Result<(), StoreError> {
-        self.write_json(key, value).await?;
-        if let Some(tier) = &self.tier {
-            tier.keep_record(local(&tier.disk), value).await;
-        }
-        Ok(())
-    }
-
-    /// Copies an archive from the bucket into the local tier, in the
-    /// background, unless a copy is under way.
-    fn fill_tier(&self, key: &ArchiveKey) {
-        let Some(tier) = self.tier.clone() else {
-            return;
-        };
-        if !tier.filling.lock().expect("tier lock").insert(key.clone()) {
-            return;
-        }
-        let (bucket, object, h1_key, key) = (
-            self.bucket.clone(),
-            self.archive_key(key),
-            self.h1_key(key),
-            key.clone(),
-        );
-        tokio::spawn(async move {
-            let filled = copy_into_tier(&bucket, &tier, &object, &h1_key, &key).await;
-            if let Err(e) = filled {
-                tracing::warn!(archive = %key, error = %e, "could not copy an archive into the local cache tier");
-            }
-            tier.filling.lock().expect("tier lock").remove(&key);
-            tier.trim().await;
-        });
-    }
-
-    async fn write_json<T: serde::Serialize>(
-        &self,
-        key: &Key,
-        value: &T,
-    ) -> Result<(), StoreError> {
-        let bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
-        self.bucket
-            .put(key, PutPayload::from(bytes))
-            .await
-            .map_err(|e| self.failed(&e))?;
-        Ok(())
-    }
-
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         match self.bucket.delete(key).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.failed(&e)),
         }
     }
-
-    /// Uploads the file at `path` to `key`: created only when absent
-    /// (`create`) or replacing what is there. Large files go up in parts
-    /// under `tmp/` and are copied into place, so the object appears whole.
-    async fn upload(&self, path: &Path, key: &Key, create: bool) -> object_store::Result<()> {
-        let size = tokio::fs::metadata(path)
-            .await
-            .map_err(|e| generic(e.to_string()))?
-            .len();
-        let mode = if create {
-            PutMode::Create
-        } else {
-            PutMode::Overwrite
-        };
-        if size <= ONE_PUT {
-            let bytes = tokio::fs::read(path)
-                .await
-                .map_err(|e| generic(e.to_string()))?;
-            let opts = PutOptions {
-                mode,
-                ..PutOptions::default()
-            };
-            return self
-                .bucket
-                .put_opts(key, PutPayload::from(bytes), opts)
-                .await
-                .map(drop);
-        }
-        let n = self.uploads.fetch_add(1, Ordering::Relaxed);
-        let part_key = self.key(["tmp", &format!("{}-{n}", self.instance)]);
-        let uploaded = self.upload_parts(path, &part_key).await;
-        let copied = match uploaded {
-            Ok(()) if create => self.bucket.copy_if_not_exists(&part_key, key).await,
-            Ok(()) => self.bucket.copy(&part_key, key).await,
-            Err(e) => Err(e),
-        };
-        // Best effort: a bucket lifecycle rule on tmp/ removes what a crash
-        // leaves (README, "Several instances").
-        let _ = self.bucket.delete(&part_key).await;
-        copied
-    }
-
-    async fn upload_parts(&self, path: &Path, key: &Key) -> object_store::Result<()> {
-        use tokio::io::AsyncReadExt;
-        let mut file = tokio::fs::File::open(path)
-            .await
-            .map_err(|e| generic(e.to_string()))?;
-        let mut upload =
-            WriteMultipart::new_with_chunk_size(self.bucket.put_multipart(key).await?, PART);
-        let mut buf = vec![0u8; PART];
-        loop {
-            let n = match file.read(&mut buf).await {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) => {
-                    let _ = upload.abort().await;
-                    return Err(generic(e.to_string()));
-                }
-            };
-            upload.wait_for_capacity(PARTS_IN_FLIGHT).await?;
-            upload.write(&buf[..n]);
-        }
-        upload.finish().await.map(drop)
-    }
-
-    /// The SHA-256 of an object's bytes, read from the bucket.
-    async fn sha256_of(&self, key: &Key) -> Result<String, StoreError> {
-        let got = self.bucket.get(key).await.map_err(|e| self.failed(&e))?;
-        let mut stream = got.into_stream();
-        let mut hasher = Sha256::new();
-        while let Some(chunk) = stream.next().await {
-            hasher.update(&chunk.map_err(|e| self.failed(&e))?);
-        }
-        Ok(hex::encode(hasher.finalize()))
-    }
-
-    /// Creates `key` from the checked file at `path` whose SHA-256 is
-    /// `sha256`. When another instance created it first, its bytes are
-    /// checked against `sha256` and kept when they match; bytes that do not
-    /// match are replaced with these.
-    async fn create_checked(
-        &self,
-        path: &Path,
-        key: &Key,
-        sha256: &str,
-    ) -> Result<bool, StoreError> {
-        match self.upload(path, key, true).await {
-            Ok(()) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. }) => {
-                let theirs = self.sha256_of(key).await?;
-                if theirs == sha256 {
-                    return Ok(false);
-                }
-                tracing::error!(object = %key, expected = sha256, found = %theirs, bucket = %self.name, "an object in the bucket does not match its verified checksum; replacing it");
-                self.upload(path, key, false)
-                    .await
-                    .map_err(|e| self.failed(&e))?;
-                Ok(true)
-            }
-            Err(e) => Err(self.failed(&e)),
-        }
-    }
-
-    /// Keeps renewing the lease on `key` until released.
-    fn renew_in_background(&self, key: &ArchiveKey, lease_key: Key) {
-        let (bucket, holder, every) = (
-            self.bucket.clone(),
-            self.instance.clone(),
-            self.lease_time / 3,
-        );
-        let lease_time = self.lease_time;
-        let task = tokio::spawn(async move {
-            loop {
-                // A period, not an ordering: the lease must be rewritten
-                // well before it lapses (a third of its life), for as long
-                // as the download runs.
-                tokio::time::sleep(every).await;
-                let lease = Lease {
-                    holder: holder.clone(),
-                    expires_at_ms: now_ms() + millis(lease_time),
-                };
-                let body = serde_json::to_vec(&lease).expect("a lease serializes");
-                if let Err(e) = bucket.put(&lease_key, PutPayload::from(body)).await {
-                    tracing::warn!(lease = %lease_key, error = %e, "could not renew a download lease");
-                }
-            }
-        });
-        if let Some(old) = self
-            .renewing
-            .lock()
-            .expect("lease renewals lock")
-            .insert(key.clone(), task)
-        {
-            old.abort();
-        }
-    }
-}
-
-/// Copies an archive and its `h1:` hash from the bucket into the tier.
-async fn copy_into_tier(
-    bucket: &AmazonS3,
-    tier: &Tier,
-    object: &Key,
-    h1_key: &Key,
-    key: &ArchiveKey,
-) -> Result<(), StoreError> {
-    use tokio::io::AsyncWriteExt;
-    let failed = |e: object_store::Error| StoreError::Unavailable(io::Error::other(e.to_string()));
-    let h1 = bucket
-        .get(h1_key)
-        .await
-        .map_err(failed)?
-        .bytes()
-        .await
-        .map_err(failed)?;
-    let h1 = String::from_utf8_lossy(&h1).trim().to_owned();
-    let (file, staged) = atomic::temp_file(tier.disk.tmp_dir())?.into_parts();
-    let mut file = tokio::fs::File::from_std(file);
-    let mut stream = bucket.get(object).await.map_err(failed)?.into_stream();
-    while let Some(chunk) = stream.next().await {
-        file.write_all(&chunk.map_err(failed)?).await?;
-    }
-    file.sync_all().await?;
-    drop(file);
-    let (disk, key) = (tier.disk.clone(), key.clone());
-    tokio::task::spawn_blocking(move || {
-        disk.keep_hashed(staged, &key.provider, &key.version, &key.platform, &h1)
-    })
-    .await
-    .map_err(io::Error::other)?
-}
-
-/// An `object_store` error for a local failure during an upload.
-fn generic(reason: String) -> object_store::Error {
-    object_store::Error::Generic {
-        store: "tfmirror",
-        source: reason.into(),
-    }
-}
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis(),
-    )
-    .unwrap_or(u64::MAX)
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// A name for this process that no other instance shares.
-fn instance_id() -> String {
-    let mut bytes = [0u8; 8];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
-        .expect("the system's random source works");
-    format!("{}-{}", std::process::id(), hex::encode(bytes))
-}
-
-/// The file's `h1:` hash and SHA-256.
-fn hash_file(path: &Path) -> Result<(String, String), StoreError> {
-    let h1 = h1_of_file(path)?;
-    Ok((h1, crate::verify::sha256_of_file(path)?))
 }
 
 #[async_trait]
@@ -877,71 +487,11 @@ impl Store for S3Store {
     }
 
     async fn claim(&self, key: &ArchiveKey) -> Result<Claim, StoreError> {
-        let lease_key = self.lease_key(key);
-        let lease = Lease {
-            holder: self.instance.clone(),
-            expires_at_ms: now_ms() + millis(self.lease_time),
-        };
-        let body = serde_json::to_vec(&lease).map_err(io::Error::other)?;
-        let create = PutOptions {
-            mode: PutMode::Create,
-            ..PutOptions::default()
-        };
-        match self
-            .bucket
-            .put_opts(&lease_key, PutPayload::from(body.clone()), create)
-            .await
-        {
-            Ok(_) => {
-                self.renew_in_background(key, lease_key);
-                return Ok(Claim::Granted);
-            }
-            Err(object_store::Error::AlreadyExists { .. }) => {}
-            Err(e) => return Err(self.failed(&e)),
-        }
-        // Held by someone: take it over only when it has lapsed, and only
-        // if nobody else took it over first.
-        let got = match self
-            .bucket
-            .get_opts(&lease_key, GetOptions::default())
-            .await
-        {
-            Ok(got) => got,
-            // Released in between: ask again later.
-            Err(object_store::Error::NotFound { .. }) => return Ok(Claim::Busy),
-            Err(e) => return Err(self.failed(&e)),
-        };
-        let version = UpdateVersion {
-            e_tag: got.meta.e_tag.clone(),
-            version: got.meta.version.clone(),
-        };
-        let held: Option<Lease> = got
-            .bytes()
-            .await
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        if held.is_some_and(|l| l.expires_at_ms > now_ms()) {
-            return Ok(Claim::Busy);
-        }
-        let update = PutOptions {
-            mode: PutMode::Update(version),
-            ..PutOptions::default()
-        };
-        match self
-            .bucket
-            .put_opts(&lease_key, PutPayload::from(body), update)
-            .await
-        {
-            Ok(_) => {
-                tracing::info!(archive = %key, "took over a lapsed download lease");
-                self.renew_in_background(key, lease_key);
-                Ok(Claim::Granted)
-            }
-            Err(
-                object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. },
-            ) => Ok(Claim::Busy),
-            Err(e) => Err(self.failed(&e)),
-        }
+        self.claim_lease(key).await
+    }
+
+    async fn release(&self, key: &ArchiveKey) {
+        self.release_lease(key).await;
     }
 
     async fn presigned_url(
@@ -956,20 +506,6 @@ impl Store for S3Store {
             .await
             .map_err(|e| self.failed(&e))?;
         Ok(Some(url))
-    }
-
-    async fn release(&self, key: &ArchiveKey) {
-        let task = self
-            .renewing
-            .lock()
-            .expect("lease renewals lock")
-            .remove(key);
-        if let Some(task) = task {
-            task.abort();
-            if let Err(e) = self.delete(&self.lease_key(key)).await {
-                tracing::warn!(archive = %key, error = %e, "could not release a download lease; it lapses by itself");
-            }
-        }
     }
 }
 
