@@ -15,7 +15,10 @@ use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use tracing::Instrument;
 
 use super::body::{self, Body};
-use super::routes::{self, Route};
+use super::respond::{
+    json_response, registry_json, rendered_response, strip_body, text_response, with_type,
+};
+use super::routes::{self, Access, Route};
 use super::sendfile::SendQueue;
 use super::App;
 use crate::address::{ArchiveKey, Platform};
@@ -23,7 +26,6 @@ use crate::error::RequestError;
 use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
 use crate::mirror::FileOrStream;
-use crate::protocol::Rendered;
 
 /// The target of the line logged for every request: a filter can route it,
 /// or switch it off (`log.level = "info,tfmirror::access=off"`) and keep
@@ -179,30 +181,43 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
         Ok(r) => r,
         Err(e) => return (Endpoint::Invalid, Err(e)),
     };
+    let endpoint = route.endpoint();
+    if let Err(e) = authorize(app, route.access(), asked) {
+        return (endpoint, Err(e));
+    }
+    (endpoint, respond(app, asked, route).await)
+}
+
+/// The one access check: what the route declares it needs.
+fn authorize(app: &App, access: Access<'_>, asked: &Asked) -> Result<(), RequestError> {
+    let query = asked.query.as_deref();
+    match access {
+        Access::Open => Ok(()),
+        Access::Token => app.auth.check(asked.authorization.as_deref()),
+        Access::SignedArchive(key) => app.auth.check_archive(key, query),
+        Access::SignedSums(provider, version, index) => {
+            app.auth.check_sums(provider, version, index, query)
+        }
+        Access::SignedModule(module, version) => app.auth.check_module(module, version, query),
+    }
+}
+
+/// The answer to a route whose access was checked.
+async fn respond(app: &App, asked: &Asked, route: Route) -> Result<Response<Body>, RequestError> {
     let mirror = &app.mirror;
-    let authorization = asked.authorization.as_deref();
     match route {
-        Route::Home => (
-            Endpoint::Home,
-            Ok(super::status_page::page(
-                app,
-                asked.scheme.as_deref(),
-                asked.host.as_deref(),
-                app.auth.check(authorization).is_ok(),
-                asked.query.as_deref(),
-            )),
-        ),
-        Route::Health => (
-            Endpoint::Operations,
-            Ok(text_response(StatusCode::OK, "ok\n")),
-        ),
-        Route::Ready => (
-            Endpoint::Operations,
-            mirror
-                .ready()
-                .await
-                .map(|()| text_response(StatusCode::OK, "ready\n")),
-        ),
+        Route::Home => Ok(super::status_page::page(
+            app,
+            asked.scheme.as_deref(),
+            asked.host.as_deref(),
+            app.auth.check(asked.authorization.as_deref()).is_ok(),
+            asked.query.as_deref(),
+        )),
+        Route::Health => Ok(text_response(StatusCode::OK, "ok\n")),
+        Route::Ready => mirror
+            .ready()
+            .await
+            .map(|()| text_response(StatusCode::OK, "ready\n")),
         Route::Metrics => {
             let mut resp = text_response(StatusCode::OK, &mirror.metrics().render());
             resp.headers_mut().insert(
@@ -211,178 +226,112 @@ async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, R
                     "application/openmetrics-text; version=1.0.0; charset=utf-8",
                 ),
             );
-            (Endpoint::Operations, Ok(resp))
+            Ok(resp)
         }
-        Route::Index(provider) => (
-            Endpoint::Index,
-            async {
-                app.auth.check(authorization)?;
-                let doc = mirror.index_document(&provider).await?;
-                Ok(rendered_response(doc, asked.if_none_match.as_deref()))
-            }
-            .await,
-        ),
-        Route::Version(provider, version) => (
-            Endpoint::Version,
-            async {
-                app.auth.check(authorization)?;
-                // With access control on, archive links carry signatures
-                // made for this answer.
-                let sign = |key: &ArchiveKey| app.auth.sign_archive(key);
-                let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
-                    app.auth.enabled().then_some(&sign);
-                let doc = mirror.version_document(&provider, &version, sign).await?;
-                Ok(rendered_response(doc, asked.if_none_match.as_deref()))
-            }
-            .await,
-        ),
-        Route::Lock(provider, version) => (
-            Endpoint::Lock,
-            async {
-                app.auth.check(authorization)?;
-                let platforms = lock_platforms(asked.query.as_deref())?;
-                let entry =
-                    crate::mirror::lockfile::entry(mirror, &provider, &version, None, &platforms)
-                        .await?;
-                Ok(with_type(
-                    StatusCode::OK,
-                    crate::mirror::lockfile::render(&[entry]).into_bytes(),
-                    "text/plain; charset=utf-8",
-                ))
-            }
-            .await,
-        ),
-        Route::RegistryVersions(provider) => (
-            Endpoint::Registry,
-            async {
-                app.auth.check(authorization)?;
-                Ok(registry_json(mirror.registry_versions(&provider).await?))
-            }
-            .await,
-        ),
-        Route::RegistryPackage(key) => (
-            Endpoint::Registry,
-            async {
-                app.auth.check(authorization)?;
-                let query = |link: Link<'_>| link_query(app, &key, link);
-                Ok(registry_json(mirror.registry_package(&key, &query).await?))
-            }
-            .await,
-        ),
-        Route::RegistrySums(provider, version, file) => (
-            Endpoint::Registry,
-            async {
-                app.auth
-                    .check_sums(&provider, &version, file.index, asked.query.as_deref())?;
-                let bytes = mirror
-                    .registry_sums(&provider, &version, file.index, file.signature)
+        Route::Index(provider) => {
+            let doc = mirror.index_document(&provider).await?;
+            Ok(rendered_response(doc, asked.if_none_match.as_deref()))
+        }
+        Route::Version(provider, version) => {
+            // With access control on, archive links carry signatures made
+            // for this answer.
+            let sign = |key: &ArchiveKey| app.auth.sign_archive(key);
+            let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
+                app.auth.enabled().then_some(&sign);
+            let doc = mirror.version_document(&provider, &version, sign).await?;
+            Ok(rendered_response(doc, asked.if_none_match.as_deref()))
+        }
+        Route::Lock(provider, version) => {
+            let platforms = lock_platforms(asked.query.as_deref())?;
+            let entry =
+                crate::mirror::lockfile::entry(mirror, &provider, &version, None, &platforms)
                     .await?;
-                let kind = if file.signature {
-                    "application/octet-stream"
-                } else {
-                    "text/plain; charset=utf-8"
-                };
-                Ok(with_type(StatusCode::OK, bytes, kind))
-            }
-            .await,
-        ),
-        Route::ModuleVersions(module) => (
-            Endpoint::Module,
-            async {
-                app.auth.check(authorization)?;
-                Ok(registry_json(mirror.module_versions(&module).await?))
-            }
-            .await,
-        ),
-        Route::ModuleDownload(module, version) => (
-            Endpoint::Module,
-            async {
-                app.auth.check(authorization)?;
-                let subdir = mirror.module_download(&module, &version).await?;
-                let query = if app.auth.enabled() {
-                    app.auth.sign_module(&module, &version)
-                } else {
-                    String::new()
-                };
-                let location = module_location(subdir.as_deref(), &query);
-                let mut resp = registry_json(
-                    serde_json::to_vec(&serde_json::json!({ "location": location }))
-                        .expect("documents always serialize"),
-                );
-                let value = HeaderValue::from_str(&location).map_err(|_| {
-                    RequestError::Internal(format!("location {location:?} is not a header value"))
+            Ok(with_type(
+                StatusCode::OK,
+                crate::mirror::lockfile::render(&[entry]).into_bytes(),
+                "text/plain; charset=utf-8",
+            ))
+        }
+        Route::RegistryVersions(provider) => {
+            Ok(registry_json(mirror.registry_versions(&provider).await?))
+        }
+        Route::RegistryPackage(key) => {
+            let query = |link: Link<'_>| link_query(app, &key, link);
+            Ok(registry_json(mirror.registry_package(&key, &query).await?))
+        }
+        Route::RegistrySums(provider, version, file) => {
+            let bytes = mirror
+                .registry_sums(&provider, &version, file.index, file.signature)
+                .await?;
+            let kind = if file.signature {
+                "application/octet-stream"
+            } else {
+                "text/plain; charset=utf-8"
+            };
+            Ok(with_type(StatusCode::OK, bytes, kind))
+        }
+        Route::ModuleVersions(module) => Ok(registry_json(mirror.module_versions(&module).await?)),
+        Route::ModuleDownload(module, version) => {
+            let subdir = mirror.module_download(&module, &version).await?;
+            let query = if app.auth.enabled() {
+                app.auth.sign_module(&module, &version)
+            } else {
+                String::new()
+            };
+            let location = module_location(subdir.as_deref(), &query);
+            let mut resp = registry_json(
+                serde_json::to_vec(&serde_json::json!({ "location": location }))
+                    .expect("documents always serialize"),
+            );
+            let value = HeaderValue::from_str(&location).map_err(|_| {
+                RequestError::Internal(format!("location {location:?} is not a header value"))
+            })?;
+            resp.headers_mut().insert("x-terraform-get", value);
+            Ok(resp)
+        }
+        Route::ModulePackage(module, version) => {
+            let package = mirror.module_package(&module, &version).await?;
+            let size = package.size;
+            let mut resp = Response::new(body::stream(tokio_util::io::ReaderStream::new(
+                package.into_reader(),
+            )));
+            let h = resp.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/gzip"),
+            );
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
+            Ok(resp)
+        }
+        Route::Archive(key) => {
+            if let Some(url) = mirror.archive_redirect(&key).await? {
+                let mut resp = Response::new(body::empty());
+                *resp.status_mut() = StatusCode::TEMPORARY_REDIRECT;
+                let location = HeaderValue::from_str(url.as_str()).map_err(|e| {
+                    RequestError::Internal(format!("an unusable presigned URL: {e}"))
                 })?;
-                resp.headers_mut().insert("x-terraform-get", value);
-                Ok(resp)
+                resp.headers_mut().insert(header::LOCATION, location);
+                return Ok(resp);
             }
-            .await,
-        ),
-        Route::ModulePackage(module, version) => (
-            Endpoint::Module,
-            async {
-                app.auth
-                    .check_module(&module, &version, asked.query.as_deref())?;
-                let package = mirror.module_package(&module, &version).await?;
-                let size = package.size;
-                let mut resp = Response::new(body::stream(tokio_util::io::ReaderStream::new(
-                    package.into_reader(),
-                )));
-                let h = resp.headers_mut();
-                h.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/gzip"),
-                );
-                h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
-                Ok(resp)
-            }
-            .await,
-        ),
-        Route::Archive(key) => (
-            Endpoint::Archive,
-            async {
-                app.auth.check_archive(&key, asked.query.as_deref())?;
-                if let Some(url) = mirror.archive_redirect(&key).await? {
-                    let mut resp = Response::new(body::empty());
-                    *resp.status_mut() = StatusCode::TEMPORARY_REDIRECT;
-                    let location = HeaderValue::from_str(url.as_str()).map_err(|e| {
-                        RequestError::Internal(format!("an unusable presigned URL: {e}"))
-                    })?;
-                    resp.headers_mut().insert(header::LOCATION, location);
-                    return Ok(resp);
-                }
-                let archive = mirror.archive_body(&key).await?;
-                let size = archive.size;
-                let stream = match &asked.send_queue {
-                    Some(queue) if asked.method == Method::GET => {
-                        match archive.into_file_or_stream() {
-                            FileOrStream::File(stored) => {
-                                queue.body(stored.file, size, stored.sent)
-                            }
-                            FileOrStream::Stream(stream) => stream,
-                        }
-                    }
-                    _ => archive.into_stream(),
-                };
-                let mut resp = Response::new(body::stream(stream));
-                let h = resp.headers_mut();
-                h.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/zip"),
-                );
-                h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
-                Ok(resp)
-            }
-            .await,
-        ),
+            let archive = mirror.archive_body(&key).await?;
+            let size = archive.size;
+            let stream = match &asked.send_queue {
+                Some(queue) if asked.method == Method::GET => match archive.into_file_or_stream() {
+                    FileOrStream::File(stored) => queue.body(stored.file, size, stored.sent),
+                    FileOrStream::Stream(stream) => stream,
+                },
+                _ => archive.into_stream(),
+            };
+            let mut resp = Response::new(body::stream(stream));
+            let h = resp.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/zip"),
+            );
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
+            Ok(resp)
+        }
     }
-}
-
-/// A facade answer: JSON that no one may cache without asking again.
-fn registry_json(bytes: Vec<u8>) -> Response<Body> {
-    let mut resp = with_type(StatusCode::OK, bytes, "application/json");
-    resp.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    resp
 }
 
 /// The query of a link the facade hands out: signed when access control
@@ -445,70 +394,4 @@ fn lock_platforms(query: Option<&str>) -> Result<Vec<Platform>, RequestError> {
         ));
     }
     Ok(platforms)
-}
-
-/// A rendered document, or 304 when the client holds it already. Clients
-/// must revalidate (`no-cache`): the version list and the hashes change.
-fn rendered_response(doc: Rendered, if_none_match: Option<&str>) -> Response<Body> {
-    let matches = if_none_match.is_some_and(|tags| {
-        tags.split(',')
-            .map(|t| t.trim().trim_start_matches("W/"))
-            .any(|t| t == doc.etag || t == "*")
-    });
-    let mut resp = if matches {
-        let mut r = Response::new(body::empty());
-        *r.status_mut() = StatusCode::NOT_MODIFIED;
-        r
-    } else {
-        let len = doc.bytes.len();
-        let mut r = Response::new(body::full(doc.bytes));
-        r.headers_mut()
-            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        r
-    };
-    let h = resp.headers_mut();
-    if let Ok(tag) = HeaderValue::from_str(&doc.etag) {
-        h.insert(header::ETAG, tag);
-    }
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    resp
-}
-
-/// A JSON answer with the right content type.
-pub(crate) fn json_response<T: serde::Serialize>(status: StatusCode, value: &T) -> Response<Body> {
-    let bytes = serde_json::to_vec(value).expect("documents always serialize");
-    with_type(status, bytes, "application/json")
-}
-
-fn text_response(status: StatusCode, text: &str) -> Response<Body> {
-    with_type(
-        status,
-        text.as_bytes().to_vec(),
-        "text/plain; charset=utf-8",
-    )
-}
-
-/// An answer with a body, its length and its content type.
-pub(crate) fn with_type(
-    status: StatusCode,
-    bytes: Vec<u8>,
-    content_type: &'static str,
-) -> Response<Body> {
-    let len = bytes.len();
-    let mut resp = Response::new(body::full(bytes));
-    *resp.status_mut() = status;
-    let h = resp.headers_mut();
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    resp
-}
-
-/// Keeps status and headers (Content-Length included) and drops the body.
-fn strip_body(resp: Response<Body>) -> Response<Body> {
-    let (parts, _) = resp.into_parts();
-    Response::from_parts(parts, body::empty())
 }

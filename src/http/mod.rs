@@ -2,13 +2,16 @@
 //! HTTP/2, connection limits, graceful shutdown), is answered by
 //! [`dispatch`] (request ID, access control, routing through [`routes`],
 //! the mirror call, the one place where errors become answers), in a
-//! [`body::Body`]. [`status_page`] renders `/`; [`auth`] holds the tokens
+//! [`body::Body`], built by `respond`; each route declares who may use it
+//! ([`routes::Access`]) and the dispatcher checks that once. [`status_page`]
+//! renders `/`; [`auth`] holds the tokens
 //! and signs archive links; [`tls`] loads or makes the certificate.
 
 pub mod auth;
 pub mod body;
 pub mod dispatch;
 pub mod listener;
+mod respond;
 pub mod routes;
 pub mod sendfile;
 pub mod status_page;

@@ -29,6 +29,7 @@ use crate::address::{
     Provider, ProviderType, Version,
 };
 use crate::error::RequestError;
+use crate::metrics::Endpoint;
 
 /// The longest request path accepted.
 const MAX_PATH_LEN: usize = 1024;
@@ -65,6 +66,62 @@ pub enum Route {
     ModuleDownload(Module, Version),
     /// A module version's packaged source tree.
     ModulePackage(Module, Version),
+}
+
+/// Who may use a route, when access control is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access<'a> {
+    /// Anyone: the probes, the metrics, and the status page (which shows
+    /// more to a token holder).
+    Open,
+    /// Holders of a token.
+    Token,
+    /// A link the mirror signed for this archive (clients send no
+    /// credentials with downloads).
+    SignedArchive(&'a ArchiveKey),
+    /// A link the mirror signed for this checksum document of a version.
+    SignedSums(&'a Provider, &'a Version, usize),
+    /// A link the mirror signed for this module package.
+    SignedModule(&'a Module, &'a Version),
+}
+
+impl Route {
+    /// Who may use this route.
+    pub fn access(&self) -> Access<'_> {
+        match self {
+            Route::Home | Route::Health | Route::Ready | Route::Metrics => Access::Open,
+            Route::Index(_)
+            | Route::Version(..)
+            | Route::Lock(..)
+            | Route::RegistryVersions(_)
+            | Route::RegistryPackage(_)
+            | Route::ModuleVersions(_)
+            | Route::ModuleDownload(..) => Access::Token,
+            Route::Archive(key) => Access::SignedArchive(key),
+            Route::RegistrySums(provider, version, file) => {
+                Access::SignedSums(provider, version, file.index)
+            }
+            Route::ModulePackage(module, version) => Access::SignedModule(module, version),
+        }
+    }
+
+    /// What the route counts as in the metrics.
+    pub fn endpoint(&self) -> Endpoint {
+        match self {
+            Route::Home => Endpoint::Home,
+            Route::Health | Route::Ready | Route::Metrics => Endpoint::Operations,
+            Route::Index(_) => Endpoint::Index,
+            Route::Version(..) => Endpoint::Version,
+            Route::Archive(_) => Endpoint::Archive,
+            Route::Lock(..) => Endpoint::Lock,
+            Route::RegistryVersions(_) | Route::RegistryPackage(_) | Route::RegistrySums(..) => {
+                Endpoint::Registry
+            }
+            Route::ModuleVersions(_) | Route::ModuleDownload(..) | Route::ModulePackage(..) => {
+                Endpoint::Module
+            }
+        }
+    }
 }
 
 /// One of a version's signed checksum documents as the facade serves it.

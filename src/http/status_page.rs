@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use http::{Response, StatusCode};
 
-use super::dispatch::with_type;
+use super::respond::with_type;
 use super::{App, Body};
 
 /// How many providers one page lists.
