@@ -13,7 +13,6 @@ pub mod progress;
 mod scratch;
 pub mod selection;
 pub mod serve;
-pub mod static_dir;
 pub mod sync;
 pub mod verify;
 

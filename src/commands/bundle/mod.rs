@@ -21,6 +21,7 @@
 
 mod export;
 mod import;
+pub mod static_dir;
 
 pub use export::{export, selected, Exported};
 pub use import::{import, Imported};
@@ -138,7 +139,7 @@ pub fn export_command(
             );
         }
         (None, Some(dir)) => {
-            let done = super::static_dir::export(&store, &only, &dir)?;
+            let done = static_dir::export(&store, &only, &dir)?;
             println!(
                 "wrote {}: {} providers, {} versions, {} archives",
                 dir.display(),
@@ -170,7 +171,7 @@ fn import_into_bucket(
             let max_unpacked = config.modules.max_unpacked_size.as_u64();
             (import(&scratch, &trust, &path, max_unpacked)?, path)
         }
-        (None, Some(dir)) => (super::static_dir::import(&scratch, &dir)?, dir),
+        (None, Some(dir)) => (static_dir::import(&scratch, &dir)?, dir),
         (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
     };
     let store = crate::store::open(config, false)?;
@@ -224,7 +225,7 @@ pub fn import_command(
                 path,
             )
         }
-        (None, Some(dir)) => (super::static_dir::import(&store, &dir)?, dir),
+        (None, Some(dir)) => (static_dir::import(&store, &dir)?, dir),
         (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
     };
     for (item, reason) in &report.rejected {

@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::bundle::Imported;
-use super::Refusal;
+use super::Imported;
 use crate::address::{Platform, Provider, Version};
+use crate::commands::Refusal;
 use crate::protocol::{IndexDocument, VersionDocument};
 use crate::store::{atomic, h1_of_file, DiskStore, PackageRecord, VersionRecord};
 use crate::verify;
@@ -40,7 +40,7 @@ pub struct Written {
 /// static mirror layout. Every file is written atomically; archives are
 /// hard-linked from the cache when `dir` is on the same file system.
 pub fn export(store: &DiskStore, only: &[Provider], dir: &Path) -> anyhow::Result<Written> {
-    let chosen = super::bundle::selected(store, only);
+    let chosen = super::selected(store, only);
     if chosen.is_empty() {
         anyhow::bail!("the cache holds no archive of the selected providers");
     }
