@@ -94,9 +94,8 @@ impl RequestError {
             | UnsupportedSource(_)
             | PinMismatch(_) => StatusCode::BAD_GATEWAY,
             UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
-            UpstreamBusy(_) | DiskUnavailable(_) | NotReady(_) | Internal(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            UpstreamBusy(_) | DiskUnavailable(_) | NotReady(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 

@@ -120,7 +120,8 @@ fn error_response(e: &RequestError) -> Response<Body> {
     match e {
         RequestError::VerificationFailed(_)
         | RequestError::DiskUnavailable(_)
-        | RequestError::PinMismatch(_) => {
+        | RequestError::PinMismatch(_)
+        | RequestError::Internal(_) => {
             tracing::error!(status = status.as_u16(), error = %e, "request failed");
         }
         _ if status.is_server_error() => {

@@ -302,10 +302,9 @@ impl Mirror {
             pinned_at_ms: self.clock.unix_ms(),
         };
         if let Some(pin) = pin {
-            check_pin(&pin, &record).inspect_err(|e| {
-                self.metrics.pin_mismatch();
-                tracing::error!(%module, %version, error = %e, "module source no longer matches its pin; refused");
-            })?;
+            // Counted here; logged once, where the error becomes an answer
+            // (or a line of a command's report).
+            check_pin(&pin, &record).inspect_err(|_| self.metrics.pin_mismatch())?;
             // The pin stands as first written.
             record = ModuleRecord {
                 sha256: record.sha256,
