@@ -6,26 +6,25 @@
 //! ([`super::guard`]), and the number of requests in flight is bounded in
 //! all and per host.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
 use http::{header, Request, StatusCode};
 use http_body_util::{BodyExt, Empty, Limited};
-use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use url::Url;
 
+pub use super::error::UpstreamError;
 use super::guard::{refusal_in, GuardedConnector};
-use super::wire::{self, FieldError};
+use super::limits::Limits;
+pub use super::limits::{Fetched, Slots};
+use super::wire;
 
 use crate::config::UpstreamConfig;
 use crate::metrics::{Metrics, UpstreamOutcome};
@@ -41,99 +40,6 @@ const MAX_RETRY_WAIT: Duration = Duration::from_secs(10);
 const DEFAULT_RETRY_WAIT: Duration = Duration::from_secs(1);
 /// The largest metadata (JSON, SHA256SUMS, signature) body accepted.
 pub const MAX_METADATA_BYTES: usize = 8 * 1024 * 1024;
-
-/// Why an upstream request failed.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum UpstreamError {
-    /// No connection could be made, or it broke.
-    #[error("could not reach {url}: {reason}")]
-    Unreachable {
-        /// The URL that was requested.
-        url: String,
-        /// What went wrong.
-        reason: String,
-    },
-    /// The origin did not answer within the configured time.
-    #[error("{url} did not answer within {secs}s")]
-    Timeout {
-        /// The URL that was requested.
-        url: String,
-        /// The limit that passed.
-        secs: u64,
-    },
-    /// The origin answered 404.
-    #[error("{url} answered 404 Not Found")]
-    NotFound {
-        /// The URL that was requested.
-        url: String,
-    },
-    /// The origin answered with another unsuccessful status.
-    #[error("{url} answered {status}")]
-    Status {
-        /// The URL that was requested.
-        url: String,
-        /// The status it answered with.
-        status: StatusCode,
-    },
-    /// The request forgery guard refused the connection.
-    #[error("{url} was not fetched: {reason}")]
-    Refused {
-        /// The URL that was requested.
-        url: String,
-        /// Why.
-        reason: String,
-    },
-    /// Too many upstream requests were in flight for too long.
-    #[error("{url} was not fetched: {limit} upstream requests stayed in flight for {secs}s")]
-    Busy {
-        /// The URL that was requested.
-        url: String,
-        /// Which limit, e.g. "`upstream.max_fetches` (64)".
-        limit: String,
-        /// How long the request waited.
-        secs: u64,
-    },
-    /// The answer could not be used.
-    #[error("{url} answered with something unusable: {reason}")]
-    Invalid {
-        /// The URL that was requested.
-        url: String,
-        /// What is wrong with the answer.
-        reason: String,
-    },
-}
-
-impl UpstreamError {
-    /// Whether this looks like the origin being down rather than the
-    /// origin's definite answer: unreachable, too slow, a 5xx status, or
-    /// `429 Too Many Requests` still after the retries. Cached content is
-    /// served in place of an answer in these cases.
-    pub fn is_outage(&self) -> bool {
-        match self {
-            UpstreamError::Unreachable { .. }
-            | UpstreamError::Timeout { .. }
-            | UpstreamError::Busy { .. } => true,
-            UpstreamError::Status { status, .. } => {
-                status.is_server_error() || *status == StatusCode::TOO_MANY_REQUESTS
-            }
-            _ => false,
-        }
-    }
-
-    pub(crate) fn invalid(url: &Url, reason: impl std::fmt::Display) -> Self {
-        UpstreamError::Invalid {
-            url: url.to_string(),
-            reason: reason.to_string(),
-        }
-    }
-}
-
-impl From<(&Url, FieldError)> for UpstreamError {
-    /// A field of the answer from `url` that the clients would refuse too.
-    fn from((url, e): (&Url, FieldError)) -> Self {
-        UpstreamError::invalid(url, format!("field {e}"))
-    }
-}
 
 /// The shared upstream HTTPS client.
 #[derive(Clone)]
@@ -490,95 +396,6 @@ fn retry_after(headers: &http::HeaderMap) -> Duration {
             .duration_since(std::time::SystemTime::now())
             .unwrap_or(Duration::ZERO),
         Err(_) => DEFAULT_RETRY_WAIT,
-    }
-}
-
-/// Slots under the fetch limits, given back when dropped.
-pub struct Slots {
-    _held: (OwnedSemaphorePermit, OwnedSemaphorePermit),
-}
-
-/// An upstream response body, holding the request's slots until dropped.
-pub struct Fetched {
-    body: Incoming,
-    _slots: (OwnedSemaphorePermit, OwnedSemaphorePermit),
-}
-
-impl hyper::body::Body for Fetched {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut TaskContext<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// The bounds on upstream requests in flight.
-struct Limits {
-    total: Arc<Semaphore>,
-    total_max: usize,
-    per_host: Mutex<HashMap<String, Arc<Semaphore>>>,
-    per_host_max: usize,
-}
-
-impl Limits {
-    async fn acquire_total(
-        &self,
-        url: &Url,
-        wait: Duration,
-    ) -> Result<OwnedSemaphorePermit, UpstreamError> {
-        let limit = format!("upstream.max_fetches ({})", self.total_max);
-        acquire(self.total.clone(), url, wait, limit).await
-    }
-
-    async fn acquire_host(
-        &self,
-        url: &Url,
-        host: &str,
-        wait: Duration,
-    ) -> Result<OwnedSemaphorePermit, UpstreamError> {
-        let semaphore = {
-            let mut map = self.per_host.lock().expect("per-host limits lock");
-            // Forget hosts no request is using, so the map stays small.
-            if map.len() > 1024 {
-                map.retain(|_, s| s.available_permits() < self.per_host_max);
-            }
-            map.entry(host.to_owned())
-                .or_insert_with(|| Arc::new(Semaphore::new(self.per_host_max)))
-                .clone()
-        };
-        let limit = format!(
-            "upstream.max_fetches_per_host ({}) for {host}",
-            self.per_host_max
-        );
-        acquire(semaphore, url, wait, limit).await
-    }
-}
-
-async fn acquire(
-    semaphore: Arc<Semaphore>,
-    url: &Url,
-    wait: Duration,
-    limit: String,
-) -> Result<OwnedSemaphorePermit, UpstreamError> {
-    match tokio::time::timeout(wait, semaphore.acquire_owned()).await {
-        Ok(Ok(permit)) => Ok(permit),
-        _ => Err(UpstreamError::Busy {
-            url: url.to_string(),
-            limit,
-            secs: wait.as_secs(),
-        }),
     }
 }
 
