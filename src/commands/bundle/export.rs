@@ -2,31 +2,31 @@
 //! then the cached module versions' pins, each before its package.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Context;
+use tokio::runtime::Handle;
+use tokio_util::io::SyncIoBridge;
 
 use super::{entry_dir, module_entry_dir, Manifest, ManifestModule, ManifestVersion, FORMAT, ROOT};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::clock::{Clock, SystemClock};
-use crate::store::{atomic, inventory, DiskStore, ModuleRecord, VersionRecord};
+use crate::store::{atomic, ArchiveReader, CachedArchive, ModuleRecord, Store, VersionRecord};
 
-/// The providers to export: all cached ones, or those named.
+/// The providers to export: all cached ones, or those named, with the
+/// size of each archive.
 pub fn selected(
-    store: &DiskStore,
+    archives: Vec<CachedArchive>,
     only: &[Provider],
-) -> BTreeMap<(Provider, Version), Vec<Platform>> {
-    let mut out: BTreeMap<(Provider, Version), Vec<Platform>> = BTreeMap::new();
-    for archive in inventory::archives(store) {
-        let ArchiveKey {
-            provider: p,
-            version: v,
-            platform,
-        } = archive.key();
-        if only.is_empty() || only.contains(&p) {
-            out.entry((p, v)).or_default().push(platform);
+) -> BTreeMap<(Provider, Version), BTreeMap<Platform, u64>> {
+    let mut out: BTreeMap<(Provider, Version), BTreeMap<Platform, u64>> = BTreeMap::new();
+    for archive in archives {
+        if only.is_empty() || only.contains(&archive.provider) {
+            out.entry((archive.provider, archive.version))
+                .or_default()
+                .insert(archive.platform, archive.size);
         }
     }
     out
@@ -47,12 +47,25 @@ pub struct Exported {
 
 /// Writes a bundle of the cached providers (all, or those in `only`) to
 /// `output`, atomically; with no `only`, the cached module packages too.
-pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Result<Exported> {
-    let chosen = selected(store, only);
+/// It reads through the [`Store`] trait, whichever backend holds the
+/// cache, and streams each archive and package from the store into the
+/// bundle: nothing is copied to local disk first. The store's async calls
+/// run on `runtime` while the bundle is written on this thread.
+pub fn export(
+    store: &Arc<dyn Store>,
+    runtime: &Handle,
+    only: &[Provider],
+    output: &Path,
+) -> anyhow::Result<Exported> {
+    let location = store.location();
+    let archives = runtime
+        .block_on(store.list_archives())
+        .with_context(|| format!("listing the archives in {location}"))?;
+    let chosen = selected(archives, only);
     let modules: Vec<ModuleRecord> = if only.is_empty() {
-        store
-            .module_pins()
-            .context("listing the cached modules")?
+        runtime
+            .block_on(store.list_modules())
+            .with_context(|| format!("listing the modules in {location}"))?
             .into_iter()
             .filter_map(|(pin, held)| held.then_some(pin))
             .collect()
@@ -78,33 +91,32 @@ pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Re
         modules: Vec::new(),
     };
     let mut records = Vec::new();
-    for ((p, v), platforms) in &chosen {
-        let record: VersionRecord = store
-            .read_json(&store.version_path(p, v))?
+    for ((p, v), archives) in chosen {
+        let record: VersionRecord = runtime
+            .block_on(store.read_version(&p, &v))?
             .with_context(|| format!("{p} {v}: archives are cached but its record is missing"))?;
         if record.unsigned_import {
             // Nothing crosses the gap that cannot be verified on the other side.
             tracing::warn!(provider = %p, version = %v, "not exported: an unsigned import");
             continue;
         }
-        let mut archives = BTreeMap::new();
-        for platform in platforms {
-            let size = std::fs::metadata(store.archive_path(p, v, platform))?.len();
-            archives.insert(platform.clone(), size);
-        }
         manifest.versions.push(ManifestVersion {
-            provider: p.clone(),
-            version: v.clone(),
+            provider: p,
+            version: v,
             archives,
         });
         records.push(record);
     }
     for pin in &modules {
-        let path = store.module_package_path(&pin.module, &pin.version);
+        let opened = runtime
+            .block_on(store.open_module(&pin.module, &pin.version))?
+            .with_context(|| {
+                format!("module {} {}: its package is gone", pin.module, pin.version)
+            })?;
         manifest.modules.push(ManifestModule {
             module: pin.module.clone(),
             version: pin.version.clone(),
-            size: std::fs::metadata(&path)?.len(),
+            size: opened.size,
         });
     }
     append_bytes(
@@ -112,6 +124,7 @@ pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Re
         &format!("{ROOT}/manifest.json"),
         &serde_json::to_vec_pretty(&manifest)?,
     )?;
+    let mtime = manifest.created_ms / 1000;
     for (entry, record) in manifest.versions.iter().zip(&records) {
         let (p, v) = (&entry.provider, &entry.version);
         let base = entry_dir(p, v);
@@ -122,19 +135,13 @@ pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Re
         )?;
         done.versions += 1;
         for (platform, size) in &entry.archives {
-            let path = store.archive_path(p, v, platform);
-            let mut file =
-                File::open(&path).with_context(|| format!("reading {}", path.display()))?;
-            let mut header = tar::Header::new_gnu();
-            header.set_size(*size);
-            header.set_mode(0o644);
-            header.set_mtime(manifest.created_ms / 1000);
-            tar.append_data(
-                &mut header,
-                format!("{base}/{}", p.archive_name(v, platform)),
-                &mut file,
-            )
-            .with_context(|| format!("writing {} into the bundle", path.display()))?;
+            let key = ArchiveKey::new(p, v, platform);
+            let opened = runtime
+                .block_on(store.open_archive(&key))?
+                .with_context(|| format!("{key}: the archive is gone from {location}"))?;
+            let name = format!("{base}/{}", p.archive_name(v, platform));
+            append_stream(&mut tar, runtime, &name, *size, mtime, opened)
+                .with_context(|| format!("writing {key} into the bundle"))?;
             done.archives += 1;
             done.bytes += size;
         }
@@ -146,14 +153,28 @@ pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Re
             &format!("{base}/module.json"),
             &serde_json::to_vec_pretty(pin)?,
         )?;
-        let path = store.module_package_path(&entry.module, &entry.version);
-        let mut file = File::open(&path).with_context(|| format!("reading {}", path.display()))?;
-        let mut header = tar::Header::new_gnu();
-        header.set_size(entry.size);
-        header.set_mode(0o644);
-        header.set_mtime(manifest.created_ms / 1000);
-        tar.append_data(&mut header, format!("{base}/package.tar.gz"), &mut file)
-            .with_context(|| format!("writing {} into the bundle", path.display()))?;
+        let opened = runtime
+            .block_on(store.open_module(&entry.module, &entry.version))?
+            .with_context(|| {
+                format!(
+                    "module {} {}: its package is gone",
+                    entry.module, entry.version
+                )
+            })?;
+        append_stream(
+            &mut tar,
+            runtime,
+            &format!("{base}/package.tar.gz"),
+            entry.size,
+            mtime,
+            opened,
+        )
+        .with_context(|| {
+            format!(
+                "writing module {} {} into the bundle",
+                entry.module, entry.version
+            )
+        })?;
         done.modules += 1;
         done.bytes += entry.size;
     }
@@ -164,6 +185,29 @@ pub fn export(store: &DiskStore, only: &[Provider], output: &Path) -> anyhow::Re
     file.sync_all()?;
     atomic::persist(temp_path, output).with_context(|| format!("writing {}", output.display()))?;
     Ok(done)
+}
+
+/// Appends one stored object of `size` bytes, read as it is written. An
+/// object that changed size since it was listed fails the export rather
+/// than write a corrupt entry.
+fn append_stream<W: Write>(
+    tar: &mut tar::Builder<W>,
+    runtime: &Handle,
+    path: &str,
+    size: u64,
+    mtime: u64,
+    opened: ArchiveReader,
+) -> anyhow::Result<()> {
+    if opened.size != size {
+        anyhow::bail!("{path}: {} bytes now, {size} when listed", opened.size);
+    }
+    let mut header = tar::Header::new_gnu();
+    header.set_size(size);
+    header.set_mode(0o644);
+    header.set_mtime(mtime);
+    let reader = SyncIoBridge::new_with_handle(opened.into_reader(), runtime.clone());
+    tar.append_data(&mut header, path, reader.take(size))?;
+    Ok(())
 }
 
 fn append_bytes<W: Write>(tar: &mut tar::Builder<W>, path: &str, bytes: &[u8]) -> io::Result<()> {

@@ -115,20 +115,17 @@ pub fn export_command(
     only: &[String],
 ) -> anyhow::Result<()> {
     let only = providers(only)?;
-    // From a bucket: copied into a scratch cache first, exported from there.
-    let (_scratch_dir, store) = if config.storage.backend == crate::config::StorageBackend::S3 {
-        let (dir, scratch) = super::scratch::open(config, "export-")?;
-        let bucket = crate::store::open(config, false)?;
-        super::runtime()?
-            .block_on(super::scratch::pull(bucket.as_ref(), &scratch))
-            .with_context(|| format!("copying from {}", bucket.location()))?;
-        (Some(dir), scratch)
-    } else {
-        (None, super::open_store(config)?)
-    };
     match (output, static_dir) {
         (Some(output), _) => {
-            let done = export(&store, &only, &output)?;
+            // Straight from the store, whichever backend it is. A bucket is
+            // read without its local tier: an export copies nothing to disk.
+            let mut config = config.clone();
+            if let Some(s3) = &mut config.storage.s3 {
+                s3.local_cache = None;
+            }
+            let store = crate::store::open(&config, false)?;
+            let runtime = super::runtime()?;
+            let done = export(&store, runtime.handle(), &only, &output)?;
             println!(
                 "wrote {}: {} versions, {} archives, {} module versions, {}",
                 output.display(),
@@ -139,6 +136,19 @@ pub fn export_command(
             );
         }
         (None, Some(dir)) => {
+            // The static layout is written with the disk cache's files (hard
+            // links where it can): from a bucket, through a scratch copy.
+            let (_scratch_dir, store) =
+                if config.storage.backend == crate::config::StorageBackend::S3 {
+                    let (dir, scratch) = super::scratch::open(config, "export-")?;
+                    let bucket = crate::store::open(config, false)?;
+                    super::runtime()?
+                        .block_on(super::scratch::pull(bucket.as_ref(), &scratch))
+                        .with_context(|| format!("copying from {}", bucket.location()))?;
+                    (Some(dir), scratch)
+                } else {
+                    (None, super::open_store(config)?)
+                };
             let done = static_dir::export(&store, &only, &dir)?;
             println!(
                 "wrote {}: {} providers, {} versions, {} archives",

@@ -40,14 +40,17 @@ pub struct Written {
 /// static mirror layout. Every file is written atomically; archives are
 /// hard-linked from the cache when `dir` is on the same file system.
 pub fn export(store: &DiskStore, only: &[Provider], dir: &Path) -> anyhow::Result<Written> {
-    let chosen = super::selected(store, only);
+    let chosen = super::selected(crate::store::inventory::archives(store), only);
     if chosen.is_empty() {
         anyhow::bail!("the cache holds no archive of the selected providers");
     }
     let mut written = Written::default();
     let mut by_provider: BTreeMap<Provider, BTreeMap<Version, Vec<Platform>>> = BTreeMap::new();
     for ((p, v), platforms) in chosen {
-        by_provider.entry(p).or_default().insert(v, platforms);
+        by_provider
+            .entry(p)
+            .or_default()
+            .insert(v, platforms.into_keys().collect());
     }
     for (p, versions) in &by_provider {
         let target = dir
