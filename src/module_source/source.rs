@@ -107,22 +107,70 @@ pub struct Location {
 pub struct Unsupported {
     /// The location as given.
     pub location: String,
-    /// The kind of source, in words.
-    pub kind: String,
+    /// What kind of source it is.
+    pub kind: UnsupportedKind,
+}
+
+/// The kinds of source the mirror does not fetch, named as messages say
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnsupportedKind {
+    /// `./x` or `../x` that does not resolve against the answer's URL.
+    #[error("a relative URL that does not resolve")]
+    UnresolvableRelative,
+    /// `git@host:…`, `ssh://`, or a git URL with `sshkey`.
+    #[error("git over SSH")]
+    GitOverSsh,
+    /// A forced getter other than git and http(s): `s3::`, `gcs::`, `hg::`.
+    #[error("a {0}:: source")]
+    Getter(String),
+    /// A `//subdir` with `..` in it.
+    #[error("a subdirectory that climbs out of the source")]
+    ClimbingSubdirectory,
+    /// Something with `://` that is no URL.
+    #[error("a URL that does not parse")]
+    UnparsableUrl,
+    /// A path, or an address of no known kind.
+    #[error("a local path or an unknown kind of address")]
+    LocalPath,
+    /// `file://`.
+    #[error("a local file")]
+    LocalFile,
+    /// Another scheme.
+    #[error("a {0}:// URL")]
+    Scheme(String),
+    /// `https://user:secret@…`.
+    #[error("a URL with credentials in it")]
+    Credentials,
+    /// A git `depth` that is not a number.
+    #[error("a git source with depth {0:?}")]
+    Depth(String),
+    /// A git `ref` that could be taken for an option or a range.
+    #[error("a git source with the unusable ref {0:?}")]
+    Ref(String),
+    /// `?archive=false`.
+    #[error("an HTTP URL that says it is no archive")]
+    NotAnArchive,
+    /// `?archive=` with a format the mirror does not unpack.
+    #[error("an archive of the unknown format {0:?}")]
+    ArchiveFormat(String),
+    /// An HTTP URL without `?archive=` or an archive's file suffix.
+    #[error("an HTTP URL that names no archive (only archives and git are fetched)")]
+    NoArchive,
 }
 
 /// Reads a download location. A relative location (starting with `/`,
 /// `./` or `../`) is resolved against `download_url`, the URL that gave it.
 pub fn parse(location: &str, download_url: &Url) -> Result<Location, Unsupported> {
-    let unsupported = |kind: &str| Unsupported {
+    let unsupported = |kind: UnsupportedKind| Unsupported {
         location: location.to_owned(),
-        kind: kind.to_owned(),
+        kind,
     };
     let trimmed = location.trim();
     if trimmed.starts_with('/') || trimmed.starts_with("./") || trimmed.starts_with("../") {
         let resolved = download_url
             .join(trimmed)
-            .map_err(|_| unsupported("a relative URL that does not resolve"))?;
+            .map_err(|_| unsupported(UnsupportedKind::UnresolvableRelative))?;
         return parse(resolved.as_str(), download_url);
     }
     let (forced, rest) = match trimmed.split_once("::") {
@@ -138,16 +186,16 @@ pub fn parse(location: &str, download_url: &Url) -> Result<Location, Unsupported
         Some("http" | "https") | None => match shorthand(rest) {
             Some(git) => git,
             None if forced.is_none() && is_scp_like(rest) => {
-                return Err(unsupported("git over SSH"))
+                return Err(unsupported(UnsupportedKind::GitOverSsh))
             }
             None => rest.to_owned(),
         },
-        Some(other) => return Err(unsupported(&format!("a {other}:: source"))),
+        Some(other) => return Err(unsupported(UnsupportedKind::Getter(other.to_owned()))),
     };
     let is_git = forced.as_deref() == Some("git") || detected.starts_with("git::");
     let detected = detected.trim_start_matches("git::");
     if is_git && is_scp_like(detected) {
-        return Err(unsupported("git over SSH"));
+        return Err(unsupported(UnsupportedKind::GitOverSsh));
     }
     let (fetched, subdir) = split_subdir(detected);
     if subdir
@@ -156,28 +204,28 @@ pub fn parse(location: &str, download_url: &Url) -> Result<Location, Unsupported
     {
         // Clients apply the subdirectory to the package themselves; one
         // that climbs out of it is never handed on.
-        return Err(unsupported("a subdirectory that climbs out of the source"));
+        return Err(unsupported(UnsupportedKind::ClimbingSubdirectory));
     }
     let url = Url::parse(&fetched).map_err(|_| {
         unsupported(if fetched.contains("://") {
-            "a URL that does not parse"
+            UnsupportedKind::UnparsableUrl
         } else {
-            "a local path or an unknown kind of address"
+            UnsupportedKind::LocalPath
         })
     })?;
     match url.scheme() {
         "https" | "http" => {}
-        "ssh" | "git+ssh" if is_git => return Err(unsupported("git over SSH")),
-        "file" => return Err(unsupported("a local file")),
-        other => return Err(unsupported(&format!("a {other}:// URL"))),
+        "ssh" | "git+ssh" if is_git => return Err(unsupported(UnsupportedKind::GitOverSsh)),
+        "file" => return Err(unsupported(UnsupportedKind::LocalFile)),
+        other => return Err(unsupported(UnsupportedKind::Scheme(other.to_owned()))),
     }
     if url.username() != "" || url.password().is_some() {
-        return Err(unsupported("a URL with credentials in it"));
+        return Err(unsupported(UnsupportedKind::Credentials));
     }
     let source = if is_git {
-        git_source(url).map_err(|e| unsupported(&e))?
+        git_source(url).map_err(unsupported)?
     } else {
-        archive_source(url).map_err(|e| unsupported(&e))?
+        archive_source(url).map_err(unsupported)?
     };
     Ok(Location { source, subdir })
 }
@@ -245,7 +293,7 @@ fn split_subdir(given: &str) -> (String, Option<String>) {
 }
 
 /// Takes `ref` and `depth` out of a git URL's query.
-fn git_source(mut url: Url) -> Result<Source, String> {
+fn git_source(mut url: Url) -> Result<Source, UnsupportedKind> {
     let mut reference = None;
     let mut depth = None;
     let mut kept = Vec::new();
@@ -255,16 +303,16 @@ fn git_source(mut url: Url) -> Result<Source, String> {
             "depth" => {
                 depth = Some(
                     v.parse::<u32>()
-                        .map_err(|_| format!("a git source with depth {v:?}"))?,
+                        .map_err(|_| UnsupportedKind::Depth(v.clone().into_owned()))?,
                 );
             }
-            "sshkey" => return Err("git over SSH".into()),
+            "sshkey" => return Err(UnsupportedKind::GitOverSsh),
             _ => kept.push((k.into_owned(), v.into_owned())),
         }
     }
     if let Some(r) = &reference {
         if r.starts_with('-') || r.contains("..") || r.chars().any(char::is_control) {
-            return Err(format!("a git source with the unusable ref {r:?}"));
+            return Err(UnsupportedKind::Ref(r.clone()));
         }
     }
     set_query(&mut url, &kept);
@@ -277,7 +325,7 @@ fn git_source(mut url: Url) -> Result<Source, String> {
 
 /// An archive URL: `?archive=` or the file name's suffix says how it is
 /// packed.
-fn archive_source(mut url: Url) -> Result<Source, String> {
+fn archive_source(mut url: Url) -> Result<Source, UnsupportedKind> {
     let mut named = None;
     let mut kept = Vec::new();
     for (k, v) in url.query_pairs() {
@@ -288,11 +336,10 @@ fn archive_source(mut url: Url) -> Result<Source, String> {
         }
     }
     let format = match named.as_deref() {
-        Some("false") => return Err("an HTTP URL that says it is no archive".into()),
+        Some("false") => return Err(UnsupportedKind::NotAnArchive),
         Some(name) => ArchiveFormat::named(name)
-            .ok_or_else(|| format!("an archive of the unknown format {name:?}"))?,
-        None => ArchiveFormat::of_path(url.path())
-            .ok_or("an HTTP URL that names no archive (only archives and git are fetched)")?,
+            .ok_or_else(|| UnsupportedKind::ArchiveFormat(name.to_owned()))?,
+        None => ArchiveFormat::of_path(url.path()).ok_or(UnsupportedKind::NoArchive)?,
     };
     set_query(&mut url, &kept);
     Ok(Source::Archive { url, format })
