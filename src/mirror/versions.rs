@@ -297,8 +297,8 @@ impl Mirror {
                     tracing::warn!(%provider, %version, %platform, %reason, "could not fetch SHA256SUMS; leaving the platform out for now");
                     outages.push(format!("{platform}: {reason}"));
                 }
-                Err(Failure::Refused(reason)) => {
-                    refusals.push(format!("{platform}: {reason}"));
+                Err(refused) => {
+                    refusals.push(format!("{platform}: {refused}"));
                 }
             }
         }
@@ -327,15 +327,14 @@ impl Mirror {
         final_url: &url::Url,
     ) -> Result<PackageRecord, Failure> {
         if pkg.os != platform.os() || pkg.arch != platform.arch() {
-            return Err(Failure::Refused(format!(
-                "the registry answered for {}_{} instead",
-                pkg.os, pkg.arch
-            )));
+            return Err(Failure::OtherPlatform(format!("{}_{}", pkg.os, pkg.arch)));
         }
-        let resolve = |field: &str, value: &str| {
-            final_url
-                .join(value)
-                .map_err(|e| Failure::Refused(format!("{field} {value:?} is not a URL: {e}")))
+        let resolve = |field: &'static str, value: &str| {
+            final_url.join(value).map_err(|reason| Failure::NotAUrl {
+                field,
+                value: value.to_owned(),
+                reason,
+            })
         };
         let download_url = resolve("download_url", &pkg.download_url)?;
         let sums_url = resolve("shasums_url", &pkg.shasums_url)?;
@@ -363,22 +362,23 @@ impl Mirror {
             record.sums.push(signed);
             record.sums.len() - 1
         };
-        let sums = Sha256Sums::parse(record.sums[index].document.as_bytes())
-            .map_err(|e| Failure::Refused(e.to_string()))?;
-        let listed = sums.get(&pkg.filename).ok_or_else(|| {
-            Failure::Refused(match sums.malformed(&pkg.filename) {
-                Some(held) => format!(
-                    "the signed SHA256SUMS lists {} with {held:?}, which is not a SHA-256 checksum",
-                    pkg.filename
-                ),
-                None => format!("the signed SHA256SUMS has no entry for {}", pkg.filename),
-            })
-        })?;
+        let sums =
+            Sha256Sums::parse(record.sums[index].document.as_bytes()).map_err(Failure::Sums)?;
+        let listed =
+            sums.get(&pkg.filename)
+                .ok_or_else(|| match sums.malformed(&pkg.filename) {
+                    Some(held) => Failure::NotAChecksum {
+                        file: pkg.filename.clone(),
+                        held: held.to_owned(),
+                    },
+                    None => Failure::NotListed(pkg.filename.clone()),
+                })?;
         if !listed.eq_ignore_ascii_case(&pkg.shasum) {
-            return Err(Failure::Refused(format!(
-                "the registry's shasum {} for {} differs from the signed SHA256SUMS ({listed})",
-                pkg.shasum, pkg.filename
-            )));
+            return Err(Failure::ShasumDiffers {
+                given: pkg.shasum.clone(),
+                file: pkg.filename.clone(),
+                signed: listed,
+            });
         }
         Ok(PackageRecord {
             filename: pkg.filename.clone(),
@@ -414,11 +414,11 @@ impl Mirror {
             .check(provider, &sums, &sig, &keys)
             .map_err(|e| {
                 self.metrics.verification(VerifyOutcome::Invalid);
-                Failure::Refused(e.to_string())
+                Failure::Signature(e)
             })?;
         self.metrics.verification(VerifyOutcome::Valid);
         let document = String::from_utf8(sums.to_vec())
-            .map_err(|_| Failure::Refused("SHA256SUMS is not text".into()))?;
+            .map_err(|_| Failure::Sums(crate::verify::SumsError::NotText))?;
         Ok(SignedSums {
             url: sums_url.clone(),
             document,
@@ -430,20 +430,67 @@ impl Mirror {
     }
 }
 
-/// Why one package could not be verified.
+/// Why one package could not be verified: the origin is down for now
+/// ([`Failure::Outage`], tried again later), or its answer was checked and
+/// refused (every other cause, which fails the version's verification).
+#[derive(Debug, thiserror::Error)]
 enum Failure {
-    /// The origin could not be asked; try again later.
-    Outage(String),
-    /// The origin's answer was checked and is not acceptable.
-    Refused(String),
+    /// The origin could not be asked.
+    #[error("{0}")]
+    Outage(UpstreamError),
+    /// The origin's definite answer was unusable (404, a bad body).
+    #[error("{0}")]
+    Upstream(UpstreamError),
+    /// The answer is for another platform than the one asked for.
+    #[error("the registry answered for {0} instead")]
+    OtherPlatform(String),
+    /// A URL field that does not resolve.
+    #[error("{field} {value:?} is not a URL: {reason}")]
+    NotAUrl {
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// Why it does not resolve.
+        reason: url::ParseError,
+    },
+    /// The signature over SHA256SUMS does not hold.
+    #[error(transparent)]
+    Signature(crate::verify::SignatureError),
+    /// SHA256SUMS cannot be read.
+    #[error(transparent)]
+    Sums(crate::verify::SumsError),
+    /// The file's line holds something that is not a SHA-256 checksum.
+    #[error("the signed SHA256SUMS lists {file} with {held:?}, which is not a SHA-256 checksum")]
+    NotAChecksum {
+        /// The archive's file name.
+        file: String,
+        /// What its line holds.
+        held: String,
+    },
+    /// SHA256SUMS has no line for the file.
+    #[error("the signed SHA256SUMS has no entry for {0}")]
+    NotListed(String),
+    /// The registry's `shasum` is not the signed one.
+    #[error(
+        "the registry's shasum {given} for {file} differs from the signed SHA256SUMS ({signed})"
+    )]
+    ShasumDiffers {
+        /// The registry's `shasum`.
+        given: String,
+        /// The archive's file name.
+        file: String,
+        /// The signed checksum.
+        signed: String,
+    },
 }
 
 impl Failure {
     fn from_upstream(e: &UpstreamError) -> Self {
         if e.is_outage() {
-            Failure::Outage(e.to_string())
+            Failure::Outage(e.clone())
         } else {
-            Failure::Refused(e.to_string())
+            Failure::Upstream(e.clone())
         }
     }
 }
