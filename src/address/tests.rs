@@ -1,0 +1,128 @@
+//! Tests of `address`.
+
+use super::*;
+
+#[test]
+fn module_addresses_are_checked() {
+    let (m, sub) = Module::from_source("terraform-aws-modules/vpc/aws").unwrap();
+    assert_eq!(
+        m.to_string(),
+        "registry.terraform.io/terraform-aws-modules/vpc/aws"
+    );
+    assert_eq!(sub, None);
+    let (m, sub) = Module::from_source("Example.COM:443/Acme/my_net/aws//modules/x").unwrap();
+    assert_eq!(m.to_string(), "example.com/Acme/my_net/aws");
+    assert_eq!(sub.as_deref(), Some("modules/x"));
+    for bad in [
+        "a/b",
+        "a/b/c/d/e",
+        "ns/-x/aws",
+        "ns/x_/aws",
+        "ns/x/AWS",
+        "ns/x/a-b",
+        "n s/x/aws",
+        "ns/ünï/aws",
+        "git::https://example.com/x.git",
+    ] {
+        assert!(Module::from_source(bad).is_err(), "{bad}");
+    }
+    assert!(ModuleName::parse(&"n".repeat(65)).is_err());
+    assert!(ModuleName::parse(&"n".repeat(64)).is_ok());
+}
+
+#[test]
+fn hostnames_are_normalized_like_terraform() {
+    let h = |s| Hostname::parse(s).map(|h| h.to_string());
+    assert_eq!(h("Registry.Terraform.IO").unwrap(), "registry.terraform.io");
+    assert_eq!(h("example.com:443").unwrap(), "example.com");
+    assert_eq!(h("example.com:8443").unwrap(), "example.com:8443");
+    assert_eq!(h("bücher.example").unwrap(), "xn--bcher-kva.example");
+    assert_eq!(h("XN--BCHER-KVA.example").unwrap(), "xn--bcher-kva.example");
+    assert_eq!(h("localhost:1234").unwrap(), "localhost:1234");
+    for bad in [
+        "",
+        "example.com:",
+        "example.com:0",
+        "example.com:65536",
+        "example.com:x",
+        "exa mple.com",
+        "a/b",
+        "..",
+        ".example.com",
+        "user@example.com",
+        "exa\0mple",
+        "-bad-.example",
+    ] {
+        assert!(Hostname::parse(bad).is_err(), "{bad:?} was accepted");
+    }
+}
+
+#[test]
+fn parts_fold_case_and_reject_odd_shapes() {
+    assert_eq!(Namespace::parse("HashiCorp").unwrap().as_str(), "hashicorp");
+    assert_eq!(ProviderType::parse("aws-x").unwrap().as_str(), "aws-x");
+    assert_eq!(Namespace::parse("Ünicode").unwrap().as_str(), "ünicode");
+    for bad in [
+        "", "a.b", "a--b", "-a", "a-", "a_b", "..", "a/b", "a\0", "xn--abc",
+    ] {
+        assert!(Namespace::parse(bad).is_err(), "{bad:?} was accepted");
+    }
+    assert!(ProviderType::parse(&"a".repeat(65)).is_err());
+}
+
+#[test]
+fn versions_are_strict_semver() {
+    assert_eq!(Version::parse("1.2.3").unwrap().as_str(), "1.2.3");
+    assert_eq!(
+        Version::parse("1.0.0-beta.1+b7").unwrap().as_str(),
+        "1.0.0-beta.1+b7"
+    );
+    for bad in [
+        "1", "1.2", "v1.2.3", "01.2.3", "1.2.3.4", "", "../1.2.3", "1.2.3/x",
+    ] {
+        assert!(Version::parse(bad).is_err(), "{bad:?} was accepted");
+    }
+    let mut vs: Vec<Version> = ["1.10.0", "1.2.0", "1.2.0-rc1"]
+        .iter()
+        .map(|s| Version::parse(s).unwrap())
+        .collect();
+    vs.sort();
+    let order: Vec<&str> = vs.iter().map(Version::as_str).collect();
+    assert_eq!(order, ["1.2.0-rc1", "1.2.0", "1.10.0"]);
+}
+
+#[test]
+fn platforms_and_archive_names_round_trip() {
+    let p = Platform::parse("linux_amd64").unwrap();
+    assert_eq!((p.os(), p.arch()), ("linux", "amd64"));
+    for bad in [
+        "linux",
+        "linux_",
+        "_amd64",
+        "Linux_amd64",
+        "linux_amd64_x",
+        "li-nux_amd64",
+    ] {
+        assert!(Platform::parse(bad).is_err(), "{bad:?} was accepted");
+    }
+    let prov = Provider {
+        hostname: Hostname::parse("example.com").unwrap(),
+        namespace: Namespace::parse("ns").unwrap(),
+        kind: ProviderType::parse("my-widget").unwrap(),
+    };
+    let v = Version::parse("1.0.0-rc.1+build.5").unwrap();
+    let name = prov.archive_name(&v, &p);
+    assert_eq!(
+        name,
+        "terraform-provider-my-widget_1.0.0-rc.1+build.5_linux_amd64.zip"
+    );
+    assert_eq!(prov.parse_archive_name(&name), Some((v, p)));
+    assert_eq!(
+        prov.parse_archive_name("terraform-provider-other_1.0.0_linux_amd64.zip"),
+        None
+    );
+    assert_eq!(
+        prov.parse_archive_name("terraform-provider-my-widget_1.0.0_linux.zip"),
+        None
+    );
+}

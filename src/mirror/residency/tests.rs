@@ -1,0 +1,126 @@
+//! Tests of `residency`.
+
+use super::*;
+use crate::address::{Platform, Provider, Version};
+
+fn key(n: usize) -> ArchiveKey {
+    let provider = Provider::from_source("r.example/ns/t").unwrap();
+    let version = Version::parse(&format!("1.0.{n}")).unwrap();
+    ArchiveKey::new(
+        &provider,
+        &version,
+        &Platform::parse("linux_amd64").unwrap(),
+    )
+}
+
+fn old(n: usize) -> Evicted {
+    Evicted::Archive(key(n))
+}
+
+fn module(n: usize) -> ModuleKey {
+    (
+        Module::from_source("r.example/ns/net/aws").unwrap().0,
+        Version::parse(&format!("2.0.{n}")).unwrap(),
+    )
+}
+
+#[test]
+fn module_packages_take_their_turn_with_archives() {
+    let r = Residency::new(
+        held(2, 10),
+        vec![(module(0), 5, 0)],
+        Some(bytesize::ByteSize(25)),
+        Arc::new(Metrics::new()),
+    );
+    assert_eq!(r.usage(), (25, 2));
+    // 35 bytes with the new package: the oldest archive goes.
+    let (m, v) = module(1);
+    assert_eq!(r.stored_module(&m, &v, 10), vec![old(0)]);
+    assert_eq!(r.usage(), (25, 1));
+    // Then the old package (used at 0), then archive 1 (used at 1).
+    assert_eq!(
+        r.stored(&key(5), 10),
+        vec![Evicted::Module(module(0).0, module(0).1), old(1)]
+    );
+    // A use makes the new package more recent than archive 5.
+    r.module_used(&m, &v, 10);
+    assert_eq!(r.stored(&key(6), 10), vec![old(5)]);
+    r.forget_module(&m, &v);
+    assert_eq!(r.usage(), (10, 1));
+}
+
+fn held(n: usize, size: u64) -> Vec<CachedArchive> {
+    (0..n)
+        .map(|i| {
+            let k = key(i);
+            CachedArchive {
+                provider: k.provider,
+                version: k.version,
+                platform: k.platform,
+                size,
+                last_used: i as u64,
+                path: std::path::PathBuf::new(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn evicts_the_least_recently_used_that_no_one_reads() {
+    let r = Residency::new(
+        held(5, 10),
+        Vec::new(),
+        Some(bytesize::ByteSize(50)),
+        Arc::new(Metrics::new()),
+    );
+    assert_eq!(r.usage(), (50, 5));
+    r.reading(&key(0));
+    // Archive 1 is used now: it becomes the most recent.
+    assert!(r.used(&key(1), 10));
+    let new = key(99);
+    let evicted = r.stored(&new, 25);
+    // 75 bytes held, 50 allowed: 0 is being read and 1 was just used,
+    // so 2, 3 and 4 go (the third because 25 > 20).
+    assert_eq!(evicted, vec![old(2), old(3), old(4)]);
+    assert_eq!(r.usage(), (45, 3));
+    r.done_reading(&key(0));
+    let evicted = r.stored(&key(100), 10);
+    assert_eq!(evicted, vec![old(0)]);
+}
+
+#[test]
+fn uses_in_the_same_second_evict_in_the_order_they_happened() {
+    let r = Residency::new(
+        Vec::new(),
+        Vec::new(),
+        Some(bytesize::ByteSize(20)),
+        Arc::new(Metrics::new()),
+    );
+    // Archive 2 is used before archive 1 (which sorts first by name).
+    r.used(&key(2), 10);
+    r.used(&key(1), 10);
+    assert_eq!(r.stored(&key(3), 10), vec![old(2)]);
+}
+
+#[test]
+fn holdings_are_grouped_again_only_when_archives_come_or_go() {
+    let r = Residency::new(held(3, 10), Vec::new(), None, Arc::new(Metrics::new()));
+    let first = r.holdings();
+    assert_eq!(first["r.example/ns/t"].len(), 3);
+    r.used(&key(1), 10);
+    assert!(Arc::ptr_eq(&first, &r.holdings()), "a use changes nothing");
+    r.stored(&key(7), 10);
+    let second = r.holdings();
+    assert_eq!(second["r.example/ns/t"].len(), 4);
+    r.forget(&key(7));
+    assert_eq!(r.holdings()["r.example/ns/t"].len(), 3);
+}
+
+#[test]
+fn use_is_written_to_the_store_at_most_hourly() {
+    let r = Residency::new(Vec::new(), Vec::new(), None, Arc::new(Metrics::new()));
+    assert!(r.used(&key(1), 5), "first use is written");
+    assert!(!r.used(&key(1), 5), "a second use within the hour is not");
+    assert_eq!(r.usage(), (5, 1), "an unknown archive joins the index");
+    assert!(r.stored(&key(2), 5).is_empty(), "no limit, no eviction");
+}
