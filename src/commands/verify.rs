@@ -8,11 +8,12 @@
 //! `<cache.dir>/quarantine/`, where nothing serves it; a module's pin stays,
 //! so the next fetch is checked against it.
 
+use std::collections::btree_map::{BTreeMap, Entry};
 use std::path::{Path, PathBuf};
 
 use super::progress::Progress;
 use super::Refusal;
-use crate::store::{inventory, DiskStore, VersionRecord};
+use crate::store::{inventory, DiskStore, ModuleRecord, VersionRecord};
 use anyhow::Context;
 
 use crate::address::ArchiveKey;
@@ -63,25 +64,8 @@ pub fn verify_cache(
         report.checked += 1;
         report.bytes += pin.size;
         let path = store.module_package_path(&pin.module, &pin.version);
-        let problem = match verify::sha256_of_file(&path) {
-            Err(e) => Some(format!("reading it failed: {e}")),
-            Ok(actual) if actual != pin.sha256 => Some(format!(
-                "its SHA-256 {actual} differs from its pin's {}",
-                pin.sha256
-            )),
-            Ok(_) => match std::fs::File::open(&path)
-                .map_err(crate::module_source::tree::TreeError::from)
-                .and_then(|f| crate::module_source::tree::repack(f, store.tmp_dir(), max_unpacked))
-            {
-                Err(e) => Some(format!("its tree cannot be read: {e}")),
-                Ok(packed) if packed.h1 != pin.h1 => Some(format!(
-                    "its tree hashes to {} where its pin says {}",
-                    packed.h1, pin.h1
-                )),
-                Ok(_) => None,
-            },
-        };
-        if let Some(reason) = problem {
+        let problem = check_package(&pin, &path, store.tmp_dir(), max_unpacked).err();
+        if let Some(Refusal(reason)) = problem {
             let relative = path
                 .strip_prefix(store.root())
                 .unwrap_or(&path)
@@ -105,10 +89,9 @@ pub fn verify_cache(
             platform,
         } = archive.key();
         let problem = match store.read_json::<VersionRecord>(&store.version_path(&p, &v)) {
-            Ok(Some(record)) => check(&record, &platform, &archive.path, trust)
+            Ok(record) => check_archive(record.as_ref(), &platform, &archive.path, trust)
                 .err()
                 .map(|r| r.to_string()),
-            Ok(None) => Some("no verified metadata is stored for it".to_string()),
             Err(e) => Some(format!("its metadata cannot be read: {e}")),
         };
         if let Some(reason) = problem {
@@ -135,13 +118,14 @@ pub fn verify_cache(
     Ok(report)
 }
 
-/// Checks one archive against its record.
-fn check(
-    record: &VersionRecord,
+/// Checks one archive, read from `path`, against its version's record.
+fn check_archive(
+    record: Option<&VersionRecord>,
     platform: &crate::address::Platform,
     path: &Path,
     trust: &TrustPolicy,
 ) -> Result<(), Refusal> {
+    let record = record.ok_or("no verified metadata is stored for it")?;
     let pkg = record
         .packages
         .get(platform)
@@ -168,6 +152,32 @@ fn check(
     Ok(())
 }
 
+/// Checks one module package, read from `path`, against its pin: its
+/// SHA-256, and the `h1:` of its tree repacked (unpacking under `tmp`).
+fn check_package(
+    pin: &ModuleRecord,
+    path: &Path,
+    tmp: &Path,
+    max_unpacked: u64,
+) -> Result<(), Refusal> {
+    let actual = verify::sha256_of_file(path).map_err(|e| format!("reading it failed: {e}"))?;
+    if actual != pin.sha256 {
+        return Err(format!("its SHA-256 {actual} differs from its pin's {}", pin.sha256).into());
+    }
+    let packed = std::fs::File::open(path)
+        .map_err(crate::module_source::tree::TreeError::from)
+        .and_then(|f| crate::module_source::tree::repack(f, tmp, max_unpacked))
+        .map_err(|e| format!("its tree cannot be read: {e}"))?;
+    if packed.h1 != pin.h1 {
+        return Err(format!(
+            "its tree hashes to {} where its pin says {}",
+            packed.h1, pin.h1
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Moves an archive or package under `quarantine/`, and removes its hash
 /// file when it has one.
 fn quarantine(
@@ -185,53 +195,138 @@ fn quarantine(
     Ok(())
 }
 
-/// `tfmirror verify` on a bucket: what it holds is copied into a scratch
-/// cache under `cache.dir` and checked there; what fails is removed from
-/// the bucket (module pins stay) and kept on this host under
-/// `cache.dir/quarantine/`.
+/// `tfmirror verify` on a bucket, through the store: each object is read
+/// into one scratch file under `cache.dir` (room for the largest object is
+/// all it needs) and checked there; what fails is removed from the bucket
+/// (module pins stay) and kept on this host under `cache.dir/quarantine/`.
+/// The bucket is read without its local tier, so the bytes checked are the
+/// bucket's own.
 fn verify_bucket(config: &Config, trust: &TrustPolicy) -> anyhow::Result<()> {
-    let (_dir, scratch) = super::scratch::open(config, "verify-")?;
-    let bucket = crate::store::open(config, false)?;
+    let mut direct = config.clone();
+    if let Some(s3) = &mut direct.storage.s3 {
+        s3.local_cache = None;
+    }
+    let bucket = crate::store::open(&direct, false)?;
     let runtime = super::runtime()?;
     let started = std::time::Instant::now();
-    let pulled = runtime
-        .block_on(super::scratch::pull(bucket.as_ref(), &scratch))
-        .with_context(|| format!("copying from {}", bucket.location()))?;
-    let report = verify_cache(&scratch, trust, config.modules.max_unpacked_size.as_u64())
-        .context("verifying the copy")?;
-    let relative = |path: PathBuf| path.strip_prefix(scratch.root()).map(Path::to_path_buf);
-    for finding in &report.quarantined {
-        let archive = pulled.archives.iter().find(|k| {
-            relative(scratch.archive_path(&k.provider, &k.version, &k.platform))
-                .is_ok_and(|p| p == finding.archive)
-        });
-        let package = pulled.packages.iter().find(|(m, v)| {
-            relative(scratch.module_package_path(m, v)).is_ok_and(|p| p == finding.archive)
-        });
-        let removed = match (archive, package) {
-            (Some(key), _) => runtime.block_on(bucket.remove_archive(key)),
-            (None, Some((m, v))) => runtime.block_on(bucket.remove_module(m, v)),
-            (None, None) => continue,
-        };
-        removed.with_context(|| {
+    let max_unpacked = config.modules.max_unpacked_size.as_u64();
+    std::fs::create_dir_all(&config.cache.dir)?;
+    let work = tempfile::Builder::new()
+        .prefix("verify-")
+        .tempdir_in(&config.cache.dir)
+        .with_context(|| {
             format!(
-                "removing {} from {}",
-                finding.archive.display(),
-                bucket.location()
+                "making a scratch directory in {}",
+                config.cache.dir.display()
             )
         })?;
-    }
+    // The disk layout, for the names findings are reported and kept under.
+    let layout = DiskStore::open(work.path())?;
     let kept = config.cache.dir.join("quarantine").join(format!(
         "{}-{}",
         humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
         std::process::id()
     ));
-    if !report.quarantined.is_empty() {
-        std::fs::create_dir_all(kept.parent().expect("has a parent"))?;
-        std::fs::rename(scratch.root().join("quarantine"), &kept)
-            .with_context(|| format!("keeping the failed objects in {}", kept.display()))?;
+    let location = bucket.location();
+    let pins: Vec<ModuleRecord> = runtime
+        .block_on(bucket.list_modules())
+        .with_context(|| format!("listing the modules in {location}"))?
+        .into_iter()
+        .filter_map(|(pin, held)| held.then_some(pin))
+        .collect();
+    let archives = runtime
+        .block_on(bucket.list_archives())
+        .with_context(|| format!("listing the archives in {location}"))?;
+    let mut report = Report::default();
+    let mut progress = Progress::new();
+    progress.start(
+        (pins.len() + archives.len()) as u64,
+        "archives and module packages",
+    );
+    let scratch = work.path().join("object");
+    let fail = |relative: PathBuf, reason: String, report: &mut Report| -> anyhow::Result<()> {
+        let dest = kept.join(&relative);
+        std::fs::create_dir_all(dest.parent().expect("has a parent"))?;
+        std::fs::rename(&scratch, &dest)
+            .with_context(|| format!("keeping {} in {}", relative.display(), kept.display()))?;
+        tracing::error!(object = %relative.display(), %reason, "quarantined");
+        progress.line(&format!("QUARANTINED {}: {reason}", relative.display()));
+        report.quarantined.push(Finding {
+            archive: relative,
+            reason,
+        });
+        Ok(())
+    };
+    for pin in pins {
+        progress.tick();
+        report.checked += 1;
+        report.bytes += pin.size;
+        let relative = relative_to(
+            &layout,
+            layout.module_package_path(&pin.module, &pin.version),
+        );
+        let opened = runtime.block_on(bucket.open_module(&pin.module, &pin.version))?;
+        let Some(opened) = opened else { continue };
+        runtime.block_on(copy_into(opened, &scratch))?;
+        if let Err(Refusal(reason)) = check_package(&pin, &scratch, layout.tmp_dir(), max_unpacked)
+        {
+            fail(relative, reason, &mut report)?;
+            runtime
+                .block_on(bucket.remove_module(&pin.module, &pin.version))
+                .with_context(|| {
+                    format!(
+                        "removing module {} {} from {location}",
+                        pin.module, pin.version
+                    )
+                })?;
+        }
     }
+    let mut records: BTreeMap<_, Option<VersionRecord>> = BTreeMap::new();
+    for archive in archives {
+        progress.tick();
+        report.checked += 1;
+        report.bytes += archive.size;
+        let key = archive.key();
+        let relative = relative_to(
+            &layout,
+            layout.archive_path(&key.provider, &key.version, &key.platform),
+        );
+        let record = match records.entry((key.provider.clone(), key.version.clone())) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(
+                runtime
+                    .block_on(bucket.read_version(&key.provider, &key.version))
+                    .with_context(|| format!("reading the record of {key} from {location}"))?,
+            ),
+        };
+        let Some(opened) = runtime.block_on(bucket.open_archive(&key))? else {
+            continue;
+        };
+        runtime.block_on(copy_into(opened, &scratch))?;
+        if let Err(Refusal(reason)) = check_archive(record.as_ref(), &key.platform, &scratch, trust)
+        {
+            fail(relative, reason, &mut report)?;
+            runtime
+                .block_on(bucket.remove_archive(&key))
+                .with_context(|| format!("removing {key} from {location}"))?;
+        }
+    }
+    progress.finish();
     summarize(&report, started, &kept)
+}
+
+/// Writes an opened object to `path`.
+async fn copy_into(opened: crate::store::ArchiveReader, path: &Path) -> std::io::Result<()> {
+    let mut file = tokio::fs::File::create(path).await?;
+    tokio::io::copy(&mut opened.into_reader(), &mut file).await?;
+    file.sync_all().await
+}
+
+/// A path of `layout`, relative to its root.
+fn relative_to(layout: &DiskStore, path: PathBuf) -> PathBuf {
+    path.strip_prefix(layout.root())
+        .map(Path::to_path_buf)
+        .unwrap_or(path)
 }
 
 /// Prints what a verification found; an error when anything failed.
