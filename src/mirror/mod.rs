@@ -29,7 +29,6 @@ pub mod module_proxy;
 pub mod residency;
 pub mod versions;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,14 +36,14 @@ use std::time::Duration;
 use anyhow::Context;
 use moka::ops::compute::Op;
 
-use crate::address::{Hostname, Module, Provider, Version};
+use crate::address::{Hostname, Provider, Version};
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, Metrics};
 use crate::protocol::Rendered;
 use crate::store::health::StoreHealth;
-use crate::store::{IndexRecord, ModuleIndexRecord, ModuleRecord, Store, VersionRecord};
+use crate::store::{IndexRecord, ModuleRecord, Store, VersionRecord};
 use crate::upstream::Origin;
 use crate::verify::TrustPolicy;
 
@@ -118,15 +117,8 @@ pub struct Mirror {
     /// and whether every platform's `h1:` was in it.
     rendered_versions:
         moka::future::Cache<(Provider, Version), (Arc<VersionRecord>, bool, Rendered)>,
-    /// Fetches and packages module sources.
-    fetcher: crate::module_source::Fetcher,
-    module_indexes: moka::future::Cache<Module, Held<ModuleIndexRecord>>,
-    /// Where the origin says module versions' sources are.
-    module_locations: moka::future::Cache<(Module, Version), Held<module_proxy::Located>>,
-    /// Pins of module packages the store holds.
-    module_packages: moka::future::Cache<(Module, Version), Held<ModuleRecord>>,
-    /// The module packages the store holds, for the status page.
-    held_modules: std::sync::RwLock<BTreeMap<(Module, Version), Arc<ModuleRecord>>>,
+    /// The module proxy's own state.
+    modules: module_proxy::ModuleState,
 }
 
 impl Mirror {
@@ -186,17 +178,9 @@ impl Mirror {
             origin.credentials.clone(),
             metrics.clone(),
         );
-        let held_modules = pins
-            .into_iter()
-            .filter(|(_, held)| *held)
-            .map(|(pin, _)| ((pin.module.clone(), pin.version.clone()), Arc::new(pin)))
-            .collect();
+
         Ok(Mirror {
-            held_modules: std::sync::RwLock::new(held_modules),
-            fetcher,
-            module_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
-            module_locations: moka::future::Cache::builder().max_capacity(10_000).build(),
-            module_packages: moka::future::Cache::builder().max_capacity(20_000).build(),
+            modules: module_proxy::ModuleState::new(fetcher, pins),
             health: StoreHealth::new(),
             store,
             origin,
@@ -335,7 +319,8 @@ impl Mirror {
 
     /// The module packages the cache holds, by module and version.
     pub fn held_modules(&self) -> Vec<Arc<ModuleRecord>> {
-        self.held_modules
+        self.modules
+            .held
             .read()
             .expect("held modules lock")
             .values()

@@ -11,12 +11,13 @@
 //!   saw first (commit, tree hash) is kept even when the package is
 //!   evicted, and a later fetch that yields something else is refused.
 
-use super::listing::About;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::{Mirror, Timed};
+use super::listing::About;
+use super::{Held, Mirror, Timed};
 use crate::address::{Module, Version};
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
@@ -50,6 +51,43 @@ pub struct Located {
     pub location: Location,
 }
 
+/// What the module proxy keeps, apart from the provider mirror's state:
+/// the version lists, the download locations and the pins it holds in
+/// memory, the packages the store holds, and the fetcher of sources.
+pub(super) struct ModuleState {
+    /// Fetches and packages module sources.
+    fetcher: crate::module_source::Fetcher,
+    indexes: moka::future::Cache<Module, Held<ModuleIndexRecord>>,
+    /// Where the origin says module versions' sources are.
+    locations: moka::future::Cache<(Module, Version), Held<Located>>,
+    /// Pins of module packages the store holds.
+    packages: moka::future::Cache<(Module, Version), Held<ModuleRecord>>,
+    /// The module packages the store holds, for the status page.
+    pub(super) held: std::sync::RwLock<BTreeMap<(Module, Version), Arc<ModuleRecord>>>,
+}
+
+impl ModuleState {
+    /// The state for a store holding `pins` (with whether each package is
+    /// held).
+    pub(super) fn new(
+        fetcher: crate::module_source::Fetcher,
+        pins: Vec<(ModuleRecord, bool)>,
+    ) -> ModuleState {
+        let held = pins
+            .into_iter()
+            .filter(|(_, held)| *held)
+            .map(|(pin, _)| ((pin.module.clone(), pin.version.clone()), Arc::new(pin)))
+            .collect();
+        ModuleState {
+            fetcher,
+            indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
+            locations: moka::future::Cache::builder().max_capacity(10_000).build(),
+            packages: moka::future::Cache::builder().max_capacity(20_000).build(),
+            held: std::sync::RwLock::new(held),
+        }
+    }
+}
+
 impl Mirror {
     /// A module's versions in the protocol's shape.
     pub async fn module_versions(&self, module: &Module) -> Result<Vec<u8>, RequestError> {
@@ -76,7 +114,7 @@ impl Mirror {
     ) -> Result<Arc<ModuleIndexRecord>, RequestError> {
         self.check_host(&module.hostname)?;
         let (value, found) = self
-            .held(&self.module_indexes, module.clone(), || {
+            .held(&self.modules.indexes, module.clone(), || {
                 self.load_module_index(module)
             })
             .await?;
@@ -129,7 +167,7 @@ impl Mirror {
         self.check_host(&module.hostname)?;
         // The pin of a package served before is in memory; else on disk.
         let key = (module.clone(), version.clone());
-        if let Some(held) = self.module_packages.get(&key).await {
+        if let Some(held) = self.modules.packages.get(&key).await {
             return Ok(held.value.subdir.clone());
         }
         if let Some(pin) = self.module_pin(module, version).await {
@@ -165,7 +203,7 @@ impl Mirror {
     ) -> Result<Arc<Located>, RequestError> {
         let key = (module.clone(), version.clone());
         let (located, _) = self
-            .held(&self.module_locations, key, || async {
+            .held(&self.modules.locations, key, || async {
                 let what = format!("module {module} {version}");
                 let base = self
                     .origin
@@ -218,7 +256,7 @@ impl Mirror {
         let key = (module.clone(), version.clone());
         for _ in 0..2 {
             let (pin, found) = self
-                .held(&self.module_packages, key.clone(), || {
+                .held(&self.modules.packages, key.clone(), || {
                     self.load_module_package(module, version)
                 })
                 .await?;
@@ -254,7 +292,8 @@ impl Mirror {
             if matches!(self.store.open_module(module, version).await, Ok(Some(_))) {
                 self.note(CacheKind::ModulePackage, CacheOutcome::Hit);
                 // Perhaps stored by another process (sync, import).
-                self.held_modules
+                self.modules
+                    .held
                     .write()
                     .expect("held modules lock")
                     .entry((module.clone(), version.clone()))
@@ -281,7 +320,7 @@ impl Mirror {
             .path()
             .parent()
             .map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
-        let packaged = match self.fetcher.fetch(source, &scratch, staging).await {
+        let packaged = match self.modules.fetcher.fetch(source, &scratch, staging).await {
             Ok(p) => p,
             Err(e) => {
                 self.metrics.module_fetch(source.kind(), "failed");
@@ -316,7 +355,8 @@ impl Mirror {
             return Err(self.store_failed("storing a module package", &e));
         }
         self.health.succeeded();
-        self.held_modules
+        self.modules
+            .held
             .write()
             .expect("held modules lock")
             .insert((module.clone(), version.clone()), Arc::new(record.clone()));
@@ -335,8 +375,9 @@ impl Mirror {
     /// by another process); its pin stays.
     pub(super) async fn forget_module_package(&self, module: &Module, version: &Version) {
         let key = (module.clone(), version.clone());
-        self.module_packages.invalidate(&key).await;
-        self.held_modules
+        self.modules.packages.invalidate(&key).await;
+        self.modules
+            .held
             .write()
             .expect("held modules lock")
             .remove(&key);

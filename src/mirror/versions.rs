@@ -3,13 +3,13 @@
 //! version's verified package record, fetched once and checked against the
 //! origin's signed SHA256SUMS before it is stored.
 
-use super::listing::About;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use base64::Engine;
 use futures_util::future::join_all;
 
+use super::listing::About;
 use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
