@@ -167,6 +167,7 @@ impl Mirror {
     pub async fn archive(self: &Arc<Self>, key: &ArchiveKey) -> Result<Arc<Archive>, RequestError> {
         self.check_host(&key.provider.hostname)?;
         let entry = self
+            .providers
             .archives
             .entry(key.clone())
             .or_try_insert_with(self.clone().stored_or_download(key.clone()))
@@ -222,7 +223,8 @@ impl Mirror {
         key: &ArchiveKey,
     ) -> Result<ArchiveBody, RequestError> {
         self.check_host(&key.provider.hostname)?;
-        let cached = self.archives.contains_key(key) || self.stored_archive(key).await.is_some();
+        let cached =
+            self.providers.archives.contains_key(key) || self.stored_archive(key).await.is_some();
         if cached || self.offline() {
             return self.open_stored(key).await;
         }
@@ -235,10 +237,10 @@ impl Mirror {
             .in_current_span(),
         );
         loop {
-            let added = self.arriving.added.notified();
+            let added = self.providers.arriving.added.notified();
             tokio::pin!(added);
             added.as_mut().enable();
-            if let Some(body) = self.arriving.follow(key, self) {
+            if let Some(body) = self.providers.arriving.follow(key, self) {
                 // The task goes on: it keeps the archive once it is in.
                 return Ok(body);
             }
@@ -268,7 +270,7 @@ impl Mirror {
             })?;
             let Some(opened) = opened else {
                 // Removed behind the mirror's back: forget it, fetch again.
-                self.archives.invalidate(key).await;
+                self.providers.archives.invalidate(key).await;
                 self.residency.forget(key);
                 continue;
             };
@@ -406,7 +408,7 @@ impl Mirror {
                 Evicted::Archive(old) => match self.store.remove_archive(&old).await {
                     Ok(()) => {
                         tracing::info!(provider = %old.provider, version = %old.version, platform = %old.platform, "evicted least recently used archive");
-                        self.archives.invalidate(&old).await;
+                        self.providers.archives.invalidate(&old).await;
                     }
                     Err(e) => {
                         tracing::warn!(archive = %old, error = %e, "could not evict archive");
@@ -456,7 +458,8 @@ impl Mirror {
             .announced()
             .filter(|n| *n > stream_above)
             .map(|size| {
-                self.arriving
+                self.providers
+                    .arriving
                     .publish(key.clone(), staged.to_path_buf(), size)
             });
         let written = download

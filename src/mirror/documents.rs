@@ -15,13 +15,14 @@ impl Mirror {
     /// A provider's `index.json`, rendered once per version list.
     pub async fn index_document(&self, provider: &Provider) -> Result<Rendered, RequestError> {
         let record = self.index(provider).await?;
-        if let Some((seen, rendered)) = self.rendered_indexes.get(provider).await {
+        if let Some((seen, rendered)) = self.providers.rendered_indexes.get(provider).await {
             if Arc::ptr_eq(&seen, &record) {
                 return Ok(rendered);
             }
         }
         let rendered = Rendered::new(&IndexDocument::from_record(&record));
-        self.rendered_indexes
+        self.providers
+            .rendered_indexes
             .insert(provider.clone(), (record, rendered.clone()))
             .await;
         Ok(rendered)
@@ -47,7 +48,7 @@ impl Mirror {
             )));
         }
         let key = (provider.clone(), version.clone());
-        if let Some((seen, complete, rendered)) = self.rendered_versions.get(&key).await {
+        if let Some((seen, complete, rendered)) = self.providers.rendered_versions.get(&key).await {
             // Complete: every archive's h1: is in it, so nothing can change.
             if complete && Arc::ptr_eq(&seen, &record) {
                 return Ok(rendered);
@@ -56,7 +57,8 @@ impl Mirror {
         let h1 = self.cached_h1(&record).await;
         let complete = h1.len() == record.packages.len();
         let rendered = Rendered::new(&VersionDocument::from_record(&record, &h1, |_| None));
-        self.rendered_versions
+        self.providers
+            .rendered_versions
             .insert(key, (record, complete, rendered.clone()))
             .await;
         Ok(rendered)
@@ -67,11 +69,11 @@ impl Mirror {
         let mut out = BTreeMap::new();
         for platform in record.packages.keys() {
             let key = ArchiveKey::new(&record.provider, &record.version, platform);
-            if let Some(archive) = self.archives.get(&key).await {
+            if let Some(archive) = self.providers.archives.get(&key).await {
                 out.insert(platform.clone(), archive.h1.clone());
             } else if let Some(archive) = self.stored_archive(&key).await {
                 out.insert(platform.clone(), archive.h1.clone());
-                self.archives.insert(key, Arc::new(archive)).await;
+                self.providers.archives.insert(key, Arc::new(archive)).await;
             }
         }
         out

@@ -84,6 +84,46 @@ impl<T> Held<T> {
     }
 }
 
+/// What the provider mirror keeps, apart from the module proxy's state:
+/// version lists and records, archives known to be held, the documents as
+/// last rendered, and the downloads clients read while they arrive.
+struct ProviderState {
+    /// Downloads clients can read while they arrive.
+    arriving: archive::Arrivals,
+    /// Version lists, as stored or fetched.
+    indexes: moka::future::Cache<Provider, Held<IndexRecord>>,
+    /// Providers the origin recently said do not exist, with its message.
+    missing: moka::future::Cache<Provider, String>,
+    /// Verified version records.
+    versions: moka::future::Cache<(Provider, Version), Held<VersionRecord>>,
+    /// Archives known to be held, with their size and `h1:`.
+    archives: moka::future::Cache<crate::address::ArchiveKey, Arc<Archive>>,
+    /// `index.json` as last rendered, with the record it rendered.
+    rendered_indexes: moka::future::Cache<Provider, (Arc<IndexRecord>, Rendered)>,
+    /// `:version.json` (unsigned links) as last rendered, with the record
+    /// and whether every platform's `h1:` was in it.
+    rendered_versions:
+        moka::future::Cache<(Provider, Version), (Arc<VersionRecord>, bool, Rendered)>,
+}
+
+impl ProviderState {
+    /// Empty, with `cache.negative_ttl` for providers the origin lacks.
+    fn new(config: &Config) -> ProviderState {
+        ProviderState {
+            arriving: archive::Arrivals::default(),
+            indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
+            missing: moka::future::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(config.cache.negative_ttl.max(Duration::from_millis(1)))
+                .build(),
+            versions: moka::future::Cache::builder().max_capacity(20_000).build(),
+            archives: moka::future::Cache::builder().max_capacity(100_000).build(),
+            rendered_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
+            rendered_versions: moka::future::Cache::builder().max_capacity(20_000).build(),
+        }
+    }
+}
+
 /// The mirror's state, shared by every request.
 pub struct Mirror {
     config: Config,
@@ -102,21 +142,10 @@ pub struct Mirror {
     health: StoreHealth,
     /// Archives being read, last uses, usage and eviction.
     residency: Residency,
-    /// Downloads clients can read while they arrive.
-    arriving: archive::Arrivals,
     /// Downloads under way, which run on after their clients leave.
     tasks: tokio_util::task::TaskTracker,
-    indexes: moka::future::Cache<Provider, Held<IndexRecord>>,
-    /// Providers the origin recently said do not exist, with its message.
-    missing: moka::future::Cache<Provider, String>,
-    versions: moka::future::Cache<(Provider, Version), Held<VersionRecord>>,
-    archives: moka::future::Cache<crate::address::ArchiveKey, Arc<Archive>>,
-    /// `index.json` as last rendered, with the record it rendered.
-    rendered_indexes: moka::future::Cache<Provider, (Arc<IndexRecord>, Rendered)>,
-    /// `:version.json` (unsigned links) as last rendered, with the record
-    /// and whether every platform's `h1:` was in it.
-    rendered_versions:
-        moka::future::Cache<(Provider, Version), (Arc<VersionRecord>, bool, Rendered)>,
+    /// The provider mirror's own state.
+    providers: ProviderState,
     /// The module proxy's own state.
     modules: module_proxy::ModuleState,
 }
@@ -188,17 +217,8 @@ impl Mirror {
             metrics,
             draining: AtomicBool::new(false),
             residency,
-            arriving: archive::Arrivals::default(),
             tasks: tokio_util::task::TaskTracker::new(),
-            indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
-            missing: moka::future::Cache::builder()
-                .max_capacity(10_000)
-                .time_to_live(config.cache.negative_ttl.max(Duration::from_millis(1)))
-                .build(),
-            versions: moka::future::Cache::builder().max_capacity(20_000).build(),
-            archives: moka::future::Cache::builder().max_capacity(100_000).build(),
-            rendered_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
-            rendered_versions: moka::future::Cache::builder().max_capacity(20_000).build(),
+            providers: ProviderState::new(&config),
             clock: crate::clock::system(),
             prefetch: Vec::new(),
             config,

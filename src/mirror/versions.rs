@@ -43,11 +43,11 @@ impl Mirror {
     /// else from the origin; the stored copy when the origin is down.
     pub async fn index(&self, provider: &Provider) -> Result<Arc<IndexRecord>, RequestError> {
         self.check_host(&provider.hostname)?;
-        if let Some(message) = self.missing.get(provider).await {
+        if let Some(message) = self.providers.missing.get(provider).await {
             return Err(RequestError::NotAtOrigin(message));
         }
         let held = self
-            .held(&self.indexes, provider.clone(), || {
+            .held(&self.providers.indexes, provider.clone(), || {
                 self.load_index(provider)
             })
             .await;
@@ -57,7 +57,10 @@ impl Mirror {
                 // failures are not. Offline, the answer is the cache's own,
                 // and an import may change it at any time.
                 if !self.config.cache.negative_ttl.is_zero() && !self.offline() {
-                    self.missing.insert(provider.clone(), message.clone()).await;
+                    self.providers
+                        .missing
+                        .insert(provider.clone(), message.clone())
+                        .await;
                 }
                 return Err(RequestError::NotAtOrigin(message));
             }
@@ -114,7 +117,9 @@ impl Mirror {
         self.check_host(&provider.hostname)?;
         let key = (provider.clone(), version.clone());
         let (value, found) = self
-            .held(&self.versions, key, || self.load_version(provider, version))
+            .held(&self.providers.versions, key, || {
+                self.load_version(provider, version)
+            })
             .await?;
         if found {
             self.note(CacheKind::Version, CacheOutcome::Hit);
