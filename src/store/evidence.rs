@@ -6,49 +6,65 @@
 use base64::Engine;
 
 use super::VersionRecord;
+use crate::address::Platform;
 use crate::verify::{Sha256Sums, TrustPolicy};
 
 /// Why a record's evidence does not count.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Rejected(String);
+pub enum Rejected {
+    /// The record was imported from a static directory, unsigned.
+    #[error("it is an unsigned import, with no signature to check")]
+    UnsignedImport,
+    /// A stored signature cannot be decoded.
+    #[error("the stored signature is not base64")]
+    NotBase64,
+    /// A signature does not count under today's trust policy.
+    #[error(transparent)]
+    Signature(#[from] crate::verify::SignatureError),
+    /// A stored SHA256SUMS cannot be read.
+    #[error(transparent)]
+    Sums(#[from] crate::verify::SumsError),
+    /// A package names a SHA256SUMS the record does not hold.
+    #[error("{0}: its SHA256SUMS is missing from the record")]
+    MissingSums(Platform),
+    /// The signed SHA256SUMS does not list the package with its checksum.
+    #[error("{platform}: the signed SHA256SUMS does not list {file} with the recorded checksum")]
+    NotListed {
+        /// The package's platform.
+        platform: Platform,
+        /// Its archive's file name.
+        file: String,
+    },
+}
 
 /// Checks a signed version record's evidence. Records of unsigned imports
 /// have none and fail.
 pub fn check_record(trust: &TrustPolicy, record: &VersionRecord) -> Result<(), Rejected> {
     if record.unsigned_import {
-        return Err(Rejected(
-            "it is an unsigned import, with no signature to check".into(),
-        ));
+        return Err(Rejected::UnsignedImport);
     }
     let mut parsed = Vec::with_capacity(record.sums.len());
     for signed in &record.sums {
         let signature = base64::engine::general_purpose::STANDARD
             .decode(&signed.signature)
-            .map_err(|_| Rejected("the stored signature is not base64".into()))?;
-        trust
-            .check(
-                &record.provider,
-                signed.document.as_bytes(),
-                &signature,
-                &signed.keys,
-            )
-            .map_err(|e| Rejected(e.to_string()))?;
-        parsed.push(
-            Sha256Sums::parse(signed.document.as_bytes()).map_err(|e| Rejected(e.to_string()))?,
-        );
+            .map_err(|_| Rejected::NotBase64)?;
+        trust.check(
+            &record.provider,
+            signed.document.as_bytes(),
+            &signature,
+            &signed.keys,
+        )?;
+        parsed.push(Sha256Sums::parse(signed.document.as_bytes())?);
     }
     for (platform, pkg) in &record.packages {
-        let sums = parsed.get(pkg.sums).ok_or_else(|| {
-            Rejected(format!(
-                "{platform}: its SHA256SUMS is missing from the record"
-            ))
-        })?;
+        let sums = parsed
+            .get(pkg.sums)
+            .ok_or_else(|| Rejected::MissingSums(platform.clone()))?;
         if sums.get(&pkg.filename).as_deref() != Some(pkg.sha256.as_str()) {
-            return Err(Rejected(format!(
-                "{platform}: the signed SHA256SUMS does not list {} with the recorded checksum",
-                pkg.filename
-            )));
+            return Err(Rejected::NotListed {
+                platform: platform.clone(),
+                file: pkg.filename.clone(),
+            });
         }
     }
     Ok(())

@@ -16,8 +16,32 @@ const PROBE_BYTES: usize = 1024 * 1024;
 
 /// Why the cache cannot be written right now.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unwritable(String);
+pub enum Unwritable {
+    /// A write failed while the mirror was doing something.
+    #[error("the cache cannot be written ({what}: {error})")]
+    Write {
+        /// What the mirror was doing.
+        what: String,
+        /// The store's error.
+        error: String,
+    },
+    /// The probe write of `/readyz` failed.
+    #[error("the cache ({location}) cannot be written: {error}")]
+    Probe {
+        /// The store, as people name it.
+        location: String,
+        /// The store's error.
+        error: String,
+    },
+    /// A write failed, and so does the probe since.
+    #[error("{first}; still failing: {error}")]
+    StillFailing {
+        /// The failure first recorded.
+        first: Box<Unwritable>,
+        /// The probe's error.
+        error: String,
+    },
+}
 
 /// The cache's write health, shared by everything that writes to it.
 #[derive(Clone, Default)]
@@ -33,7 +57,10 @@ impl StoreHealth {
 
     /// Records a failed write while doing `what`.
     pub fn failed(&self, what: &str, err: &StoreError) -> Unwritable {
-        let reason = Unwritable(format!("the cache cannot be written ({what}: {err})"));
+        let reason = Unwritable::Write {
+            what: what.to_owned(),
+            error: err.to_string(),
+        };
         *self.trouble.lock().expect("store health lock") = Some((Instant::now(), reason.clone()));
         reason
     }
@@ -47,11 +74,9 @@ impl StoreHealth {
     pub async fn check(&self, store: &dyn Store) -> Result<(), Unwritable> {
         let trouble = self.trouble.lock().expect("store health lock").clone();
         match trouble {
-            None => store.probe(0).await.map_err(|e| {
-                Unwritable(format!(
-                    "the cache ({}) cannot be written: {e}",
-                    store.location()
-                ))
+            None => store.probe(0).await.map_err(|e| Unwritable::Probe {
+                location: store.location(),
+                error: e.to_string(),
             }),
             Some((since, reason)) if since.elapsed() < PROBE_AFTER => Err(reason),
             Some((_, reason)) => match store.probe(PROBE_BYTES).await {
@@ -59,7 +84,10 @@ impl StoreHealth {
                     self.succeeded();
                     Ok(())
                 }
-                Err(e) => Err(Unwritable(format!("{reason}; still failing: {e}"))),
+                Err(e) => Err(Unwritable::StillFailing {
+                    first: Box::new(reason),
+                    error: e.to_string(),
+                }),
             },
         }
     }
