@@ -63,18 +63,23 @@ pub(super) struct About {
 }
 
 impl Mirror {
-    /// Loads a version list: `stored` while fresh (and always when
-    /// offline), else `fetch`ed from the origin and kept with `write`;
-    /// `stored` again, stale, when the origin is down. A list that cannot
-    /// be stored is still served, and held only briefly so that storing it
-    /// is tried again soon.
+    /// Loads a version list: the `stored` one while fresh (and always when
+    /// offline; one that cannot be read counts as none), else `fetch`ed
+    /// from the origin and kept with `write`; the stored one again, stale,
+    /// when the origin is down. A list that cannot be stored is still
+    /// served, and held only briefly so that storing it is tried again
+    /// soon.
     pub(super) async fn load_listing<T: Listed>(
         &self,
         about: &About,
-        stored: Option<T>,
+        stored: impl Future<Output = Result<Option<T>, StoreError>>,
         fetch: impl Future<Output = Result<T, UpstreamError>>,
         write: impl AsyncFnOnce(&T) -> Result<(), StoreError>,
     ) -> Result<Timed<T>, RequestError> {
+        let stored = stored.await.unwrap_or_else(|e| {
+            tracing::warn!(subject = %about.subject, error = %e, "ignoring an unreadable stored {}", about.noun);
+            None
+        });
         let ttl = self.config.cache.index_ttl;
         let age =
             |r: &T| Duration::from_millis(self.clock.unix_ms().saturating_sub(r.fetched_at_ms()));

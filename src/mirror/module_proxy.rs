@@ -128,13 +128,7 @@ impl Mirror {
         &self,
         module: &Module,
     ) -> Result<Timed<ModuleIndexRecord>, RequestError> {
-        let stored = match self.store.read_module_index(module).await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(%module, error = %e, "ignoring unreadable stored module version list");
-                None
-            }
-        };
+        let stored = self.store.read_module_index(module);
         let about = About {
             kind: CacheKind::ModuleIndex,
             subject: format!("module {module}"),

@@ -73,19 +73,13 @@ impl Mirror {
     }
 
     async fn load_index(&self, provider: &Provider) -> Result<Timed<IndexRecord>, RequestError> {
-        let stored: Option<IndexRecord> = match self.store.read_index(provider).await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(%provider, error = %e, "ignoring unreadable stored version list");
-                None
-            }
-        };
         let about = About {
             kind: CacheKind::Index,
             subject: provider.to_string(),
             named: format!("provider {provider}"),
             noun: "version list",
         };
+        let stored = self.store.read_index(provider);
         self.load_listing(&about, stored, self.fetch_index(provider), async |record| {
             self.store.write_index(provider, record).await
         })

@@ -215,6 +215,8 @@ impl Client {
                     retries += 1;
                     tracing::info!(url = %current, %status, wait_ms = wait.as_millis(), "origin asked to try again later; waiting");
                     drop((resp, per_host));
+                    // The wait the origin asked for (bounded above): a
+                    // fixed wait is its request, not a guess at a state.
                     tokio::time::sleep(wait).await;
                     continue;
                 }

@@ -645,6 +645,8 @@ async fn origin_answer(
                 return Ok(r);
             }
         }
+        // The slowness is the fault a test puts the mirror through, not a
+        // way to order events.
         Some(Fault::SlowStart(wait)) => tokio::time::sleep(*wait).await,
         _ => {}
     }
