@@ -369,12 +369,16 @@ async fn a_disk_cache_moves_into_a_bucket_by_export_and_import() {
         imported.stdout
     );
     assert!(
-        imported.stdout.contains("2 archives and packages stored"),
+        imported.stdout.contains("2 archives stored"),
         "{}",
         imported.stdout
     );
     let again = run_ok(home, &args).await;
-    assert!(again.stdout.contains("2 already there"), "{}", again.stdout);
+    assert!(
+        again.stdout.contains("2 already cached"),
+        "{}",
+        again.stdout
+    );
     // Nothing of it stays on the importing host's disk.
     let left = files_below(&setup.cache_dir());
     assert!(!left.iter().any(|f| f.ends_with(".zip")), "{left:?}");
@@ -480,6 +484,41 @@ async fn a_disk_cache_moves_into_a_bucket_by_export_and_import() {
     assert!(
         kept.iter().any(|f| f.ends_with("darwin_arm64.zip")),
         "{kept:?}"
+    );
+
+    // The static mirror read into another bucket: the archive whose bytes no longer
+    // match the directory's hashes is refused, the other stored there.
+    weed.create_bucket("static").await;
+    let linux = written
+        .iter()
+        .find(|f| f.ends_with("linux_amd64.zip"))
+        .unwrap();
+    std::fs::write(static_dir.join(linux), b"PK\x03\x04 not the listed archive").unwrap();
+    let static_file = config_file(&setup, &origin, &weed.storage_toml("static", home));
+    let args = [
+        "import",
+        "--config",
+        static_file.to_str().unwrap(),
+        "--static",
+        static_dir.to_str().unwrap(),
+    ];
+    let read = run_tfmirror(home, &args).await;
+    assert!(!read.ok, "{}{}", read.stdout, read.stderr);
+    assert!(
+        read.stdout
+            .contains("REJECTED registry.origin.test/acme/bulk 1.0.0 linux_amd64"),
+        "{}",
+        read.stdout
+    );
+    assert!(read.stdout.contains("1 archives stored"), "{}", read.stdout);
+    let keys = weed.keys("static").await;
+    assert!(
+        keys.iter().any(|k| k.ends_with("darwin_arm64.zip")),
+        "{keys:?}"
+    );
+    assert!(
+        !keys.iter().any(|k| k.ends_with("linux_amd64.zip")),
+        "{keys:?}"
     );
 }
 

@@ -17,7 +17,7 @@ use std::io::Write as _;
 use base64::Engine;
 use common::{build_archive, sha256_hex, sums_document, Signer};
 use tfmirror::address::{Platform, Provider, Version};
-use tfmirror::store::{DiskStore, PackageRecord, SignedSums, VersionRecord};
+use tfmirror::store::{DiskStore, IndexRecord, PackageRecord, SignedSums, VersionRecord};
 use tfmirror::verify::TrustPolicy;
 
 const PLATFORMS: [&str; 5] = [
@@ -48,6 +48,11 @@ fn main() {
     for i in 0..providers {
         let kind = format!("p{i:06}");
         let provider = Provider::from_source(&format!("registry.scale.test/acme/{kind}")).unwrap();
+        let mut index = IndexRecord {
+            fetched_at_ms: 0,
+            versions: BTreeMap::new(),
+            protocols: BTreeMap::new(),
+        };
         for minor in 0..VERSIONS {
             let v = format!("1.{minor}.0");
             let version = Version::parse(&v).unwrap();
@@ -100,10 +105,11 @@ fn main() {
             store
                 .write_json(&store.version_path(&provider, &version), &record)
                 .unwrap();
-            store
-                .add_to_index(&provider, &version, platforms.clone())
-                .unwrap();
+            index.versions.insert(version, platforms.clone());
         }
+        store
+            .write_json(&store.index_path(&provider), &index)
+            .unwrap();
     }
     println!(
         "{providers} providers, {} versions, {} archives in {dir}",

@@ -10,9 +10,9 @@ pub mod gc;
 pub mod lock;
 pub mod ls;
 pub mod progress;
-mod scratch;
 pub mod selection;
 pub mod serve;
+pub mod store;
 pub mod sync;
 pub mod verify;
 

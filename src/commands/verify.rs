@@ -1,23 +1,30 @@
 //! `tfmirror verify`: re-checks every cached archive against the evidence
-//! kept with it. For each archive, the stored SHA256SUMS must still carry a
-//! valid signature by a key that counts for it (the stored registry keys,
-//! or the keys `[[trust]]` rules pin), must list the archive with the
-//! recorded checksum, and the archive's SHA-256 must match it. Each module
-//! package must match its pin: the package's SHA-256, and the `h1:` hash
-//! of its tree computed afresh. What fails is moved to
-//! `<cache.dir>/quarantine/`, where nothing serves it; a module's pin stays,
-//! so the next fetch is checked against it.
+//! kept with it, through the store, whichever backend holds the cache. For
+//! each archive, the stored SHA256SUMS must still carry a valid signature
+//! by a key that counts for it (the stored registry keys, or the keys
+//! `[[trust]]` rules pin), must list the archive with the recorded
+//! checksum, and the archive's SHA-256 must match it. Each module package
+//! must match its pin: the package's SHA-256, and the `h1:` hash of its
+//! tree computed afresh. A file of a disk cache is checked where it lies;
+//! an object of a bucket is read into one scratch file under `cache.dir`
+//! (room for the largest object is all it needs), so the bytes checked are
+//! the bucket's own. What fails is removed from the store and a copy kept
+//! on this host under `<cache.dir>/quarantine/`, where nothing serves it;
+//! a module's pin stays, so the next fetch is checked against it.
 
 use std::collections::btree_map::{BTreeMap, Entry};
+use std::fs::File;
+use std::io::Seek;
 use std::path::{Path, PathBuf};
 
-use super::progress::Progress;
-use super::Refusal;
-use crate::store::{inventory, DiskStore, ModuleRecord, VersionRecord};
 use anyhow::Context;
 
-use crate::address::ArchiveKey;
+use super::progress::Progress;
+use super::store::CommandStore;
+use super::Refusal;
+use crate::address::{ArchiveKey, Module, Version};
 use crate::config::Config;
+use crate::store::{ArchiveReader, ArchiveSource, ModuleRecord, VersionRecord};
 use crate::verify::{self, TrustPolicy};
 
 /// One archive that failed, and why.
@@ -40,89 +47,177 @@ pub struct Report {
     pub quarantined: Vec<Finding>,
 }
 
-/// Checks every cached archive and module package; quarantines those that
-/// fail. On a terminal, a bar shows how far it got.
-pub fn verify_cache(
-    store: &DiskStore,
+/// Where a verification reads and keeps what it checks.
+struct Places {
+    /// A scratch directory for objects read from a store that has no
+    /// files, and for unpacking module packages.
+    work: tempfile::TempDir,
+    /// Where failures are kept, in the disk cache's layout.
+    quarantine: PathBuf,
+}
+
+impl Places {
+    /// The file `opened` can be checked in: the store's own file, or the
+    /// object copied into the scratch file.
+    fn checkable(&self, store: &CommandStore, opened: ArchiveReader) -> std::io::Result<File> {
+        match opened.source {
+            ArchiveSource::File(file) => Ok(file),
+            ArchiveSource::Reader(mut reader) => {
+                let path = self.work.path().join("object");
+                store.wait(async {
+                    let mut out = tokio::fs::File::create(&path).await?;
+                    tokio::io::copy(&mut reader, &mut out).await?;
+                    out.sync_all().await
+                })?;
+                File::open(&path)
+            }
+        }
+    }
+
+    /// Keeps a copy of a failed file under `quarantine/<relative>`.
+    fn keep(&self, file: &mut File, relative: &Path) -> anyhow::Result<()> {
+        let dest = self.quarantine.join(relative);
+        let dir = dest.parent().expect("has a parent");
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        file.rewind()?;
+        let mut temp = crate::store::atomic::temp_file(dir)?;
+        std::io::copy(file, &mut temp)?;
+        temp.as_file().sync_all()?;
+        crate::store::atomic::persist(temp.into_temp_path(), &dest)
+            .with_context(|| format!("keeping {}", dest.display()))
+    }
+}
+
+/// Checks every archive and module package the store holds; removes those
+/// that fail from the store and keeps a copy under `quarantine`. On a
+/// terminal, a bar shows how far it got.
+fn verify_store(
+    store: &CommandStore,
     trust: &TrustPolicy,
     max_unpacked: u64,
-) -> std::io::Result<Report> {
-    let mut report = Report::default();
-    let pins: Vec<_> = store
-        .module_pins()?
+    places: &Places,
+) -> anyhow::Result<Report> {
+    let location = store.location();
+    let pins: Vec<ModuleRecord> = store
+        .wait(store.store().list_modules())
+        .with_context(|| format!("listing the modules in {location}"))?
         .into_iter()
-        .filter(|(_, held)| *held)
+        .filter_map(|(pin, held)| held.then_some(pin))
         .collect();
-    let archives = inventory::archives(store);
+    let archives = store
+        .wait(store.store().list_archives())
+        .with_context(|| format!("listing the archives in {location}"))?;
+    let mut report = Report::default();
     let mut progress = Progress::new();
     progress.start(
         (pins.len() + archives.len()) as u64,
         "archives and module packages",
     );
-    for (pin, _) in pins {
+    let failed = |relative: PathBuf, reason: String, report: &mut Report| {
+        tracing::error!(object = %relative.display(), %reason, "quarantined");
+        progress.line(&format!("QUARANTINED {}: {reason}", relative.display()));
+        report.quarantined.push(Finding {
+            archive: relative,
+            reason,
+        });
+    };
+    for pin in pins {
         progress.tick();
         report.checked += 1;
         report.bytes += pin.size;
-        let path = store.module_package_path(&pin.module, &pin.version);
-        let problem = check_package(&pin, &path, store.tmp_dir(), max_unpacked).err();
-        if let Some(Refusal(reason)) = problem {
-            let relative = path
-                .strip_prefix(store.root())
-                .unwrap_or(&path)
-                .to_path_buf();
-            quarantine(store, &path, None, &relative)?;
-            tracing::error!(package = %relative.display(), %reason, "quarantined");
-            progress.line(&format!("QUARANTINED {}: {reason}", relative.display()));
-            report.quarantined.push(Finding {
-                archive: relative,
-                reason,
-            });
+        let (m, v) = (&pin.module, &pin.version);
+        let Some(opened) = store.wait(store.store().open_module(m, v))? else {
+            continue;
+        };
+        let mut file = places.checkable(store, opened)?;
+        if let Err(Refusal(reason)) =
+            check_package(&pin, &mut file, places.work.path(), max_unpacked)
+        {
+            let relative = package_relative(m, v);
+            places.keep(&mut file, &relative)?;
+            store
+                .wait(store.store().remove_module(m, v))
+                .with_context(|| format!("removing module {m} {v} from {location}"))?;
+            failed(relative, reason, &mut report);
         }
     }
+    let mut records: BTreeMap<_, Option<VersionRecord>> = BTreeMap::new();
     for archive in archives {
         progress.tick();
         report.checked += 1;
         report.bytes += archive.size;
-        let ArchiveKey {
-            provider: p,
-            version: v,
-            platform,
-        } = archive.key();
-        let problem = match store.read_json::<VersionRecord>(&store.version_path(&p, &v)) {
-            Ok(record) => check_archive(record.as_ref(), &platform, &archive.path, trust)
-                .err()
-                .map(|r| r.to_string()),
-            Err(e) => Some(format!("its metadata cannot be read: {e}")),
+        let key = archive.key();
+        let record = match records.entry((key.provider.clone(), key.version.clone())) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                match store.wait(store.store().read_version(&key.provider, &key.version)) {
+                    Ok(record) => e.insert(record),
+                    Err(err) => {
+                        failed(
+                            archive_relative(&key),
+                            format!("its metadata cannot be read: {err}"),
+                            &mut report,
+                        );
+                        continue;
+                    }
+                }
+            }
         };
-        if let Some(reason) = problem {
-            let relative = archive
-                .path
-                .strip_prefix(store.root())
-                .unwrap_or(&archive.path)
-                .to_path_buf();
-            quarantine(
-                store,
-                &archive.path,
-                Some(&store.h1_path(&p, &v, &platform)),
-                &relative,
-            )?;
-            tracing::error!(archive = %relative.display(), %reason, "quarantined");
-            progress.line(&format!("QUARANTINED {}: {reason}", relative.display()));
-            report.quarantined.push(Finding {
-                archive: relative,
-                reason,
-            });
+        let Some(opened) = store.wait(store.store().open_archive(&key))? else {
+            continue;
+        };
+        let mut file = places.checkable(store, opened)?;
+        if let Err(Refusal(reason)) =
+            check_archive(record.as_ref(), &key.platform, &mut file, trust)
+        {
+            let relative = archive_relative(&key);
+            places.keep(&mut file, &relative)?;
+            store
+                .wait(store.store().remove_archive(&key))
+                .with_context(|| format!("removing {key} from {location}"))?;
+            failed(relative, reason, &mut report);
         }
     }
     progress.finish();
     Ok(report)
 }
 
-/// Checks one archive, read from `path`, against its version's record.
+/// Where an archive lies in the disk cache's layout, relative to its root.
+fn archive_relative(key: &ArchiveKey) -> PathBuf {
+    let p = &key.provider;
+    [
+        "providers",
+        p.hostname.as_str(),
+        p.namespace.as_str(),
+        p.kind.as_str(),
+        key.version.as_str(),
+    ]
+    .iter()
+    .collect::<PathBuf>()
+    .join(p.archive_name(&key.version, &key.platform))
+}
+
+/// Where a module package lies in the disk cache's layout, relative to its
+/// root.
+fn package_relative(m: &Module, v: &Version) -> PathBuf {
+    [
+        "modules",
+        m.hostname.as_str(),
+        m.namespace.as_str(),
+        m.name.as_str(),
+        m.system.as_str(),
+        v.as_str(),
+        "package.tar.gz",
+    ]
+    .iter()
+    .collect()
+}
+
+/// Checks one archive against its version's record.
 fn check_archive(
     record: Option<&VersionRecord>,
     platform: &crate::address::Platform,
-    path: &Path,
+    file: &mut File,
     trust: &TrustPolicy,
 ) -> Result<(), Refusal> {
     let record = record.ok_or("no verified metadata is stored for it")?;
@@ -141,7 +236,7 @@ fn check_archive(
         )
     };
     against?;
-    let actual = verify::sha256_of_file(path).map_err(|e| format!("reading it failed: {e}"))?;
+    let actual = sha256_of(file)?;
     if actual != pkg.sha256 {
         return Err(format!(
             "its SHA-256 {actual} differs from the {checked} {}",
@@ -152,19 +247,21 @@ fn check_archive(
     Ok(())
 }
 
-/// Checks one module package, read from `path`, against its pin: its
-/// SHA-256, and the `h1:` of its tree repacked (unpacking under `tmp`).
+/// Checks one module package against its pin: its SHA-256, and the `h1:`
+/// of its tree repacked (unpacking under `tmp`).
 fn check_package(
     pin: &ModuleRecord,
-    path: &Path,
+    file: &mut File,
     tmp: &Path,
     max_unpacked: u64,
 ) -> Result<(), Refusal> {
-    let actual = verify::sha256_of_file(path).map_err(|e| format!("reading it failed: {e}"))?;
+    let actual = sha256_of(file)?;
     if actual != pin.sha256 {
         return Err(format!("its SHA-256 {actual} differs from its pin's {}", pin.sha256).into());
     }
-    let packed = std::fs::File::open(path)
+    let packed = file
+        .rewind()
+        .and_then(|()| file.try_clone())
         .map_err(crate::module_source::tree::TreeError::from)
         .and_then(|f| crate::module_source::tree::repack(f, tmp, max_unpacked))
         .map_err(|e| format!("its tree cannot be read: {e}"))?;
@@ -178,155 +275,11 @@ fn check_package(
     Ok(())
 }
 
-/// Moves an archive or package under `quarantine/`, and removes its hash
-/// file when it has one.
-fn quarantine(
-    store: &DiskStore,
-    archive: &Path,
-    h1: Option<&Path>,
-    relative: &Path,
-) -> std::io::Result<()> {
-    let dest = store.root().join("quarantine").join(relative);
-    std::fs::create_dir_all(dest.parent().expect("has a parent"))?;
-    std::fs::rename(archive, &dest)?;
-    if let Some(h1) = h1 {
-        let _ = std::fs::remove_file(h1);
-    }
-    Ok(())
-}
-
-/// `tfmirror verify` on a bucket, through the store: each object is read
-/// into one scratch file under `cache.dir` (room for the largest object is
-/// all it needs) and checked there; what fails is removed from the bucket
-/// (module pins stay) and kept on this host under `cache.dir/quarantine/`.
-/// The bucket is read without its local tier, so the bytes checked are the
-/// bucket's own.
-fn verify_bucket(config: &Config, trust: &TrustPolicy) -> anyhow::Result<()> {
-    let mut direct = config.clone();
-    if let Some(s3) = &mut direct.storage.s3 {
-        s3.local_cache = None;
-    }
-    let bucket = crate::store::open(&direct, false)?;
-    let runtime = super::runtime()?;
-    let started = std::time::Instant::now();
-    let max_unpacked = config.modules.max_unpacked_size.as_u64();
-    std::fs::create_dir_all(&config.cache.dir)?;
-    let work = tempfile::Builder::new()
-        .prefix("verify-")
-        .tempdir_in(&config.cache.dir)
-        .with_context(|| {
-            format!(
-                "making a scratch directory in {}",
-                config.cache.dir.display()
-            )
-        })?;
-    // The disk layout, for the names findings are reported and kept under.
-    let layout = DiskStore::open(work.path())?;
-    let kept = config.cache.dir.join("quarantine").join(format!(
-        "{}-{}",
-        humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
-        std::process::id()
-    ));
-    let location = bucket.location();
-    let pins: Vec<ModuleRecord> = runtime
-        .block_on(bucket.list_modules())
-        .with_context(|| format!("listing the modules in {location}"))?
-        .into_iter()
-        .filter_map(|(pin, held)| held.then_some(pin))
-        .collect();
-    let archives = runtime
-        .block_on(bucket.list_archives())
-        .with_context(|| format!("listing the archives in {location}"))?;
-    let mut report = Report::default();
-    let mut progress = Progress::new();
-    progress.start(
-        (pins.len() + archives.len()) as u64,
-        "archives and module packages",
-    );
-    let scratch = work.path().join("object");
-    let fail = |relative: PathBuf, reason: String, report: &mut Report| -> anyhow::Result<()> {
-        let dest = kept.join(&relative);
-        std::fs::create_dir_all(dest.parent().expect("has a parent"))?;
-        std::fs::rename(&scratch, &dest)
-            .with_context(|| format!("keeping {} in {}", relative.display(), kept.display()))?;
-        tracing::error!(object = %relative.display(), %reason, "quarantined");
-        progress.line(&format!("QUARANTINED {}: {reason}", relative.display()));
-        report.quarantined.push(Finding {
-            archive: relative,
-            reason,
-        });
-        Ok(())
-    };
-    for pin in pins {
-        progress.tick();
-        report.checked += 1;
-        report.bytes += pin.size;
-        let relative = relative_to(
-            &layout,
-            layout.module_package_path(&pin.module, &pin.version),
-        );
-        let opened = runtime.block_on(bucket.open_module(&pin.module, &pin.version))?;
-        let Some(opened) = opened else { continue };
-        runtime.block_on(copy_into(opened, &scratch))?;
-        if let Err(Refusal(reason)) = check_package(&pin, &scratch, layout.tmp_dir(), max_unpacked)
-        {
-            fail(relative, reason, &mut report)?;
-            runtime
-                .block_on(bucket.remove_module(&pin.module, &pin.version))
-                .with_context(|| {
-                    format!(
-                        "removing module {} {} from {location}",
-                        pin.module, pin.version
-                    )
-                })?;
-        }
-    }
-    let mut records: BTreeMap<_, Option<VersionRecord>> = BTreeMap::new();
-    for archive in archives {
-        progress.tick();
-        report.checked += 1;
-        report.bytes += archive.size;
-        let key = archive.key();
-        let relative = relative_to(
-            &layout,
-            layout.archive_path(&key.provider, &key.version, &key.platform),
-        );
-        let record = match records.entry((key.provider.clone(), key.version.clone())) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(
-                runtime
-                    .block_on(bucket.read_version(&key.provider, &key.version))
-                    .with_context(|| format!("reading the record of {key} from {location}"))?,
-            ),
-        };
-        let Some(opened) = runtime.block_on(bucket.open_archive(&key))? else {
-            continue;
-        };
-        runtime.block_on(copy_into(opened, &scratch))?;
-        if let Err(Refusal(reason)) = check_archive(record.as_ref(), &key.platform, &scratch, trust)
-        {
-            fail(relative, reason, &mut report)?;
-            runtime
-                .block_on(bucket.remove_archive(&key))
-                .with_context(|| format!("removing {key} from {location}"))?;
-        }
-    }
-    progress.finish();
-    summarize(&report, started, &kept)
-}
-
-/// Writes an opened object to `path`.
-async fn copy_into(opened: crate::store::ArchiveReader, path: &Path) -> std::io::Result<()> {
-    let mut file = tokio::fs::File::create(path).await?;
-    tokio::io::copy(&mut opened.into_reader(), &mut file).await?;
-    file.sync_all().await
-}
-
-/// A path of `layout`, relative to its root.
-fn relative_to(layout: &DiskStore, path: PathBuf) -> PathBuf {
-    path.strip_prefix(layout.root())
-        .map(Path::to_path_buf)
-        .unwrap_or(path)
+/// The SHA-256 (hex) of a file read from its start.
+fn sha256_of(file: &mut File) -> Result<String, Refusal> {
+    file.rewind()
+        .and_then(|()| verify::sha256_of_reader(file))
+        .map_err(|e| format!("reading it failed: {e}").into())
 }
 
 /// Prints what a verification found; an error when anything failed.
@@ -361,12 +314,26 @@ fn summarize(report: &Report, started: std::time::Instant, kept: &Path) -> anyho
 pub fn command(config: &Config) -> anyhow::Result<()> {
     let trust =
         crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
-    if config.storage.backend == crate::config::StorageBackend::S3 {
-        return verify_bucket(config, &trust);
-    }
-    let store = super::open_store(config)?;
+    let store = CommandStore::open(config)?;
     let started = std::time::Instant::now();
-    let report = verify_cache(&store, &trust, config.modules.max_unpacked_size.as_u64())
-        .context("verifying the cache")?;
-    summarize(&report, started, &store.root().join("quarantine"))
+    let places = Places {
+        work: tempfile::Builder::new()
+            .prefix("verify-")
+            .tempdir_in(&config.cache.dir)
+            .with_context(|| {
+                format!(
+                    "making a scratch directory in {}",
+                    config.cache.dir.display()
+                )
+            })?,
+        quarantine: config.cache.dir.join("quarantine"),
+    };
+    let report = verify_store(
+        &store,
+        &trust,
+        config.modules.max_unpacked_size.as_u64(),
+        &places,
+    )
+    .context("verifying the cache")?;
+    summarize(&report, started, &places.quarantine)
 }

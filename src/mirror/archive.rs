@@ -400,38 +400,6 @@ impl Mirror {
         self.evict(evicted).await;
     }
 
-    /// Removes from the store what the residency index gave up.
-    pub(super) async fn evict(&self, evicted: Vec<super::residency::Evicted>) {
-        use super::residency::Evicted;
-        for old in evicted {
-            match old {
-                Evicted::Archive(old) => match self.store.remove_archive(&old).await {
-                    Ok(()) => {
-                        tracing::info!(provider = %old.provider, version = %old.version, platform = %old.platform, "evicted least recently used archive");
-                        self.providers.archives.invalidate(&old).await;
-                    }
-                    Err(e) => {
-                        tracing::warn!(archive = %old, error = %e, "could not evict archive");
-                        if let Some(a) = self.stored_archive(&old).await {
-                            self.residency.restore(&old, a.size);
-                        }
-                    }
-                },
-                Evicted::Module(module, version) => {
-                    match self.store.remove_module(&module, &version).await {
-                        Ok(()) => {
-                            tracing::info!(%module, %version, "evicted least recently used module package; its pin stays");
-                            self.forget_module_package(&module, &version).await;
-                        }
-                        Err(e) => {
-                            tracing::warn!(%module, %version, error = %e, "could not evict module package");
-                        }
-                    }
-                }
-            }
-        }
-    }
-
     /// Downloads an archive into a staging file, checks its SHA-256 against
     /// the signed SHA256SUMS, and keeps it.
     async fn download(self: &Arc<Self>, key: &ArchiveKey) -> Result<Archive, RequestError> {

@@ -9,7 +9,9 @@
 //! - [`archive`]: archives, downloaded once and streamed to clients, also
 //!   while they arrive;
 //! - [`residency`]: which archives are being read, their last use, and
-//!   eviction when the cache outgrows `cache.max_size`;
+//!   what to evict when the cache outgrows `cache.max_size`;
+//! - `eviction`: removing what residency gave up from the store, each
+//!   domain forgetting what it owned;
 //! - [`lockfile`]: lock file blocks with every platform's hashes;
 //! - `listing`: the one loader of version lists, providers' and modules',
 //!   that serves them stale while the origin is down;
@@ -22,6 +24,7 @@
 
 pub mod archive;
 pub mod documents;
+mod eviction;
 pub mod facade;
 mod listing;
 pub mod lockfile;
@@ -121,6 +124,11 @@ impl ProviderState {
             rendered_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
             rendered_versions: moka::future::Cache::builder().max_capacity(20_000).build(),
         }
+    }
+
+    /// Forgets an archive that left the store.
+    async fn forget_archive(&self, key: &crate::address::ArchiveKey) {
+        self.archives.invalidate(key).await;
     }
 }
 

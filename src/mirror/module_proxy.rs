@@ -86,6 +86,14 @@ impl ModuleState {
             held: std::sync::RwLock::new(held),
         }
     }
+
+    /// Forgets a package that left the store (evicted, or removed by
+    /// another process); its pin stays.
+    pub(super) async fn forget_package(&self, module: &Module, version: &Version) {
+        let key = (module.clone(), version.clone());
+        self.packages.invalidate(&key).await;
+        self.held.write().expect("held modules lock").remove(&key);
+    }
 }
 
 impl Mirror {
@@ -265,7 +273,7 @@ impl Mirror {
                 Ok(None) => {
                     // Removed since it was loaded (gc): load it again.
                     tracing::info!(%module, %version, h1 = %pin.h1, "module package gone from the store; fetching it again");
-                    self.forget_module_package(module, version).await;
+                    self.package_gone(module, version).await;
                 }
                 Err(e) => return Err(self.store_failed("reading a module package", &e)),
             }
@@ -361,21 +369,6 @@ impl Mirror {
             value: Arc::new(record),
             ttl: None,
         })
-    }
-}
-
-impl Mirror {
-    /// Forgets a module package that left the store (evicted, or removed
-    /// by another process); its pin stays.
-    pub(super) async fn forget_module_package(&self, module: &Module, version: &Version) {
-        let key = (module.clone(), version.clone());
-        self.modules.packages.invalidate(&key).await;
-        self.modules
-            .held
-            .write()
-            .expect("held modules lock")
-            .remove(&key);
-        self.residency.forget_module(module, version);
     }
 }
 

@@ -43,7 +43,16 @@ pub fn copy_hashed(
     input: &mut impl io::Read,
     tmp_dir: &Path,
 ) -> Result<(TempPath, String), CopyError> {
-    let (file, temp_path) = temp_file(tmp_dir).map_err(CopyError::Write)?.into_parts();
+    copy_hashed_into(input, temp_file(tmp_dir).map_err(CopyError::Write)?)
+}
+
+/// Copies `input` into `temp` (a new, empty temporary file) as
+/// [`copy_hashed`] does.
+pub fn copy_hashed_into(
+    input: &mut impl io::Read,
+    temp: NamedTempFile,
+) -> Result<(TempPath, String), CopyError> {
+    let (file, temp_path) = temp.into_parts();
     let mut out = io::BufWriter::new(file);
     let mut hasher = crate::verify::Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];

@@ -140,23 +140,6 @@ impl DiskStore {
         Ok(out)
     }
 
-    /// Adds a version to a module's stored version list (created when
-    /// there is none, with a fetch time of zero so that an online mirror
-    /// asks the origin for the full list).
-    pub fn add_to_module_index(&self, m: &Module, v: &Version) -> io::Result<()> {
-        let path = self.module_index_path(m);
-        let mut index: ModuleIndexRecord = self.read_json(&path)?.unwrap_or(ModuleIndexRecord {
-            fetched_at_ms: 0,
-            versions: Vec::new(),
-        });
-        if index.versions.contains(v) {
-            return Ok(());
-        }
-        index.versions.push(v.clone());
-        index.versions.sort();
-        self.write_json(&path, &index)
-    }
-
     /// Where a provider's version list is kept.
     pub fn index_path(&self, p: &Provider) -> PathBuf {
         self.provider_dir(p).join("index.json")
@@ -221,34 +204,6 @@ impl DiskStore {
         atomic::write(&self.tmp, &self.h1_path(p, v, platform), h1.as_bytes())
             .and_then(|()| atomic::persist(temp, &self.archive_path(p, v, platform)))
             .map_err(StoreError::from)
-    }
-
-    /// Adds a version and its platforms to a provider's stored version
-    /// list (created when there is none, with a fetch time of zero so that
-    /// an online mirror asks the origin for the full list).
-    pub fn add_to_index(
-        &self,
-        p: &Provider,
-        v: &Version,
-        platforms: Vec<Platform>,
-    ) -> io::Result<()> {
-        let path = self.index_path(p);
-        let mut index: IndexRecord = self.read_json(&path)?.unwrap_or(IndexRecord {
-            fetched_at_ms: 0,
-            versions: std::collections::BTreeMap::new(),
-            protocols: std::collections::BTreeMap::new(),
-        });
-        if index.versions.get(v) == Some(&platforms) {
-            return Ok(());
-        }
-        let listed = index.versions.entry(v.clone()).or_default();
-        for platform in platforms {
-            if !listed.contains(&platform) {
-                listed.push(platform);
-            }
-        }
-        listed.sort();
-        self.write_json(&path, &index)
     }
 
     /// Writes a JSON record atomically.
@@ -334,6 +289,11 @@ impl Store for DiskStore {
 
     fn staging_file(&self) -> Result<NamedTempFile, StoreError> {
         Ok(atomic::temp_file(&self.tmp)?)
+    }
+
+    fn archive_file(&self, key: &ArchiveKey) -> Option<PathBuf> {
+        let path = self.archive_path(&key.provider, &key.version, &key.platform);
+        path.is_file().then_some(path)
     }
 
     async fn keep_archive(&self, staged: TempPath, key: &ArchiveKey) -> Result<Kept, StoreError> {

@@ -26,7 +26,7 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use tempfile::{NamedTempFile, TempPath};
 
-use crate::address::{ArchiveKey, Module, Provider, Version};
+use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
 use crate::config::{Config, StorageBackend};
 
 pub use disk::{h1_of_file, DiskStore};
@@ -235,6 +235,64 @@ pub trait Store: Send + Sync {
         _lifetime: std::time::Duration,
     ) -> Result<Option<url::Url>, StoreError> {
         Ok(None)
+    }
+
+    /// The file on this machine that holds a stored archive, where the
+    /// store keeps archives as files (so that a copy can be a hard link);
+    /// `None` otherwise.
+    fn archive_file(&self, _key: &ArchiveKey) -> Option<std::path::PathBuf> {
+        None
+    }
+
+    /// Adds a version, with the platforms whose archives are held, to a
+    /// provider's stored version list. A list that does not exist yet is
+    /// created with a fetch time of zero, so that an online mirror asks
+    /// the origin for the full list.
+    async fn add_to_index(
+        &self,
+        provider: &Provider,
+        version: &Version,
+        platforms: Vec<Platform>,
+    ) -> Result<(), StoreError> {
+        let mut index = self.read_index(provider).await?.unwrap_or(IndexRecord {
+            fetched_at_ms: 0,
+            versions: std::collections::BTreeMap::new(),
+            protocols: std::collections::BTreeMap::new(),
+        });
+        let listed = index.versions.entry(version.clone()).or_default();
+        let before = listed.len();
+        for platform in platforms {
+            if !listed.contains(&platform) {
+                listed.push(platform);
+            }
+        }
+        if before == listed.len() && before > 0 {
+            return Ok(());
+        }
+        listed.sort();
+        self.write_index(provider, &index).await
+    }
+
+    /// Adds a version to a module's stored version list, created as
+    /// [`Store::add_to_index`] creates a provider's.
+    async fn add_to_module_index(
+        &self,
+        module: &Module,
+        version: &Version,
+    ) -> Result<(), StoreError> {
+        let mut index = self
+            .read_module_index(module)
+            .await?
+            .unwrap_or(ModuleIndexRecord {
+                fetched_at_ms: 0,
+                versions: Vec::new(),
+            });
+        if index.versions.contains(version) {
+            return Ok(());
+        }
+        index.versions.push(version.clone());
+        index.versions.sort();
+        self.write_module_index(module, &index).await
     }
 }
 

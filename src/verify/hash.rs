@@ -69,11 +69,15 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// The SHA-256 of a file's bytes, as lowercase hex.
 pub fn sha256_of_file(path: &std::path::Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
+    sha256_of_reader(&mut std::fs::File::open(path)?)
+}
+
+/// The SHA-256 of everything `reader` gives, as lowercase hex.
+pub fn sha256_of_reader(reader: &mut impl std::io::Read) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     loop {
-        let n = file.read(&mut buf)?;
+        let n = reader.read(&mut buf)?;
         if n == 0 {
             break;
         }

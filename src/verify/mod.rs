@@ -7,7 +7,7 @@ pub mod signature;
 pub mod sums;
 pub mod trust;
 
-pub use hash::{h1_of_zip, hex, sha256_of_file, zh, Sha256, H1};
+pub use hash::{h1_of_zip, hex, sha256_of_file, sha256_of_reader, zh, Sha256, H1};
 pub use signature::{Keyring, SignatureError, Signed};
 pub use sums::{Sha256Sums, SumsError};
 pub use trust::{TrustPolicy, TrustRule};

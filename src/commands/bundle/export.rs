@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::Context;
 use tokio::runtime::Handle;
@@ -13,7 +12,8 @@ use tokio_util::io::SyncIoBridge;
 use super::{entry_dir, module_entry_dir, Manifest, ManifestModule, ManifestVersion, FORMAT, ROOT};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::clock::{Clock, SystemClock};
-use crate::store::{atomic, ArchiveReader, CachedArchive, ModuleRecord, Store, VersionRecord};
+use crate::commands::store::CommandStore;
+use crate::store::{atomic, ArchiveReader, CachedArchive, ModuleRecord, VersionRecord};
 
 /// The providers to export: all cached ones, or those named, with the
 /// size of each archive.
@@ -50,13 +50,9 @@ pub struct Exported {
 /// It reads through the [`Store`] trait, whichever backend holds the
 /// cache, and streams each archive and package from the store into the
 /// bundle: nothing is copied to local disk first. The store's async calls
-/// run on `runtime` while the bundle is written on this thread.
-pub fn export(
-    store: &Arc<dyn Store>,
-    runtime: &Handle,
-    only: &[Provider],
-    output: &Path,
-) -> anyhow::Result<Exported> {
+/// run on the command's runtime while the bundle is written on this thread.
+pub fn export(store: &CommandStore, only: &[Provider], output: &Path) -> anyhow::Result<Exported> {
+    let (runtime, store) = (store.handle(), store.store());
     let location = store.location();
     let archives = runtime
         .block_on(store.list_archives())

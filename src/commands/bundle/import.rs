@@ -10,10 +10,11 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::{Manifest, FORMAT, MAX_RECORD_BYTES, ROOT};
-use crate::address::{Module, Platform, Provider, Version};
+use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
+use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
 use crate::module_source::tree::TreeError;
-use crate::store::{atomic, DiskStore, ModuleRecord, VersionRecord};
+use crate::store::{atomic, ModuleRecord, VersionRecord};
 use crate::verify::TrustPolicy;
 
 /// What an import did, item by item.
@@ -31,14 +32,15 @@ pub struct Imported {
     pub rejected: Vec<(String, String)>,
 }
 
-/// Imports a bundle into the cache. Every record's signatures are checked
-/// under `trust` and every archive's SHA-256 against its verified record
-/// before it is stored; an item that fails is reported and left out, and
-/// nothing already cached is replaced.
+/// Imports a bundle into the cache, whichever backend holds it. Every
+/// record's signatures are checked under `trust` and every archive's
+/// SHA-256 against its verified record before it is stored; an item that
+/// fails is reported and left out, and nothing already cached is replaced.
 /// Module packages unpack to at most `max_unpacked` bytes when their tree
-/// is checked.
+/// is checked. Each archive and package is staged on this host's disk only
+/// while it is checked, one at a time.
 pub fn import(
-    store: &DiskStore,
+    store: &CommandStore,
     trust: &TrustPolicy,
     bundle: &Path,
     max_unpacked: u64,
@@ -159,19 +161,7 @@ pub fn import(
     };
     // Store each verified record the cache does not have yet, and list it.
     for ((p, v), record) in &verified {
-        let path = store.version_path(p, v);
-        let platforms: Vec<Platform> = record
-            .packages
-            .keys()
-            .filter(|pl| store.archive_path(p, v, pl).exists())
-            .cloned()
-            .collect();
-        let existing: Option<VersionRecord> = store.read_json(&path).ok().flatten();
-        let stored = match existing {
-            Some(e) if !e.unsigned_import => Ok(()),
-            _ => store.write_json(&path, record),
-        };
-        match stored.and_then(|()| store.add_to_index(p, v, platforms)) {
+        match store.wait(store_record(store, record)) {
             Ok(()) => report.versions += 1,
             Err(e) => report.rejected.push((
                 format!("{p} {v}"),
@@ -230,7 +220,7 @@ impl Modules {
     /// Handles one module entry: a pin, or the package after it.
     fn entry(
         &mut self,
-        store: &DiskStore,
+        store: &CommandStore,
         report: &mut Imported,
         module: Module,
         version: Version,
@@ -298,7 +288,7 @@ fn parse_module_path(path: &str) -> Option<(Module, Version, String)> {
 /// A bundle's pin must be the one its path names; a pin this cache holds
 /// for the version wins, and the bundle's must agree with it.
 fn check_module_pin(
-    store: &DiskStore,
+    store: &CommandStore,
     module: &Module,
     version: &Version,
     pin: ModuleRecord,
@@ -306,10 +296,9 @@ fn check_module_pin(
     if pin.module != *module || pin.version != *version {
         return Err(format!("its pin is for {} {} instead", pin.module, pin.version).into());
     }
-    let held: Option<ModuleRecord> = store
-        .read_json(&store.module_path(module, version))
-        .ok()
-        .flatten();
+    let held = store
+        .wait(store.store().read_module(module, version))
+        .map_err(|e| format!("the pin this cache holds cannot be read: {e}"))?;
     match held {
         Some(h) if h.commit != pin.commit || h.h1 != pin.h1 => Err(format!(
             "its pin (commit {}, tree {}) differs from the one this cache holds (commit {}, tree {})",
@@ -327,19 +316,22 @@ fn check_module_pin(
 /// tree's `h1:` hash computed afresh) and keeps it with the pin.
 /// `Ok(false)` when the cache holds the package already.
 fn import_module(
-    store: &DiskStore,
+    store: &CommandStore,
     pin: &ModuleRecord,
     entry: &mut impl Read,
     max_unpacked: u64,
 ) -> Result<bool, Refusal> {
     let (m, v) = (&pin.module, &pin.version);
-    if store.module_package_path(m, v).exists() && store.module_path(m, v).exists() {
+    let held = store.wait(async {
+        Ok::<_, crate::store::StoreError>(
+            store.store().read_module(m, v).await?.is_some()
+                && store.store().open_module(m, v).await?.is_some(),
+        )
+    });
+    if held.map_err(|e| format!("the cache cannot be read: {e}"))? {
         return Ok(false);
     }
-    let (temp_path, actual) = atomic::copy_hashed(entry, store.tmp_dir()).map_err(|e| match e {
-        atomic::CopyError::Read(e) => format!("reading it from the bundle failed: {e}"),
-        e @ atomic::CopyError::Write(_) => e.to_string(),
-    })?;
+    let (temp_path, actual) = stage(store, entry)?;
     if actual != pin.sha256 {
         return Err(format!(
             "its package's SHA-256 {actual} does not match its pin ({})",
@@ -347,9 +339,10 @@ fn import_module(
         )
         .into());
     }
+    let scratch = temp_path.parent().unwrap_or(Path::new("."));
     let packed = File::open(&temp_path)
         .map_err(TreeError::from)
-        .and_then(|file| crate::module_source::tree::repack(file, store.tmp_dir(), max_unpacked))
+        .and_then(|file| crate::module_source::tree::repack(file, scratch, max_unpacked))
         .map_err(|e| format!("its package cannot be checked: {e}"))?;
     if packed.h1 != pin.h1 {
         return Err(format!(
@@ -358,11 +351,49 @@ fn import_module(
         )
         .into());
     }
-    atomic::persist(temp_path, &store.module_package_path(m, v))
-        .and_then(|()| store.write_json(&store.module_path(m, v), pin))
-        .and_then(|()| store.add_to_module_index(m, v))
+    store
+        .wait(async {
+            store.store().keep_module(temp_path, pin).await?;
+            store.store().add_to_module_index(m, v).await
+        })
         .map_err(|e| format!("storing it failed: {e}"))?;
     Ok(true)
+}
+
+/// Copies an entry into a staging file of the store while hashing it.
+/// Returns the file and its SHA-256.
+fn stage(
+    store: &CommandStore,
+    entry: &mut impl Read,
+) -> Result<(tempfile::TempPath, String), Refusal> {
+    let staging = store.store().staging_file().map_err(|e| e.to_string())?;
+    atomic::copy_hashed_into(entry, staging).map_err(|e| {
+        Refusal::from(match e {
+            atomic::CopyError::Read(e) => format!("reading it from the bundle failed: {e}"),
+            e @ atomic::CopyError::Write(_) => e.to_string(),
+        })
+    })
+}
+
+/// Stores a verified record unless the cache holds a signed one for the
+/// version already, and lists the version with the platforms held.
+async fn store_record(
+    store: &CommandStore,
+    record: &VersionRecord,
+) -> Result<(), crate::store::StoreError> {
+    let (p, v) = (&record.provider, &record.version);
+    let held = store.store().read_version(p, v).await?;
+    if held.is_none_or(|h| h.unsigned_import) {
+        store.store().write_version(record).await?;
+    }
+    let mut platforms: Vec<Platform> = Vec::new();
+    for platform in record.packages.keys() {
+        let key = ArchiveKey::new(p, v, platform);
+        if store.store().archive(&key).await?.is_some() {
+            platforms.push(platform.clone());
+        }
+    }
+    store.store().add_to_index(p, v, platforms).await
 }
 
 /// Reads a small entry whole.
@@ -416,9 +447,18 @@ fn check_imported_record(
 
 /// A signed record the cache already holds for the version wins; the
 /// bundle's must then name the same checksums for the platforms both list.
-fn agrees_with_cache(store: &DiskStore, record: VersionRecord) -> Result<VersionRecord, Refusal> {
-    let path = store.version_path(&record.provider, &record.version);
-    let Ok(Some(held)) = store.read_json::<VersionRecord>(&path) else {
+fn agrees_with_cache(
+    store: &CommandStore,
+    record: VersionRecord,
+) -> Result<VersionRecord, Refusal> {
+    let held = store
+        .wait(
+            store
+                .store()
+                .read_version(&record.provider, &record.version),
+        )
+        .map_err(|e| format!("the record this cache holds cannot be read: {e}"))?;
+    let Some(held) = held else {
         return Ok(record);
     };
     if held.unsigned_import {
@@ -444,23 +484,23 @@ fn agrees_with_cache(store: &DiskStore, record: VersionRecord) -> Result<Version
 /// it; keeps it only when its SHA-256 is the verified one. `Ok(false)` when
 /// the cache already holds it.
 fn import_archive(
-    store: &DiskStore,
+    store: &CommandStore,
     record: &VersionRecord,
     platform: &Platform,
     entry: &mut impl Read,
 ) -> Result<bool, Refusal> {
-    let (p, v) = (&record.provider, &record.version);
     let pkg = record
         .packages
         .get(platform)
         .ok_or_else(|| format!("its version's record has no package for {platform}"))?;
-    if store.archive_path(p, v, platform).exists() && store.h1_path(p, v, platform).exists() {
+    let key = ArchiveKey::new(&record.provider, &record.version, platform);
+    let held = store
+        .wait(store.store().archive(&key))
+        .map_err(|e| format!("the cache cannot be read: {e}"))?;
+    if held.is_some() {
         return Ok(false);
     }
-    let (temp_path, actual) = atomic::copy_hashed(entry, store.tmp_dir()).map_err(|e| match e {
-        atomic::CopyError::Read(e) => format!("reading it from the bundle failed: {e}"),
-        e @ atomic::CopyError::Write(_) => e.to_string(),
-    })?;
+    let (temp_path, actual) = stage(store, entry)?;
     if actual != pkg.sha256 {
         return Err(format!(
             "its SHA-256 {actual} does not match the signed SHA256SUMS ({})",
@@ -469,7 +509,7 @@ fn import_archive(
         .into());
     }
     store
-        .keep_archive(temp_path, p, v, platform)
+        .wait(store.store().keep_archive(temp_path, &key))
         .map_err(|e| Refusal::from(e.to_string()))?;
     Ok(true)
 }

@@ -33,6 +33,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::address::{Module, Platform, Provider, Version};
+use crate::commands::store::CommandStore;
 use crate::config::Config;
 
 /// The top directory of every bundle entry.
@@ -107,7 +108,9 @@ fn providers(sources: &[String]) -> anyhow::Result<Vec<crate::address::Provider>
         .collect()
 }
 
-/// `tfmirror export`.
+/// `tfmirror export`: straight from the store, whichever backend it is
+/// (a bucket is read without its local tier, so an export copies nothing
+/// to this host's disk but the bundle or directory it writes).
 pub fn export_command(
     config: &Config,
     output: Option<PathBuf>,
@@ -117,15 +120,8 @@ pub fn export_command(
     let only = providers(only)?;
     match (output, static_dir) {
         (Some(output), _) => {
-            // Straight from the store, whichever backend it is. A bucket is
-            // read without its local tier: an export copies nothing to disk.
-            let mut config = config.clone();
-            if let Some(s3) = &mut config.storage.s3 {
-                s3.local_cache = None;
-            }
-            let store = crate::store::open(&config, false)?;
-            let runtime = super::runtime()?;
-            let done = export(&store, runtime.handle(), &only, &output)?;
+            let store = CommandStore::open(config)?;
+            let done = export(&store, &only, &output)?;
             println!(
                 "wrote {}: {} versions, {} archives, {} module versions, {}",
                 output.display(),
@@ -136,19 +132,7 @@ pub fn export_command(
             );
         }
         (None, Some(dir)) => {
-            // The static layout is written with the disk cache's files (hard
-            // links where it can): from a bucket, through a scratch copy.
-            let (_scratch_dir, store) =
-                if config.storage.backend == crate::config::StorageBackend::S3 {
-                    let (dir, scratch) = super::scratch::open(config, "export-")?;
-                    let bucket = crate::store::open(config, false)?;
-                    super::runtime()?
-                        .block_on(super::scratch::pull(bucket.as_ref(), &scratch))
-                        .with_context(|| format!("copying from {}", bucket.location()))?;
-                    (Some(dir), scratch)
-                } else {
-                    (None, super::open_store(config)?)
-                };
+            let store = CommandStore::open(config)?;
             let done = static_dir::export(&store, &only, &dir)?;
             println!(
                 "wrote {}: {} providers, {} versions, {} archives",
@@ -163,79 +147,29 @@ pub fn export_command(
     Ok(())
 }
 
-/// `tfmirror import` into a bucket: the bundle (or static directory) is
-/// imported, with every check, into a scratch cache under `cache.dir`, and
-/// what that accepted is copied into the bucket.
-fn import_into_bucket(
-    config: &Config,
-    bundle: Option<PathBuf>,
-    static_dir: Option<PathBuf>,
-) -> anyhow::Result<()> {
-    let (_scratch_dir, scratch) = super::scratch::open(config, "import-")?;
-    let (report, bundle) = match (bundle, static_dir) {
-        (Some(path), _) => {
-            let trust = crate::verify::TrustPolicy::new(
-                &config.trust,
-                config.upstream.reject_expired_keys,
-            )?;
-            let max_unpacked = config.modules.max_unpacked_size.as_u64();
-            (import(&scratch, &trust, &path, max_unpacked)?, path)
-        }
-        (None, Some(dir)) => (static_dir::import(&scratch, &dir)?, dir),
-        (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
-    };
-    let store = crate::store::open(config, false)?;
-    let published = super::runtime()?
-        .block_on(super::scratch::publish(&scratch, store.as_ref()))
-        .with_context(|| format!("copying into {}", store.location()))?;
-    for (item, reason) in report.rejected.iter().chain(&published.kept_theirs) {
-        println!("REJECTED {item}: {reason}");
-    }
-    println!(
-        "imported {} into {}: {} versions verified ({} new there), {} archives and packages stored, {} already there, {} rejected",
-        bundle.display(),
-        store.location(),
-        report.versions,
-        published.versions,
-        published.stored,
-        published.existed,
-        report.rejected.len() + published.kept_theirs.len()
-    );
-    let rejected = report.rejected.len() + published.kept_theirs.len();
-    if rejected == 0 {
-        Ok(())
-    } else {
-        anyhow::bail!("{rejected} items were rejected; nothing else was changed")
-    }
-}
-
-/// `tfmirror import`.
+/// `tfmirror import`: into the store, whichever backend it is, with every
+/// check; each archive and package is staged on this host's disk only
+/// while it is checked.
 pub fn import_command(
     config: &Config,
     bundle: Option<PathBuf>,
     static_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
-    if config.storage.backend == crate::config::StorageBackend::S3 {
-        return import_into_bucket(config, bundle, static_dir);
-    }
-    let store = super::open_store(config)?;
-    let (report, source) = match (bundle, static_dir) {
+    let (report, source, location) = match (bundle, static_dir) {
         (Some(path), _) => {
             let trust = crate::verify::TrustPolicy::new(
                 &config.trust,
                 config.upstream.reject_expired_keys,
             )?;
-            (
-                import(
-                    &store,
-                    &trust,
-                    &path,
-                    config.modules.max_unpacked_size.as_u64(),
-                )?,
-                path,
-            )
+            let store = CommandStore::open(config)?;
+            let max_unpacked = config.modules.max_unpacked_size.as_u64();
+            let report = import(&store, &trust, &path, max_unpacked)?;
+            (report, path, store.location())
         }
-        (None, Some(dir)) => (static_dir::import(&store, &dir)?, dir),
+        (None, Some(dir)) => {
+            let store = CommandStore::open(config)?;
+            (static_dir::import(&store, &dir)?, dir, store.location())
+        }
         (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
     };
     for (item, reason) in &report.rejected {
@@ -250,7 +184,7 @@ pub fn import_command(
         String::new()
     };
     println!(
-        "imported {}: {} versions verified, {} archives stored, {} already cached, {} rejected{modules}",
+        "imported {} into {location}: {} versions verified, {} archives stored, {} already cached, {} rejected{modules}",
         source.display(),
         report.versions,
         report.archives,

@@ -19,10 +19,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::Imported;
-use crate::address::{Platform, Provider, Version};
+use crate::address::{ArchiveKey, Platform, Provider, Version};
+use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
 use crate::protocol::{IndexDocument, VersionDocument};
-use crate::store::{atomic, h1_of_file, DiskStore, PackageRecord, VersionRecord};
+use crate::store::{atomic, h1_of_file, PackageRecord, VersionRecord};
 use crate::verify;
 
 /// What an export wrote.
@@ -37,10 +38,15 @@ pub struct Written {
 }
 
 /// Writes the cached providers (all, or those in `only`) under `dir` in the
-/// static mirror layout. Every file is written atomically; archives are
-/// hard-linked from the cache when `dir` is on the same file system.
-pub fn export(store: &DiskStore, only: &[Provider], dir: &Path) -> anyhow::Result<Written> {
-    let chosen = super::selected(crate::store::inventory::archives(store), only);
+/// static mirror layout, from whichever backend holds the cache. Every file
+/// is written atomically; archives are hard-linked from a disk cache on the
+/// same file system, and otherwise streamed from the store.
+pub fn export(store: &CommandStore, only: &[Provider], dir: &Path) -> anyhow::Result<Written> {
+    let location = store.location();
+    let archives = store
+        .wait(store.store().list_archives())
+        .with_context(|| format!("listing the archives in {location}"))?;
+    let chosen = super::selected(archives, only);
     if chosen.is_empty() {
         anyhow::bail!("the cache holds no archive of the selected providers");
     }
@@ -65,7 +71,9 @@ pub fn export(store: &DiskStore, only: &[Provider], dir: &Path) -> anyhow::Resul
             protocols: BTreeMap::new(),
         };
         for (v, platforms) in versions {
-            let Some(mut record) = store.read_json::<VersionRecord>(&store.version_path(p, v))?
+            let read = store.wait(store.store().read_version(p, v));
+            let Some(mut record) =
+                read.with_context(|| format!("reading the record of {p} {v}"))?
             else {
                 continue;
             };
@@ -74,11 +82,13 @@ pub fn export(store: &DiskStore, only: &[Provider], dir: &Path) -> anyhow::Resul
                 .retain(|platform, _| platforms.contains(platform));
             let mut h1 = BTreeMap::new();
             for platform in platforms {
-                let hash = std::fs::read_to_string(store.h1_path(p, v, platform))
-                    .with_context(|| format!("reading the h1: hash of {p} {v} {platform}"))?;
-                h1.insert(platform.clone(), hash.trim().to_string());
-                let name = p.archive_name(v, platform);
-                place_archive(&store.archive_path(p, v, platform), &target.join(&name))?;
+                let key = ArchiveKey::new(p, v, platform);
+                let stored = store
+                    .wait(store.store().archive(&key))
+                    .with_context(|| format!("reading the h1: hash of {key}"))?
+                    .with_context(|| format!("{key}: the archive is gone from {location}"))?;
+                h1.insert(platform.clone(), stored.h1);
+                place_archive(store, &key, &target.join(p.archive_name(v, platform)))?;
                 written.archives += 1;
             }
             let doc = VersionDocument::from_record(&record, &h1, |_| None);
@@ -99,17 +109,35 @@ fn write_json<T: serde::Serialize>(dir: &Path, name: &str, value: &T) -> anyhow:
         .with_context(|| format!("writing {}", dir.join(name).display()))
 }
 
-/// Puts a copy of a cached archive at `dest` (a hard link when possible).
-fn place_archive(src: &Path, dest: &Path) -> anyhow::Result<()> {
+/// Puts a copy of a cached archive at `dest`: a hard link to the store's
+/// file when it has one on the same file system, a copy of the stored
+/// bytes otherwise.
+fn place_archive(store: &CommandStore, key: &ArchiveKey, dest: &Path) -> anyhow::Result<()> {
     let dir = dest.parent().expect("archive paths have a parent");
     if dest.exists() {
         return Ok(());
     }
-    let temp = atomic::temp_file(dir)?.into_temp_path();
-    std::fs::remove_file(&temp)?;
-    if std::fs::hard_link(src, &temp).is_err() {
-        std::fs::copy(src, &temp).with_context(|| format!("copying {}", src.display()))?;
+    let temp = atomic::temp_file(dir)?;
+    if let Some(src) = store.store().archive_file(key) {
+        let temp = temp.into_temp_path();
+        std::fs::remove_file(&temp)?;
+        if std::fs::hard_link(&src, &temp).is_err() {
+            std::fs::copy(&src, &temp).with_context(|| format!("copying {}", src.display()))?;
+        }
+        return atomic::persist(temp, dest).with_context(|| format!("writing {}", dest.display()));
     }
+    let (file, temp) = temp.into_parts();
+    store
+        .wait(async {
+            let opened = store.store().open_archive(key).await?;
+            let opened =
+                opened.ok_or_else(|| std::io::Error::other("it is gone from the store"))?;
+            let mut out = tokio::fs::File::from_std(file);
+            tokio::io::copy(&mut opened.into_reader(), &mut out).await?;
+            out.sync_all().await?;
+            Ok::<_, crate::store::StoreError>(())
+        })
+        .with_context(|| format!("copying {key}"))?;
     atomic::persist(temp, dest).with_context(|| format!("writing {}", dest.display()))
 }
 
@@ -117,7 +145,7 @@ fn place_archive(src: &Path, dest: &Path) -> anyhow::Result<()> {
 /// `<hostname>/<namespace>/<type>/`, and each archive it names whose
 /// `h1:` or `zh:` hash it records. Versions the cache holds with a
 /// signature are left as they are.
-pub fn import(store: &DiskStore, dir: &Path) -> anyhow::Result<Imported> {
+pub fn import(store: &CommandStore, dir: &Path) -> anyhow::Result<Imported> {
     let mut report = Imported::default();
     let mut found = Vec::new();
     for host in read_dirs(dir)? {
@@ -171,7 +199,7 @@ fn read_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 fn import_version(
-    store: &DiskStore,
+    store: &CommandStore,
     provider: &Provider,
     dir: &Path,
     name: &str,
@@ -179,12 +207,12 @@ fn import_version(
 ) -> Result<(), Refusal> {
     let version =
         Version::parse(name.trim_end_matches(".json")).map_err(|e| Refusal::from(e.to_string()))?;
-    let path = store.version_path(provider, &version);
-    if let Ok(Some(held)) = store.read_json::<VersionRecord>(&path) {
-        if !held.unsigned_import {
-            report.versions += 1;
-            return Ok(());
-        }
+    let held = store
+        .wait(store.store().read_version(provider, &version))
+        .map_err(|e| format!("the record this cache holds cannot be read: {e}"))?;
+    if held.is_some_and(|h| !h.unsigned_import) {
+        report.versions += 1;
+        return Ok(());
     }
     let text = std::fs::read(dir.join(name)).map_err(|e| Refusal::from(e.to_string()))?;
     let doc: VersionDocument =
@@ -211,14 +239,8 @@ fn import_version(
             ));
             continue;
         }
-        match import_archive(
-            store,
-            provider,
-            &version,
-            platform,
-            &dir.join(&expected),
-            &entry.hashes,
-        ) {
+        let key = ArchiveKey::new(provider, &version, platform);
+        match import_archive(store, &key, &dir.join(&expected), &entry.hashes) {
             Ok((sha256, stored)) => {
                 if stored {
                     report.archives += 1;
@@ -246,8 +268,13 @@ fn import_version(
     }
     let platforms = record.packages.keys().cloned().collect();
     store
-        .write_json(&path, &record)
-        .and_then(|()| store.add_to_index(provider, &version, platforms))
+        .wait(async {
+            store.store().write_version(&record).await?;
+            store
+                .store()
+                .add_to_index(provider, &version, platforms)
+                .await
+        })
         .map_err(|e| format!("cache: {e}"))?;
     report.versions += 1;
     Ok(())
@@ -256,10 +283,8 @@ fn import_version(
 /// Copies one archive into the cache if its hashes match one the directory
 /// recorded. Returns its SHA-256 and whether it was stored now.
 fn import_archive(
-    store: &DiskStore,
-    p: &Provider,
-    v: &Version,
-    platform: &Platform,
+    store: &CommandStore,
+    key: &ArchiveKey,
     src: &Path,
     recorded: &[String],
 ) -> Result<(String, bool), Refusal> {
@@ -268,8 +293,9 @@ fn import_archive(
     }
     let mut input =
         std::fs::File::open(src).map_err(|e| format!("reading {}: {e}", src.display()))?;
+    let staging = store.store().staging_file().map_err(|e| e.to_string())?;
     let (temp_path, sha256) =
-        atomic::copy_hashed(&mut input, store.tmp_dir()).map_err(|e| match e {
+        atomic::copy_hashed_into(&mut input, staging).map_err(|e| match e {
             atomic::CopyError::Read(e) => format!("reading {}: {e}", src.display()),
             e @ atomic::CopyError::Write(_) => e.to_string(),
         })?;
@@ -281,15 +307,17 @@ fn import_archive(
         )
         .into());
     }
-    if store.archive_path(p, v, platform).exists() {
-        let held = std::fs::read_to_string(store.h1_path(p, v, platform)).unwrap_or_default();
-        if held.trim() != h1 {
+    let held = store
+        .wait(store.store().archive(key))
+        .map_err(|e| format!("the cache cannot be read: {e}"))?;
+    if let Some(held) = held {
+        if held.h1 != h1 {
             return Err("the cache holds a different archive under this name".into());
         }
         return Ok((sha256, false));
     }
     store
-        .keep_hashed(temp_path, p, v, platform, &h1)
+        .wait(store.store().keep_archive(temp_path, key))
         .map_err(|e| Refusal::from(e.to_string()))?;
     Ok((sha256, true))
 }

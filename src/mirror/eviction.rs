@@ -1,0 +1,49 @@
+//! Eviction, for both domains over the shared cache: what the residency
+//! index gave up when the cache outgrew `cache.max_size` is removed from
+//! the store, and the domain that owned it forgets it — the provider
+//! mirror its archive, the module proxy its package (whose pin stays).
+//! Neither domain reaches into the other's state.
+
+use super::residency::Evicted;
+use super::Mirror;
+use crate::address::{Module, Version};
+
+impl Mirror {
+    /// Removes from the store what the residency index gave up.
+    pub(super) async fn evict(&self, evicted: Vec<Evicted>) {
+        for old in evicted {
+            match old {
+                Evicted::Archive(old) => match self.store.remove_archive(&old).await {
+                    Ok(()) => {
+                        tracing::info!(provider = %old.provider, version = %old.version, platform = %old.platform, "evicted least recently used archive");
+                        self.providers.forget_archive(&old).await;
+                    }
+                    Err(e) => {
+                        tracing::warn!(archive = %old, error = %e, "could not evict archive");
+                        if let Ok(Some(kept)) = self.store.archive(&old).await {
+                            self.residency.restore(&old, kept.size);
+                        }
+                    }
+                },
+                Evicted::Module(module, version) => {
+                    match self.store.remove_module(&module, &version).await {
+                        Ok(()) => {
+                            tracing::info!(%module, %version, "evicted least recently used module package; its pin stays");
+                            self.package_gone(&module, &version).await;
+                        }
+                        Err(e) => {
+                            tracing::warn!(%module, %version, error = %e, "could not evict module package");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A module package left the store (evicted, or removed by another
+    /// process): the module proxy and the residency index forget it.
+    pub(super) async fn package_gone(&self, module: &Module, version: &Version) {
+        self.modules.forget_package(module, version).await;
+        self.residency.forget_module(module, version);
+    }
+}
