@@ -76,6 +76,8 @@ fn version_record() -> VersionRecord {
                 sha256,
                 sums: 0,
                 protocols: Vec::new(),
+                size: None,
+                reported_h1: None,
             };
             (platform, record)
         })

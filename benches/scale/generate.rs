@@ -99,6 +99,8 @@ fn main() {
                         sha256: sha256_hex(bytes),
                         sums: 0,
                         protocols: vec!["5.0".into()],
+                        size: None,
+                        reported_h1: None,
                     },
                 );
             }

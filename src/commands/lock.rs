@@ -1,5 +1,7 @@
 //! `tfmirror lock`: prints `.terraform.lock.hcl` provider blocks with the
-//! `h1:` and `zh:` hashes of every platform asked for.
+//! `h1:` and `zh:` hashes of every platform asked for, and says on standard
+//! error which platforms it downloaded to hash and which `h1:` it took
+//! from the origin's `packages` field.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,6 +45,27 @@ pub fn command(
             )
             .await
             .with_context(|| format!("locking {} {version}", req.provider))?;
+            let names = |platforms: &[crate::address::Platform]| {
+                platforms
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            if !entry.downloaded.is_empty() {
+                eprintln!(
+                    "{} {version}: downloaded and hashed {}",
+                    req.provider,
+                    names(&entry.downloaded)
+                );
+            }
+            if !entry.reported.is_empty() {
+                eprintln!(
+                    "{} {version}: h1: taken from the origin's packages field for {}",
+                    req.provider,
+                    names(&entry.reported)
+                );
+            }
             entries.push(entry);
         }
         anyhow::Ok(crate::mirror::lockfile::render(&entries))

@@ -472,6 +472,15 @@ impl Mirror {
         };
         self.health.succeeded();
         tracing::info!(provider = %key.provider, version = %key.version, platform = %key.platform, bytes = downloaded.size, %h1, "archive verified and stored");
+        if let Some(reported) = pkg.reported_h1.as_deref().filter(|r| **r != h1) {
+            tracing::error!(provider = %key.provider, version = %key.version, platform = %key.platform, reported, computed = %h1, "the origin's packages field reported another h1: than the archive's own; the origin's value is dropped");
+            self.amend_version(&record, |amended| {
+                if let Some(pkg) = amended.packages.get_mut(&key.platform) {
+                    pkg.reported_h1 = None;
+                }
+            })
+            .await;
+        }
         Ok(Archive {
             size: downloaded.size,
             h1,

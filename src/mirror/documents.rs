@@ -1,6 +1,8 @@
 //! The protocol's JSON documents, rendered once per record: `index.json`
 //! per version list, and `:version.json` per version record and set of
-//! cached archives (an archive arriving in the cache adds its `h1:`).
+//! cached archives (an archive arriving in the cache adds its `h1:`). Each
+//! platform's `h1:` is the cached archive's own, or the one the origin
+//! reported in its `packages` field.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -40,7 +42,7 @@ impl Mirror {
     ) -> Result<Rendered, RequestError> {
         let record = self.version(provider, version).await?;
         if let Some(sign) = sign {
-            let h1 = self.cached_h1(&record).await;
+            let h1 = self.known_h1(&record).await;
             let query =
                 |platform: &Platform| Some(sign(&ArchiveKey::new(provider, version, platform)));
             return Ok(Rendered::new(&VersionDocument::from_record(
@@ -54,7 +56,10 @@ impl Mirror {
                 return Ok(rendered);
             }
         }
-        let h1 = self.cached_h1(&record).await;
+        let h1 = self.known_h1(&record).await;
+        // Complete once every platform has an h1:; a cached archive's own
+        // hash that disagrees with a reported one amends the record, which
+        // renders it again.
         let complete = h1.len() == record.packages.len();
         let rendered = Rendered::new(&VersionDocument::from_record(&record, &h1, |_| None));
         self.providers
@@ -66,16 +71,24 @@ impl Mirror {
 
     /// The `h1:` hashes of the archives of `record` that are in the cache.
     pub async fn cached_h1(&self, record: &VersionRecord) -> BTreeMap<Platform, String> {
-        let mut out = BTreeMap::new();
-        for platform in record.packages.keys() {
-            let key = ArchiveKey::new(&record.provider, &record.version, platform);
-            if let Some(archive) = self.providers.archives.get(&key).await {
-                out.insert(platform.clone(), archive.h1.clone());
-            } else if let Some(archive) = self.stored_archive(&key).await {
-                out.insert(platform.clone(), archive.h1.clone());
-                self.providers.archives.insert(key, Arc::new(archive)).await;
+        self.held_archives(record)
+            .await
+            .into_iter()
+            .map(|(platform, archive)| (platform, archive.h1.clone()))
+            .collect()
+    }
+
+    /// Every `h1:` hash known for `record`: the cached archives' own, and
+    /// for the others what the origin reported in its `packages` field.
+    pub async fn known_h1(&self, record: &VersionRecord) -> BTreeMap<Platform, String> {
+        let mut known = self.cached_h1(record).await;
+        for (platform, pkg) in &record.packages {
+            if let Some(reported) = &pkg.reported_h1 {
+                known
+                    .entry(platform.clone())
+                    .or_insert_with(|| reported.clone());
             }
         }
-        out
+        known
     }
 }

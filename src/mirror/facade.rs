@@ -8,15 +8,19 @@
 //! their signatures are passed on byte for byte, with the signing keys and
 //! what the origin said about them, so clients verify the signature
 //! themselves, label the provider as the origin would, and record a `zh:`
-//! hash for every platform the signed document lists.
+//! hash for every platform the signed document lists. The download answer
+//! carries OpenTofu's `packages` field too ([`super::packages`]), so that
+//! an OpenTofu client records every platform's `h1:` as well.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use base64::Engine;
 use serde::Serialize;
 
+use super::packages::PackageEntry;
 use super::Mirror;
-use crate::address::{ArchiveKey, Provider, Version};
+use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::protocol::path_segment;
 use crate::store::SignedSums;
@@ -66,6 +70,10 @@ struct PackageDocument {
     shasums_signature_url: String,
     shasum: String,
     signing_keys: SigningKeys,
+    /// Every platform's hashes and size (OpenTofu's `packages`); left out
+    /// when the mirror cannot give every platform's size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    packages: Option<BTreeMap<Platform, PackageEntry>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -150,6 +158,7 @@ impl Mirror {
             shasums_signature_url: format!("{sums_path}.sig{sums_query}"),
             shasum: package.sha256.clone(),
             signing_keys: signing_keys(sums),
+            packages: self.packages_field(record.clone()).await,
         };
         Ok(to_json(&doc))
     }

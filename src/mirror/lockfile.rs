@@ -1,7 +1,10 @@
 //! Complete lock files: `.terraform.lock.hcl` provider blocks carrying the
-//! `h1:` hash of every requested platform's archive (downloaded and verified
-//! as needed) and the `zh:` hash of every package the signed SHA256SUMS
-//! lists, so that one file serves a team working on several platforms.
+//! `h1:` hash of every requested platform's archive and the `zh:` hash of
+//! every package the signed SHA256SUMS lists, so that one file serves a
+//! team working on several platforms. A platform's `h1:` is the cached
+//! archive's own; else the one the origin reported in its `packages` field
+//! (whose `zh:` there matched the signed checksum); else the archive is
+//! downloaded, verified and hashed.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -23,6 +26,11 @@ pub struct LockEntry {
     pub constraints: Option<String>,
     /// `h1:` and `zh:` hashes.
     pub hashes: BTreeSet<String>,
+    /// The platforms whose `h1:` came from the origin's `packages` field,
+    /// without a download.
+    pub reported: Vec<Platform>,
+    /// The platforms whose archives were downloaded to hash them.
+    pub downloaded: Vec<Platform>,
 }
 
 /// Gathers the hashes of a provider version for `platforms`.
@@ -39,22 +47,34 @@ pub async fn entry(
         .values()
         .map(|pkg| verify::zh(&pkg.sha256))
         .collect();
+    let cached = mirror.cached_h1(&record).await;
+    let (mut reported, mut downloaded) = (Vec::new(), Vec::new());
     for platform in platforms {
-        if !record.packages.contains_key(platform) {
+        let Some(pkg) = record.packages.get(platform) else {
             return Err(RequestError::NoPackage(format!(
                 "{provider} {version} has no verified package for {platform}"
             )));
+        };
+        if let Some(h1) = cached.get(platform) {
+            hashes.insert(h1.clone());
+        } else if let Some(h1) = &pkg.reported_h1 {
+            hashes.insert(h1.clone());
+            reported.push(platform.clone());
+        } else {
+            let archive = mirror
+                .archive(&ArchiveKey::new(provider, version, platform))
+                .await?;
+            hashes.insert(archive.h1.clone());
+            downloaded.push(platform.clone());
         }
-        let archive = mirror
-            .archive(&ArchiveKey::new(provider, version, platform))
-            .await?;
-        hashes.insert(archive.h1.clone());
     }
     Ok(LockEntry {
         provider: provider.clone(),
         version: version.clone(),
         constraints: constraints.filter(|c| !c.trim().is_empty()),
         hashes,
+        reported,
+        downloaded,
     })
 }
 
@@ -117,6 +137,8 @@ mod tests {
             version: Version::parse("1.2.0").unwrap(),
             constraints: constraints.map(String::from),
             hashes: ["zh:00ff".to_string(), "h1:abc=".to_string()].into(),
+            reported: Vec::new(),
+            downloaded: Vec::new(),
         };
         let text = render(&[entry("b/two", None), entry("a/one", Some("~> 1.0"))]);
         assert!(text.contains("  version     = \"1.2.0\"\n  constraints = \"~> 1.0\"\n"));

@@ -13,6 +13,8 @@
 //! - `eviction`: removing what residency gave up from the store, each
 //!   domain forgetting what it owned;
 //! - [`lockfile`]: lock file blocks with every platform's hashes;
+//! - [`packages`]: every platform's hashes and size at once, for the
+//!   facade's `packages` field (sizes learned from the origin once);
 //! - `listing`: the one loader of version lists, providers' and modules',
 //!   that serves them stale while the origin is down;
 //! - [`module_proxy`]: the module registry protocol: version lists, download
@@ -29,6 +31,7 @@ pub mod facade;
 mod listing;
 pub mod lockfile;
 pub mod module_proxy;
+pub mod packages;
 pub mod residency;
 pub mod versions;
 
@@ -107,6 +110,11 @@ struct ProviderState {
     /// and whether every platform's `h1:` was in it.
     rendered_versions:
         moka::future::Cache<(Provider, Version), (Arc<VersionRecord>, bool, Rendered)>,
+    /// Versions whose archive sizes are being learned from the origin (one
+    /// asking per version, however many requests wait for it).
+    sizing: moka::future::Cache<(Provider, Version), Arc<VersionRecord>>,
+    /// Held while a version record is changed after it was made.
+    amending: tokio::sync::Mutex<()>,
 }
 
 impl ProviderState {
@@ -123,6 +131,11 @@ impl ProviderState {
             archives: moka::future::Cache::builder().max_capacity(100_000).build(),
             rendered_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
             rendered_versions: moka::future::Cache::builder().max_capacity(20_000).build(),
+            sizing: moka::future::Cache::builder()
+                .max_capacity(1_000)
+                .time_to_live(RETRY_AFTER_TROUBLE)
+                .build(),
+            amending: tokio::sync::Mutex::new(()),
         }
     }
 

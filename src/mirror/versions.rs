@@ -379,13 +379,53 @@ impl Mirror {
                 signed: listed,
             });
         }
+        let (size, reported_h1) = reported(pkg, platform, &listed)?;
         Ok(PackageRecord {
             filename: pkg.filename.clone(),
             download_url,
             sha256: listed,
             sums: index,
             protocols: pkg.protocols.clone(),
+            size,
+            reported_h1,
         })
+    }
+
+    /// Changes what a version's record says (sizes learned, an `h1:` the
+    /// origin reported dropped): the record held in memory (else
+    /// `record`) is changed, one change at a time, and kept in memory and,
+    /// when it is a complete record, in the store.
+    pub(super) async fn amend_version(
+        &self,
+        record: &VersionRecord,
+        change: impl FnOnce(&mut VersionRecord),
+    ) -> Arc<VersionRecord> {
+        let _one_at_a_time = self.providers.amending.lock().await;
+        let key = (record.provider.clone(), record.version.clone());
+        let held = self.providers.versions.get(&key).await;
+        let expires_ms = held.as_ref().and_then(|h| h.expires_ms);
+        let mut amended = held.map_or_else(|| record.clone(), |h| (*h.value).clone());
+        change(&mut amended);
+        if expires_ms.is_none() {
+            match self.store.write_version(&amended).await {
+                Ok(()) => self.health.succeeded(),
+                Err(e) => {
+                    tracing::warn!(provider = %amended.provider, version = %amended.version, error = %e, "could not store the amended version record; it is kept in memory");
+                }
+            }
+        }
+        let value = Arc::new(amended);
+        self.providers
+            .versions
+            .insert(
+                key,
+                super::Held {
+                    value: value.clone(),
+                    expires_ms,
+                },
+            )
+            .await;
+        value
     }
 
     /// Checks a stored version record's evidence against today's trust
@@ -429,6 +469,37 @@ impl Mirror {
     }
 }
 
+/// What the origin's `packages` field says about the package of
+/// `platform` (its size and `h1:`), once its `zh:` is checked against the
+/// signed checksum `signed`: a `zh:` that differs fails the verification,
+/// as a bad signature does; an entry without any `zh:` vouches for
+/// nothing and is not used.
+fn reported(
+    pkg: &registry::PackageResponse,
+    platform: &Platform,
+    signed: &str,
+) -> Result<(Option<u64>, Option<String>), Failure> {
+    let Some(entry) = pkg.packages.get(platform) else {
+        return Ok((None, None));
+    };
+    let mut matched = false;
+    for zh in entry.with_scheme("zh:") {
+        if !zh["zh:".len()..].eq_ignore_ascii_case(signed) {
+            return Err(Failure::ReportedDiffers {
+                reported: zh.to_owned(),
+                signed: signed.to_owned(),
+            });
+        }
+        matched = true;
+    }
+    if !matched {
+        tracing::warn!(%platform, "the registry's packages entry has no zh: hash; not using it");
+        return Ok((None, None));
+    }
+    let h1 = entry.with_scheme("h1:").next().map(str::to_owned);
+    Ok((Some(entry.size), h1))
+}
+
 /// Why one package could not be verified: the origin is down for now
 /// ([`Failure::Outage`], tried again later), or its answer was checked and
 /// refused (every other cause, which fails the version's verification).
@@ -470,6 +541,15 @@ enum Failure {
     /// SHA256SUMS has no line for the file.
     #[error("the signed SHA256SUMS has no entry for {0}")]
     NotListed(String),
+    /// The registry's `packages` field reports another checksum than the
+    /// signed one.
+    #[error("the registry's packages field reports {reported} where the signed SHA256SUMS says zh:{signed}")]
+    ReportedDiffers {
+        /// The reported `zh:` hash.
+        reported: String,
+        /// The signed checksum.
+        signed: String,
+    },
     /// The registry's `shasum` is not the signed one.
     #[error(
         "the registry's shasum {given} for {file} differs from the signed SHA256SUMS ({signed})"

@@ -244,32 +244,37 @@ pub trait Store: Send + Sync {
         None
     }
 
-    /// Adds a version, with the platforms whose archives are held, to a
-    /// provider's stored version list. A list that does not exist yet is
-    /// created with a fetch time of zero, so that an online mirror asks
-    /// the origin for the full list.
+    /// Adds versions, each with the platforms whose archives are held, to
+    /// a provider's stored version list, in one write. A list that does not
+    /// exist yet is created with a fetch time of zero, so that an online
+    /// mirror asks the origin for the full list.
     async fn add_to_index(
         &self,
         provider: &Provider,
-        version: &Version,
-        platforms: Vec<Platform>,
+        versions: &std::collections::BTreeMap<Version, Vec<Platform>>,
     ) -> Result<(), StoreError> {
         let mut index = self.read_index(provider).await?.unwrap_or(IndexRecord {
             fetched_at_ms: 0,
             versions: std::collections::BTreeMap::new(),
             protocols: std::collections::BTreeMap::new(),
         });
-        let listed = index.versions.entry(version.clone()).or_default();
-        let before = listed.len();
-        for platform in platforms {
-            if !listed.contains(&platform) {
-                listed.push(platform);
+        let mut changed = false;
+        for (version, platforms) in versions {
+            let listed = index.versions.entry(version.clone()).or_insert_with(|| {
+                changed = true;
+                Vec::new()
+            });
+            for platform in platforms {
+                if !listed.contains(platform) {
+                    listed.push(platform.clone());
+                    changed = true;
+                }
             }
+            listed.sort();
         }
-        if before == listed.len() && before > 0 {
+        if !changed {
             return Ok(());
         }
-        listed.sort();
         self.write_index(provider, &index).await
     }
 

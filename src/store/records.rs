@@ -54,6 +54,19 @@ pub struct PackageRecord {
     /// The plugin protocol versions the registry gave for the package.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protocols: Vec<String>,
+    /// The archive's size in bytes, when the mirror knows it without the
+    /// archive: from the origin's `packages` field, or from the
+    /// `Content-Length` of the origin's download URL. (A stored archive's
+    /// own size counts over this one.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// The `h1:` hash the origin reported for the archive in its `packages`
+    /// field, whose `zh:` there matched the signed checksum. Not checked
+    /// against the archive until the archive is stored; the mirror's own
+    /// hash of a stored archive counts over this one, and a disagreement
+    /// drops it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_h1: Option<String>,
 }
 
 /// A SHA256SUMS document with its detached signature and the key that made it.

@@ -132,6 +132,57 @@ pub struct PackageResponse {
     pub shasum: String,
     /// The keys allowed to sign the SHA256SUMS document.
     pub signing_keys: SigningKeys,
+    /// `packages`: every platform's hashes and archive size, as OpenTofu's
+    /// registry reports them. Empty when the field is absent, or when it
+    /// is in a shape OpenTofu's client refuses (Terraform ignores the
+    /// field, so an answer is never refused for it: the mirror then works
+    /// out what it can itself).
+    pub packages: BTreeMap<Platform, ReportedPackage>,
+}
+
+/// One platform's entry in [`PackageResponse::packages`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportedPackage {
+    /// Its hashes in lock-file form (`zh:…`, `h1:…`).
+    pub hashes: Vec<String>,
+    /// The archive's size in bytes (above zero).
+    pub size: u64,
+}
+
+impl ReportedPackage {
+    /// The hashes of one scheme (`"zh:"`, `"h1:"`), prefix included.
+    pub fn with_scheme<'a>(&'a self, scheme: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.hashes
+            .iter()
+            .filter(move |h| h.starts_with(scheme))
+            .map(String::as_str)
+    }
+}
+
+/// Reads `packages` as OpenTofu's client does: a platform name that does
+/// not parse, a hash without a scheme, a size that is not above zero or a
+/// wrong type make it refuse the answer, so the field is not used.
+fn read_packages(node: &Node<'_>) -> Result<BTreeMap<Platform, ReportedPackage>, FieldError> {
+    let mut out = BTreeMap::new();
+    for (name, entry) in node.object()?.entries() {
+        let wrong = |reason: String| FieldError {
+            path: entry.path().to_owned(),
+            reason,
+        };
+        let platform = Platform::parse(name).map_err(|e| wrong(format!("not a platform: {e}")))?;
+        let fields = entry.object()?;
+        let hashes = fields.get("hashes").strings()?;
+        if let Some(bad) = hashes.iter().find(|h| h.find(':').is_none_or(|i| i == 0)) {
+            return Err(wrong(format!("{bad:?} is not a hash with a scheme")));
+        }
+        let size = fields.get("package_size").integer()?;
+        let size = u64::try_from(size)
+            .ok()
+            .filter(|s| *s > 0)
+            .ok_or_else(|| wrong(format!("package_size {size} is not above zero")))?;
+        out.insert(platform, ReportedPackage { hashes, size });
+    }
+    Ok(out)
 }
 
 impl PackageResponse {
@@ -167,7 +218,12 @@ impl PackageResponse {
                     },
                 });
             }
+            let packages = read_packages(&root.get("packages")).unwrap_or_else(|e| {
+                tracing::warn!(%url, error = %e, "ignoring a packages field OpenTofu would refuse (Terraform ignores it); the mirror works out the packages itself");
+                BTreeMap::new()
+            });
             Ok(PackageResponse {
+                packages,
                 protocols: root.get("protocols").strings()?,
                 os: required("os")?,
                 arch: required("arch")?,
@@ -416,5 +472,43 @@ mod tests {
             url.as_str(),
             "https://r.example/v1/providers/%C3%BCn%C3%AF/t/versions"
         );
+    }
+
+    #[test]
+    fn the_packages_field_is_used_only_in_a_shape_opentofu_accepts() {
+        let with = |packages: serde_json::Value| {
+            let mut doc = answer(&json!({"ascii_armor": "KEY"}));
+            doc["packages"] = packages;
+            PackageResponse::read(&doc, &url()).expect("the answer itself is fine")
+        };
+        let zh = format!("zh:{}", "a".repeat(64));
+        let read = with(json!({
+            "linux_amd64": {"hashes": [zh, "h1:abc="], "package_size": 6_184_593},
+            "darwin_arm64": {"hashes": [zh], "package_size": 1, "extra": true},
+        }));
+        let linux = Platform::parse("linux_amd64").unwrap();
+        assert_eq!(read.packages.len(), 2);
+        assert_eq!(read.packages[&linux].size, 6_184_593);
+        assert_eq!(
+            read.packages[&linux].with_scheme("h1:").collect::<Vec<_>>(),
+            ["h1:abc="]
+        );
+        // Absent and null are no field; each shape OpenTofu's client
+        // refuses (and Terraform ignores) leaves the field unused.
+        assert!(with(serde_json::Value::Null).packages.is_empty());
+        for refused in [
+            json!("linux_amd64"),
+            json!({"linux-amd64": {"hashes": [zh], "package_size": 1}}),
+            json!({"linux_amd64": {"hashes": [zh], "package_size": 0}}),
+            json!({"linux_amd64": {"hashes": [zh], "package_size": -5}}),
+            json!({"linux_amd64": {"hashes": [zh]}}),
+            json!({"linux_amd64": {"hashes": [zh], "package_size": 1.5}}),
+            json!({"linux_amd64": {"hashes": [zh, "abc"], "package_size": 1}}),
+            json!({"linux_amd64": {"hashes": [zh, ":abc"], "package_size": 1}}),
+            json!({"linux_amd64": {"hashes": zh, "package_size": 1}}),
+            json!({"linux_amd64": null}),
+        ] {
+            assert!(with(refused.clone()).packages.is_empty(), "{refused}");
+        }
     }
 }

@@ -55,6 +55,10 @@ struct OriginState {
     fail_with: Option<StatusCode>,
     /// Leave `platforms` out of the versions list (it is optional).
     omit_platforms: bool,
+    /// The `packages` entries (in shapes that send the field) report these
+    /// hashes instead of the archive's, by platform and scheme (`zh:`,
+    /// `h1:`).
+    misreported: HashMap<(String, String), String>,
     /// Serve discovery through a redirect.
     redirect_discovery: bool,
     /// Misbehaviours, by request path.
@@ -83,6 +87,7 @@ impl Default for OriginState {
             file_delays: HashMap::new(),
             fail_with: None,
             omit_platforms: false,
+            misreported: HashMap::new(),
             redirect_discovery: false,
             faults: HashMap::new(),
             modules: HashMap::new(),
@@ -335,6 +340,18 @@ impl FakeOrigin {
 
     pub fn omit_platforms(&self) {
         self.state.lock().unwrap().omit_platforms = true;
+    }
+
+    /// In shapes with a `packages` field, report `hash` (`zh:…` or
+    /// `h1:…`) as the archive of `platform`'s hash of that scheme (the
+    /// signed SHA256SUMS and the archive stay as they are).
+    pub fn misreport_package(&self, platform: &str, hash: &str) {
+        let scheme = hash[..3].to_owned();
+        self.state
+            .lock()
+            .unwrap()
+            .misreported
+            .insert((platform.into(), scheme), hash.into());
     }
 
     pub fn redirect_discovery(&self) {
@@ -831,6 +848,7 @@ async fn origin_route(
                     let lists = ProviderLists {
                         versions,
                         keys: &[],
+                        misreported: &st.misreported,
                     };
                     let mut doc = shape.json("provider-versions.json", &bound, &lists);
                     if omit_platforms {
@@ -869,6 +887,7 @@ async fn origin_route(
                     let lists = ProviderLists {
                         versions,
                         keys: &ov.listed_keys,
+                        misreported: &st.misreported,
                     };
                     json(shape.json("provider-download.json", &bound, &lists))
                 }
@@ -927,6 +946,8 @@ impl Lists for ModuleLists {
 struct ProviderLists<'a> {
     versions: &'a BTreeMap<String, OriginVersion>,
     keys: &'a [(String, String)],
+    /// Hashes a `packages` entry reports instead of the archive's.
+    misreported: &'a HashMap<(String, String), String>,
 }
 
 impl Lists for ProviderLists<'_> {
@@ -946,11 +967,26 @@ impl Lists for ProviderLists<'_> {
                         .iter()
                         .map(|(platform, pkg)| {
                             let (os, arch) = platform.split_once('_').unwrap();
+                            let reported = |scheme: &str, actual: String| {
+                                self.misreported
+                                    .get(&(platform.clone(), scheme.to_owned()))
+                                    .cloned()
+                                    .unwrap_or(actual)
+                            };
+                            let zh = reported("zh:", format!("zh:{}", pkg.shasum));
+                            // What the served bytes hash to (a registry
+                            // computes it from the archive it publishes).
+                            let h1 = reported(
+                                "h1:",
+                                tfmirror::verify::h1_of_zip(std::io::Cursor::new(&pkg.served))
+                                    .unwrap_or_else(|_| "h1:not-a-zip-archive".into()),
+                            );
                             let mut v = vars([
                                 ("os", os.to_owned()),
                                 ("arch", arch.to_owned()),
                                 ("platform", platform.clone()),
-                                ("zh", format!("zh:{}", pkg.shasum)),
+                                ("zh", zh),
+                                ("h1", h1),
                             ]);
                             v.insert("package_size".into(), pkg.served.len().into());
                             v

@@ -52,6 +52,11 @@ pub fn import(
     // Verified records of this bundle, and which archives were seen.
     let mut verified: BTreeMap<(Provider, Version), VersionRecord> = BTreeMap::new();
     let mut seen: BTreeSet<(Provider, Version, Platform)> = BTreeSet::new();
+    // The platforms whose archives the cache holds now, by provider and
+    // version, for its version lists.
+    let mut held: BTreeMap<Provider, BTreeMap<Version, Vec<Platform>>> = BTreeMap::new();
+    // Origin-reported h1: hashes the imported archives contradict.
+    let mut contradicted: Vec<(Provider, Version, Platform)> = Vec::new();
     let mut refused_versions: BTreeSet<(Provider, Version)> = BTreeSet::new();
     let mut modules = Modules {
         max_unpacked,
@@ -151,22 +156,59 @@ pub fn import(
         };
         seen.insert((provider.clone(), version.clone(), platform.clone()));
         match import_archive(store, record, &platform, &mut entry) {
-            Ok(true) => report.archives += 1,
-            Ok(false) => report.unchanged += 1,
+            Ok((stored, h1)) => {
+                if stored {
+                    report.archives += 1;
+                } else {
+                    report.unchanged += 1;
+                }
+                let reported = record.packages[&platform].reported_h1.as_ref();
+                if reported.is_some_and(|r| *r != h1) {
+                    tracing::warn!(%provider, %version, %platform, "the record's h1: reported by the origin differs from the archive's own; dropping it");
+                    contradicted.push((provider.clone(), version.clone(), platform.clone()));
+                }
+                held.entry(provider)
+                    .or_default()
+                    .entry(version)
+                    .or_default()
+                    .push(platform);
+            }
             Err(reason) => report.rejected.push((item, reason.to_string())),
+        }
+    }
+    for (p, v, platform) in contradicted {
+        if let Some(pkg) = verified
+            .get_mut(&(p, v))
+            .and_then(|r| r.packages.get_mut(&platform))
+        {
+            pkg.reported_h1 = None;
         }
     }
     let Some(manifest) = manifest else {
         anyhow::bail!("{} is empty", bundle.display());
     };
-    // Store each verified record the cache does not have yet, and list it.
+    // Store each verified record the cache does not have yet, and list
+    // each provider's versions with one write.
     for ((p, v), record) in &verified {
         match store.wait(store_record(store, record)) {
-            Ok(()) => report.versions += 1,
+            Ok(()) => {
+                report.versions += 1;
+                held.entry(p.clone())
+                    .or_default()
+                    .entry(v.clone())
+                    .or_default();
+            }
             Err(e) => report.rejected.push((
                 format!("{p} {v}"),
                 format!("storing its record failed: {e}"),
             )),
+        }
+    }
+    for (p, versions) in &held {
+        if let Err(e) = store.wait(store.store().add_to_index(p, versions)) {
+            report
+                .rejected
+                .push((p.to_string(), format!("listing its versions failed: {e}")));
         }
     }
     // Whatever the manifest promised and the bundle did not deliver.
@@ -376,24 +418,19 @@ fn stage(
 }
 
 /// Stores a verified record unless the cache holds a signed one for the
-/// version already, and lists the version with the platforms held.
+/// version already.
 async fn store_record(
     store: &CommandStore,
     record: &VersionRecord,
 ) -> Result<(), crate::store::StoreError> {
-    let (p, v) = (&record.provider, &record.version);
-    let held = store.store().read_version(p, v).await?;
+    let held = store
+        .store()
+        .read_version(&record.provider, &record.version)
+        .await?;
     if held.is_none_or(|h| h.unsigned_import) {
         store.store().write_version(record).await?;
     }
-    let mut platforms: Vec<Platform> = Vec::new();
-    for platform in record.packages.keys() {
-        let key = ArchiveKey::new(p, v, platform);
-        if store.store().archive(&key).await?.is_some() {
-            platforms.push(platform.clone());
-        }
-    }
-    store.store().add_to_index(p, v, platforms).await
+    Ok(())
 }
 
 /// Reads a small entry whole.
@@ -480,15 +517,15 @@ fn agrees_with_cache(
     Ok(record)
 }
 
-/// Streams one archive into the cache's temporary directory while hashing
-/// it; keeps it only when its SHA-256 is the verified one. `Ok(false)` when
-/// the cache already holds it.
+/// Streams one archive into a staging file while hashing it; keeps it only
+/// when its SHA-256 is the verified one. Returns whether it was stored now
+/// (`false` when the cache held it already) and its `h1:` hash.
 fn import_archive(
     store: &CommandStore,
     record: &VersionRecord,
     platform: &Platform,
     entry: &mut impl Read,
-) -> Result<bool, Refusal> {
+) -> Result<(bool, String), Refusal> {
     let pkg = record
         .packages
         .get(platform)
@@ -497,8 +534,8 @@ fn import_archive(
     let held = store
         .wait(store.store().archive(&key))
         .map_err(|e| format!("the cache cannot be read: {e}"))?;
-    if held.is_some() {
-        return Ok(false);
+    if let Some(held) = held {
+        return Ok((false, held.h1));
     }
     let (temp_path, actual) = stage(store, entry)?;
     if actual != pkg.sha256 {
@@ -508,8 +545,8 @@ fn import_archive(
         )
         .into());
     }
-    store
+    let kept = store
         .wait(store.store().keep_archive(temp_path, &key))
         .map_err(|e| Refusal::from(e.to_string()))?;
-    Ok(true)
+    Ok((true, kept.h1))
 }

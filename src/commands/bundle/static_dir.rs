@@ -257,6 +257,8 @@ fn import_version(
                         sha256,
                         sums: 0,
                         protocols: Vec::new(),
+                        size: None,
+                        reported_h1: None,
                     },
                 );
             }
@@ -266,14 +268,11 @@ fn import_version(
     if record.packages.is_empty() {
         return Err("no archive could be imported".into());
     }
-    let platforms = record.packages.keys().cloned().collect();
+    let listed = BTreeMap::from([(version.clone(), record.packages.keys().cloned().collect())]);
     store
         .wait(async {
             store.store().write_version(&record).await?;
-            store
-                .store()
-                .add_to_index(provider, &version, platforms)
-                .await
+            store.store().add_to_index(provider, &listed).await
         })
         .map_err(|e| format!("cache: {e}"))?;
     report.versions += 1;
