@@ -494,6 +494,39 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
     assert!(out.status.success(), "nothing left to fail");
 }
 
+#[tokio::test]
+async fn verify_quarantines_archives_whose_record_cannot_be_read() {
+    let (setup, _origin, _archives, config) = cached_widget().await;
+    let version = setup
+        .cache_dir()
+        .join("providers/registry.origin.test/acme/widget/1.0.0");
+    std::fs::write(version.join("version.json"), b"{ not a record").unwrap();
+    let out = tfmirror(setup.dir.path())
+        .args(["verify", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("its metadata cannot be read"), "{said}");
+    assert!(
+        said.contains("checked 2 archives and module packages, quarantined 2"),
+        "{said}"
+    );
+    let zips: Vec<_> = std::fs::read_dir(&version)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "zip"))
+        .collect();
+    assert!(zips.is_empty(), "{zips:?}");
+    let kept = files_below(&setup.cache_dir().join("quarantine"));
+    assert_eq!(
+        kept.iter().filter(|f| f.ends_with(".zip")).count(),
+        2,
+        "{kept:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_download_leaves_nothing_servable_and_restart_recovers() {
     let (setup, origin, _signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;

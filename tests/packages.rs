@@ -63,6 +63,19 @@ fn packages(doc: &Value) -> &serde_json::Map<String, Value> {
     packages
 }
 
+/// A mirror in front of an origin answering as the OpenTofu Registry does
+/// (with `packages`), publishing `acme/widget` 1.0.0 for `PLATFORMS`;
+/// `prepare` may change the origin first.
+async fn opentofu_registry(prepare: impl FnOnce(&FakeOrigin)) -> Scene {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    origin.use_shape("opentofu-registry");
+    prepare(&origin);
+    let signer = Signer::new("acme");
+    let archives = origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
+    Scene::on(setup, origin, signer, archives, |_| {}).await
+}
+
 /// The shape of a JSON value: each object's keys (a `packages` map's
 /// platform names as one), each value's type, a list by its first element.
 fn skeleton(value: &Value, under_packages: bool) -> Value {
@@ -226,12 +239,7 @@ async fn an_origin_without_the_field_gets_it_filled_in_sizes_learned_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_origin_with_the_field_is_checked_and_spares_every_download() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    origin.use_shape("opentofu-registry");
-    let signer = Signer::new("acme");
-    let archives = origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
-    let sc = Scene::on(setup, origin, signer, archives, |_| {}).await;
+    let sc = opentofu_registry(|_| {}).await;
     let (m, c) = (&sc.mirror, &sc.client);
     let release = |platform: &str| {
         format!(
@@ -308,13 +316,10 @@ async fn an_origin_with_the_field_is_checked_and_spares_every_download() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_field_that_contradicts_the_signed_checksums_fails_verification() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    origin.use_shape("opentofu-registry");
-    origin.misreport_package("windows_amd64", &format!("zh:{}", "0".repeat(64)));
-    let signer = Signer::new("acme");
-    let archives = origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
-    let sc = Scene::on(setup, origin, signer, archives, |_| {}).await;
+    let sc = opentofu_registry(|origin| {
+        origin.misreport_package("windows_amd64", &format!("zh:{}", "0".repeat(64)));
+    })
+    .await;
     let (m, c) = (&sc.mirror, &sc.client);
     let answer = c.get(&answer_url(m, "linux_amd64")).await;
     assert_eq!(answer.status, StatusCode::BAD_GATEWAY);
@@ -329,14 +334,8 @@ async fn a_field_that_contradicts_the_signed_checksums_fails_verification() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reported_h1_the_archive_contradicts_is_dropped() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    origin.use_shape("opentofu-registry");
     let wrong = "h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
-    origin.misreport_package("linux_amd64", wrong);
-    let signer = Signer::new("acme");
-    let archives = origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
-    let sc = Scene::on(setup, origin, signer, archives, |_| {}).await;
+    let sc = opentofu_registry(|origin| origin.misreport_package("linux_amd64", wrong)).await;
     let (m, c) = (&sc.mirror, &sc.client);
     let url = answer_url(m, "linux_amd64");
     let before = c.get(&url).await.json();
@@ -388,12 +387,7 @@ async fn a_size_that_cannot_be_learned_leaves_the_field_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_field_crosses_the_air_gap_in_the_records() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    origin.use_shape("opentofu-registry");
-    let signer = Signer::new("acme");
-    let archives = origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
-    let sc = Scene::on(setup, origin, signer, archives, |_| {}).await;
+    let sc = opentofu_registry(|_| {}).await;
     let (m, c) = (&sc.mirror, &sc.client);
     let url = answer_url(m, "linux_amd64");
     let online = c.get(&url).await.json();

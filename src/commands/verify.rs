@@ -12,7 +12,7 @@
 //! on this host under `<cache.dir>/quarantine/`, where nothing serves it;
 //! a module's pin stays, so the next fetch is checked against it.
 
-use std::collections::btree_map::{BTreeMap, Entry};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Seek;
 use std::path::{Path, PathBuf};
@@ -141,35 +141,30 @@ fn verify_store(
             failed(relative, reason, &mut report);
         }
     }
-    let mut records: BTreeMap<_, Option<VersionRecord>> = BTreeMap::new();
+    // Each version's record, read once; a record that cannot be read
+    // fails each of its archives.
+    let mut records: BTreeMap<_, Result<Option<VersionRecord>, String>> = BTreeMap::new();
     for archive in archives {
         progress.tick();
         report.checked += 1;
         report.bytes += archive.size;
         let key = archive.key();
-        let record = match records.entry((key.provider.clone(), key.version.clone())) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => {
-                match store.wait(store.store().read_version(&key.provider, &key.version)) {
-                    Ok(record) => e.insert(record),
-                    Err(err) => {
-                        failed(
-                            archive_relative(&key),
-                            format!("its metadata cannot be read: {err}"),
-                            &mut report,
-                        );
-                        continue;
-                    }
-                }
-            }
-        };
+        let record = records
+            .entry((key.provider.clone(), key.version.clone()))
+            .or_insert_with(|| {
+                store
+                    .wait(store.store().read_version(&key.provider, &key.version))
+                    .map_err(|e| format!("its metadata cannot be read: {e}"))
+            });
         let Some(opened) = store.wait(store.store().open_archive(&key))? else {
             continue;
         };
         let mut file = places.checkable(store, opened)?;
-        if let Err(Refusal(reason)) =
-            check_archive(record.as_ref(), &key.platform, &mut file, trust)
-        {
+        let checked = match record {
+            Ok(record) => check_archive(record.as_ref(), &key.platform, &mut file, trust),
+            Err(unreadable) => Err(Refusal::from(unreadable.clone())),
+        };
+        if let Err(Refusal(reason)) = checked {
             let relative = archive_relative(&key);
             places.keep(&mut file, &relative)?;
             store
