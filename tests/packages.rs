@@ -355,6 +355,38 @@ async fn a_reported_h1_the_archive_contradicts_is_dropped() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reported_size_the_archive_contradicts_is_replaced() {
+    let real = |sc: &Scene| sc.archives["darwin_arm64"].len() as u64;
+    let sc = opentofu_registry(|origin| origin.misreport_size("darwin_arm64", 7)).await;
+    let (m, c) = (&sc.mirror, &sc.client);
+    let url = answer_url(m, "linux_amd64");
+    let before = c.get(&url).await.json();
+    assert_eq!(before["packages"]["darwin_arm64"]["package_size"], 7);
+    // Once the mirror holds the archive, its own size counts, and the
+    // record keeps it.
+    let fetched = c
+        .get(&sc.archive_url("widget", "1.0.0", "darwin_arm64"))
+        .await;
+    assert_eq!(fetched.status, StatusCode::OK);
+    let after = c.get(&url).await.json();
+    assert_eq!(after["packages"]["darwin_arm64"]["package_size"], real(&sc));
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(
+            sc.setup
+                .cache_dir()
+                .join("providers/registry.origin.test/acme/widget/1.0.0/version.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        record["packages"]["darwin_arm64"]["size"],
+        real(&sc),
+        "{record}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_size_that_cannot_be_learned_leaves_the_field_out() {
     let sc = Scene::start("widget", "1.0.0", &PLATFORMS).await;
     let (m, c) = (&sc.mirror, &sc.client);

@@ -23,6 +23,7 @@ use super::Mirror;
 use crate::address::ArchiveKey;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
+use crate::store::VersionRecord;
 use crate::store::{ArchiveSource, Claim, StoreError};
 use crate::upstream::download::{Download, DownloadError};
 
@@ -472,18 +473,41 @@ impl Mirror {
         };
         self.health.succeeded();
         tracing::info!(provider = %key.provider, version = %key.version, platform = %key.platform, bytes = downloaded.size, %h1, "archive verified and stored");
-        if let Some(reported) = pkg.reported_h1.as_deref().filter(|r| **r != h1) {
-            tracing::error!(provider = %key.provider, version = %key.version, platform = %key.platform, reported, computed = %h1, "the origin's packages field reported another h1: than the archive's own; the origin's value is dropped");
-            self.amend_version(&record, |amended| {
-                if let Some(pkg) = amended.packages.get_mut(&key.platform) {
-                    pkg.reported_h1 = None;
-                }
-            })
+        self.correct_record(&record, key, downloaded.size, &h1)
             .await;
-        }
         Ok(Archive {
             size: downloaded.size,
             h1,
         })
+    }
+
+    /// What the stored archive shows about the record's unchecked
+    /// knowledge: an `h1:` the origin reported, or a size learned before
+    /// the archive was fetched, that the archive contradicts is logged at
+    /// error and replaced (the size) or dropped (the `h1:`).
+    async fn correct_record(&self, record: &VersionRecord, key: &ArchiveKey, size: u64, h1: &str) {
+        let Some(pkg) = record.packages.get(&key.platform) else {
+            return;
+        };
+        let wrong_h1 = pkg.reported_h1.as_deref().filter(|r| *r != h1);
+        let wrong_size = pkg.size.filter(|s| *s != size);
+        if let Some(reported) = wrong_h1 {
+            tracing::error!(provider = %key.provider, version = %key.version, platform = %key.platform, reported, computed = %h1, "the origin's packages field reported another h1: than the archive's own; the origin's value is dropped");
+        }
+        if let Some(learned) = wrong_size {
+            tracing::error!(provider = %key.provider, version = %key.version, platform = %key.platform, learned, size, "the archive's size differs from the one learned before it was fetched; the archive's own is kept");
+        }
+        if wrong_h1.is_none() && wrong_size.is_none() {
+            return;
+        }
+        self.amend_version(record, |amended| {
+            if let Some(pkg) = amended.packages.get_mut(&key.platform) {
+                if wrong_h1.is_some() {
+                    pkg.reported_h1 = None;
+                }
+                pkg.size = Some(size);
+            }
+        })
+        .await;
     }
 }

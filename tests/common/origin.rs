@@ -354,6 +354,16 @@ impl FakeOrigin {
             .insert((platform.into(), scheme), hash.into());
     }
 
+    /// In shapes with a `packages` field, report `size` as the archive of
+    /// `platform`'s `package_size`.
+    pub fn misreport_size(&self, platform: &str, size: u64) {
+        self.state
+            .lock()
+            .unwrap()
+            .misreported
+            .insert((platform.into(), "size".into()), size.to_string());
+    }
+
     pub fn redirect_discovery(&self) {
         self.state.lock().unwrap().redirect_discovery = true;
     }
@@ -988,7 +998,8 @@ impl Lists for ProviderLists<'_> {
                                 ("zh", zh),
                                 ("h1", h1),
                             ]);
-                            v.insert("package_size".into(), pkg.served.len().into());
+                            let size = reported("size", pkg.served.len().to_string());
+                            v.insert("package_size".into(), size.parse::<u64>().unwrap().into());
                             v
                         })
                         .collect(),
