@@ -47,9 +47,9 @@ pub struct Exported {
 
 /// Writes a bundle of the cached providers (all, or those in `only`) to
 /// `output`, atomically; with no `only`, the cached module packages too.
-/// It reads through the [`Store`] trait, whichever backend holds the
-/// cache, and streams each archive and package from the store into the
-/// bundle: nothing is copied to local disk first. The store's async calls
+/// It reads through the [`Store`](crate::store::Store) trait, whichever
+/// backend holds the cache, and streams each archive and package from the
+/// store into the bundle: nothing is copied to local disk first. The store's async calls
 /// run on the command's runtime while the bundle is written on this thread.
 pub fn export(store: &CommandStore, only: &[Provider], output: &Path) -> anyhow::Result<Exported> {
     let (runtime, store) = (store.handle(), store.store());
