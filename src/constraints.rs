@@ -106,6 +106,13 @@ impl Constraints {
         self.terms.iter().all(|t| t.meets(v))
     }
 
+    /// Whether `v` meets every term, pre-release or not: whether a rule
+    /// written with these constraints covers it (`>= 2.0` covers
+    /// `2.1.0-beta1`).
+    pub fn includes(&self, v: &Version) -> bool {
+        self.meets(v)
+    }
+
     /// Whether `v` is selected: it meets every term and is a release, or
     /// it is a pre-release that an `=` term names exactly.
     pub fn allows(&self, v: &Version) -> bool {

@@ -31,6 +31,10 @@ pub enum RequestError {
     /// An archive link is unsigned, tampered with or expired.
     #[error("{0}")]
     LinkRefused(String),
+    /// The mirror's policy does not allow the version (the message names
+    /// the rule and its reason).
+    #[error("{0}")]
+    Denied(String),
     /// The origin registry says the provider or version does not exist.
     #[error("{0}")]
     NotAtOrigin(String),
@@ -77,7 +81,7 @@ impl RequestError {
     /// The HTTP status this error answers with.
     pub fn status(&self) -> StatusCode {
         use RequestError::{
-            DiskUnavailable, HostNotAllowed, Internal, InvalidRequest, LinkRefused,
+            Denied, DiskUnavailable, HostNotAllowed, Internal, InvalidRequest, LinkRefused,
             MethodNotAllowed, NoPackage, NotAtOrigin, NotHeld, NotReady, PinMismatch,
             Unauthenticated, UnsupportedSource, UpstreamBusy, UpstreamInvalid, UpstreamTimeout,
             UpstreamUnreachable, VerificationFailed,
@@ -85,7 +89,7 @@ impl RequestError {
         match self {
             InvalidRequest(_) => StatusCode::BAD_REQUEST,
             Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-            HostNotAllowed(_) | LinkRefused(_) => StatusCode::FORBIDDEN,
+            HostNotAllowed(_) | LinkRefused(_) | Denied(_) => StatusCode::FORBIDDEN,
             NotAtOrigin(_) | NotHeld(_) | NoPackage(_) => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             UpstreamUnreachable(_)

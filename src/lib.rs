@@ -23,6 +23,7 @@ pub mod http;
 pub mod metrics;
 pub mod mirror;
 pub mod module_source;
+pub mod policy;
 pub mod protocol;
 pub mod store;
 pub mod upstream;

@@ -585,3 +585,55 @@ async fn the_request_forgery_guard_covers_git_sources() {
         .join("acme/net/aws/1.0.0")
         .exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_module_version_is_left_out_and_its_pinned_package_not_served() {
+    let s = ModuleScene::start().await;
+    let answer = s.url("net/aws/1.0.0/download");
+    let location = s.location("net/aws/1.0.0/download").await;
+    let package = url::Url::parse(&resolve(&answer, &location)).unwrap();
+    let held = s.client.get(package.as_str()).await;
+    assert_eq!(held.status, StatusCode::OK);
+    let ModuleScene {
+        setup,
+        origin,
+        mirror,
+        ..
+    } = s;
+    mirror.stop().await;
+
+    // The same cache, now with a rule against the version it holds.
+    let mut config = setup.module_config(&origin, HOST);
+    config.policy.rules.push(tfmirror::policy::RuleConfig {
+        source: format!("{HOST}/acme/net/*"),
+        versions: Some("= 1.0.0".into()),
+        action: tfmirror::policy::Action::Deny,
+        reason: "a known-bad release".into(),
+    });
+    let mirror = RunningMirror::start(config).await;
+    let client = Client::trusting(&mirror.ca_file);
+    let below = |rest: &str| mirror.url(&format!("/v1/modules/{HOST}/acme/{rest}"));
+    let versions = client.get(&below("net/aws/versions")).await;
+    assert_eq!(versions.status, StatusCode::OK);
+    assert_eq!(
+        versions.json()["modules"][0]["versions"],
+        serde_json::json!([])
+    );
+    let refused = client.get(&below("net/aws/1.0.0/download")).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let text = refused.error_text();
+    assert!(text.contains("a known-bad release"), "{text}");
+    assert!(text.contains("policy.rule[0]"), "{text}");
+    let path = match package.query() {
+        Some(q) => format!("{}?{q}", package.path()),
+        None => package.path().to_owned(),
+    };
+    let pinned = client.get(&mirror.url(&path)).await;
+    assert_eq!(
+        pinned.status,
+        StatusCode::FORBIDDEN,
+        "{}",
+        pinned.error_text()
+    );
+    mirror.stop().await;
+}

@@ -800,6 +800,76 @@ async fn terraform_through_the_facade_fails_cleanly_on_what_does_not_verify() {
     mirror.stop().await;
 }
 
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_passes_over_a_denied_version_through_both_protocols() {
+    let tf = terraform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::rsa("acme");
+    for v in ["1.0.0", "1.1.0"] {
+        origin.publish("acme", "widget", v, &["linux_amd64"], &signer, &[&signer]);
+    }
+    let mut config = setup.config(&origin, &[], &[PROVIDER_HOST]);
+    config.policy.rules.push(tfmirror::policy::RuleConfig {
+        source: format!("{PROVIDER_HOST}/acme/widget"),
+        versions: Some("1.1.0".into()),
+        action: tfmirror::policy::Action::Deny,
+        reason: "withdrawn by the security team".into(),
+    });
+    let mirror = RunningMirror::start(config).await;
+    let source = format!("{PROVIDER_HOST}/acme/widget");
+    let wanted = [("widget", source.as_str(), "~> 1.0")];
+
+    // Network mirror: `~> 1.0` resolves to the allowed 1.0.0.
+    let ws = Workspace::new(&tf, &mirror, &wanted);
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init failed:\n{out}");
+    assert!(
+        ws.installed(&source, "1.0.0", "linux_amd64").exists(),
+        "{out}"
+    );
+    assert!(
+        !ws.installed(&source, "1.1.0", "linux_amd64").exists(),
+        "{out}"
+    );
+
+    // Facade: the same, and Terraform shows the registry's warning.
+    let ca = bundle(&setup, &mirror);
+    let facade = mirror.url(&format!("/v1/providers/{PROVIDER_HOST}/"));
+    let ws = Workspace::through_host_block(&tf, PROVIDER_HOST, &facade, &ca, &wanted);
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init through the facade failed:\n{out}");
+    assert!(
+        ws.installed(&source, "1.0.0", "linux_amd64").exists(),
+        "{out}"
+    );
+    assert!(out.contains("withdrawn by the security team"), "{out}");
+
+    // Asking for the denied version exactly fails; the mirror's answer
+    // says why.
+    let ws = Workspace::new(&tf, &mirror, &[("widget", source.as_str(), "1.1.0")]);
+    let (ok, out) = ws.init().await;
+    assert!(!ok, "the denied version was installed:\n{out}");
+    assert!(!ws.installed(&source, "1.1.0", "linux_amd64").exists());
+    let client = Client::trusting(&mirror.ca_file);
+    let answer = client
+        .get(&mirror.url(&format!("/{PROVIDER_HOST}/acme/widget/1.1.0.json")))
+        .await;
+    assert_eq!(answer.status, http::StatusCode::FORBIDDEN);
+    assert!(
+        answer
+            .error_text()
+            .contains("withdrawn by the security team"),
+        "{}",
+        answer.error_text()
+    );
+    mirror.stop().await;
+}
+
 /// The module registry host of the module tests.
 const MODULE_HOST: &str = "registry.origin.test";
 

@@ -99,13 +99,15 @@ pub async fn select_versions(
     if !req.pinned.is_empty() {
         return Ok(req.pinned.clone());
     }
-    let index = mirror
+    let listed = mirror
         .index(&req.provider)
         .await
         .map_err(|source| SelectError::Unlisted {
             provider: req.provider.clone(),
             source,
         })?;
+    // Versions the policy denies are not candidates.
+    let (index, _) = mirror.visible_index(&req.provider, listed);
     let mut matching: Vec<Version> = index
         .versions
         .keys()

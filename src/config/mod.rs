@@ -45,6 +45,10 @@ pub struct Config {
     /// registry and namespace (see the README, "Security model").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trust: Vec<TrustRule>,
+    /// `[policy]` and `[[policy.rule]]`: which provider and module versions
+    /// the mirror answers for and moves (see the README, "Policy").
+    #[serde(default)]
+    pub policy: crate::policy::PolicyConfig,
 }
 
 /// `[auth]`: access control. With no token configured, anyone who can reach
@@ -367,6 +371,7 @@ impl Default for Config {
                 url_lifetime: Duration::from_secs(3600),
             },
             trust: Vec::new(),
+            policy: crate::policy::PolicyConfig::default(),
             storage: StorageConfig {
                 backend: StorageBackend::Disk,
                 s3: None,
@@ -446,6 +451,7 @@ impl Config {
         self.validate_storage()?;
         // Compiles the rules (globs, key IDs, key files) to report errors now.
         crate::verify::TrustPolicy::new(&self.trust, self.upstream.reject_expired_keys)?;
+        crate::policy::Policy::new(&self.policy)?;
         for (host, hc) in &self.upstream.hosts {
             for (service, url) in &hc.services {
                 if !matches!(url.scheme(), "https" | "http") {

@@ -23,6 +23,7 @@ use super::Mirror;
 use crate::address::ArchiveKey;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
+use crate::policy::Subject;
 use crate::store::VersionRecord;
 use crate::store::{ArchiveSource, Claim, StoreError};
 use crate::upstream::download::{Download, DownloadError};
@@ -167,6 +168,7 @@ impl Mirror {
     /// asked for it has gone away.
     pub async fn archive(self: &Arc<Self>, key: &ArchiveKey) -> Result<Arc<Archive>, RequestError> {
         self.check_host(&key.provider.hostname)?;
+        self.permit(Subject::Provider(&key.provider), &key.version)?;
         let entry = self
             .providers
             .archives
@@ -224,6 +226,7 @@ impl Mirror {
         key: &ArchiveKey,
     ) -> Result<ArchiveBody, RequestError> {
         self.check_host(&key.provider.hostname)?;
+        self.permit(Subject::Provider(&key.provider), &key.version)?;
         let cached =
             self.providers.archives.contains_key(key) || self.stored_archive(key).await.is_some();
         if cached || self.offline() {

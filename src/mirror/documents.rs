@@ -22,7 +22,10 @@ impl Mirror {
                 return Ok(rendered);
             }
         }
-        let rendered = Rendered::new(&IndexDocument::from_record(&record));
+        // The rendering is of what the policy lets clients see, which the
+        // record decides (the policy does not change while the mirror runs).
+        let (visible, _) = self.visible_index(provider, record.clone());
+        let rendered = Rendered::new(&IndexDocument::from_record(&visible));
         self.providers
             .rendered_indexes
             .insert(provider.clone(), (record, rendered.clone()))

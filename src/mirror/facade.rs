@@ -42,6 +42,10 @@ pub type LinkQuery<'a> = &'a (dyn Fn(Link<'_>) -> String + Sync);
 #[derive(Debug, Serialize)]
 struct VersionsDocument {
     versions: Vec<VersionEntry>,
+    /// Why versions are left out (the policy's rules and reasons), which
+    /// Terraform and OpenTofu print.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -94,7 +98,7 @@ impl Mirror {
     /// A provider's versions in the registry protocol's shape, from the
     /// same version list the network mirror serves.
     pub async fn registry_versions(&self, provider: &Provider) -> Result<Vec<u8>, RequestError> {
-        let index = self.index(provider).await?;
+        let (index, denied) = self.visible_index(provider, self.index(provider).await?);
         let versions = index
             .versions
             .iter()
@@ -110,7 +114,8 @@ impl Mirror {
                     .collect(),
             })
             .collect();
-        Ok(to_json(&VersionsDocument { versions }))
+        let warnings = denied.iter().map(ToString::to_string).collect();
+        Ok(to_json(&VersionsDocument { versions, warnings }))
     }
 
     /// One package's download metadata: the origin's answer, verified by

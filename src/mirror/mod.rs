@@ -12,6 +12,8 @@
 //!   what to evict when the cache outgrows `cache.max_size`;
 //! - `eviction`: removing what residency gave up from the store, each
 //!   domain forgetting what it owned;
+//! - `gate`: the policy applied to every answer (denied versions left out
+//!   of lists and refused when asked for);
 //! - [`lockfile`]: lock file blocks with every platform's hashes;
 //! - [`packages`]: every platform's hashes and size at once, for the
 //!   facade's `packages` field (sizes learned from the origin once);
@@ -28,6 +30,7 @@ pub mod archive;
 pub mod documents;
 mod eviction;
 pub mod facade;
+mod gate;
 mod listing;
 pub mod lockfile;
 pub mod module_proxy;
@@ -157,6 +160,8 @@ pub struct Mirror {
     /// sources' fetcher.
     origin: Origin,
     trust: TrustPolicy,
+    /// Which versions may be answered for (`[policy]`).
+    policy: crate::policy::Policy,
     metrics: Arc<Metrics>,
     draining: AtomicBool,
     /// Whether the cache can be written.
@@ -222,6 +227,7 @@ impl Mirror {
             .collect();
         let residency = Residency::new(held, packages, config.cache.max_size, metrics.clone());
         let trust = TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
+        let policy = crate::policy::Policy::new(&config.policy)?;
         let fetcher = crate::module_source::Fetcher::new(
             &config,
             origin.client.clone(),
@@ -235,6 +241,7 @@ impl Mirror {
             store,
             origin,
             trust,
+            policy,
             metrics,
             draining: AtomicBool::new(false),
             residency,

@@ -23,6 +23,7 @@ use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
 use crate::module_source::source::{self, Location};
 use crate::module_source::FetchError;
+use crate::policy::Subject;
 use crate::store::{ArchiveReader, ModuleIndexRecord, ModuleRecord};
 use crate::upstream::{module_registry as registry, UpstreamError};
 
@@ -99,7 +100,7 @@ impl ModuleState {
 impl Mirror {
     /// A module's versions in the protocol's shape.
     pub async fn module_versions(&self, module: &Module) -> Result<Vec<u8>, RequestError> {
-        let record = self.module_index(module).await?;
+        let record = self.visible_module_index(module, self.module_index(module).await?);
         let doc = VersionsDocument {
             modules: vec![ModuleEntry {
                 versions: record
@@ -167,6 +168,7 @@ impl Mirror {
         version: &Version,
     ) -> Result<Option<String>, RequestError> {
         self.check_host(&module.hostname)?;
+        self.permit(Subject::Module(module), version)?;
         // The pin of a package served before is in memory; else on disk.
         let key = (module.clone(), version.clone());
         if let Some(held) = self.modules.packages.get(&key).await {
@@ -255,6 +257,7 @@ impl Mirror {
         version: &Version,
     ) -> Result<ArchiveReader, RequestError> {
         self.check_host(&module.hostname)?;
+        self.permit(Subject::Module(module), version)?;
         let key = (module.clone(), version.clone());
         for _ in 0..2 {
             let (pin, found) = self

@@ -14,6 +14,7 @@ use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, PrefetchOutcome, VerifyOutcome};
+use crate::policy::Subject;
 use crate::store::{IndexRecord, KeyDetails, PackageRecord, SignedSums, VersionRecord};
 use crate::upstream::{registry, UpstreamError};
 use crate::verify::Sha256Sums;
@@ -109,6 +110,7 @@ impl Mirror {
         version: &Version,
     ) -> Result<Arc<VersionRecord>, RequestError> {
         self.check_host(&provider.hostname)?;
+        self.permit(Subject::Provider(provider), version)?;
         let key = (provider.clone(), version.clone());
         let (value, found) = self
             .held(&self.providers.versions, key, || {

@@ -13,6 +13,7 @@ use super::{entry_dir, module_entry_dir, Manifest, ManifestModule, ManifestVersi
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::store::CommandStore;
+use crate::policy::{Policy, Subject};
 use crate::store::{atomic, ArchiveReader, CachedArchive, ModuleRecord, VersionRecord};
 
 /// The providers to export: all cached ones, or those named, with the
@@ -43,22 +44,38 @@ pub struct Exported {
     pub modules: usize,
     /// Bytes of archives and packages written.
     pub bytes: u64,
+    /// What the policy kept out, with the rule and reason.
+    pub denied: Vec<String>,
 }
 
 /// Writes a bundle of the cached providers (all, or those in `only`) to
 /// `output`, atomically; with no `only`, the cached module packages too.
+/// Versions `policy` denies are left out (and listed in the result).
 /// It reads through the [`Store`](crate::store::Store) trait, whichever
 /// backend holds the cache, and streams each archive and package from the
 /// store into the bundle: nothing is copied to local disk first. The store's async calls
 /// run on the command's runtime while the bundle is written on this thread.
-pub fn export(store: &CommandStore, only: &[Provider], output: &Path) -> anyhow::Result<Exported> {
+pub fn export(
+    store: &CommandStore,
+    policy: &Policy,
+    only: &[Provider],
+    output: &Path,
+) -> anyhow::Result<Exported> {
     let (runtime, store) = (store.handle(), store.store());
     let location = store.location();
     let archives = runtime
         .block_on(store.list_archives())
         .with_context(|| format!("listing the archives in {location}"))?;
-    let chosen = selected(archives, only);
-    let modules: Vec<ModuleRecord> = if only.is_empty() {
+    let mut chosen = selected(archives, only);
+    let mut denied = Vec::new();
+    chosen.retain(|(p, v), _| match policy.check(Subject::Provider(p), v) {
+        Ok(()) => true,
+        Err(refused) => {
+            denied.push(refused.to_string());
+            false
+        }
+    });
+    let mut modules: Vec<ModuleRecord> = if only.is_empty() {
         runtime
             .block_on(store.list_modules())
             .with_context(|| format!("listing the modules in {location}"))?
@@ -68,8 +85,19 @@ pub fn export(store: &CommandStore, only: &[Provider], output: &Path) -> anyhow:
     } else {
         Vec::new()
     };
+    modules.retain(
+        |pin| match policy.check(Subject::Module(&pin.module), &pin.version) {
+            Ok(()) => true,
+            Err(refused) => {
+                denied.push(refused.to_string());
+                false
+            }
+        },
+    );
     if chosen.is_empty() && modules.is_empty() {
-        anyhow::bail!("the cache holds no archive of the selected providers");
+        anyhow::bail!(
+            "the cache holds no archive of the selected providers that the policy allows"
+        );
     }
     let dir = output
         .parent()
@@ -79,7 +107,10 @@ pub fn export(store: &CommandStore, only: &[Provider], output: &Path) -> anyhow:
         atomic::temp_file(dir).with_context(|| format!("creating a file in {}", dir.display()))?;
     let (file, temp_path) = temp.into_parts();
     let mut tar = tar::Builder::new(BufWriter::new(file));
-    let mut done = Exported::default();
+    let mut done = Exported {
+        denied,
+        ..Exported::default()
+    };
     let mut manifest = Manifest {
         format: FORMAT,
         created_ms: SystemClock.unix_ms(),

@@ -14,6 +14,7 @@ use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
 use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
 use crate::module_source::tree::TreeError;
+use crate::policy::{Policy, Subject};
 use crate::store::{atomic, ModuleRecord, VersionRecord};
 use crate::verify::TrustPolicy;
 
@@ -32,7 +33,8 @@ pub struct Imported {
     pub rejected: Vec<(String, String)>,
 }
 
-/// Imports a bundle into the cache, whichever backend holds it. Every
+/// Imports a bundle into the cache, whichever backend holds it. Versions
+/// this site's `policy` denies are refused and reported. Every
 /// record's signatures are checked under `trust` and every archive's
 /// SHA-256 against its verified record before it is stored; an item that
 /// fails is reported and left out, and nothing already cached is replaced.
@@ -42,6 +44,7 @@ pub struct Imported {
 pub fn import(
     store: &CommandStore,
     trust: &TrustPolicy,
+    policy: &Policy,
     bundle: &Path,
     max_unpacked: u64,
 ) -> anyhow::Result<Imported> {
@@ -105,6 +108,15 @@ pub fn import(
             continue;
         }
         if let Some((module, version, leaf)) = parse_module_path(&path) {
+            if let Err(denied) = policy.check(Subject::Module(&module), &version) {
+                if leaf == "module.json" {
+                    report
+                        .rejected
+                        .push((format!("module {module} {version}"), denied.to_string()));
+                }
+                modules.refused.insert((module, version));
+                continue;
+            }
             modules.entry(store, &mut report, module, version, &leaf, &mut entry);
             continue;
         }
@@ -113,6 +125,16 @@ pub fn import(
             continue;
         };
         let key = (provider.clone(), version.clone());
+        if let Err(denied) = policy.check(Subject::Provider(&provider), &version) {
+            // Denied here: the version and its archives stay out.
+            if leaf == "version.json" {
+                report
+                    .rejected
+                    .push((format!("{provider} {version}"), denied.to_string()));
+            }
+            refused_versions.insert(key);
+            continue;
+        }
         if leaf == "version.json" {
             let record = read_small(&mut entry)
                 .map_err(|e| Refusal::from(e.to_string()))

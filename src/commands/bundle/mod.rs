@@ -121,7 +121,11 @@ pub fn export_command(
     match (output, static_dir) {
         (Some(output), _) => {
             let store = CommandStore::open(config)?;
-            let done = export(&store, &only, &output)?;
+            let policy = crate::policy::Policy::new(&config.policy)?;
+            let done = export(&store, &policy, &only, &output)?;
+            for denied in &done.denied {
+                println!("LEFT OUT {denied}");
+            }
             println!(
                 "wrote {}: {} versions, {} archives, {} module versions, {}",
                 output.display(),
@@ -133,7 +137,8 @@ pub fn export_command(
         }
         (None, Some(dir)) => {
             let store = CommandStore::open(config)?;
-            let done = static_dir::export(&store, &only, &dir)?;
+            let policy = crate::policy::Policy::new(&config.policy)?;
+            let done = static_dir::export(&store, &policy, &only, &dir)?;
             println!(
                 "wrote {}: {} providers, {} versions, {} archives",
                 dir.display(),
@@ -155,6 +160,7 @@ pub fn import_command(
     bundle: Option<PathBuf>,
     static_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
+    let policy = crate::policy::Policy::new(&config.policy)?;
     let (report, source, location) = match (bundle, static_dir) {
         (Some(path), _) => {
             let trust = crate::verify::TrustPolicy::new(
@@ -163,12 +169,16 @@ pub fn import_command(
             )?;
             let store = CommandStore::open(config)?;
             let max_unpacked = config.modules.max_unpacked_size.as_u64();
-            let report = import(&store, &trust, &path, max_unpacked)?;
+            let report = import(&store, &trust, &policy, &path, max_unpacked)?;
             (report, path, store.location())
         }
         (None, Some(dir)) => {
             let store = CommandStore::open(config)?;
-            (static_dir::import(&store, &dir)?, dir, store.location())
+            (
+                static_dir::import(&store, &policy, &dir)?,
+                dir,
+                store.location(),
+            )
         }
         (None, None) => anyhow::bail!("give a bundle file or --static DIR"),
     };

@@ -22,6 +22,7 @@ use super::Imported;
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
+use crate::policy::{Policy, Subject};
 use crate::protocol::{IndexDocument, VersionDocument};
 use crate::store::{atomic, h1_of_file, PackageRecord, VersionRecord};
 use crate::verify;
@@ -40,15 +41,30 @@ pub struct Written {
 /// Writes the cached providers (all, or those in `only`) under `dir` in the
 /// static mirror layout, from whichever backend holds the cache. Every file
 /// is written atomically; archives are hard-linked from a disk cache on the
-/// same file system, and otherwise streamed from the store.
-pub fn export(store: &CommandStore, only: &[Provider], dir: &Path) -> anyhow::Result<Written> {
+/// same file system, and otherwise streamed from the store. Versions
+/// `policy` denies are left out (and said so on standard output).
+pub fn export(
+    store: &CommandStore,
+    policy: &Policy,
+    only: &[Provider],
+    dir: &Path,
+) -> anyhow::Result<Written> {
     let location = store.location();
     let archives = store
         .wait(store.store().list_archives())
         .with_context(|| format!("listing the archives in {location}"))?;
-    let chosen = super::selected(archives, only);
+    let mut chosen = super::selected(archives, only);
+    chosen.retain(|(p, v), _| match policy.check(Subject::Provider(p), v) {
+        Ok(()) => true,
+        Err(denied) => {
+            println!("LEFT OUT {denied}");
+            false
+        }
+    });
     if chosen.is_empty() {
-        anyhow::bail!("the cache holds no archive of the selected providers");
+        anyhow::bail!(
+            "the cache holds no archive of the selected providers that the policy allows"
+        );
     }
     let mut written = Written::default();
     let mut by_provider: BTreeMap<Provider, BTreeMap<Version, Vec<Platform>>> = BTreeMap::new();
@@ -145,7 +161,7 @@ fn place_archive(store: &CommandStore, key: &ArchiveKey, dest: &Path) -> anyhow:
 /// `<hostname>/<namespace>/<type>/`, and each archive it names whose
 /// `h1:` or `zh:` hash it records. Versions the cache holds with a
 /// signature are left as they are.
-pub fn import(store: &CommandStore, dir: &Path) -> anyhow::Result<Imported> {
+pub fn import(store: &CommandStore, policy: &Policy, dir: &Path) -> anyhow::Result<Imported> {
     let mut report = Imported::default();
     let mut found = Vec::new();
     for host in read_dirs(dir)? {
@@ -178,7 +194,7 @@ pub fn import(store: &CommandStore, dir: &Path) -> anyhow::Result<Imported> {
         names.sort();
         for name in names {
             let item = format!("{provider} {}", name.trim_end_matches(".json"));
-            match import_version(store, &provider, &provider_dir, &name, &mut report) {
+            match import_version(store, policy, &provider, &provider_dir, &name, &mut report) {
                 Ok(()) => {}
                 Err(reason) => report.rejected.push((item, reason.to_string())),
             }
@@ -200,6 +216,7 @@ fn read_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 
 fn import_version(
     store: &CommandStore,
+    policy: &Policy,
     provider: &Provider,
     dir: &Path,
     name: &str,
@@ -207,6 +224,9 @@ fn import_version(
 ) -> Result<(), Refusal> {
     let version =
         Version::parse(name.trim_end_matches(".json")).map_err(|e| Refusal::from(e.to_string()))?;
+    policy
+        .check(Subject::Provider(provider), &version)
+        .map_err(|denied| Refusal::from(denied.to_string()))?;
     let held = store
         .wait(store.store().read_version(provider, &version))
         .map_err(|e| format!("the record this cache holds cannot be read: {e}"))?;

@@ -1,0 +1,241 @@
+//! Policy: which provider and module versions the mirror may answer for
+//! and move. `[[policy.rule]]` entries are tried in order, the first whose
+//! `source` pattern and `versions` constraint match a version decides
+//! (`allow` or `deny`, with a reason shown to users), and `[policy]
+//! default` decides the rest.
+//!
+//! A `source` pattern is an address with a glob in any segment (`*` any
+//! run of characters, `?` one character, `[…]` a class): two or three
+//! segments name providers (`hashicorp/*` is `registry.terraform.io/hashicorp/*`,
+//! `*/acme/*` every host's `acme` namespace), four segments name modules
+//! (`*/acme/*/*`). Names are matched without regard to case, as
+//! registries treat them.
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::address::{Module, Provider, Version};
+use crate::constraints::Constraints;
+
+/// What a rule, or the default, does with a version.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// The version is answered and moved as usual.
+    #[default]
+    Allow,
+    /// The version is left out of version lists and refused when asked for.
+    Deny,
+}
+
+/// `[policy]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// `default`: what happens to a version no rule matches, `"allow"`
+    /// (the default) or `"deny"`.
+    #[serde(default)]
+    pub default: Action,
+    /// `[[policy.rule]]`: the rules, tried in order; the first that matches
+    /// decides.
+    #[serde(default, rename = "rule", skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<RuleConfig>,
+}
+
+/// One `[[policy.rule]]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleConfig {
+    /// `source`: a provider address (two or three segments) or a module
+    /// address (four segments), each segment a glob, e.g.
+    /// `"registry.terraform.io/hashicorp/*"` or `"*/acme/*/*"`.
+    pub source: String,
+    /// `versions`: a version constraint in Terraform's syntax (`">= 2.0,
+    /// < 2.3"`, `"= 1.4.2"`); every version when absent. Pre-releases
+    /// count as the versions they precede would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<String>,
+    /// `action`: `"allow"` or `"deny"`.
+    pub action: Action,
+    /// `reason`: why, shown to users whom the rule refuses.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// What a pattern names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Provider,
+    Module,
+}
+
+/// A compiled rule.
+#[derive(Debug, Clone)]
+struct Rule {
+    /// `policy.rule[N]`, for messages and metrics.
+    name: String,
+    kind: Kind,
+    segments: Vec<glob::Pattern>,
+    versions: Option<Constraints>,
+    action: Action,
+    reason: String,
+}
+
+/// A provider or module, as a rule sees it.
+#[derive(Debug, Clone, Copy)]
+pub enum Subject<'a> {
+    /// A provider.
+    Provider(&'a Provider),
+    /// A module.
+    Module(&'a Module),
+}
+
+impl std::fmt::Display for Subject<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Subject::Provider(p) => write!(f, "{p}"),
+            Subject::Module(m) => write!(f, "module {m}"),
+        }
+    }
+}
+
+/// A version the policy refuses, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{subject} {version} is denied by this mirror's policy ({rule}){}", reason_suffix(.reason))]
+pub struct Denied {
+    /// The provider or module.
+    pub subject: String,
+    /// The version.
+    pub version: String,
+    /// The rule that decided (`policy.rule[N]`, or `policy.default`).
+    pub rule: String,
+    /// The rule's reason; may be empty.
+    pub reason: String,
+}
+
+fn reason_suffix(reason: &str) -> String {
+    if reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {reason}")
+    }
+}
+
+/// The compiled policy.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    default: Action,
+    rules: Vec<Rule>,
+}
+
+impl Policy {
+    /// Compiles `[policy]`; a pattern or constraint that does not parse is
+    /// refused, naming its rule.
+    pub fn new(config: &PolicyConfig) -> anyhow::Result<Policy> {
+        let mut rules = Vec::with_capacity(config.rules.len());
+        for (i, rule) in config.rules.iter().enumerate() {
+            let name = format!("policy.rule[{i}]");
+            let (kind, segments) = pattern(&rule.source)
+                .with_context(|| format!("{name}: source {:?}", rule.source))?;
+            let versions = rule
+                .versions
+                .as_deref()
+                .map(Constraints::parse)
+                .transpose()
+                .with_context(|| format!("{name}: versions"))?;
+            rules.push(Rule {
+                name,
+                kind,
+                segments,
+                versions,
+                action: rule.action,
+                reason: rule.reason.clone(),
+            });
+        }
+        Ok(Policy {
+            default: config.default,
+            rules,
+        })
+    }
+
+    /// Whether the policy allows everything (no rule, default `allow`).
+    pub fn allows_everything(&self) -> bool {
+        self.rules.is_empty() && self.default == Action::Allow
+    }
+
+    /// Decides one version: `Err` with the deciding rule and its reason
+    /// when it is denied.
+    pub fn check(&self, subject: Subject<'_>, version: &Version) -> Result<(), Denied> {
+        let (kind, names): (Kind, Vec<&str>) = match subject {
+            Subject::Provider(p) => (
+                Kind::Provider,
+                vec![p.hostname.as_str(), p.namespace.as_str(), p.kind.as_str()],
+            ),
+            Subject::Module(m) => (
+                Kind::Module,
+                vec![
+                    m.hostname.as_str(),
+                    m.namespace.as_str(),
+                    m.name.as_str(),
+                    m.system.as_str(),
+                ],
+            ),
+        };
+        let decided = self.rules.iter().find(|rule| {
+            rule.kind == kind
+                && rule
+                    .segments
+                    .iter()
+                    .zip(&names)
+                    .all(|(glob, name)| glob.matches(&name.to_ascii_lowercase()))
+                && rule
+                    .versions
+                    .as_ref()
+                    .is_none_or(|c| c.includes(version.semver()))
+        });
+        let (action, rule, reason) = match decided {
+            Some(rule) => (rule.action, rule.name.as_str(), rule.reason.as_str()),
+            None => (self.default, "policy.default", ""),
+        };
+        match action {
+            Action::Allow => Ok(()),
+            Action::Deny => Err(Denied {
+                subject: subject.to_string(),
+                version: version.to_string(),
+                rule: rule.to_owned(),
+                reason: reason.to_owned(),
+            }),
+        }
+    }
+}
+
+/// Reads a `source` pattern: its kind and one glob per segment (a
+/// two-segment provider pattern gets the public registry's host).
+fn pattern(source: &str) -> anyhow::Result<(Kind, Vec<glob::Pattern>)> {
+    let lowered = source.trim().to_ascii_lowercase();
+    let mut parts: Vec<&str> = lowered.split('/').collect();
+    let kind = match parts.len() {
+        2 => {
+            parts.insert(0, "registry.terraform.io");
+            Kind::Provider
+        }
+        3 => Kind::Provider,
+        4 => Kind::Module,
+        n => anyhow::bail!(
+            "{n} segments; a provider is [host/]namespace/type and a module host/namespace/name/system"
+        ),
+    };
+    let segments = parts
+        .iter()
+        .map(|part| {
+            if part.is_empty() {
+                anyhow::bail!("an empty segment");
+            }
+            glob::Pattern::new(part).with_context(|| format!("{part:?} is not a valid glob"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((kind, segments))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,108 @@
+use super::*;
+
+fn policy(default: Action, rules: &[(&str, Option<&str>, Action, &str)]) -> Policy {
+    Policy::new(&PolicyConfig {
+        default,
+        rules: rules
+            .iter()
+            .map(|(source, versions, action, reason)| RuleConfig {
+                source: (*source).into(),
+                versions: versions.map(Into::into),
+                action: *action,
+                reason: (*reason).into(),
+            })
+            .collect(),
+    })
+    .unwrap()
+}
+
+fn provider(source: &str) -> Provider {
+    Provider::from_source(source).unwrap()
+}
+
+fn v(s: &str) -> Version {
+    Version::parse(s).unwrap()
+}
+
+#[test]
+fn the_first_matching_rule_decides_and_the_default_the_rest() {
+    let p = policy(
+        Action::Deny,
+        &[
+            (
+                "hashicorp/aws",
+                Some("= 5.1.0"),
+                Action::Deny,
+                "yanked upstream",
+            ),
+            ("registry.terraform.io/hashicorp/*", None, Action::Allow, ""),
+            ("*/acme/*", Some(">= 2.0"), Action::Allow, ""),
+        ],
+    );
+    let aws = provider("hashicorp/aws");
+    let denied = p.check(Subject::Provider(&aws), &v("5.1.0")).unwrap_err();
+    assert_eq!(denied.rule, "policy.rule[0]");
+    assert_eq!(
+        denied.to_string(),
+        "registry.terraform.io/hashicorp/aws 5.1.0 is denied by this mirror's policy (policy.rule[0]): yanked upstream"
+    );
+    assert!(p.check(Subject::Provider(&aws), &v("5.2.0")).is_ok());
+    // Glob per segment, any host, and the constraint (a pre-release of a
+    // covered version is covered).
+    let widget = provider("registry.example/ACME/widget");
+    assert!(p
+        .check(Subject::Provider(&widget), &v("2.1.0-beta1"))
+        .is_ok());
+    let old = p
+        .check(Subject::Provider(&widget), &v("1.9.0"))
+        .unwrap_err();
+    assert_eq!(old.rule, "policy.default");
+    // Provider rules do not match modules, nor module rules providers.
+    let (module, _) = Module::from_source("registry.terraform.io/hashicorp/consul/aws").unwrap();
+    assert!(p.check(Subject::Module(&module), &v("1.0.0")).is_err());
+    let modules = policy(
+        Action::Allow,
+        &[("*/hashicorp/*/*", None, Action::Deny, "")],
+    );
+    assert!(modules
+        .check(Subject::Module(&module), &v("1.0.0"))
+        .is_err());
+    assert!(modules.check(Subject::Provider(&aws), &v("1.0.0")).is_ok());
+    assert!(!modules.allows_everything());
+    assert!(Policy::default().allows_everything());
+}
+
+#[test]
+fn a_bad_rule_is_refused_naming_it() {
+    let bad = |source: &str, versions: Option<&str>| {
+        Policy::new(&PolicyConfig {
+            default: Action::Allow,
+            rules: vec![
+                RuleConfig {
+                    source: "hashicorp/*".into(),
+                    versions: None,
+                    action: Action::Allow,
+                    reason: String::new(),
+                },
+                RuleConfig {
+                    source: source.into(),
+                    versions: versions.map(Into::into),
+                    action: Action::Deny,
+                    reason: String::new(),
+                },
+            ],
+        })
+        .map(|_| ())
+        .unwrap_err()
+    };
+    let e = format!("{:#}", bad("acme", None));
+    assert!(e.starts_with("policy.rule[1]: source \"acme\""), "{e}");
+    let e = format!("{:#}", bad("a/b/c/d/e", None));
+    assert!(e.contains("5 segments"), "{e}");
+    let e = format!("{:#}", bad("*/[acme/*", None));
+    assert!(e.contains("not a valid glob"), "{e}");
+    let e = format!("{:#}", bad("*/acme/*", Some("~> banana")));
+    assert!(e.starts_with("policy.rule[1]: versions"), "{e}");
+    let e = format!("{:#}", bad("acme//x", None));
+    assert!(e.contains("empty segment"), "{e}");
+}

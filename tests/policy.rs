@@ -1,0 +1,207 @@
+//! `[policy]` at the protocol level: a denied provider version is left out
+//! of every version list (so constraint resolution picks an allowed one)
+//! and refused with its rule's reason wherever it is asked for by name;
+//! bundles and static directories carry only what the policy allows, and
+//! an import into a stricter site refuses the rest; a bad rule is named
+//! at start. `tests/modules.rs` covers modules, `tests/terraform.rs` the
+//! real CLI.
+
+mod common;
+
+use common::daemon::*;
+use common::*;
+use http::StatusCode;
+use tfmirror::config::Config;
+use tfmirror::policy::{Action, RuleConfig};
+
+const PLATFORMS: [&str; 2] = ["linux_amd64", "darwin_arm64"];
+const HOST: &str = "registry.origin.test";
+
+/// Denies `versions` of `acme/widget`, with a reason.
+fn deny_widget(config: &mut Config, versions: &str) {
+    config.policy.rules.push(RuleConfig {
+        source: format!("{HOST}/acme/widget"),
+        versions: Some(versions.into()),
+        action: Action::Deny,
+        reason: "withdrawn by the security team".into(),
+    });
+}
+
+/// An origin publishing `acme/widget` 1.0.0 and 1.1.0.
+async fn two_versions() -> (Setup, FakeOrigin, Signer) {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    for v in ["1.0.0", "1.1.0"] {
+        origin.publish("acme", "widget", v, &PLATFORMS, &signer, &[&signer]);
+    }
+    (setup, origin, signer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_version_is_left_out_of_lists_and_refused_by_name() {
+    let (setup, origin, signer) = two_versions().await;
+    let sc = Scene::on(
+        setup,
+        origin,
+        signer,
+        std::collections::BTreeMap::default(),
+        |c| {
+            deny_widget(c, "1.1.0");
+        },
+    )
+    .await;
+    let (m, c) = (&sc.mirror, &sc.client);
+
+    // Network mirror: the list, the version, its archive.
+    let index = c.get(&sc.url("widget/index.json")).await.json();
+    assert_eq!(index["versions"], serde_json::json!({"1.0.0": {}}));
+    for path in [
+        "widget/1.1.0.json".to_string(),
+        "widget/terraform-provider-widget_1.1.0_linux_amd64.zip".to_string(),
+    ] {
+        let refused = c.get(&sc.url(&path)).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{path}");
+        let text = refused.error_text();
+        assert!(
+            text.contains(&format!("{HOST}/acme/widget 1.1.0 is denied by this mirror's policy (policy.rule[0]): withdrawn by the security team")),
+            "{path}: {text}"
+        );
+    }
+    let allowed = c.get(&sc.url("widget/1.0.0.json")).await;
+    assert_eq!(allowed.status, StatusCode::OK);
+
+    // Facade: the list leaves it out and says why; the download answer
+    // refuses it.
+    let facade = |below: &str| m.url(&format!("/v1/providers/{HOST}/acme/widget/{below}"));
+    let versions = c.get(&facade("versions")).await.json();
+    let listed: Vec<&str> = versions["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["1.0.0"]);
+    let warnings = versions["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .contains("1.1.0 is denied by this mirror's policy (policy.rule[0]): withdrawn"),
+        "{versions}"
+    );
+    let refused = c.get(&facade("1.1.0/download/linux/amd64")).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    // Nothing of the denied version was fetched from the origin.
+    let zip = "/files/terraform-provider-widget_1.1.0_linux_amd64.zip";
+    assert_eq!(sc.origin.hits(zip), 0);
+    assert_eq!(
+        sc.origin
+            .hits("/v1/providers/acme/widget/1.1.0/download/linux/amd64"),
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bundles_carry_what_the_policy_allows_and_a_stricter_site_refuses_the_rest() {
+    let (setup, origin, signer) = two_versions().await;
+    let sc = Scene::on(
+        setup,
+        origin,
+        signer,
+        std::collections::BTreeMap::default(),
+        |_| {},
+    )
+    .await;
+    for v in ["1.0.0", "1.1.0"] {
+        let got = sc
+            .client
+            .get(&sc.archive_url("widget", v, "linux_amd64"))
+            .await;
+        assert_eq!(got.status, StatusCode::OK, "{v}");
+    }
+    let home = sc.setup.dir.path();
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let config = config_file(&sc.setup, &sc.origin, "");
+    let bundle = home.join("all.tar");
+    run_ok(
+        home,
+        &["export", "--config", &s(&config), "--output", &s(&bundle)],
+    )
+    .await;
+
+    // A site that denies 1.1.0: the import refuses it, with the reason,
+    // and takes the rest.
+    let rule = "[[policy.rule]]\nsource = \"registry.origin.test/acme/*\"\nversions = \">= 1.1\"\naction = \"deny\"\nreason = \"not approved here\"\n";
+    let site = site_config(home, "strict", rule);
+    let imported = run_tfmirror(home, &["import", "--config", &s(&site), &s(&bundle)]).await;
+    assert!(!imported.ok, "{}", imported.stdout);
+    assert!(
+        imported.stdout.contains(&format!(
+            "REJECTED {HOST}/acme/widget 1.1.0: {HOST}/acme/widget 1.1.0 is denied by this mirror's policy (policy.rule[0]): not approved here"
+        )),
+        "{}",
+        imported.stdout
+    );
+    assert!(
+        imported
+            .stdout
+            .contains("1 versions verified, 1 archives stored"),
+        "{}",
+        imported.stdout
+    );
+    let held = files_below(&home.join("strict-cache"));
+    assert!(
+        held.iter().any(|f| f.ends_with("1.0.0_linux_amd64.zip")),
+        "{held:?}"
+    );
+    assert!(!held.iter().any(|f| f.contains("1.1.0")), "{held:?}");
+
+    // An export under the same rule leaves 1.1.0 out and says so.
+    let strict_export = home.join("strict.tar");
+    let exported = run_ok(
+        home,
+        &[
+            "export",
+            "--config",
+            &s(&config_file(&sc.setup, &sc.origin, rule)),
+            "--output",
+            &s(&strict_export),
+        ],
+    )
+    .await;
+    assert!(
+        exported
+            .stdout
+            .contains(&format!("LEFT OUT {HOST}/acme/widget 1.1.0")),
+        "{}",
+        exported.stdout
+    );
+    assert!(
+        exported.stdout.contains("1 versions, 1 archives"),
+        "{}",
+        exported.stdout
+    );
+}
+
+#[tokio::test]
+async fn a_bad_rule_is_named_by_check_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = site_config(
+        dir.path(),
+        "bad",
+        "[[policy.rule]]\nsource = \"hashicorp/*\"\naction = \"allow\"\n[[policy.rule]]\nsource = \"acme/widget\"\nversions = \"~> banana\"\naction = \"deny\"\n",
+    );
+    let checked = run_tfmirror(
+        dir.path(),
+        &["check-config", "--config", config.to_str().unwrap()],
+    )
+    .await;
+    assert!(!checked.ok);
+    assert!(
+        checked.stderr.contains("policy.rule[1]: versions"),
+        "{}",
+        checked.stderr
+    );
+}
