@@ -170,6 +170,12 @@ struct OutcomeLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PolicyLabels {
+    action: &'static str,
+    rule: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PrefetchLabels {
     outcome: PrefetchOutcome,
 }
@@ -201,6 +207,7 @@ pub struct Metrics {
     pin_mismatches: Counter,
     archive_writes: Family<OutcomeLabels, Counter>,
     download_claims: Family<OutcomeLabels, Counter>,
+    policy_decisions: Family<PolicyLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -231,6 +238,7 @@ impl Metrics {
             pin_mismatches: Counter::default(),
             archive_writes: Family::default(),
             download_claims: Family::default(),
+            policy_decisions: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -324,7 +332,23 @@ impl Metrics {
             "Claims to download an archive from its origin, by outcome: granted, or (on a bucket) waited for another instance sharing it that was downloading it",
             m.download_claims.clone(),
         );
+        registry.register(
+            "policy_decisions",
+            "Versions the policy decided on, by action (allow, deny) and the rule that decided (policy.rule[N], policy.default): versions asked for by name, and versions left out of lists; none while the policy has no rule and allows everything",
+            m.policy_decisions.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Counts a decision of the policy: `action` (`allow`, `deny`) by
+    /// `rule`.
+    pub fn policy_decision(&self, action: &'static str, rule: &str) {
+        self.policy_decisions
+            .get_or_create(&PolicyLabels {
+                action,
+                rule: rule.to_owned(),
+            })
+            .inc();
     }
 
     /// Counts a verified archive stored: `created` by this instance, or

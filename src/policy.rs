@@ -166,6 +166,12 @@ impl Policy {
     /// Decides one version: `Err` with the deciding rule and its reason
     /// when it is denied.
     pub fn check(&self, subject: Subject<'_>, version: &Version) -> Result<(), Denied> {
+        self.decide(subject, version).1
+    }
+
+    /// Decides one version, naming the rule that decided (`policy.rule[N]`
+    /// or `policy.default`) whichever way it went.
+    pub fn decide(&self, subject: Subject<'_>, version: &Version) -> (&str, Result<(), Denied>) {
         let (kind, names): (Kind, Vec<&str>) = match subject {
             Subject::Provider(p) => (
                 Kind::Provider,
@@ -197,7 +203,7 @@ impl Policy {
             Some(rule) => (rule.action, rule.name.as_str(), rule.reason.as_str()),
             None => (self.default, "policy.default", ""),
         };
-        match action {
+        let decision = match action {
             Action::Allow => Ok(()),
             Action::Deny => Err(Denied {
                 subject: subject.to_string(),
@@ -205,7 +211,8 @@ impl Policy {
                 rule: rule.to_owned(),
                 reason: reason.to_owned(),
             }),
-        }
+        };
+        (rule, decision)
     }
 }
 

@@ -93,6 +93,23 @@ async fn a_denied_version_is_left_out_of_lists_and_refused_by_name() {
     );
     let refused = c.get(&facade("1.1.0/download/linux/amd64")).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    // The decisions are counted by rule.
+    let metrics = c.get(&m.url("/metrics")).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    let counted = |labels: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("tfmirror_policy_decisions_total{{{labels}}} ")))
+            .map(|n| n.trim().parse::<u64>().unwrap())
+            .unwrap_or(0)
+    };
+    assert!(
+        counted(r#"action="deny",rule="policy.rule[0]""#) >= 4,
+        "{text}"
+    );
+    assert!(
+        counted(r#"action="allow",rule="policy.default""#) >= 1,
+        "{text}"
+    );
     // Nothing of the denied version was fetched from the origin.
     let zip = "/files/terraform-provider-widget_1.1.0_linux_amd64.zip";
     assert_eq!(sc.origin.hits(zip), 0);

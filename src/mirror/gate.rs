@@ -13,15 +13,26 @@ use crate::policy::{Denied, Subject};
 use crate::store::{IndexRecord, ModuleIndexRecord};
 
 impl Mirror {
-    /// Refuses a version the policy denies.
+    /// Refuses a version the policy denies; counts the decision.
     pub(super) fn permit(
         &self,
         subject: Subject<'_>,
         version: &Version,
     ) -> Result<(), RequestError> {
-        self.policy
-            .check(subject, version)
-            .map_err(|denied| RequestError::Denied(denied.to_string()))
+        if self.policy.allows_everything() {
+            return Ok(());
+        }
+        let (rule, decision) = self.policy.decide(subject, version);
+        let action = if decision.is_ok() { "allow" } else { "deny" };
+        self.metrics.policy_decision(action, rule);
+        decision.map_err(|denied| RequestError::Denied(denied.to_string()))
+    }
+
+    /// Whether a listed version is left out; counts it when it is.
+    fn left_out(&self, subject: Subject<'_>, version: &Version) -> Option<Denied> {
+        let denied = self.policy.check(subject, version).err()?;
+        self.metrics.policy_decision("deny", &denied.rule);
+        Some(denied)
     }
 
     /// A provider's version list as clients may see it, and what was left
@@ -37,7 +48,7 @@ impl Mirror {
         let denied: Vec<Denied> = record
             .versions
             .keys()
-            .filter_map(|v| self.policy.check(Subject::Provider(provider), v).err())
+            .filter_map(|v| self.left_out(Subject::Provider(provider), v))
             .collect();
         if denied.is_empty() {
             return (record, denied);
@@ -61,12 +72,17 @@ impl Mirror {
         if self.policy.allows_everything() {
             return record;
         }
-        let allowed = |v: &Version| self.policy.check(Subject::Module(module), v).is_ok();
-        if record.versions.iter().all(allowed) {
+        let denied: Vec<Version> = record
+            .versions
+            .iter()
+            .filter(|v| self.left_out(Subject::Module(module), v).is_some())
+            .cloned()
+            .collect();
+        if denied.is_empty() {
             return record;
         }
         let mut visible = (*record).clone();
-        visible.versions.retain(allowed);
+        visible.versions.retain(|v| !denied.contains(v));
         Arc::new(visible)
     }
 }
