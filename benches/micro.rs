@@ -148,6 +148,7 @@ fn rendering(c: &mut Criterion) {
                 (v, platforms)
             })
             .collect(),
+        first_seen_ms: std::collections::BTreeMap::new(),
     };
     c.bench_function("render index.json (200 versions)", |b| {
         b.iter(|| serde_json::to_vec(&IndexDocument::from_record(black_box(&index))).unwrap());

@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 use crate::address::{Module, Provider, Version};
 use crate::constraints::Constraints;
 
+/// The name a cooldown's refusal gives as its rule.
+pub const COOLDOWN: &str = "policy.min_age";
+
 /// What a rule, or the default, does with a version.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -36,6 +39,17 @@ pub struct PolicyConfig {
     /// (the default) or `"deny"`.
     #[serde(default)]
     pub default: Action,
+    /// `min_age`: a cooldown for new releases, e.g. `"3d"`. A version that
+    /// appears in an origin's list after the mirror first listed that
+    /// provider or module is hidden until this long after the mirror first
+    /// saw it (versions there at the first listing count as old). Default:
+    /// none.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub min_age: Option<std::time::Duration>,
     /// `[[policy.rule]]`: the rules, tried in order; the first that matches
     /// decides.
     #[serde(default, rename = "rule", skip_serializing_if = "Vec::is_empty")]
@@ -126,6 +140,7 @@ fn reason_suffix(reason: &str) -> String {
 pub struct Policy {
     default: Action,
     rules: Vec<Rule>,
+    min_age_ms: Option<u64>,
 }
 
 impl Policy {
@@ -155,12 +170,55 @@ impl Policy {
         Ok(Policy {
             default: config.default,
             rules,
+            min_age_ms: config
+                .min_age
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         })
     }
 
-    /// Whether the policy allows everything (no rule, default `allow`).
+    /// Whether the policy allows everything (no rule, default `allow`, no
+    /// cooldown).
     pub fn allows_everything(&self) -> bool {
-        self.rules.is_empty() && self.default == Action::Allow
+        self.rules.is_empty() && self.default == Action::Allow && self.min_age_ms.is_none()
+    }
+
+    /// Whether a cooldown is set.
+    pub fn has_cooldown(&self) -> bool {
+        self.min_age_ms.is_some()
+    }
+
+    /// Holds back a version the mirror first saw at `first_seen_ms` (`None`:
+    /// there at the first listing, so old) while it is younger than
+    /// `min_age` at `now_ms`.
+    pub fn cooldown(
+        &self,
+        subject: Subject<'_>,
+        version: &Version,
+        first_seen_ms: Option<u64>,
+        now_ms: u64,
+    ) -> Result<(), Denied> {
+        let (Some(min_age), Some(seen)) = (self.min_age_ms, first_seen_ms) else {
+            return Ok(());
+        };
+        let visible_at = seen.saturating_add(min_age);
+        if now_ms >= visible_at {
+            return Ok(());
+        }
+        let at = |ms: u64| {
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+            )
+        };
+        Err(Denied {
+            subject: subject.to_string(),
+            version: version.to_string(),
+            rule: COOLDOWN.into(),
+            reason: format!(
+                "first seen {}, held back until {}",
+                at(seen),
+                at(visible_at)
+            ),
+        })
     }
 
     /// Decides one version: `Err` with the deciding rule and its reason

@@ -99,8 +99,7 @@ async fn a_denied_version_is_left_out_of_lists_and_refused_by_name() {
     let counted = |labels: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("tfmirror_policy_decisions_total{{{labels}}} ")))
-            .map(|n| n.trim().parse::<u64>().unwrap())
-            .unwrap_or(0)
+            .map_or(0, |n| n.trim().parse::<u64>().unwrap())
     };
     assert!(
         counted(r#"action="deny",rule="policy.rule[0]""#) >= 4,
@@ -220,5 +219,100 @@ async fn a_bad_rule_is_named_by_check_config() {
         checked.stderr.contains("policy.rule[1]: versions"),
         "{}",
         checked.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
+    let sc = Scene::on(
+        setup,
+        origin,
+        signer,
+        std::collections::BTreeMap::default(),
+        |c| c.policy.min_age = Some(std::time::Duration::from_secs(3 * 86_400)),
+    )
+    .await;
+    let (m, c) = (&sc.mirror, &sc.client);
+    let listed = |doc: serde_json::Value| -> Vec<String> {
+        doc["versions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+
+    // The first listing's versions are old: visible at once.
+    let first = c.get(&sc.url("widget/index.json")).await;
+    assert_eq!(listed(first.json()), ["1.0.0"]);
+    assert_eq!(
+        c.get(&sc.url("widget/1.0.0.json")).await.status,
+        StatusCode::OK
+    );
+
+    // A release published later is seen at the next listing, and held.
+    sc.origin.publish(
+        "acme",
+        "widget",
+        "1.1.0",
+        &PLATFORMS,
+        &sc.signer,
+        &[&sc.signer],
+    );
+    let ttl = sc.mirror.mirror.config().cache.index_ttl;
+    m.clock.advance(ttl + std::time::Duration::from_secs(1));
+    assert_eq!(
+        listed(c.get(&sc.url("widget/index.json")).await.json()),
+        ["1.0.0"]
+    );
+    let held = c.get(&sc.url("widget/1.1.0.json")).await;
+    assert_eq!(held.status, StatusCode::FORBIDDEN);
+    let text = held.error_text();
+    assert!(text.contains("(policy.min_age): first seen"), "{text}");
+    assert!(text.contains("held back until"), "{text}");
+    let versions = c
+        .get(&m.url(&format!("/v1/providers/{HOST}/acme/widget/versions")))
+        .await
+        .json();
+    assert!(
+        versions["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("1.1.0 is denied by this mirror's policy (policy.min_age)"),
+        "{versions}"
+    );
+    assert_eq!(
+        sc.origin
+            .hits("/files/terraform-provider-widget_1.1.0_linux_amd64.zip"),
+        0
+    );
+
+    // Nearly three days on, still held; then visible, the list refreshed
+    // or not (the first-seen time is kept in the stored list).
+    m.clock
+        .advance(std::time::Duration::from_secs(3 * 86_400 - 120));
+    assert_eq!(
+        c.get(&sc.url("widget/1.1.0.json")).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let stored = std::fs::read_to_string(
+        sc.setup
+            .cache_dir()
+            .join("providers/registry.origin.test/acme/widget/index.json"),
+    )
+    .unwrap();
+    assert!(stored.contains("first_seen_ms"), "{stored}");
+    m.clock.advance(std::time::Duration::from_secs(120));
+    assert_eq!(
+        listed(c.get(&sc.url("widget/index.json")).await.json()),
+        ["1.0.0", "1.1.0"]
+    );
+    assert_eq!(
+        c.get(&sc.url("widget/1.1.0.json")).await.status,
+        StatusCode::OK
     );
 }

@@ -52,6 +52,7 @@ fn main() {
             fetched_at_ms: 0,
             versions: BTreeMap::new(),
             protocols: BTreeMap::new(),
+            first_seen_ms: std::collections::BTreeMap::new(),
         };
         for minor in 0..VERSIONS {
             let v = format!("1.{minor}.0");

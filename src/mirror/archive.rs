@@ -168,7 +168,8 @@ impl Mirror {
     /// asked for it has gone away.
     pub async fn archive(self: &Arc<Self>, key: &ArchiveKey) -> Result<Arc<Archive>, RequestError> {
         self.check_host(&key.provider.hostname)?;
-        self.permit(Subject::Provider(&key.provider), &key.version)?;
+        self.permit(Subject::Provider(&key.provider), &key.version)
+            .await?;
         let entry = self
             .providers
             .archives
@@ -226,7 +227,8 @@ impl Mirror {
         key: &ArchiveKey,
     ) -> Result<ArchiveBody, RequestError> {
         self.check_host(&key.provider.hostname)?;
-        self.permit(Subject::Provider(&key.provider), &key.version)?;
+        self.permit(Subject::Provider(&key.provider), &key.version)
+            .await?;
         let cached =
             self.providers.archives.contains_key(key) || self.stored_archive(key).await.is_some();
         if cached || self.offline() {

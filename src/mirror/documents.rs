@@ -23,13 +23,17 @@ impl Mirror {
             }
         }
         // The rendering is of what the policy lets clients see, which the
-        // record decides (the policy does not change while the mirror runs).
-        let (visible, _) = self.visible_index(provider, record.clone());
+        // record decides (the policy does not change while the mirror
+        // runs) unless a version is in its cooldown, which ends with time:
+        // such a rendering is not kept.
+        let (visible, left_out) = self.visible_index(provider, record.clone());
         let rendered = Rendered::new(&IndexDocument::from_record(&visible));
-        self.providers
-            .rendered_indexes
-            .insert(provider.clone(), (record, rendered.clone()))
-            .await;
+        if !left_out.iter().any(|d| d.rule == crate::policy::COOLDOWN) {
+            self.providers
+                .rendered_indexes
+                .insert(provider.clone(), (record, rendered.clone()))
+                .await;
+        }
         Ok(rendered)
     }
 

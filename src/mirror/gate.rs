@@ -1,9 +1,12 @@
 //! The policy (`[policy]`, [`crate::policy`]) at every answer of both
-//! domains: a denied version is left out of the version lists clients
-//! resolve constraints against (so they pick an allowed one, as they would
-//! if it had never been published) and refused, with the rule's reason,
-//! when a client asks for it by name.
+//! domains: a denied version, or one still in its cooldown
+//! (`policy.min_age`, counted from when the mirror first saw it in the
+//! origin's list), is left out of the version lists clients resolve
+//! constraints against (so they pick an allowed one, as they would if it
+//! had never been published) and refused, with the rule's reason, when a
+//! client asks for it by name.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::Mirror;
@@ -13,8 +16,10 @@ use crate::policy::{Denied, Subject};
 use crate::store::{IndexRecord, ModuleIndexRecord};
 
 impl Mirror {
-    /// Refuses a version the policy denies; counts the decision.
-    pub(super) fn permit(
+    /// Refuses a version the policy denies or holds back; counts the
+    /// decision. The cooldown reads the version list for when the version
+    /// was first seen.
+    pub(super) async fn permit(
         &self,
         subject: Subject<'_>,
         version: &Version,
@@ -23,14 +28,48 @@ impl Mirror {
             return Ok(());
         }
         let (rule, decision) = self.policy.decide(subject, version);
-        let action = if decision.is_ok() { "allow" } else { "deny" };
+        let decision = match decision {
+            Ok(()) if self.policy.has_cooldown() => {
+                let seen = match subject {
+                    Subject::Provider(p) => {
+                        self.index(p).await?.first_seen_ms.get(version).copied()
+                    }
+                    Subject::Module(m) => self
+                        .module_index(m)
+                        .await?
+                        .first_seen_ms
+                        .get(version)
+                        .copied(),
+                };
+                self.policy
+                    .cooldown(subject, version, seen, self.clock.unix_ms())
+            }
+            other => other,
+        };
+        let (action, rule) = match &decision {
+            Ok(()) => ("allow", rule),
+            Err(denied) => ("deny", denied.rule.as_str()),
+        };
         self.metrics.policy_decision(action, rule);
         decision.map_err(|denied| RequestError::Denied(denied.to_string()))
     }
 
-    /// Whether a listed version is left out; counts it when it is.
-    fn left_out(&self, subject: Subject<'_>, version: &Version) -> Option<Denied> {
-        let denied = self.policy.check(subject, version).err()?;
+    /// Why a listed version is left out, if it is; counted when it is.
+    fn left_out(
+        &self,
+        subject: Subject<'_>,
+        version: &Version,
+        first_seen_ms: &BTreeMap<Version, u64>,
+    ) -> Option<Denied> {
+        let denied = self
+            .policy
+            .check(subject, version)
+            .and_then(|()| {
+                let seen = first_seen_ms.get(version).copied();
+                self.policy
+                    .cooldown(subject, version, seen, self.clock.unix_ms())
+            })
+            .err()?;
         self.metrics.policy_decision("deny", &denied.rule);
         Some(denied)
     }
@@ -48,7 +87,7 @@ impl Mirror {
         let denied: Vec<Denied> = record
             .versions
             .keys()
-            .filter_map(|v| self.left_out(Subject::Provider(provider), v))
+            .filter_map(|v| self.left_out(Subject::Provider(provider), v, &record.first_seen_ms))
             .collect();
         if denied.is_empty() {
             return (record, denied);
@@ -75,7 +114,10 @@ impl Mirror {
         let denied: Vec<Version> = record
             .versions
             .iter()
-            .filter(|v| self.left_out(Subject::Module(module), v).is_some())
+            .filter(|v| {
+                self.left_out(Subject::Module(module), v, &record.first_seen_ms)
+                    .is_some()
+            })
             .cloned()
             .collect();
         if denied.is_empty() {

@@ -3,11 +3,13 @@
 //! stored again, and served stale while the origin is down. One loader for
 //! both, so that the two never drift apart.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
+use crate::address::Version;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
 use crate::store::{IndexRecord, ModuleIndexRecord, StoreError};
@@ -21,6 +23,36 @@ pub(super) trait Listed: Send + Sync + 'static {
     fn count(&self) -> usize;
     /// Whether it lists the same versions as `other`.
     fn lists_the_same(&self, other: &Self) -> bool;
+    /// The versions it lists.
+    fn listed(&self) -> Vec<&Version>;
+    /// When each version appeared after the first listing.
+    fn first_seen_ms(&mut self) -> &mut BTreeMap<Version, u64>;
+}
+
+/// Carries first-seen times from the `previous` listing into a new one:
+/// a version listed before keeps its time (none if it was there at the
+/// first listing), a version new since then is first seen `now_ms`. With
+/// no previous listing, every version counts as old.
+fn carry_first_seen<T: Listed>(fresh: &mut T, previous: Option<&mut T>, now_ms: u64) {
+    let Some(previous) = previous else {
+        return;
+    };
+    let before: Vec<Version> = previous.listed().into_iter().cloned().collect();
+    let known = previous.first_seen_ms().clone();
+    let appeared: Vec<Version> = fresh
+        .listed()
+        .into_iter()
+        .filter(|v| !before.contains(v))
+        .cloned()
+        .collect();
+    let mut seen: BTreeMap<Version, u64> = known
+        .into_iter()
+        .filter(|(v, _)| fresh.listed().contains(&v))
+        .collect();
+    for v in appeared {
+        seen.entry(v).or_insert(now_ms);
+    }
+    *fresh.first_seen_ms() = seen;
 }
 
 impl Listed for IndexRecord {
@@ -33,6 +65,12 @@ impl Listed for IndexRecord {
     fn lists_the_same(&self, other: &Self) -> bool {
         self.versions == other.versions
     }
+    fn listed(&self) -> Vec<&Version> {
+        self.versions.keys().collect()
+    }
+    fn first_seen_ms(&mut self) -> &mut BTreeMap<Version, u64> {
+        &mut self.first_seen_ms
+    }
 }
 
 impl Listed for ModuleIndexRecord {
@@ -44,6 +82,12 @@ impl Listed for ModuleIndexRecord {
     }
     fn lists_the_same(&self, other: &Self) -> bool {
         self.versions == other.versions
+    }
+    fn listed(&self) -> Vec<&Version> {
+        self.versions.iter().collect()
+    }
+    fn first_seen_ms(&mut self) -> &mut BTreeMap<Version, u64> {
+        &mut self.first_seen_ms
     }
 }
 
@@ -76,7 +120,7 @@ impl Mirror {
         fetch: impl Future<Output = Result<T, UpstreamError>>,
         write: impl AsyncFnOnce(&T) -> Result<(), StoreError>,
     ) -> Result<Timed<T>, RequestError> {
-        let stored = stored.await.unwrap_or_else(|e| {
+        let mut stored = stored.await.unwrap_or_else(|e| {
             tracing::warn!(subject = %about.subject, error = %e, "ignoring an unreadable stored {}", about.noun);
             None
         });
@@ -107,7 +151,8 @@ impl Mirror {
             _ => {}
         }
         match fetch.await {
-            Ok(record) => {
+            Ok(mut record) => {
+                carry_first_seen(&mut record, stored.as_mut(), self.clock.unix_ms());
                 self.note(about.kind, CacheOutcome::Miss);
                 if !stored.as_ref().is_some_and(|s| s.lists_the_same(&record)) {
                     tracing::info!(subject = %about.subject, versions = record.count(), "{} updated", about.noun);

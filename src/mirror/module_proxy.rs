@@ -151,6 +151,7 @@ impl Mirror {
             Ok(ModuleIndexRecord {
                 fetched_at_ms: self.clock.unix_ms(),
                 versions,
+                first_seen_ms: BTreeMap::new(),
             })
         };
         self.load_listing(&about, stored, fetch, async |record| {
@@ -168,7 +169,7 @@ impl Mirror {
         version: &Version,
     ) -> Result<Option<String>, RequestError> {
         self.check_host(&module.hostname)?;
-        self.permit(Subject::Module(module), version)?;
+        self.permit(Subject::Module(module), version).await?;
         // The pin of a package served before is in memory; else on disk.
         let key = (module.clone(), version.clone());
         if let Some(held) = self.modules.packages.get(&key).await {
@@ -257,7 +258,7 @@ impl Mirror {
         version: &Version,
     ) -> Result<ArchiveReader, RequestError> {
         self.check_host(&module.hostname)?;
-        self.permit(Subject::Module(module), version)?;
+        self.permit(Subject::Module(module), version).await?;
         let key = (module.clone(), version.clone());
         for _ in 0..2 {
             let (pin, found) = self

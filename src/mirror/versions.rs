@@ -99,6 +99,7 @@ impl Mirror {
             fetched_at_ms: self.clock.unix_ms(),
             versions: listed.usable(provider),
             protocols: listed.protocols(),
+            first_seen_ms: std::collections::BTreeMap::new(),
         })
     }
 
@@ -110,7 +111,7 @@ impl Mirror {
         version: &Version,
     ) -> Result<Arc<VersionRecord>, RequestError> {
         self.check_host(&provider.hostname)?;
-        self.permit(Subject::Provider(provider), version)?;
+        self.permit(Subject::Provider(provider), version).await?;
         let key = (provider.clone(), version.clone());
         let (value, found) = self
             .held(&self.providers.versions, key, || {

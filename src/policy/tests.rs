@@ -3,6 +3,7 @@ use super::*;
 fn policy(default: Action, rules: &[(&str, Option<&str>, Action, &str)]) -> Policy {
     Policy::new(&PolicyConfig {
         default,
+        min_age: None,
         rules: rules
             .iter()
             .map(|(source, versions, action, reason)| RuleConfig {
@@ -77,6 +78,7 @@ fn a_bad_rule_is_refused_naming_it() {
     let bad = |source: &str, versions: Option<&str>| {
         Policy::new(&PolicyConfig {
             default: Action::Allow,
+            min_age: None,
             rules: vec![
                 RuleConfig {
                     source: "hashicorp/*".into(),
@@ -105,4 +107,43 @@ fn a_bad_rule_is_refused_naming_it() {
     assert!(e.starts_with("policy.rule[1]: versions"), "{e}");
     let e = format!("{:#}", bad("acme//x", None));
     assert!(e.contains("empty segment"), "{e}");
+}
+
+#[test]
+fn a_cooldown_holds_back_only_versions_seen_after_the_first_listing() {
+    let p = Policy::new(&PolicyConfig {
+        min_age: Some(std::time::Duration::from_secs(3 * 86_400)),
+        ..PolicyConfig::default()
+    })
+    .unwrap();
+    assert!(!p.allows_everything());
+    let aws = provider("hashicorp/aws");
+    let day = 86_400_000;
+    let seen = 1_700_000_000_000;
+    // There at the first listing: old.
+    assert!(p
+        .cooldown(Subject::Provider(&aws), &v("5.0.0"), None, seen)
+        .is_ok());
+    let held = p
+        .cooldown(
+            Subject::Provider(&aws),
+            &v("5.1.0"),
+            Some(seen),
+            seen + 2 * day,
+        )
+        .unwrap_err();
+    assert_eq!(held.rule, "policy.min_age");
+    assert!(
+        held.reason
+            .contains("first seen 2023-11-14T22:13:20Z, held back until 2023-11-17T22:13:20Z"),
+        "{held}"
+    );
+    assert!(p
+        .cooldown(
+            Subject::Provider(&aws),
+            &v("5.1.0"),
+            Some(seen),
+            seen + 3 * day
+        )
+        .is_ok());
 }

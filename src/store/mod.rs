@@ -257,6 +257,7 @@ pub trait Store: Send + Sync {
             fetched_at_ms: 0,
             versions: std::collections::BTreeMap::new(),
             protocols: std::collections::BTreeMap::new(),
+            first_seen_ms: std::collections::BTreeMap::new(),
         });
         let mut changed = false;
         for (version, platforms) in versions {
@@ -291,6 +292,7 @@ pub trait Store: Send + Sync {
             .unwrap_or(ModuleIndexRecord {
                 fetched_at_ms: 0,
                 versions: Vec::new(),
+                first_seen_ms: std::collections::BTreeMap::new(),
             });
         if index.versions.contains(version) {
             return Ok(());

@@ -18,6 +18,13 @@ pub struct IndexRecord {
     /// each version, where it lists any.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub protocols: BTreeMap<Version, Vec<String>>,
+    /// When the mirror first saw each version that appeared after its first
+    /// listing of the provider, in milliseconds since the Unix epoch (the
+    /// age `policy.min_age` counts from). A version without an entry was
+    /// there at the first listing: its age is unknown, and it counts as
+    /// old.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_seen_ms: BTreeMap<Version, u64>,
 }
 
 /// A provider version's verified package metadata, with the evidence that
@@ -113,6 +120,10 @@ pub struct ModuleIndexRecord {
     pub fetched_at_ms: u64,
     /// The versions that are semantic versions, in order.
     pub versions: Vec<Version>,
+    /// When the mirror first saw each version that appeared after its first
+    /// listing of the module, as [`IndexRecord::first_seen_ms`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_seen_ms: BTreeMap<Version, u64>,
 }
 
 /// What the mirror saw when it first fetched a module version: the pin

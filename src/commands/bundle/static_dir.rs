@@ -85,6 +85,7 @@ pub fn export(
             fetched_at_ms: 0,
             versions: BTreeMap::new(),
             protocols: BTreeMap::new(),
+            first_seen_ms: std::collections::BTreeMap::new(),
         };
         for (v, platforms) in versions {
             let read = store.wait(store.store().read_version(p, v));
