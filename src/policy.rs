@@ -16,9 +16,26 @@ use serde::{Deserialize, Serialize};
 
 use crate::address::{Module, Provider, Version};
 use crate::constraints::Constraints;
+use crate::store::PolicyDecisions;
 
 /// The name a cooldown's refusal gives as its rule.
 pub const COOLDOWN: &str = "policy.min_age";
+/// What decided a version `tfmirror approve` approved.
+pub const APPROVED: &str = "tfmirror approve";
+/// What decided a version `tfmirror deny` denied.
+pub const DENIED: &str = "tfmirror deny";
+
+/// How the policy decided one version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// What decided: an operator's decision, a rule, or the default.
+    pub rule: String,
+    /// Whether an operator decided on this very version (a cooldown does
+    /// not hold back a version approved by name).
+    pub explicit: bool,
+    /// Allowed, or denied and why.
+    pub outcome: Result<(), Denied>,
+}
 
 /// What a rule, or the default, does with a version.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,14 +239,53 @@ impl Policy {
     }
 
     /// Decides one version: `Err` with the deciding rule and its reason
-    /// when it is denied.
-    pub fn check(&self, subject: Subject<'_>, version: &Version) -> Result<(), Denied> {
-        self.decide(subject, version).1
+    /// when it is denied. An operator's decision on the version
+    /// (`decisions`) comes first, then the rules.
+    pub fn check(
+        &self,
+        decisions: &PolicyDecisions,
+        subject: Subject<'_>,
+        version: &Version,
+    ) -> Result<(), Denied> {
+        self.decide(decisions, subject, version).outcome
     }
 
-    /// Decides one version, naming the rule that decided (`policy.rule[N]`
-    /// or `policy.default`) whichever way it went.
-    pub fn decide(&self, subject: Subject<'_>, version: &Version) -> (&str, Result<(), Denied>) {
+    /// Decides one version, naming what decided whichever way it went: an
+    /// operator's decision (`tfmirror approve`, `tfmirror deny`), else the
+    /// first matching rule (`policy.rule[N]`), else `policy.default`.
+    pub fn decide(
+        &self,
+        decisions: &PolicyDecisions,
+        subject: Subject<'_>,
+        version: &Version,
+    ) -> Verdict {
+        if let Some(decided) = decisions.get(&subject.to_string(), version) {
+            let rule = if decided.approved { APPROVED } else { DENIED };
+            return Verdict {
+                rule: rule.to_owned(),
+                explicit: true,
+                outcome: if decided.approved {
+                    Ok(())
+                } else {
+                    Err(Denied {
+                        subject: subject.to_string(),
+                        version: version.to_string(),
+                        rule: rule.to_owned(),
+                        reason: decided.reason.clone(),
+                    })
+                },
+            };
+        }
+        let (rule, outcome) = self.by_rules(subject, version);
+        Verdict {
+            rule: rule.to_owned(),
+            explicit: false,
+            outcome,
+        }
+    }
+
+    /// What the configured rules, else the default, decide.
+    fn by_rules(&self, subject: Subject<'_>, version: &Version) -> (&str, Result<(), Denied>) {
         let (kind, names): (Kind, Vec<&str>) = match subject {
             Subject::Provider(p) => (
                 Kind::Provider,
@@ -271,6 +327,23 @@ impl Policy {
             }),
         };
         (rule, decision)
+    }
+}
+
+/// The policy with the operator's decisions, as a command that moves
+/// versions (`export`, `import`) reads them once.
+#[derive(Debug, Clone, Default)]
+pub struct Gate {
+    /// The configured rules.
+    pub policy: Policy,
+    /// The operator's decisions, from the store.
+    pub decisions: PolicyDecisions,
+}
+
+impl Gate {
+    /// Decides one version as [`Policy::check`] does.
+    pub fn check(&self, subject: Subject<'_>, version: &Version) -> Result<(), Denied> {
+        self.policy.check(&self.decisions, subject, version)
     }
 }
 

@@ -11,6 +11,7 @@ mod common;
 use common::daemon::*;
 use common::*;
 use http::StatusCode;
+use std::time::Duration;
 use tfmirror::config::Config;
 use tfmirror::policy::{Action, RuleConfig};
 
@@ -315,4 +316,120 @@ async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
         c.get(&sc.url("widget/1.1.0.json")).await.status,
         StatusCode::OK
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_and_deny_reach_a_running_mirror_without_a_restart() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
+    let sc = Scene::on(
+        setup,
+        origin,
+        signer,
+        std::collections::BTreeMap::default(),
+        |c| c.policy.min_age = Some(std::time::Duration::from_secs(3 * 86_400)),
+    )
+    .await;
+    let (m, c) = (&sc.mirror, &sc.client);
+    assert_eq!(
+        c.get(&sc.url("widget/index.json")).await.status,
+        StatusCode::OK
+    );
+    sc.origin.publish(
+        "acme",
+        "widget",
+        "1.1.0",
+        &PLATFORMS,
+        &sc.signer,
+        &[&sc.signer],
+    );
+    m.clock
+        .advance(m.mirror.config().cache.index_ttl + std::time::Duration::from_secs(1));
+    assert_eq!(
+        c.get(&sc.url("widget/1.1.0.json")).await.status,
+        StatusCode::FORBIDDEN
+    );
+
+    let home = sc.setup.dir.path();
+    let config = config_file(&sc.setup, &sc.origin, "[policy]\nmin_age = \"3d\"\n");
+    let config = config.to_str().unwrap();
+    let approved = run_ok(
+        home,
+        &[
+            "approve",
+            "--config",
+            config,
+            "registry.origin.test/acme/widget",
+            "1.1.0",
+            "--reason",
+            "reviewed by the platform team",
+        ],
+    )
+    .await;
+    assert!(approved
+        .stdout
+        .contains("approved registry.origin.test/acme/widget 1.1.0"));
+    let version = |v: &str| sc.url(&format!("widget/{v}.json"));
+    wait_until_answered(
+        "the approval to reach the mirror",
+        Duration::from_secs(20),
+        || async { c.get(&version("1.1.0")).await.status == StatusCode::OK },
+    )
+    .await;
+    let listed = c.get(&sc.url("widget/index.json")).await.json();
+    assert_eq!(
+        listed["versions"],
+        serde_json::json!({"1.0.0": {}, "1.1.0": {}})
+    );
+
+    // A known-bad version hidden by name, with the reason users see.
+    let denied = run_tfmirror(home, &["deny", "--config", config, "acme/widget", "1.0.0"]).await;
+    assert!(!denied.ok, "a deny without a reason is refused");
+    assert!(denied.stderr.contains("--reason"), "{}", denied.stderr);
+    run_ok(
+        home,
+        &[
+            "deny",
+            "--config",
+            config,
+            "registry.origin.test/acme/widget",
+            "1.0.0",
+            "--reason",
+            "CVE-2026-0001",
+        ],
+    )
+    .await;
+    wait_until_answered(
+        "the denial to reach the mirror",
+        Duration::from_secs(20),
+        || async { c.get(&version("1.0.0")).await.status == StatusCode::FORBIDDEN },
+    )
+    .await;
+    let refused = c.get(&version("1.0.0")).await.error_text();
+    assert!(
+        refused.contains("(tfmirror deny): CVE-2026-0001"),
+        "{refused}"
+    );
+    let listed = c.get(&sc.url("widget/index.json")).await.json();
+    assert_eq!(listed["versions"], serde_json::json!({"1.1.0": {}}));
+
+    let shown = run_ok(home, &["policy", "ls", "--config", config]).await;
+    assert!(shown.stdout.contains("min_age: 3days"), "{}", shown.stdout);
+    assert!(
+        shown
+            .stdout
+            .contains("approved registry.origin.test/acme/widget 1.1.0 at "),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown
+            .stdout
+            .contains("denied registry.origin.test/acme/widget 1.0.0 at "),
+        "{}",
+        shown.stdout
+    );
+    assert!(shown.stdout.contains(": CVE-2026-0001"), "{}", shown.stdout);
 }

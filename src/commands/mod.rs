@@ -1,5 +1,6 @@
 //! The command line: `tfmirror serve`, `sync`, `lock`, `export`, `import`,
-//! `check-config`, `check-upstream`, `ls`, `gc` and `verify`.
+//! `check-config`, `check-upstream`, `ls`, `gc`, `verify`, `approve`,
+//! `deny` and `policy ls`.
 
 //!
 //! Each command lives in its own module and prints its own report.
@@ -9,6 +10,7 @@ pub mod check_upstream;
 pub mod gc;
 pub mod lock;
 pub mod ls;
+pub mod policy;
 pub mod progress;
 pub mod selection;
 pub mod serve;
@@ -181,6 +183,43 @@ pub enum Command {
         #[arg(long)]
         max_size: Option<bytesize::ByteSize>,
     },
+    /// Make one provider or module version visible now, whatever the rules
+    /// and the cooldown say; running instances take it up within seconds.
+    Approve {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The provider (`[hostname/]namespace/type`) or module
+        /// (`hostname/namespace/name/system`).
+        source: String,
+        /// The version.
+        version: String,
+        /// Why, kept with the decision.
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Hide one provider or module version (a yanked release, a known-bad
+    /// version) without editing the configuration.
+    Deny {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The provider (`[hostname/]namespace/type`) or module
+        /// (`hostname/namespace/name/system`).
+        source: String,
+        /// The version.
+        version: String,
+        /// Why, shown to users whom it refuses.
+        #[arg(long)]
+        reason: String,
+    },
+    /// The policy: its rules, its cooldown and the versions decided by
+    /// name.
+    Policy {
+        /// What to do.
+        #[command(subcommand)]
+        action: policy::PolicyCommand,
+    },
 }
 
 /// Parses the command line and runs the command; the process's entry point.
@@ -248,6 +287,23 @@ pub fn main() -> ExitCode {
             load(config.as_deref()).and_then(|c| gc::command(&c, max_size))
         }
         Command::Verify { config } => load(config.as_deref()).and_then(|c| verify::command(&c)),
+        Command::Approve {
+            config,
+            source,
+            version,
+            reason,
+        } => load(config.as_deref())
+            .and_then(|c| policy::decide(&c, &source, &version, true, &reason)),
+        Command::Deny {
+            config,
+            source,
+            version,
+            reason,
+        } => load(config.as_deref())
+            .and_then(|c| policy::decide(&c, &source, &version, false, &reason)),
+        Command::Policy {
+            action: policy::PolicyCommand::Ls { config },
+        } => load(config.as_deref()).and_then(|c| policy::list(&c)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -57,3 +57,14 @@ impl CommandStore {
         self.runtime.handle()
     }
 }
+
+/// The policy of `config` with the operator's decisions held in `store`.
+pub fn gate(config: &Config, store: &CommandStore) -> anyhow::Result<crate::policy::Gate> {
+    let decisions = store.wait(store.store().read_decisions()).map_err(|e| {
+        anyhow::anyhow!("reading the policy decisions in {}: {e}", store.location())
+    })?;
+    Ok(crate::policy::Gate {
+        policy: crate::policy::Policy::new(&config.policy)?,
+        decisions: decisions.unwrap_or_default(),
+    })
+}

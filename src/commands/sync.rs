@@ -107,7 +107,7 @@ pub async fn select_versions(
             source,
         })?;
     // Versions the policy denies are not candidates.
-    let (index, _) = mirror.visible_index(&req.provider, listed);
+    let (index, _, _) = mirror.visible_index(&req.provider, listed).await;
     let mut matching: Vec<Version> = index
         .versions
         .keys()

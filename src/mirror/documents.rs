@@ -14,26 +14,27 @@ use crate::protocol::{IndexDocument, Rendered, VersionDocument};
 use crate::store::VersionRecord;
 
 impl Mirror {
-    /// A provider's `index.json`, rendered once per version list.
+    /// A provider's `index.json`, rendered once per version list: of what
+    /// the policy lets clients see, which the list decides (the rules do
+    /// not change while the mirror runs) unless a cooldown or an
+    /// operator's decisions are at work, which change with time: such a
+    /// rendering is made afresh each time.
     pub async fn index_document(&self, provider: &Provider) -> Result<Rendered, RequestError> {
         let record = self.index(provider).await?;
+        let (visible, _, changing) = self.visible_index(provider, record.clone()).await;
+        if changing {
+            return Ok(Rendered::new(&IndexDocument::from_record(&visible)));
+        }
         if let Some((seen, rendered)) = self.providers.rendered_indexes.get(provider).await {
             if Arc::ptr_eq(&seen, &record) {
                 return Ok(rendered);
             }
         }
-        // The rendering is of what the policy lets clients see, which the
-        // record decides (the policy does not change while the mirror
-        // runs) unless a version is in its cooldown, which ends with time:
-        // such a rendering is not kept.
-        let (visible, left_out) = self.visible_index(provider, record.clone());
         let rendered = Rendered::new(&IndexDocument::from_record(&visible));
-        if !left_out.iter().any(|d| d.rule == crate::policy::COOLDOWN) {
-            self.providers
-                .rendered_indexes
-                .insert(provider.clone(), (record, rendered.clone()))
-                .await;
-        }
+        self.providers
+            .rendered_indexes
+            .insert(provider.clone(), (record, rendered.clone()))
+            .await;
         Ok(rendered)
     }
 

@@ -4,32 +4,58 @@
 //! origin's list), is left out of the version lists clients resolve
 //! constraints against (so they pick an allowed one, as they would if it
 //! had never been published) and refused, with the rule's reason, when a
-//! client asks for it by name.
+//! client asks for it by name. An operator's decisions on single versions
+//! (`tfmirror approve`, `tfmirror deny`) are read from the store at most
+//! every few seconds, so they reach a running daemon, and every instance
+//! sharing a bucket, without a restart.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::Mirror;
 use crate::address::{Module, Provider, Version};
 use crate::error::RequestError;
 use crate::policy::{Denied, Subject};
-use crate::store::{IndexRecord, ModuleIndexRecord};
+use crate::store::{IndexRecord, ModuleIndexRecord, PolicyDecisions};
+
+/// How long the operator's decisions are used before the store is read
+/// again.
+pub(super) const DECISIONS_TTL: Duration = Duration::from_secs(5);
 
 impl Mirror {
+    /// The operator's decisions, read from the store at most every
+    /// [`DECISIONS_TTL`]. A record that cannot be read counts as none
+    /// (logged at error) until it can.
+    async fn decisions(&self) -> Arc<PolicyDecisions> {
+        self.decisions
+            .get_with((), async {
+                match self.store.read_decisions().await {
+                    Ok(found) => Arc::new(found.unwrap_or_default()),
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot read the policy decisions (tfmirror approve, tfmirror deny); applying the configured rules alone");
+                        Arc::default()
+                    }
+                }
+            })
+            .await
+    }
+
     /// Refuses a version the policy denies or holds back; counts the
     /// decision. The cooldown reads the version list for when the version
-    /// was first seen.
+    /// was first seen; a version approved by name has none.
     pub(super) async fn permit(
         &self,
         subject: Subject<'_>,
         version: &Version,
     ) -> Result<(), RequestError> {
-        if self.policy.allows_everything() {
+        let decisions = self.decisions().await;
+        if self.policy.allows_everything() && decisions.decisions.is_empty() {
             return Ok(());
         }
-        let (rule, decision) = self.policy.decide(subject, version);
-        let decision = match decision {
-            Ok(()) if self.policy.has_cooldown() => {
+        let verdict = self.policy.decide(&decisions, subject, version);
+        let outcome = match verdict.outcome {
+            Ok(()) if !verdict.explicit && self.policy.has_cooldown() => {
                 let seen = match subject {
                     Subject::Provider(p) => {
                         self.index(p).await?.first_seen_ms.get(version).copied()
@@ -46,51 +72,60 @@ impl Mirror {
             }
             other => other,
         };
-        let (action, rule) = match &decision {
-            Ok(()) => ("allow", rule),
-            Err(denied) => ("deny", denied.rule.as_str()),
-        };
-        self.metrics.policy_decision(action, rule);
-        decision.map_err(|denied| RequestError::Denied(denied.to_string()))
+        match &outcome {
+            Ok(()) => self.metrics.policy_decision("allow", &verdict.rule),
+            Err(denied) => self.metrics.policy_decision("deny", &denied.rule),
+        }
+        outcome.map_err(|denied| RequestError::Denied(denied.to_string()))
     }
 
     /// Why a listed version is left out, if it is; counted when it is.
     fn left_out(
         &self,
+        decisions: &PolicyDecisions,
         subject: Subject<'_>,
         version: &Version,
         first_seen_ms: &BTreeMap<Version, u64>,
     ) -> Option<Denied> {
-        let denied = self
-            .policy
-            .check(subject, version)
-            .and_then(|()| {
+        let verdict = self.policy.decide(decisions, subject, version);
+        let denied = match verdict.outcome {
+            Ok(()) if !verdict.explicit => {
                 let seen = first_seen_ms.get(version).copied();
                 self.policy
                     .cooldown(subject, version, seen, self.clock.unix_ms())
-            })
-            .err()?;
+            }
+            other => other,
+        }
+        .err()?;
         self.metrics.policy_decision("deny", &denied.rule);
         Some(denied)
     }
 
-    /// A provider's version list as clients may see it, and what was left
-    /// out of it and why.
-    pub fn visible_index(
+    /// A provider's version list as clients may see it, what was left out
+    /// of it and why, and whether that can change while the list does not
+    /// (a cooldown ends, an operator decides).
+    pub async fn visible_index(
         &self,
         provider: &Provider,
         record: Arc<IndexRecord>,
-    ) -> (Arc<IndexRecord>, Vec<Denied>) {
-        if self.policy.allows_everything() {
-            return (record, Vec::new());
+    ) -> (Arc<IndexRecord>, Vec<Denied>, bool) {
+        let decisions = self.decisions().await;
+        let subject = Subject::Provider(provider);
+        let decided = decisions
+            .decisions
+            .iter()
+            .any(|d| d.subject == subject.to_string());
+        if self.policy.allows_everything() && !decided {
+            return (record, Vec::new(), false);
         }
         let denied: Vec<Denied> = record
             .versions
             .keys()
-            .filter_map(|v| self.left_out(Subject::Provider(provider), v, &record.first_seen_ms))
+            .filter_map(|v| self.left_out(&decisions, subject, v, &record.first_seen_ms))
             .collect();
+        let changing = decided || self.policy.has_cooldown();
         if denied.is_empty() {
-            return (record, denied);
+            return (record, denied, changing);
         }
         let mut visible = (*record).clone();
         visible
@@ -99,24 +134,30 @@ impl Mirror {
         visible
             .protocols
             .retain(|v, _| !denied.iter().any(|d| d.version == v.as_str()));
-        (Arc::new(visible), denied)
+        (Arc::new(visible), denied, changing)
     }
 
     /// A module's version list as clients may see it.
-    pub(super) fn visible_module_index(
+    pub(super) async fn visible_module_index(
         &self,
         module: &Module,
         record: Arc<ModuleIndexRecord>,
     ) -> Arc<ModuleIndexRecord> {
-        if self.policy.allows_everything() {
+        let decisions = self.decisions().await;
+        if self.policy.allows_everything() && decisions.decisions.is_empty() {
             return record;
         }
         let denied: Vec<Version> = record
             .versions
             .iter()
             .filter(|v| {
-                self.left_out(Subject::Module(module), v, &record.first_seen_ms)
-                    .is_some()
+                self.left_out(
+                    &decisions,
+                    Subject::Module(module),
+                    v,
+                    &record.first_seen_ms,
+                )
+                .is_some()
             })
             .cloned()
             .collect();

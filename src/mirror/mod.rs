@@ -162,6 +162,9 @@ pub struct Mirror {
     trust: TrustPolicy,
     /// Which versions may be answered for (`[policy]`).
     policy: crate::policy::Policy,
+    /// The operator's decisions on single versions, read from the store
+    /// at most every few seconds.
+    decisions: moka::future::Cache<(), Arc<crate::store::PolicyDecisions>>,
     metrics: Arc<Metrics>,
     draining: AtomicBool,
     /// Whether the cache can be written.
@@ -242,6 +245,9 @@ impl Mirror {
             origin,
             trust,
             policy,
+            decisions: moka::future::Cache::builder()
+                .time_to_live(gate::DECISIONS_TTL)
+                .build(),
             metrics,
             draining: AtomicBool::new(false),
             residency,

@@ -100,7 +100,9 @@ impl ModuleState {
 impl Mirror {
     /// A module's versions in the protocol's shape.
     pub async fn module_versions(&self, module: &Module) -> Result<Vec<u8>, RequestError> {
-        let record = self.visible_module_index(module, self.module_index(module).await?);
+        let record = self
+            .visible_module_index(module, self.module_index(module).await?)
+            .await;
         let doc = VersionsDocument {
             modules: vec![ModuleEntry {
                 versions: record

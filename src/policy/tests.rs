@@ -1,4 +1,5 @@
 use super::*;
+use crate::store::PolicyDecisions;
 
 fn policy(default: Action, rules: &[(&str, Option<&str>, Action, &str)]) -> Policy {
     Policy::new(&PolicyConfig {
@@ -41,34 +42,70 @@ fn the_first_matching_rule_decides_and_the_default_the_rest() {
         ],
     );
     let aws = provider("hashicorp/aws");
-    let denied = p.check(Subject::Provider(&aws), &v("5.1.0")).unwrap_err();
+    let denied = p
+        .check(
+            &PolicyDecisions::default(),
+            Subject::Provider(&aws),
+            &v("5.1.0"),
+        )
+        .unwrap_err();
     assert_eq!(denied.rule, "policy.rule[0]");
     assert_eq!(
         denied.to_string(),
         "registry.terraform.io/hashicorp/aws 5.1.0 is denied by this mirror's policy (policy.rule[0]): yanked upstream"
     );
-    assert!(p.check(Subject::Provider(&aws), &v("5.2.0")).is_ok());
+    assert!(p
+        .check(
+            &PolicyDecisions::default(),
+            Subject::Provider(&aws),
+            &v("5.2.0")
+        )
+        .is_ok());
     // Glob per segment, any host, and the constraint (a pre-release of a
     // covered version is covered).
     let widget = provider("registry.example/ACME/widget");
     assert!(p
-        .check(Subject::Provider(&widget), &v("2.1.0-beta1"))
+        .check(
+            &PolicyDecisions::default(),
+            Subject::Provider(&widget),
+            &v("2.1.0-beta1")
+        )
         .is_ok());
     let old = p
-        .check(Subject::Provider(&widget), &v("1.9.0"))
+        .check(
+            &PolicyDecisions::default(),
+            Subject::Provider(&widget),
+            &v("1.9.0"),
+        )
         .unwrap_err();
     assert_eq!(old.rule, "policy.default");
     // Provider rules do not match modules, nor module rules providers.
     let (module, _) = Module::from_source("registry.terraform.io/hashicorp/consul/aws").unwrap();
-    assert!(p.check(Subject::Module(&module), &v("1.0.0")).is_err());
+    assert!(p
+        .check(
+            &PolicyDecisions::default(),
+            Subject::Module(&module),
+            &v("1.0.0")
+        )
+        .is_err());
     let modules = policy(
         Action::Allow,
         &[("*/hashicorp/*/*", None, Action::Deny, "")],
     );
     assert!(modules
-        .check(Subject::Module(&module), &v("1.0.0"))
+        .check(
+            &PolicyDecisions::default(),
+            Subject::Module(&module),
+            &v("1.0.0")
+        )
         .is_err());
-    assert!(modules.check(Subject::Provider(&aws), &v("1.0.0")).is_ok());
+    assert!(modules
+        .check(
+            &PolicyDecisions::default(),
+            Subject::Provider(&aws),
+            &v("1.0.0")
+        )
+        .is_ok());
     assert!(!modules.allows_everything());
     assert!(Policy::default().allows_everything());
 }
@@ -146,4 +183,42 @@ fn a_cooldown_holds_back_only_versions_seen_after_the_first_listing() {
             seen + 3 * day
         )
         .is_ok());
+}
+
+#[test]
+fn an_operators_decision_on_one_version_comes_first() {
+    let p = policy(
+        Action::Allow,
+        &[("hashicorp/*", Some(">= 5.0"), Action::Deny, "not yet")],
+    );
+    let aws = provider("hashicorp/aws");
+    let mut decisions = PolicyDecisions::default();
+    let decide = |approved: bool, version: &str| crate::store::PolicyDecision {
+        subject: aws.to_string(),
+        version: v(version),
+        approved,
+        reason: "reviewed".into(),
+        at_ms: 1,
+    };
+    decisions.set(decide(true, "5.1.0"));
+    decisions.set(decide(false, "4.9.0"));
+    let verdict = p.decide(&decisions, Subject::Provider(&aws), &v("5.1.0"));
+    assert_eq!((verdict.rule.as_str(), verdict.explicit), (APPROVED, true));
+    assert!(verdict.outcome.is_ok());
+    let denied = p
+        .check(&decisions, Subject::Provider(&aws), &v("4.9.0"))
+        .unwrap_err();
+    assert_eq!(
+        (denied.rule.as_str(), denied.reason.as_str()),
+        (DENIED, "reviewed")
+    );
+    // Still the rules for the rest; a later decision replaces an earlier.
+    assert!(p
+        .check(&decisions, Subject::Provider(&aws), &v("5.2.0"))
+        .is_err());
+    decisions.set(decide(false, "5.1.0"));
+    assert_eq!(decisions.decisions.len(), 2);
+    assert!(p
+        .check(&decisions, Subject::Provider(&aws), &v("5.1.0"))
+        .is_err());
 }

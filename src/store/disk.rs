@@ -32,7 +32,8 @@ use tempfile::{NamedTempFile, TempPath};
 
 use super::{
     atomic, inventory, ArchiveReader, ArchiveSource, CachedArchive, IndexRecord, Kept,
-    ModuleIndexRecord, ModuleRecord, Store, StoreError, StoredArchive, VersionRecord,
+    ModuleIndexRecord, ModuleRecord, PolicyDecisions, Store, StoreError, StoredArchive,
+    VersionRecord,
 };
 use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
 
@@ -289,6 +290,16 @@ impl Store for DiskStore {
 
     fn staging_file(&self) -> Result<NamedTempFile, StoreError> {
         Ok(atomic::temp_file(&self.tmp)?)
+    }
+
+    async fn read_decisions(&self) -> Result<Option<PolicyDecisions>, StoreError> {
+        let path = self.root.join("policy/decisions.json");
+        Ok(self.read_json(&path)?)
+    }
+
+    async fn write_decisions(&self, record: &PolicyDecisions) -> Result<(), StoreError> {
+        let path = self.root.join("policy/decisions.json");
+        Ok(self.write_json(&path, record)?)
     }
 
     fn archive_file(&self, key: &ArchiveKey) -> Option<PathBuf> {

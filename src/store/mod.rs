@@ -32,8 +32,8 @@ use crate::config::{Config, StorageBackend};
 pub use disk::{h1_of_file, DiskStore};
 pub use inventory::CachedArchive;
 pub use records::{
-    IndexRecord, KeyDetails, ModuleIndexRecord, ModuleRecord, PackageRecord, SignedSums,
-    VersionRecord,
+    IndexRecord, KeyDetails, ModuleIndexRecord, ModuleRecord, PackageRecord, PolicyDecision,
+    PolicyDecisions, SignedSums, VersionRecord,
 };
 pub use s3::S3Store;
 
@@ -236,6 +236,12 @@ pub trait Store: Send + Sync {
     ) -> Result<Option<url::Url>, StoreError> {
         Ok(None)
     }
+
+    /// The versions an operator approved or denied by name.
+    async fn read_decisions(&self) -> Result<Option<PolicyDecisions>, StoreError>;
+
+    /// Stores the versions an operator approved or denied by name.
+    async fn write_decisions(&self, record: &PolicyDecisions) -> Result<(), StoreError>;
 
     /// The file on this machine that holds a stored archive, where the
     /// store keeps archives as files (so that a copy can be a hard link);

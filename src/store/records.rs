@@ -113,6 +113,51 @@ pub struct KeyDetails {
     pub source_url: String,
 }
 
+/// Versions an operator decided on by name (`tfmirror approve`, `tfmirror
+/// deny`), which take effect in running instances without a restart and
+/// come before the configured rules and the cooldown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PolicyDecisions {
+    /// The decisions, one per subject and version.
+    pub decisions: Vec<PolicyDecision>,
+}
+
+/// One decision of [`PolicyDecisions`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyDecision {
+    /// The provider (`host/namespace/type`) or module (`module
+    /// host/namespace/name/system`).
+    pub subject: String,
+    /// The version.
+    pub version: Version,
+    /// `true`: approved (visible now, whatever the rules and the cooldown
+    /// say); `false`: denied.
+    pub approved: bool,
+    /// Why, as given.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// When it was decided, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+}
+
+impl PolicyDecisions {
+    /// The decision on `version` of `subject`, if there is one.
+    pub fn get(&self, subject: &str, version: &Version) -> Option<&PolicyDecision> {
+        self.decisions
+            .iter()
+            .find(|d| d.subject == subject && d.version == *version)
+    }
+
+    /// Records a decision, replacing an earlier one on the same version.
+    pub fn set(&mut self, decision: PolicyDecision) {
+        self.decisions
+            .retain(|d| !(d.subject == decision.subject && d.version == decision.version));
+        self.decisions.push(decision);
+        self.decisions
+            .sort_by(|a, b| (&a.subject, &a.version).cmp(&(&b.subject, &b.version)));
+    }
+}
+
 /// A module's versions, as the origin last listed them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModuleIndexRecord {

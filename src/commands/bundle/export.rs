@@ -13,7 +13,7 @@ use super::{entry_dir, module_entry_dir, Manifest, ManifestModule, ManifestVersi
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::store::CommandStore;
-use crate::policy::{Policy, Subject};
+use crate::policy::{Gate, Subject};
 use crate::store::{atomic, ArchiveReader, CachedArchive, ModuleRecord, VersionRecord};
 
 /// The providers to export: all cached ones, or those named, with the
@@ -57,7 +57,7 @@ pub struct Exported {
 /// run on the command's runtime while the bundle is written on this thread.
 pub fn export(
     store: &CommandStore,
-    policy: &Policy,
+    policy: &Gate,
     only: &[Provider],
     output: &Path,
 ) -> anyhow::Result<Exported> {

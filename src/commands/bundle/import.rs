@@ -14,7 +14,7 @@ use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
 use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
 use crate::module_source::tree::TreeError;
-use crate::policy::{Policy, Subject};
+use crate::policy::{Gate, Subject};
 use crate::store::{atomic, ModuleRecord, VersionRecord};
 use crate::verify::TrustPolicy;
 
@@ -44,7 +44,7 @@ pub struct Imported {
 pub fn import(
     store: &CommandStore,
     trust: &TrustPolicy,
-    policy: &Policy,
+    policy: &Gate,
     bundle: &Path,
     max_unpacked: u64,
 ) -> anyhow::Result<Imported> {

@@ -121,7 +121,7 @@ pub fn export_command(
     match (output, static_dir) {
         (Some(output), _) => {
             let store = CommandStore::open(config)?;
-            let policy = crate::policy::Policy::new(&config.policy)?;
+            let policy = super::store::gate(config, &store)?;
             let done = export(&store, &policy, &only, &output)?;
             for denied in &done.denied {
                 println!("LEFT OUT {denied}");
@@ -137,7 +137,7 @@ pub fn export_command(
         }
         (None, Some(dir)) => {
             let store = CommandStore::open(config)?;
-            let policy = crate::policy::Policy::new(&config.policy)?;
+            let policy = super::store::gate(config, &store)?;
             let done = static_dir::export(&store, &policy, &only, &dir)?;
             println!(
                 "wrote {}: {} providers, {} versions, {} archives",
@@ -160,7 +160,6 @@ pub fn import_command(
     bundle: Option<PathBuf>,
     static_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
-    let policy = crate::policy::Policy::new(&config.policy)?;
     let (report, source, location) = match (bundle, static_dir) {
         (Some(path), _) => {
             let trust = crate::verify::TrustPolicy::new(
@@ -168,12 +167,14 @@ pub fn import_command(
                 config.upstream.reject_expired_keys,
             )?;
             let store = CommandStore::open(config)?;
+            let policy = super::store::gate(config, &store)?;
             let max_unpacked = config.modules.max_unpacked_size.as_u64();
             let report = import(&store, &trust, &policy, &path, max_unpacked)?;
             (report, path, store.location())
         }
         (None, Some(dir)) => {
             let store = CommandStore::open(config)?;
+            let policy = super::store::gate(config, &store)?;
             (
                 static_dir::import(&store, &policy, &dir)?,
                 dir,

@@ -22,7 +22,7 @@ use super::Imported;
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
-use crate::policy::{Policy, Subject};
+use crate::policy::{Gate, Subject};
 use crate::protocol::{IndexDocument, VersionDocument};
 use crate::store::{atomic, h1_of_file, PackageRecord, VersionRecord};
 use crate::verify;
@@ -45,7 +45,7 @@ pub struct Written {
 /// `policy` denies are left out (and said so on standard output).
 pub fn export(
     store: &CommandStore,
-    policy: &Policy,
+    policy: &Gate,
     only: &[Provider],
     dir: &Path,
 ) -> anyhow::Result<Written> {
@@ -162,7 +162,7 @@ fn place_archive(store: &CommandStore, key: &ArchiveKey, dest: &Path) -> anyhow:
 /// `<hostname>/<namespace>/<type>/`, and each archive it names whose
 /// `h1:` or `zh:` hash it records. Versions the cache holds with a
 /// signature are left as they are.
-pub fn import(store: &CommandStore, policy: &Policy, dir: &Path) -> anyhow::Result<Imported> {
+pub fn import(store: &CommandStore, policy: &Gate, dir: &Path) -> anyhow::Result<Imported> {
     let mut report = Imported::default();
     let mut found = Vec::new();
     for host in read_dirs(dir)? {
@@ -217,7 +217,7 @@ fn read_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 
 fn import_version(
     store: &CommandStore,
-    policy: &Policy,
+    policy: &Gate,
     provider: &Provider,
     dir: &Path,
     name: &str,

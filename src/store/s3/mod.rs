@@ -48,7 +48,8 @@ use tempfile::{NamedTempFile, TempPath};
 
 use super::{
     atomic, ArchiveReader, ArchiveSource, CachedArchive, Claim, DiskStore, IndexRecord, Kept,
-    ModuleIndexRecord, ModuleRecord, Store, StoreError, StoredArchive, VersionRecord,
+    ModuleIndexRecord, ModuleRecord, PolicyDecisions, Store, StoreError, StoredArchive,
+    VersionRecord,
 };
 use crate::address::{ArchiveKey, Hostname, Module, Namespace, Provider, ProviderType, Version};
 use crate::config::S3Config;
@@ -417,6 +418,16 @@ impl Store for S3Store {
 
     async fn remove_module(&self, module: &Module, version: &Version) -> Result<(), StoreError> {
         self.delete(&self.module_key(module, &[version.as_str(), "package.tar.gz"]))
+            .await
+    }
+
+    async fn read_decisions(&self) -> Result<Option<PolicyDecisions>, StoreError> {
+        self.read_json(&self.key(["policy", "decisions.json"]), "policy decisions")
+            .await
+    }
+
+    async fn write_decisions(&self, record: &PolicyDecisions) -> Result<(), StoreError> {
+        self.write_json(&self.key(["policy", "decisions.json"]), record)
             .await
     }
 
