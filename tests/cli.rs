@@ -684,3 +684,115 @@ async fn kill_9_during_metadata_writes_leaves_only_whole_records() {
     let (status, log) = d.wait().await;
     assert!(status.success(), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_served_archive_and_module_package_leaves_an_audit_line() {
+    let (setup, origin, _signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
+    let mut tgz = Vec::new();
+    {
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+            &mut tgz,
+            flate2::Compression::default(),
+        ));
+        let mut h = tar::Header::new_gnu();
+        h.set_size(3);
+        h.set_mode(0o644);
+        b.append_data(&mut h, "main.tf", &b"# x"[..]).unwrap();
+        b.into_inner().unwrap().finish().unwrap();
+    }
+    origin.publish_archive_module(("acme", "net", "aws"), "1.0.0", tgz);
+    let audit = setup.dir.path().join("audit.jsonl");
+    // The request lines switched off: the audit trail has a file of its
+    // own, whatever the log's filter.
+    let config = config_file(
+        &setup,
+        &origin,
+        &format!(
+            "[auth]\ntokens = [\"t0ken-of-the-ci\"]\n[log]\nlevel = \"info,tfmirror::access=off,tfmirror::audit=off\"\naudit_file = \"{}\"\n",
+            audit.display()
+        ),
+    );
+    let mut cmd = tfmirror(setup.dir.path());
+    cmd.args(["serve", "--config"])
+        .arg(&config)
+        .env_remove("RUST_LOG");
+    let mut d = Daemon::start(cmd);
+    d.wait_for("SSL_CERT_FILE=");
+    let c = Client::trusting(&setup.dir.path().join("data/tls/ca.pem"));
+    let bearer = "Bearer t0ken-of-the-ci";
+    let doc = c
+        .get_with_header(
+            &format!("{}registry.origin.test/acme/widget/1.0.0.json", d.url),
+            "authorization",
+            bearer,
+        )
+        .await;
+    assert_eq!(doc.status, StatusCode::OK, "{}", doc.error_text());
+    let link = doc.json()["archives"]["linux_amd64"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let archive_url = resolve(
+        &format!("{}registry.origin.test/acme/widget/1.0.0.json", d.url),
+        &link,
+    );
+    for _ in ["cold", "warm"] {
+        let got = c
+            .get_with_header(&archive_url, "authorization", bearer)
+            .await;
+        assert_eq!(got.status, StatusCode::OK, "{}", got.error_text());
+        assert_eq!(&got.body[..], &archives["linux_amd64"][..]);
+    }
+    let download = format!(
+        "{}v1/modules/registry.origin.test/acme/net/aws/1.0.0/download",
+        d.url
+    );
+    let answer = c.get_with_header(&download, "authorization", bearer).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.error_text());
+    let location = answer.json()["location"].as_str().unwrap().to_owned();
+    let package = c.get(&resolve(&download, &location)).await;
+    assert_eq!(package.status, StatusCode::OK, "{}", package.error_text());
+    // A refused request leaves no line.
+    let refused = c
+        .get(&format!(
+            "{}registry.origin.test/acme/widget/terraform-provider-widget_1.0.0_darwin_arm64.zip",
+            d.url
+        ))
+        .await;
+    assert_ne!(refused.status, StatusCode::OK);
+    d.signal("TERM");
+    let (status, log) = d.wait().await;
+    assert!(status.success(), "{log}");
+
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    let fingerprint = {
+        let digest = sha256_hex(b"t0ken-of-the-ci");
+        format!("sha256:{}", &digest[..12])
+    };
+    for (line, cache) in lines[..2].iter().zip(["miss", "hit"]) {
+        let f = &line["fields"];
+        assert_eq!(line["target"], "tfmirror::audit", "{line}");
+        assert_eq!(f["kind"], "provider");
+        assert_eq!(f["source"], "registry.origin.test/acme/widget");
+        assert_eq!(f["version"], "1.0.0");
+        assert_eq!(f["platform"], "linux_amd64");
+        assert_eq!(f["bytes"], archives["linux_amd64"].len());
+        assert_eq!(f["token"], fingerprint.as_str());
+        assert_eq!(f["client"], "127.0.0.1");
+        assert_eq!(line["span"]["cache"], cache, "{line}");
+        assert!(line["timestamp"].is_string(), "{line}");
+    }
+    let module = &lines[2]["fields"];
+    assert_eq!(module["kind"], "module");
+    assert_eq!(module["source"], "registry.origin.test/acme/net/aws");
+    assert_eq!(module["token"], "-", "a signed link carries no token");
+    assert!(module["bytes"].as_u64().unwrap() > 0);
+    // And the log, filtered, has neither request nor audit lines.
+    assert!(!log.contains("tfmirror::access"), "{log}");
+    assert!(!log.contains("tfmirror::audit"), "{log}");
+}

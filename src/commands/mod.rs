@@ -25,6 +25,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_appender::non_blocking::WorkerGuard;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::Layer as _;
 
 use crate::config::{Config, LogFormat};
 use crate::store::DiskStore;
@@ -358,16 +361,48 @@ where
             format!("log.level {:?} is not a valid log filter", config.log.level)
         })?,
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer);
-    match config.log.format {
-        LogFormat::Pretty => builder
+    let lines = match config.log.format {
+        LogFormat::Pretty => tracing_subscriber::fmt::layer()
+            .with_writer(writer)
             .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
-        LogFormat::Json => builder.json().with_current_span(true).try_init(),
-    }
-    .map_err(|e| anyhow::anyhow!("starting logging: {e}"))
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_writer(writer)
+            .boxed(),
+    };
+    // The audit trail, when it has a file of its own: JSON, whatever the
+    // log's level and format.
+    let audit = match &config.log.audit_file {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("log.audit_file {}", path.display()))?;
+            // The audit events, and the request span that carries their
+            // request ID and cache outcome.
+            let only_audit = tracing_subscriber::filter::filter_fn(|meta| {
+                meta.target() == crate::http::AUDIT_LOG
+                    || (meta.is_span() && meta.name() == "request")
+            });
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_current_span(true)
+                    .with_span_list(false)
+                    .with_writer(std::sync::Mutex::new(file))
+                    .with_filter(only_audit),
+            )
+        }
+        None => None,
+    };
+    tracing_subscriber::registry()
+        .with(lines.with_filter(filter))
+        .with(audit)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("starting logging: {e}"))
 }
 
 /// The platforms given on the command line, or this machine's.

@@ -104,6 +104,12 @@ pub struct LogConfig {
     /// `level`: the least severe level logged, or a full filter such as
     /// `"info,tfmirror=debug"`. Default `"info"`. `RUST_LOG`, when set, wins.
     pub level: String,
+    /// `audit_file`: a file the daemon appends the audit trail to, one
+    /// JSON object per served archive or module package (target
+    /// `tfmirror::audit`), whatever `level` and `format` say. Default:
+    /// none (the audit lines go with the rest of the log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_file: Option<PathBuf>,
 }
 
 /// `log.format`.
@@ -363,6 +369,7 @@ impl Default for Config {
             log: LogConfig {
                 format: LogFormat::Pretty,
                 level: "info".into(),
+                audit_file: None,
             },
             auth: AuthConfig {
                 tokens: Vec::new(),

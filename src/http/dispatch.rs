@@ -80,11 +80,28 @@ pub async fn handle<B>(
         },
     };
     async move {
-        let (endpoint, result) = answer(&app, &asked).await;
+        let (endpoint, served, result) = answer(&app, &asked).await;
         let mut response = match result {
             Ok(resp) => resp,
             Err(e) => error_response(&e),
         };
+        // Served: answered with the bytes, or sent to the bucket for them.
+        let status = response.status();
+        if let Some(served) =
+            served.filter(|_| status.is_success() || status == StatusCode::TEMPORARY_REDIRECT)
+        {
+            let token = if app.auth.enabled() {
+                super::audit::token_fingerprint(asked.authorization.as_deref())
+            } else {
+                None
+            };
+            let bytes = response
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                .or_else(|| http_body::Body::size_hint(response.body()).exact());
+            super::audit::record(&served, &client, token.as_deref(), bytes);
+        }
         let took = started.elapsed();
         let status = response.status().as_u16();
         app.mirror.metrics().request(endpoint, status, took);
@@ -174,19 +191,35 @@ struct Asked {
     send_queue: Option<SendQueue>,
 }
 
-async fn answer(app: &App, asked: &Asked) -> (Endpoint, Result<Response<Body>, RequestError>) {
+async fn answer(
+    app: &App,
+    asked: &Asked,
+) -> (
+    Endpoint,
+    Option<super::audit::Served>,
+    Result<Response<Body>, RequestError>,
+) {
+    use super::audit::Served;
     if asked.method != Method::GET && asked.method != Method::HEAD {
-        return (Endpoint::Invalid, Err(RequestError::MethodNotAllowed));
+        return (Endpoint::Invalid, None, Err(RequestError::MethodNotAllowed));
     }
     let route = match routes::parse(&asked.path) {
         Ok(r) => r,
-        Err(e) => return (Endpoint::Invalid, Err(e)),
+        Err(e) => return (Endpoint::Invalid, None, Err(e)),
     };
     let endpoint = route.endpoint();
+    // What goes on the audit trail when it is answered (not a HEAD).
+    let served = match &route {
+        Route::Archive(key) if asked.method == Method::GET => Some(Served::Archive(key.clone())),
+        Route::ModulePackage(m, v) if asked.method == Method::GET => {
+            Some(Served::Package(m.clone(), v.clone()))
+        }
+        _ => None,
+    };
     if let Err(e) = authorize(app, route.access(), asked) {
-        return (endpoint, Err(e));
+        return (endpoint, served, Err(e));
     }
-    (endpoint, respond(app, asked, route).await)
+    (endpoint, served, respond(app, asked, route).await)
 }
 
 /// The one access check: what the route declares it needs.

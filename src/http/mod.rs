@@ -7,6 +7,7 @@
 //! renders `/`; [`auth`] holds the tokens
 //! and signs archive links; [`tls`] loads or makes the certificate.
 
+pub mod audit;
 pub mod auth;
 pub mod body;
 pub mod dispatch;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 
 use crate::mirror::Mirror;
 
+pub use audit::AUDIT_LOG;
 pub use body::Body;
 
 /// What the HTTP side serves: the mirror and the access control in front
