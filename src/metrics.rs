@@ -208,6 +208,7 @@ pub struct Metrics {
     archive_writes: Family<OutcomeLabels, Counter>,
     download_claims: Family<OutcomeLabels, Counter>,
     policy_decisions: Family<PolicyLabels, Counter>,
+    versions_held: Gauge,
 }
 
 impl Default for Metrics {
@@ -239,6 +240,7 @@ impl Metrics {
             archive_writes: Family::default(),
             download_claims: Family::default(),
             policy_decisions: Family::default(),
+            versions_held: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -337,7 +339,18 @@ impl Metrics {
             "Versions the policy decided on, by action (allow, deny) and the rule that decided (policy.rule[N], policy.default): versions asked for by name, and versions left out of lists; none while the policy has no rule and allows everything",
             m.policy_decisions.clone(),
         );
+        registry.register(
+            "versions_held",
+            "Versions left out of the version lists the mirror last made, by a rule, an operator's decision or the cooldown (the status page lists them)",
+            m.versions_held.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Sets how many versions the policy holds back.
+    pub fn set_versions_held(&self, count: usize) {
+        self.versions_held
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
     /// Counts a decision of the policy: `action` (`allow`, `deny`) by

@@ -173,12 +173,40 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
     }
     html.push_str("</tbody></table>\n");
     modules_table(&mut html, app, auth_on && !authorized);
+    held_back_table(&mut html, app, auth_on && !authorized);
     html.push_str("</body></html>\n");
     with_type(
         StatusCode::OK,
         html.into_bytes(),
         "text/html; charset=utf-8",
     )
+}
+
+/// What the policy holds back (rules, decisions, the cooldown), and why;
+/// a version in its cooldown says when it becomes visible.
+fn held_back_table(html: &mut String, app: &App, hidden: bool) {
+    html.push_str("<h2>Held back by the policy</h2>\n<table id=\"held-back\"><thead><tr><th>Provider or module</th><th>Version</th><th>Rule</th><th>Why</th></tr></thead><tbody>\n");
+    let held = if hidden {
+        Vec::new()
+    } else {
+        app.mirror.held_back()
+    };
+    if hidden {
+        html.push_str("<tr><td colspan=\"4\">What the policy holds back is shown to requests with a token.</td></tr>\n");
+    } else if held.is_empty() {
+        html.push_str("<tr><td colspan=\"4\">Nothing is held back.</td></tr>\n");
+    }
+    for denied in held.iter().take(MODULES_SHOWN) {
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&denied.subject),
+            escape(&denied.version),
+            escape(&denied.rule),
+            escape(&denied.reason)
+        );
+    }
+    html.push_str("</tbody></table>\n");
 }
 
 /// The cached module versions, with the source each was packaged from.

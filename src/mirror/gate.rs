@@ -123,6 +123,7 @@ impl Mirror {
             .keys()
             .filter_map(|v| self.left_out(&decisions, subject, v, &record.first_seen_ms))
             .collect();
+        self.note_held_back(subject, &denied);
         let changing = decided || self.policy.has_cooldown();
         if denied.is_empty() {
             return (record, denied, changing);
@@ -147,25 +148,44 @@ impl Mirror {
         if self.policy.allows_everything() && decisions.decisions.is_empty() {
             return record;
         }
-        let denied: Vec<Version> = record
+        let subject = Subject::Module(module);
+        let denied: Vec<Denied> = record
             .versions
             .iter()
-            .filter(|v| {
-                self.left_out(
-                    &decisions,
-                    Subject::Module(module),
-                    v,
-                    &record.first_seen_ms,
-                )
-                .is_some()
-            })
-            .cloned()
+            .filter_map(|v| self.left_out(&decisions, subject, v, &record.first_seen_ms))
             .collect();
+        self.note_held_back(subject, &denied);
         if denied.is_empty() {
             return record;
         }
         let mut visible = (*record).clone();
-        visible.versions.retain(|v| !denied.contains(v));
+        visible
+            .versions
+            .retain(|v| !denied.iter().any(|d| d.version == v.as_str()));
         Arc::new(visible)
+    }
+
+    /// Keeps what the policy left out of `subject`'s list as made now.
+    fn note_held_back(&self, subject: Subject<'_>, denied: &[Denied]) {
+        let mut held = self.held_back.lock().expect("held-back lock");
+        if denied.is_empty() {
+            held.remove(&subject.to_string());
+        } else {
+            held.insert(subject.to_string(), denied.to_vec());
+        }
+        self.metrics
+            .set_versions_held(held.values().map(Vec::len).sum());
+    }
+
+    /// What the policy left out of the version lists last made, for the
+    /// status page.
+    pub fn held_back(&self) -> Vec<Denied> {
+        self.held_back
+            .lock()
+            .expect("held-back lock")
+            .values()
+            .flatten()
+            .cloned()
+            .collect()
     }
 }

@@ -165,6 +165,9 @@ pub struct Mirror {
     /// The operator's decisions on single versions, read from the store
     /// at most every few seconds.
     decisions: moka::future::Cache<(), Arc<crate::store::PolicyDecisions>>,
+    /// What the policy left out of the version lists last made, by
+    /// provider or module, for the status page.
+    held_back: std::sync::Mutex<std::collections::BTreeMap<String, Vec<crate::policy::Denied>>>,
     metrics: Arc<Metrics>,
     draining: AtomicBool,
     /// Whether the cache can be written.
@@ -248,6 +251,7 @@ impl Mirror {
             decisions: moka::future::Cache::builder()
                 .time_to_live(gate::DECISIONS_TTL)
                 .build(),
+            held_back: std::sync::Mutex::default(),
             metrics,
             draining: AtomicBool::new(false),
             residency,
