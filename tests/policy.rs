@@ -445,3 +445,87 @@ async fn approve_and_deny_reach_a_running_mirror_without_a_restart() {
     );
     assert!(shown.stdout.contains(": CVE-2026-0001"), "{}", shown.stdout);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cooldown_crosses_the_air_gap_with_the_first_seen_times() {
+    let (setup, origin, signer) = {
+        let setup = Setup::new();
+        let origin = FakeOrigin::start(&setup.ca).await;
+        let signer = Signer::new("acme");
+        origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
+        (setup, origin, signer)
+    };
+    // The connected side has no cooldown, but notes when versions appear.
+    let sc = Scene::on(
+        setup,
+        origin,
+        signer,
+        std::collections::BTreeMap::default(),
+        |_| {},
+    )
+    .await;
+    let (m, c) = (&sc.mirror, &sc.client);
+    assert_eq!(
+        c.get(&sc.url("widget/index.json")).await.status,
+        StatusCode::OK
+    );
+    sc.origin.publish(
+        "acme",
+        "widget",
+        "1.1.0",
+        &PLATFORMS,
+        &sc.signer,
+        &[&sc.signer],
+    );
+    m.clock
+        .advance(m.mirror.config().cache.index_ttl + Duration::from_secs(1));
+    for v in ["1.0.0", "1.1.0"] {
+        let got = c.get(&sc.archive_url("widget", v, "linux_amd64")).await;
+        assert_eq!(got.status, StatusCode::OK, "{v}: {}", got.error_text());
+    }
+    let home = sc.setup.dir.path();
+    let config = config_file(&sc.setup, &sc.origin, "");
+    let bundle = home.join("gap.tar");
+    run_ok(
+        home,
+        &[
+            "export",
+            "--config",
+            config.to_str().unwrap(),
+            "--output",
+            bundle.to_str().unwrap(),
+        ],
+    )
+    .await;
+
+    // The site has a cooldown: the version that appeared late is held
+    // there too, counted from when the connected side first saw it.
+    let site = site_config(home, "site", "[policy]\nmin_age = \"3d\"\n");
+    run_ok(
+        home,
+        &[
+            "import",
+            "--config",
+            site.to_str().unwrap(),
+            bundle.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let mut config = sc.setup.config(&sc.origin, &[], &[HOST]);
+    config.cache.dir = home.join("site-cache");
+    config.upstream.offline = true;
+    config.policy.min_age = Some(Duration::from_secs(3 * 86_400));
+    let gap = RunningMirror::start(config).await;
+    let gc = Client::trusting(&gap.ca_file);
+    let at = |v: &str| gap.url(&format!("/{HOST}/acme/widget/{v}.json"));
+    assert_eq!(gc.get(&at("1.0.0")).await.status, StatusCode::OK);
+    let held = gc.get(&at("1.1.0")).await;
+    assert_eq!(held.status, StatusCode::FORBIDDEN);
+    assert!(
+        held.error_text().contains("(policy.min_age)"),
+        "{}",
+        held.error_text()
+    );
+    gap.clock.advance(Duration::from_secs(3 * 86_400 + 3_600));
+    assert_eq!(gc.get(&at("1.1.0")).await.status, StatusCode::OK);
+}

@@ -118,6 +118,7 @@ pub fn export(
         modules: Vec::new(),
     };
     let mut records = Vec::new();
+    let mut lists: BTreeMap<Provider, Option<crate::store::IndexRecord>> = BTreeMap::new();
     for ((p, v), archives) in chosen {
         let record: VersionRecord = runtime
             .block_on(store.read_version(&p, &v))?
@@ -127,10 +128,20 @@ pub fn export(
             tracing::warn!(provider = %p, version = %v, "not exported: an unsigned import");
             continue;
         }
+        if !lists.contains_key(&p) {
+            let read = runtime
+                .block_on(store.read_index(&p))
+                .with_context(|| format!("reading the version list of {p} from {location}"))?;
+            lists.insert(p.clone(), read);
+        }
+        let first_seen_ms = lists[&p]
+            .as_ref()
+            .and_then(|l| l.first_seen_ms.get(&v).copied());
         manifest.versions.push(ManifestVersion {
             provider: p,
             version: v,
             archives,
+            first_seen_ms,
         });
         records.push(record);
     }

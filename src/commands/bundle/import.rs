@@ -233,6 +233,12 @@ pub fn import(
                 .push((p.to_string(), format!("listing its versions failed: {e}")));
         }
     }
+    if let Err(e) = store.wait(keep_first_seen(store, &manifest, &verified)) {
+        report.rejected.push((
+            "first-seen times".into(),
+            format!("keeping them failed: {e}"),
+        ));
+    }
     // Whatever the manifest promised and the bundle did not deliver.
     for mm in &manifest.modules {
         let key = (mm.module.clone(), mm.version.clone());
@@ -437,6 +443,41 @@ fn stage(
             e @ atomic::CopyError::Write(_) => e.to_string(),
         })
     })
+}
+
+/// Keeps in the version lists when the exporting mirror first saw each
+/// imported version (the manifest's `first_seen_ms`), so that this site's
+/// cooldown counts from the same time; a time this cache has already is
+/// kept.
+async fn keep_first_seen(
+    store: &CommandStore,
+    manifest: &Manifest,
+    verified: &BTreeMap<(Provider, Version), VersionRecord>,
+) -> Result<(), crate::store::StoreError> {
+    let mut by_provider: BTreeMap<&Provider, Vec<(&Version, u64)>> = BTreeMap::new();
+    for mv in &manifest.versions {
+        if let Some(seen) = mv.first_seen_ms {
+            if verified.contains_key(&(mv.provider.clone(), mv.version.clone())) {
+                by_provider
+                    .entry(&mv.provider)
+                    .or_default()
+                    .push((&mv.version, seen));
+            }
+        }
+    }
+    for (provider, seen) in by_provider {
+        let Some(mut list) = store.store().read_index(provider).await? else {
+            continue;
+        };
+        let before = list.first_seen_ms.len();
+        for (version, at) in seen {
+            list.first_seen_ms.entry(version.clone()).or_insert(at);
+        }
+        if list.first_seen_ms.len() != before {
+            store.store().write_index(provider, &list).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Stores a verified record unless the cache holds a signed one for the

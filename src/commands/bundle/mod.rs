@@ -88,6 +88,12 @@ pub struct ManifestVersion {
     pub version: Version,
     /// The archives included, by platform, with their sizes.
     pub archives: BTreeMap<Platform, u64>,
+    /// When the exporting mirror first saw the version in its origin's
+    /// list, if it appeared after the first listing (milliseconds since
+    /// the Unix epoch): an importing site's `policy.min_age` counts from
+    /// it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen_ms: Option<u64>,
 }
 
 /// The bundle directory of a version.
