@@ -427,37 +427,8 @@ async fn the_field_crosses_the_air_gap_in_the_records() {
     let online = c.get(&url).await.json();
 
     // One archive is held; the records know every platform's size and h1:.
-    let home = sc.setup.dir.path();
-    let config = config_file(&sc.setup, &sc.origin, "");
-    let bundle = home.join("gap.tar");
-    run_ok(
-        home,
-        &[
-            "export",
-            "--config",
-            config.to_str().unwrap(),
-            "--output",
-            bundle.to_str().unwrap(),
-        ],
-    )
-    .await;
-    let site = site_config(home, "site", "");
-    run_ok(
-        home,
-        &[
-            "import",
-            "--config",
-            site.to_str().unwrap(),
-            bundle.to_str().unwrap(),
-        ],
-    )
-    .await;
     sc.origin.stop();
-
-    let mut config = sc.setup.config(&sc.origin, &[], &["registry.origin.test"]);
-    config.cache.dir = home.join("site-cache");
-    config.upstream.offline = true;
-    let gap = RunningMirror::start(config).await;
+    let gap = across_the_gap(&sc, "", |_| {}).await;
     let gc = Client::trusting(&gap.ca_file);
     let offline = gc.get(&answer_url(&gap, "linux_amd64")).await;
     assert_eq!(offline.status, StatusCode::OK, "{}", offline.error_text());

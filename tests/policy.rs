@@ -28,30 +28,28 @@ fn deny_widget(config: &mut Config, versions: &str) {
     });
 }
 
-/// An origin publishing `acme/widget` 1.0.0 and 1.1.0.
-async fn two_versions() -> (Setup, FakeOrigin, Signer) {
+/// A mirror (its configuration changed by `configure`) in front of an
+/// origin publishing `acme/widget` 1.0.0 and 1.1.0.
+async fn two_versions(configure: impl FnOnce(&mut Config)) -> Scene {
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     let signer = Signer::new("acme");
     for v in ["1.0.0", "1.1.0"] {
         origin.publish("acme", "widget", v, &PLATFORMS, &signer, &[&signer]);
     }
-    (setup, origin, signer)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_denied_version_is_left_out_of_lists_and_refused_by_name() {
-    let (setup, origin, signer) = two_versions().await;
-    let sc = Scene::on(
+    Scene::on(
         setup,
         origin,
         signer,
         std::collections::BTreeMap::default(),
-        |c| {
-            deny_widget(c, "1.1.0");
-        },
+        configure,
     )
-    .await;
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_version_is_left_out_of_lists_and_refused_by_name() {
+    let sc = two_versions(|c| deny_widget(c, "1.1.0")).await;
     let (m, c) = (&sc.mirror, &sc.client);
 
     // Network mirror: the list, the version, its archive.
@@ -122,15 +120,7 @@ async fn a_denied_version_is_left_out_of_lists_and_refused_by_name() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bundles_carry_what_the_policy_allows_and_a_stricter_site_refuses_the_rest() {
-    let (setup, origin, signer) = two_versions().await;
-    let sc = Scene::on(
-        setup,
-        origin,
-        signer,
-        std::collections::BTreeMap::default(),
-        |_| {},
-    )
-    .await;
+    let sc = two_versions(|_| {}).await;
     for v in ["1.0.0", "1.1.0"] {
         let got = sc
             .client
@@ -223,8 +213,12 @@ async fn a_bad_rule_is_named_by_check_config() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
+/// Three days, the cooldown of these tests.
+const THREE_DAYS: Duration = Duration::from_secs(3 * 86_400);
+
+/// A mirror (with `min_age` as its cooldown) in front of an origin
+/// publishing `acme/widget` 1.0.0, listed once.
+async fn listed_once(min_age: Option<Duration>) -> Scene {
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     let signer = Signer::new("acme");
@@ -234,9 +228,32 @@ async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
         origin,
         signer,
         std::collections::BTreeMap::default(),
-        |c| c.policy.min_age = Some(std::time::Duration::from_secs(3 * 86_400)),
+        |c| c.policy.min_age = min_age,
     )
     .await;
+    let first = sc.client.get(&sc.url("widget/index.json")).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.error_text());
+    sc
+}
+
+/// Publishes 1.1.0 and moves the mirror's clock past the version list's
+/// freshness, so that the next listing sees it.
+fn publish_later(sc: &Scene) {
+    sc.origin.publish(
+        "acme",
+        "widget",
+        "1.1.0",
+        &PLATFORMS,
+        &sc.signer,
+        &[&sc.signer],
+    );
+    let ttl = sc.mirror.mirror.config().cache.index_ttl;
+    sc.mirror.clock.advance(ttl + Duration::from_secs(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
+    let sc = listed_once(Some(THREE_DAYS)).await;
     let (m, c) = (&sc.mirror, &sc.client);
     let listed = |doc: serde_json::Value| -> Vec<String> {
         doc["versions"]
@@ -256,16 +273,7 @@ async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
     );
 
     // A release published later is seen at the next listing, and held.
-    sc.origin.publish(
-        "acme",
-        "widget",
-        "1.1.0",
-        &PLATFORMS,
-        &sc.signer,
-        &[&sc.signer],
-    );
-    let ttl = sc.mirror.mirror.config().cache.index_ttl;
-    m.clock.advance(ttl + std::time::Duration::from_secs(1));
+    publish_later(&sc);
     assert_eq!(
         listed(c.get(&sc.url("widget/index.json")).await.json()),
         ["1.0.0"]
@@ -332,33 +340,9 @@ async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_and_deny_reach_a_running_mirror_without_a_restart() {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
-    let sc = Scene::on(
-        setup,
-        origin,
-        signer,
-        std::collections::BTreeMap::default(),
-        |c| c.policy.min_age = Some(std::time::Duration::from_secs(3 * 86_400)),
-    )
-    .await;
-    let (m, c) = (&sc.mirror, &sc.client);
-    assert_eq!(
-        c.get(&sc.url("widget/index.json")).await.status,
-        StatusCode::OK
-    );
-    sc.origin.publish(
-        "acme",
-        "widget",
-        "1.1.0",
-        &PLATFORMS,
-        &sc.signer,
-        &[&sc.signer],
-    );
-    m.clock
-        .advance(m.mirror.config().cache.index_ttl + std::time::Duration::from_secs(1));
+    let sc = listed_once(Some(THREE_DAYS)).await;
+    let c = &sc.client;
+    publish_later(&sc);
     assert_eq!(
         c.get(&sc.url("widget/1.1.0.json")).await.status,
         StatusCode::FORBIDDEN
@@ -448,74 +432,20 @@ async fn approve_and_deny_reach_a_running_mirror_without_a_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cooldown_crosses_the_air_gap_with_the_first_seen_times() {
-    let (setup, origin, signer) = {
-        let setup = Setup::new();
-        let origin = FakeOrigin::start(&setup.ca).await;
-        let signer = Signer::new("acme");
-        origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
-        (setup, origin, signer)
-    };
     // The connected side has no cooldown, but notes when versions appear.
-    let sc = Scene::on(
-        setup,
-        origin,
-        signer,
-        std::collections::BTreeMap::default(),
-        |_| {},
-    )
-    .await;
-    let (m, c) = (&sc.mirror, &sc.client);
-    assert_eq!(
-        c.get(&sc.url("widget/index.json")).await.status,
-        StatusCode::OK
-    );
-    sc.origin.publish(
-        "acme",
-        "widget",
-        "1.1.0",
-        &PLATFORMS,
-        &sc.signer,
-        &[&sc.signer],
-    );
-    m.clock
-        .advance(m.mirror.config().cache.index_ttl + Duration::from_secs(1));
+    let sc = listed_once(None).await;
+    let c = &sc.client;
+    publish_later(&sc);
     for v in ["1.0.0", "1.1.0"] {
         let got = c.get(&sc.archive_url("widget", v, "linux_amd64")).await;
         assert_eq!(got.status, StatusCode::OK, "{v}: {}", got.error_text());
     }
-    let home = sc.setup.dir.path();
-    let config = config_file(&sc.setup, &sc.origin, "");
-    let bundle = home.join("gap.tar");
-    run_ok(
-        home,
-        &[
-            "export",
-            "--config",
-            config.to_str().unwrap(),
-            "--output",
-            bundle.to_str().unwrap(),
-        ],
-    )
-    .await;
-
     // The site has a cooldown: the version that appeared late is held
     // there too, counted from when the connected side first saw it.
-    let site = site_config(home, "site", "[policy]\nmin_age = \"3d\"\n");
-    run_ok(
-        home,
-        &[
-            "import",
-            "--config",
-            site.to_str().unwrap(),
-            bundle.to_str().unwrap(),
-        ],
-    )
+    let gap = across_the_gap(&sc, "[policy]\nmin_age = \"3d\"\n", |c| {
+        c.policy.min_age = Some(THREE_DAYS);
+    })
     .await;
-    let mut config = sc.setup.config(&sc.origin, &[], &[HOST]);
-    config.cache.dir = home.join("site-cache");
-    config.upstream.offline = true;
-    config.policy.min_age = Some(Duration::from_secs(3 * 86_400));
-    let gap = RunningMirror::start(config).await;
     let gc = Client::trusting(&gap.ca_file);
     let at = |v: &str| gap.url(&format!("/{HOST}/acme/widget/{v}.json"));
     assert_eq!(gc.get(&at("1.0.0")).await.status, StatusCode::OK);
@@ -526,6 +456,6 @@ async fn the_cooldown_crosses_the_air_gap_with_the_first_seen_times() {
         "{}",
         held.error_text()
     );
-    gap.clock.advance(Duration::from_secs(3 * 86_400 + 3_600));
+    gap.clock.advance(THREE_DAYS + Duration::from_secs(3_600));
     assert_eq!(gc.get(&at("1.1.0")).await.status, StatusCode::OK);
 }

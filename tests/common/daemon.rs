@@ -193,3 +193,30 @@ pub async fn run_ok(home: &Path, args: &[&str]) -> Ran {
     );
     ran
 }
+
+/// Carries what `sc`'s mirror cached across an air gap: `export` of its
+/// cache as a bundle, `import` into a site (`site.toml`, with `site_extra`
+/// in its configuration), then an offline mirror on the site's cache with
+/// `configure` applied to its configuration.
+pub async fn across_the_gap(
+    sc: &super::Scene,
+    site_extra: &str,
+    configure: impl FnOnce(&mut tfmirror::config::Config),
+) -> super::RunningMirror {
+    let home = sc.setup.dir.path();
+    let config = config_file(&sc.setup, &sc.origin, "");
+    let bundle = home.join("gap.tar");
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    run_ok(
+        home,
+        &["export", "--config", &s(&config), "--output", &s(&bundle)],
+    )
+    .await;
+    let site = site_config(home, "site", site_extra);
+    run_ok(home, &["import", "--config", &s(&site), &s(&bundle)]).await;
+    let mut config = sc.setup.config(&sc.origin, &[], &["registry.origin.test"]);
+    config.cache.dir = home.join("site-cache");
+    config.upstream.offline = true;
+    configure(&mut config);
+    super::RunningMirror::start(config).await
+}
