@@ -90,8 +90,10 @@ pub async fn handle<B>(
         if let Some(served) =
             served.filter(|_| status.is_success() || status == StatusCode::TEMPORARY_REDIRECT)
         {
-            let token = if app.auth.enabled() {
-                super::audit::token_fingerprint(asked.authorization.as_deref())
+            // Only a token that authenticates is named.
+            let presented = asked.authorization.as_deref();
+            let token = if app.auth.enabled() && app.auth.check(presented).is_ok() {
+                super::audit::token_fingerprint(presented)
             } else {
                 None
             };
