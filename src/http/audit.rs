@@ -24,13 +24,7 @@ pub enum Served {
 /// A token's fingerprint, `sha256:` and the first 12 hex digits of its
 /// SHA-256: enough to tell tokens apart in the trail, nothing to use.
 pub fn token_fingerprint(authorization: Option<&str>) -> Option<String> {
-    let token = authorization?
-        .strip_prefix("Bearer ")
-        .or_else(|| authorization?.strip_prefix("bearer "))?
-        .trim();
-    if token.is_empty() {
-        return None;
-    }
+    let token = super::auth::bearer(authorization)?;
     let digest = verify::hex(&verify::Sha256::digest(token.as_bytes()));
     Some(format!("sha256:{}", &digest[..12]))
 }

@@ -128,13 +128,7 @@ impl Auth {
         if !self.enabled() {
             return Ok(());
         }
-        let presented = authorization
-            .and_then(|h| {
-                let (scheme, rest) = h.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-            })
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
+        let presented = bearer(authorization).ok_or_else(|| {
                 RequestError::Unauthenticated(
                     "this mirror requires a token: add a credentials block for its host to the CLI configuration".into(),
                 )
@@ -309,6 +303,14 @@ fn generated_key(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     }
     Ok(key)
+}
+
+/// The token of an `Authorization: Bearer <token>` header value (the
+/// scheme in any case), if it has one.
+pub fn bearer(authorization: Option<&str>) -> Option<&str> {
+    let (scheme, rest) = authorization?.split_once(' ')?;
+    let token = rest.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 #[cfg(test)]

@@ -118,12 +118,12 @@ impl Mirror {
         if self.policy.allows_everything() && !decided {
             return (record, Vec::new(), false);
         }
-        let denied: Vec<Denied> = record
-            .versions
-            .keys()
-            .filter_map(|v| self.left_out(&decisions, subject, v, &record.first_seen_ms))
-            .collect();
-        self.note_held_back(subject, &denied);
+        let denied = self.left_out_of(
+            &decisions,
+            subject,
+            record.versions.keys(),
+            &record.first_seen_ms,
+        );
         let changing = decided || self.policy.has_cooldown();
         if denied.is_empty() {
             return (record, denied, changing);
@@ -149,12 +149,12 @@ impl Mirror {
             return record;
         }
         let subject = Subject::Module(module);
-        let denied: Vec<Denied> = record
-            .versions
-            .iter()
-            .filter_map(|v| self.left_out(&decisions, subject, v, &record.first_seen_ms))
-            .collect();
-        self.note_held_back(subject, &denied);
+        let denied = self.left_out_of(
+            &decisions,
+            subject,
+            record.versions.iter(),
+            &record.first_seen_ms,
+        );
         if denied.is_empty() {
             return record;
         }
@@ -163,6 +163,22 @@ impl Mirror {
             .versions
             .retain(|v| !denied.iter().any(|d| d.version == v.as_str()));
         Arc::new(visible)
+    }
+
+    /// What the policy leaves out of `subject`'s list of `versions`, kept
+    /// for the status page as the list's latest.
+    fn left_out_of<'a>(
+        &self,
+        decisions: &PolicyDecisions,
+        subject: Subject<'_>,
+        versions: impl Iterator<Item = &'a Version>,
+        first_seen_ms: &BTreeMap<Version, u64>,
+    ) -> Vec<Denied> {
+        let denied: Vec<Denied> = versions
+            .filter_map(|v| self.left_out(decisions, subject, v, first_seen_ms))
+            .collect();
+        self.note_held_back(subject, &denied);
+        denied
     }
 
     /// Keeps what the policy left out of `subject`'s list as made now.
