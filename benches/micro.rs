@@ -95,6 +95,7 @@ fn version_record() -> VersionRecord {
             key_details: Vec::new(),
         }],
         unsigned_import: false,
+        evicted_ms: BTreeMap::new(),
     }
 }
 

@@ -57,12 +57,17 @@ impl Daemon {
             None
         };
         let auth = Auth::new(&config.auth, &config.server.data_dir, clock.clone())?;
+        let watch = crate::site::watch::Watch::new(&config.watch)?;
         let mirror = Arc::new(Mirror::new(config.clone()).await?.with_clock(clock));
         Ok(Daemon {
             config,
             listener,
             tls,
-            app: Arc::new(App { mirror, auth }),
+            app: Arc::new(App {
+                mirror,
+                auth,
+                watch,
+            }),
         })
     }
 
@@ -102,6 +107,14 @@ impl Daemon {
             .token_file
             .is_some()
             .then(|| tokio::spawn(watch_token_file(app.clone())));
+        let passes = match &app.watch {
+            Some(_) if config.upstream.offline => {
+                tracing::warn!("[watch] lists providers or modules, but this mirror is offline (upstream.offline): nothing is watched");
+                None
+            }
+            Some(watch) => Some(tokio::spawn(watch.clone().run(app.mirror.clone()))),
+            None => None,
+        };
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let control = {
             let (app, tls) = (app.clone(), tls.clone());
@@ -132,8 +145,10 @@ impl Daemon {
         )
         .await;
         control.abort();
-        if let Some(w) = watcher {
-            w.abort();
+        // Downloads a watch pass started run on in the mirror's tasks, and
+        // are drained with the rest.
+        for task in [watcher, passes].into_iter().flatten() {
+            task.abort();
         }
         // Downloads whose clients have gone still get their time to finish.
         if !app.mirror.drain(grace).await {

@@ -170,6 +170,11 @@ struct OutcomeLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PolicyLabels {
     action: &'static str,
     rule: String,
@@ -209,6 +214,9 @@ pub struct Metrics {
     download_claims: Family<OutcomeLabels, Counter>,
     policy_decisions: Family<PolicyLabels, Counter>,
     versions_held: Gauge,
+    watch_runs: Family<OutcomeLabels, Counter>,
+    watch_fetched: Family<KindLabels, Counter>,
+    watch_last_success: Gauge,
 }
 
 impl Default for Metrics {
@@ -241,6 +249,9 @@ impl Metrics {
             download_claims: Family::default(),
             policy_decisions: Family::default(),
             versions_held: Gauge::default(),
+            watch_runs: Family::default(),
+            watch_fetched: Family::default(),
+            watch_last_success: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -344,7 +355,43 @@ impl Metrics {
             "Versions left out of the version lists the mirror last made, by a rule, an operator's decision or the cooldown (the status page lists them)",
             m.versions_held.clone(),
         );
+        registry.register(
+            "watch_runs",
+            "Watch passes ([watch]) finished, by outcome: ok, or failed (something could not be listed, fetched or verified; tried again sooner)",
+            m.watch_runs.clone(),
+        );
+        registry.register(
+            "watch_fetched",
+            "What watch passes fetched and stored before anyone asked, by kind (archive, module)",
+            m.watch_fetched.clone(),
+        );
+        registry.register(
+            "watch_last_success_timestamp_seconds",
+            "When the last watch pass without a failure ended, in seconds since the Unix epoch (0: none yet)",
+            m.watch_last_success.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Counts a finished watch pass: `ok` or `failed`.
+    pub fn watch_run(&self, outcome: &'static str) {
+        self.watch_runs
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
+    }
+
+    /// Counts what a watch pass stored: `count` of `kind` (`archive`,
+    /// `module`).
+    pub fn watch_fetched(&self, kind: &'static str, count: usize) {
+        self.watch_fetched
+            .get_or_create(&KindLabels { kind })
+            .inc_by(count as u64);
+    }
+
+    /// Sets when the last watch pass without a failure ended.
+    pub fn set_watch_last_success(&self, unix_secs: u64) {
+        self.watch_last_success
+            .set(i64::try_from(unix_secs).unwrap_or(i64::MAX));
     }
 
     /// Sets how many versions the policy holds back.

@@ -81,6 +81,7 @@ fn main() {
                     key_details: Vec::new(),
                 }],
                 unsigned_import: false,
+                evicted_ms: BTreeMap::new(),
             };
             for platform in &platforms {
                 let bytes = &archives[platform.as_str()];

@@ -5,6 +5,7 @@
 
 use anyhow::Context;
 
+use crate::clock::Clock as _;
 use crate::config::Config;
 use crate::store::inventory;
 
@@ -15,6 +16,22 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
         .context("no size to shrink to: set cache.max_size or pass --max-size")?;
     let store = super::open_store(config)?;
     let removed = inventory::evict(&store, max.as_u64(), |_| false);
+    let now = crate::clock::SystemClock.unix_ms();
+    for archive in &removed.archives {
+        let path = store.version_path(&archive.provider, &archive.version);
+        let noted = store
+            .read_json::<crate::store::VersionRecord>(&path)
+            .and_then(|record| match record {
+                Some(mut record) => {
+                    record.evicted_ms.insert(archive.platform.clone(), now);
+                    store.write_json(&path, &record)
+                }
+                None => Ok(()),
+            });
+        if let Err(e) = noted {
+            tracing::warn!(archive = %archive.key(), error = %e, "could not note the eviction in the version's record");
+        }
+    }
     let left = inventory::total_size(&store);
     let modules = if removed.modules.is_empty() {
         String::new()

@@ -10,6 +10,7 @@ use anyhow::Context;
 
 use crate::config::Config;
 use crate::mirror::Mirror;
+use crate::site::fill::Freshness;
 
 /// `tfmirror lock`.
 pub fn command(
@@ -20,17 +21,17 @@ pub fn command(
 ) -> anyhow::Result<()> {
     let platforms = super::platforms_or_current(platforms)?;
     let requirements = match from {
-        Some(dir) => super::selection::from_directory(&dir, &platforms)?.providers,
+        Some(dir) => crate::site::selection::from_directory(&dir, &platforms)?.providers,
         None => sources
             .iter()
-            .map(|s| super::selection::from_argument(s, &platforms))
+            .map(|s| crate::site::selection::from_argument(s, &platforms))
             .collect::<anyhow::Result<Vec<_>>>()?,
     };
     let text = super::runtime()?.block_on(async {
         let mirror = Arc::new(Mirror::beside_daemon(config).await?);
         let mut entries = Vec::new();
         for req in &requirements {
-            let versions = super::sync::select_versions(&mirror, req)
+            let versions = crate::site::fill::select_versions(&mirror, req, Freshness::Cached)
                 .await
                 .map_err(|e| anyhow::anyhow!(e))?;
             // With several pinned versions, the newest is locked.

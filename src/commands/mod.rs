@@ -1,22 +1,24 @@
-//! The command line: `tfmirror serve`, `sync`, `lock`, `export`, `import`,
-//! `check-config`, `check-upstream`, `ls`, `gc`, `verify`, `approve`,
-//! `deny` and `policy ls`.
+//! The command line: `tfmirror serve`, `sync`, `watch`, `check`, `lock`,
+//! `export`, `import`, `inventory`, `check-config`, `check-upstream`,
+//! `ls`, `gc`, `verify`, `approve`, `deny` and `policy ls`.
 
 //!
 //! Each command lives in its own module and prints its own report.
 
 pub mod bundle;
+pub mod check;
 pub mod check_upstream;
 pub mod gc;
+pub mod inventory;
 pub mod lock;
 pub mod ls;
 pub mod policy;
 pub mod progress;
-pub mod selection;
 pub mod serve;
 pub mod store;
 pub mod sync;
 pub mod verify;
+pub mod watch;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -77,6 +79,56 @@ pub enum Command {
         #[arg(long, default_value_t = 4)]
         jobs: usize,
     },
+    /// Run one pass of the configuration's [watch] now: list every watched
+    /// provider and module afresh and fetch what the cache lacks.
+    Watch {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// One pass, then exit (the daemon runs the passes on its own
+        /// schedule).
+        #[arg(long)]
+        once: bool,
+        /// How many archives to download at once (default: watch.jobs).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// Say whether configurations will install from this mirror alone:
+    /// every provider version, platform and module version they need, held
+    /// or missing and why; exit non-zero unless everything is held.
+    Check {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// A Terraform configuration: a directory (read as `sync --from`
+        /// reads it), or a .tf or .terraform.lock.hcl file (repeatable; each
+        /// is a configuration of its own).
+        #[arg(long = "from", required = true, num_args = 1..)]
+        from: Vec<PathBuf>,
+        /// A platform to check (repeatable; default: this machine's).
+        #[arg(long = "platform")]
+        platforms: Vec<String>,
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+        /// Fetch what is missing first (on the connected side).
+        #[arg(long)]
+        fetch: bool,
+        /// With --fetch: how many archives to download at once.
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
+    },
+    /// Write what this mirror's cache holds (providers with versions,
+    /// platforms and hashes; module versions with pins), for the connected
+    /// side's `export --missing-from`.
+    Inventory {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The file to write.
+        #[arg(long)]
+        output: PathBuf,
+    },
     /// Print .terraform.lock.hcl provider blocks with h1: and zh: hashes for
     /// every platform given (downloading and verifying archives as needed).
     Lock {
@@ -116,6 +168,14 @@ pub enum Command {
         /// Only this provider, `[hostname/]namespace/type` (repeatable).
         #[arg(long = "provider")]
         providers: Vec<String>,
+        /// Carry only what the site whose inventory this is (`tfmirror
+        /// inventory` there) lacks.
+        #[arg(long, value_name = "INVENTORY", conflicts_with_all = ["since", "static_dir"])]
+        missing_from: Option<PathBuf>,
+        /// Carry only what this earlier bundle (and those it built on) did
+        /// not.
+        #[arg(long, value_name = "BUNDLE", conflicts_with = "static_dir")]
+        since: Option<PathBuf>,
     },
     /// Verify and import a bundle written by `export`; or (--static) a
     /// directory written by `terraform providers mirror`.
@@ -244,6 +304,29 @@ pub fn main() -> ExitCode {
         } => {
             load(config.as_deref()).and_then(|c| sync::command(c, manifest, from, &platforms, jobs))
         }
+        Command::Watch { config, once, jobs } => {
+            load(config.as_deref()).and_then(|c| watch::command(c, once, jobs))
+        }
+        Command::Check {
+            config,
+            from,
+            platforms,
+            json,
+            fetch,
+            jobs,
+        } => load(config.as_deref()).and_then(|c| {
+            let args = check::CheckArgs {
+                from,
+                platforms,
+                json,
+                fetch,
+                jobs,
+            };
+            check::command(c, &args)
+        }),
+        Command::Inventory { config, output } => {
+            load(config.as_deref()).and_then(|c| inventory::command(&c, &output))
+        }
         Command::Lock {
             config,
             platforms,
@@ -255,8 +338,15 @@ pub fn main() -> ExitCode {
             output,
             static_dir,
             providers,
-        } => load(config.as_deref())
-            .and_then(|c| bundle::export_command(&c, output, static_dir, &providers)),
+            missing_from,
+            since,
+        } => load(config.as_deref()).and_then(|c| {
+            let delta = bundle::DeltaBase {
+                missing_from,
+                since,
+            };
+            bundle::export_command(&c, output, static_dir, &providers, &delta)
+        }),
         Command::Import {
             config,
             bundle,
@@ -410,7 +500,7 @@ fn platforms_or_current(given: &[String]) -> anyhow::Result<Vec<crate::address::
     if given.is_empty() {
         Ok(vec![crate::address::Platform::current()])
     } else {
-        selection::parse_platforms(given, "--platform")
+        crate::site::selection::parse_platforms(given, "--platform")
     }
 }
 

@@ -1,23 +1,26 @@
 //! Progress of a long command: a bar on a terminal, plain lines otherwise.
 
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Progress on a terminal (a bar), or one plain line per event otherwise.
 pub struct Progress {
-    bar: Option<ProgressBar>,
+    bar: OnceLock<ProgressBar>,
 }
 
 impl Progress {
     /// No bar yet.
     pub fn new() -> Progress {
-        Progress { bar: None }
+        Progress {
+            bar: OnceLock::new(),
+        }
     }
 
     /// Shows a bar for `total` items (named `unit`) when standard error is
     /// a terminal.
-    pub fn start(&mut self, total: u64, unit: &str) {
+    pub fn start(&self, total: u64, unit: &str) {
         if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total);
             bar.set_style(
@@ -26,13 +29,13 @@ impl Progress {
                 ))
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
-            self.bar = Some(bar);
+            let _ = self.bar.set(bar);
         }
     }
 
     /// Prints a line (above the bar, when there is one).
     pub fn line(&self, text: &str) {
-        match &self.bar {
+        match self.bar.get() {
             Some(bar) => bar.println(text),
             None => eprintln!("{text}"),
         }
@@ -46,16 +49,36 @@ impl Progress {
 
     /// Moves the bar one item on, printing nothing.
     pub fn tick(&self) {
-        if let Some(bar) = &self.bar {
+        if let Some(bar) = self.bar.get() {
             bar.inc(1);
         }
     }
 
     /// Removes the bar.
     pub fn finish(&self) {
-        if let Some(bar) = &self.bar {
+        if let Some(bar) = self.bar.get() {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// A fill (`sync`, `watch --once`, `check --fetch`) counts archives on the
+/// bar.
+impl crate::site::fill::Observer for Progress {
+    fn line(&self, text: &str) {
+        Progress::line(self, text);
+    }
+
+    fn start(&self, total: u64) {
+        Progress::start(self, total, "archives");
+    }
+
+    fn advance(&self, text: &str) {
+        Progress::advance(self, text);
+    }
+
+    fn finish(&self) {
+        Progress::finish(self);
     }
 }
 

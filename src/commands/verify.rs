@@ -108,7 +108,7 @@ fn verify_store(
         .wait(store.store().list_archives())
         .with_context(|| format!("listing the archives in {location}"))?;
     let mut report = Report::default();
-    let mut progress = Progress::new();
+    let progress = Progress::new();
     progress.start(
         (pins.len() + archives.len()) as u64,
         "archives and module packages",

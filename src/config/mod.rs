@@ -49,6 +49,11 @@ pub struct Config {
     /// the mirror answers for and moves (see the README, "Policy").
     #[serde(default)]
     pub policy: crate::policy::PolicyConfig,
+    /// `[watch]`, `[[watch.provider]]` and `[[watch.module]]`: what the
+    /// daemon fetches ahead of time, and how often it asks the origins for
+    /// new versions (see the README, "Keeping a site ready").
+    #[serde(default)]
+    pub watch: crate::site::watch::WatchConfig,
 }
 
 /// `[auth]`: access control. With no token configured, anyone who can reach
@@ -379,6 +384,7 @@ impl Default for Config {
             },
             trust: Vec::new(),
             policy: crate::policy::PolicyConfig::default(),
+            watch: crate::site::watch::WatchConfig::default(),
             storage: StorageConfig {
                 backend: StorageBackend::Disk,
                 s3: None,
@@ -459,6 +465,7 @@ impl Config {
         // Compiles the rules (globs, key IDs, key files) to report errors now.
         crate::verify::TrustPolicy::new(&self.trust, self.upstream.reject_expired_keys)?;
         crate::policy::Policy::new(&self.policy)?;
+        self.watch.selection()?;
         for (host, hc) in &self.upstream.hosts {
             for (service, url) in &hc.services {
                 if !matches!(url.scheme(), "https" | "http") {

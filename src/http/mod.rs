@@ -32,4 +32,7 @@ pub struct App {
     pub mirror: Arc<Mirror>,
     /// Who may use it.
     pub auth: auth::Auth,
+    /// The watch (`[watch]`), when it lists anything: its passes, for the
+    /// status page.
+    pub watch: Option<Arc<crate::site::watch::Watch>>,
 }

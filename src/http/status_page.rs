@@ -174,6 +174,7 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
     html.push_str("</tbody></table>\n");
     modules_table(&mut html, app, auth_on && !authorized);
     held_back_table(&mut html, app, auth_on && !authorized);
+    watch_section(&mut html, app, auth_on && !authorized);
     html.push_str("</body></html>\n");
     with_type(
         StatusCode::OK,
@@ -204,6 +205,90 @@ fn held_back_table(html: &mut String, app: &App, hidden: bool) {
             escape(&denied.version),
             escape(&denied.rule),
             escape(&denied.reason)
+        );
+    }
+    html.push_str("</tbody></table>\n");
+}
+
+/// How many items of a watch pass's stored list and failures the page
+/// shows.
+pub const WATCH_ITEMS_SHOWN: usize = 50;
+
+/// The watch (`[watch]`): what it watches, when it last ran and what that
+/// pass fetched or could not, and when it runs next.
+fn watch_section(html: &mut String, app: &App, hidden: bool) {
+    html.push_str("<h2>Watch</h2>\n");
+    let Some(watch) = &app.watch else {
+        html.push_str("<p id=\"watch\">Nothing is watched. A <code>[watch]</code> section in the configuration lists providers and modules whose new versions the mirror fetches before anyone asks.</p>\n");
+        return;
+    };
+    let (providers, modules) = watch.watched();
+    let _ = writeln!(
+        html,
+        "<p id=\"watch\">{providers} providers and {modules} modules are watched: their origins are asked for new versions every {}.</p>",
+        humantime::format_duration(watch.interval())
+    );
+    if app.mirror.offline() {
+        html.push_str("<p id=\"watch-last\">This mirror is offline: nothing is watched.</p>\n");
+        return;
+    }
+    if hidden {
+        html.push_str(
+            "<p id=\"watch-last\">What the watch fetched is shown to requests with a token.</p>\n",
+        );
+        return;
+    }
+    let status = watch.status();
+    let at = |ms: u64| {
+        escape(&humantime::format_rfc3339_seconds(crate::clock::from_unix_ms(ms)).to_string())
+    };
+    let last = match &status.last {
+        None => "No pass has finished yet.".to_owned(),
+        Some(pass) => format!(
+            "Last pass {}: {} stored, {} already cached, {} failed{}.",
+            at(pass.finished_ms),
+            pass.stored.len(),
+            pass.cached,
+            pass.failures.len(),
+            if pass.failures.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (tried again sooner; {} failed passes in a row)",
+                    status.failed_in_a_row
+                )
+            }
+        ),
+    };
+    let running = status
+        .running_since_ms
+        .map(|ms| format!(" A pass is running since {}.", at(ms)))
+        .unwrap_or_default();
+    let next = status
+        .next_ms
+        .map(|ms| format!(" Next pass {}.", at(ms)))
+        .unwrap_or_default();
+    let success = status
+        .last_success_ms
+        .map(|ms| format!(" Last pass without a failure {}.", at(ms)))
+        .unwrap_or_default();
+    let _ = writeln!(
+        html,
+        "<p id=\"watch-last\">{last}{running}{next}{success}</p>"
+    );
+    let Some(pass) = status.last else { return };
+    html.push_str(
+        "<table id=\"watch-pass\"><thead><tr><th>Outcome</th><th>What</th></tr></thead><tbody>\n",
+    );
+    for failure in pass.failures.iter().take(WATCH_ITEMS_SHOWN) {
+        let _ = writeln!(html, "<tr><td>failed</td><td>{}</td></tr>", escape(failure));
+    }
+    for stored in pass.stored.iter().take(WATCH_ITEMS_SHOWN) {
+        let _ = writeln!(html, "<tr><td>stored</td><td>{}</td></tr>", escape(stored));
+    }
+    if pass.failures.is_empty() && pass.stored.is_empty() {
+        html.push_str(
+            "<tr><td colspan=\"2\">Nothing new: everything watched was cached already.</td></tr>\n",
         );
     }
     html.push_str("</tbody></table>\n");

@@ -6,7 +6,7 @@
 
 use super::residency::Evicted;
 use super::Mirror;
-use crate::address::{Module, Version};
+use crate::address::{ArchiveKey, Module, Version};
 
 impl Mirror {
     /// Removes from the store what the residency index gave up.
@@ -17,6 +17,7 @@ impl Mirror {
                     Ok(()) => {
                         tracing::info!(provider = %old.provider, version = %old.version, platform = %old.platform, "evicted least recently used archive");
                         self.providers.forget_archive(&old).await;
+                        self.note_evicted(&old).await;
                     }
                     Err(e) => {
                         tracing::warn!(archive = %old, error = %e, "could not evict archive");
@@ -36,6 +37,24 @@ impl Mirror {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Notes in the version's record that its archive was evicted, so that
+    /// `tfmirror check` can say why it is missing.
+    async fn note_evicted(&self, key: &ArchiveKey) {
+        match self.store.read_version(&key.provider, &key.version).await {
+            Ok(Some(record)) => {
+                let at = self.clock.unix_ms();
+                self.amend_version(&record, |r| {
+                    r.evicted_ms.insert(key.platform.clone(), at);
+                })
+                .await;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(archive = %key, error = %e, "could not note the eviction in the version's record");
             }
         }
     }

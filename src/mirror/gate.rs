@@ -42,16 +42,48 @@ impl Mirror {
     }
 
     /// Refuses a version the policy denies or holds back; counts the
-    /// decision. The cooldown reads the version list for when the version
-    /// was first seen; a version approved by name has none.
+    /// decision.
     pub(super) async fn permit(
         &self,
         subject: Subject<'_>,
         version: &Version,
     ) -> Result<(), RequestError> {
+        let Some((rule, outcome)) = self.judge(subject, version).await? else {
+            return Ok(());
+        };
+        match &outcome {
+            Ok(()) => self.metrics.policy_decision("allow", &rule),
+            Err(denied) => self.metrics.policy_decision("deny", &denied.rule),
+        }
+        outcome.map_err(|denied| RequestError::Denied(denied.to_string()))
+    }
+
+    /// What the policy says of one version now, as clients asking for it
+    /// by name would be answered: allowed, denied (by a rule, the default
+    /// or an operator), or held back by the cooldown (which reads the
+    /// version list for when the version was first seen; a version approved
+    /// by name has none). Nothing is counted.
+    pub async fn verdict(
+        &self,
+        subject: Subject<'_>,
+        version: &Version,
+    ) -> Result<Result<(), Denied>, RequestError> {
+        Ok(self
+            .judge(subject, version)
+            .await?
+            .map_or(Ok(()), |(_, outcome)| outcome))
+    }
+
+    /// The deciding rule and the outcome; `None` when there is nothing to
+    /// decide (no rule, no cooldown, no decision).
+    async fn judge(
+        &self,
+        subject: Subject<'_>,
+        version: &Version,
+    ) -> Result<Option<(String, Result<(), Denied>)>, RequestError> {
         let decisions = self.decisions().await;
         if self.policy.allows_everything() && decisions.decisions.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let verdict = self.policy.decide(&decisions, subject, version);
         let outcome = match verdict.outcome {
@@ -72,11 +104,7 @@ impl Mirror {
             }
             other => other,
         };
-        match &outcome {
-            Ok(()) => self.metrics.policy_decision("allow", &verdict.rule),
-            Err(denied) => self.metrics.policy_decision("deny", &denied.rule),
-        }
-        outcome.map_err(|denied| RequestError::Denied(denied.to_string()))
+        Ok(Some((verdict.rule, outcome)))
     }
 
     /// Why a listed version is left out, if it is; counted when it is.
@@ -139,7 +167,7 @@ impl Mirror {
     }
 
     /// A module's version list as clients may see it.
-    pub(super) async fn visible_module_index(
+    pub async fn visible_module_index(
         &self,
         module: &Module,
         record: Arc<ModuleIndexRecord>,

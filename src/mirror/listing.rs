@@ -1,14 +1,16 @@
 //! Version lists, a provider's and a module's alike: served from the store
 //! while younger than `cache.index_ttl`, else asked of the origin and
 //! stored again, and served stale while the origin is down. One loader for
-//! both, so that the two never drift apart.
+//! both, so that the two never drift apart. A watch pass asks the origin
+//! whatever the stored list's age, and learns of an outage instead of
+//! being handed the stale copy.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
+use super::{Held, Mirror, Timed, RETRY_AFTER_TROUBLE};
 use crate::address::Version;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
@@ -91,6 +93,16 @@ impl Listed for ModuleIndexRecord {
     }
 }
 
+/// How fresh a loaded version list must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// The stored list while younger than `cache.index_ttl`; the stored
+    /// list, stale, while the origin is down.
+    Cached,
+    /// The origin's list now; its failure is the answer.
+    FromOrigin,
+}
+
 /// Whose list is loaded, for the metrics and the messages.
 pub(super) struct About {
     /// The cache lookups it counts as.
@@ -112,14 +124,22 @@ impl Mirror {
     /// from the origin and kept with `write`; the stored one again, stale,
     /// when the origin is down. A list that cannot be stored is still
     /// served, and held only briefly so that storing it is tried again
-    /// soon.
+    /// soon. With [`Freshness::FromOrigin`], the origin is asked whatever
+    /// the stored list's age, and its failure is returned.
     pub(super) async fn load_listing<T: Listed>(
         &self,
         about: &About,
+        freshness: Freshness,
         stored: impl Future<Output = Result<Option<T>, StoreError>>,
         fetch: impl Future<Output = Result<T, UpstreamError>>,
         write: impl AsyncFnOnce(&T) -> Result<(), StoreError>,
     ) -> Result<Timed<T>, RequestError> {
+        if freshness == Freshness::FromOrigin && self.offline() {
+            return Err(RequestError::NotHeld(format!(
+                "{} cannot be listed afresh: this mirror is offline (upstream.offline)",
+                about.subject
+            )));
+        }
         let mut stored = stored.await.unwrap_or_else(|e| {
             tracing::warn!(subject = %about.subject, error = %e, "ignoring an unreadable stored {}", about.noun);
             None
@@ -128,7 +148,7 @@ impl Mirror {
         let age =
             |r: &T| Duration::from_millis(self.clock.unix_ms().saturating_sub(r.fetched_at_ms()));
         match &stored {
-            Some(r) if self.offline() || age(r) < ttl => {
+            Some(r) if freshness == Freshness::Cached && (self.offline() || age(r) < ttl) => {
                 self.note(about.kind, CacheOutcome::Hit);
                 // Offline, read again soon: an import may add versions.
                 let left = if self.offline() {
@@ -175,7 +195,7 @@ impl Mirror {
                     ttl: Some(held_for),
                 })
             }
-            Err(e) if e.is_outage() && stored.is_some() => {
+            Err(e) if e.is_outage() && stored.is_some() && freshness == Freshness::Cached => {
                 self.note(about.kind, CacheOutcome::Stale);
                 tracing::warn!(subject = %about.subject, error = %e, "origin unavailable; serving the stored {}", about.noun);
                 Ok(Timed {
@@ -192,5 +212,35 @@ impl Mirror {
                 &format!("could not list the versions of {}", about.subject),
             )),
         }
+    }
+
+    /// Keeps a list just loaded from the origin where later requests look
+    /// for it, in place of whatever was held.
+    pub(super) async fn hold_listed<K, T>(
+        &self,
+        cache: &moka::future::Cache<K, Held<T>>,
+        key: K,
+        loaded: Timed<T>,
+    ) -> Arc<T>
+    where
+        K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+        T: Send + Sync + 'static,
+    {
+        let value = loaded.value;
+        let expires_ms = loaded.ttl.map(|ttl| {
+            self.clock
+                .unix_ms()
+                .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+        });
+        cache
+            .insert(
+                key,
+                Held {
+                    value: value.clone(),
+                    expires_ms,
+                },
+            )
+            .await;
+        value
     }
 }

@@ -144,10 +144,12 @@ mod tests {
         assert!(text.contains("  version     = \"1.2.0\"\n  constraints = \"~> 1.0\"\n"));
         assert!(text.find("a/one").unwrap() < text.find("b/two").unwrap());
         let body = hcl::parse(&text).unwrap();
-        let locked = crate::commands::selection::locked(&body).unwrap();
+        let locked = crate::site::selection::locked(&body).unwrap();
         assert_eq!(locked.len(), 2);
-        assert_eq!(locked[0].2.as_deref(), Some("~> 1.0"));
-        assert_eq!(locked[1].2, None);
+        assert_eq!(locked[0].constraints.as_deref(), Some("~> 1.0"));
+        assert_eq!(locked[1].constraints, None);
+        // The hashes read back as they were written.
+        assert_eq!(locked[0].hashes, ["h1:abc=", "zh:00ff"]);
         // h1: sorts before zh:, as Terraform writes them.
         assert!(text.find("h1:abc=").unwrap() < text.find("zh:00ff").unwrap());
     }

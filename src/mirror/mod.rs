@@ -57,6 +57,7 @@ use crate::upstream::Origin;
 use crate::verify::TrustPolicy;
 
 pub use archive::{Archive, ArchiveBody, FileOrStream, StoredFile};
+pub use listing::Freshness;
 pub use residency::Residency;
 
 /// How soon a stale or incomplete answer is retried against the origin.
@@ -323,6 +324,11 @@ impl Mirror {
                 })
                 .await;
         }
+    }
+
+    /// The clock by which lists and links expire and schedules run.
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
     }
 
     /// The configuration in force.

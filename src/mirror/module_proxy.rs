@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::listing::About;
+use super::listing::{About, Freshness};
 use super::{Held, Mirror, Timed};
 use crate::address::{Module, Version};
 use crate::error::RequestError;
@@ -126,7 +126,7 @@ impl Mirror {
         self.check_host(&module.hostname)?;
         let (value, found) = self
             .held(&self.modules.indexes, module.clone(), || {
-                self.load_module_index(module)
+                self.load_module_index(module, Freshness::Cached)
             })
             .await?;
         if found {
@@ -135,9 +135,25 @@ impl Mirror {
         Ok(value)
     }
 
+    /// A module's version list asked of the origin now, as
+    /// [`Mirror::relist`] asks for a provider's.
+    pub async fn relist_module(
+        &self,
+        module: &Module,
+    ) -> Result<Arc<ModuleIndexRecord>, RequestError> {
+        self.check_host(&module.hostname)?;
+        let loaded = self
+            .load_module_index(module, Freshness::FromOrigin)
+            .await?;
+        Ok(self
+            .hold_listed(&self.modules.indexes, module.clone(), loaded)
+            .await)
+    }
+
     async fn load_module_index(
         &self,
         module: &Module,
+        freshness: Freshness,
     ) -> Result<Timed<ModuleIndexRecord>, RequestError> {
         let stored = self.store.read_module_index(module);
         let about = About {
@@ -156,7 +172,7 @@ impl Mirror {
                 first_seen_ms: BTreeMap::new(),
             })
         };
-        self.load_listing(&about, stored, fetch, async |record| {
+        self.load_listing(&about, freshness, stored, fetch, async |record| {
             self.store.write_module_index(module, record).await
         })
         .await

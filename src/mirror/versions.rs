@@ -9,7 +9,7 @@ use std::sync::Arc;
 use base64::Engine;
 use futures_util::future::join_all;
 
-use super::listing::About;
+use super::listing::{About, Freshness};
 use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
@@ -49,7 +49,7 @@ impl Mirror {
         }
         let held = self
             .held(&self.providers.indexes, provider.clone(), || {
-                self.load_index(provider)
+                self.load_index(provider, Freshness::Cached)
             })
             .await;
         let (value, found) = match held {
@@ -73,7 +73,24 @@ impl Mirror {
         Ok(value)
     }
 
-    async fn load_index(&self, provider: &Provider) -> Result<Timed<IndexRecord>, RequestError> {
+    /// A provider's version list asked of the origin now, whatever the
+    /// stored list's age, and kept for later requests; an origin that cannot
+    /// answer is an error, not the stale copy (a watch pass must learn of
+    /// it).
+    pub async fn relist(&self, provider: &Provider) -> Result<Arc<IndexRecord>, RequestError> {
+        self.check_host(&provider.hostname)?;
+        let loaded = self.load_index(provider, Freshness::FromOrigin).await?;
+        self.providers.missing.invalidate(provider).await;
+        Ok(self
+            .hold_listed(&self.providers.indexes, provider.clone(), loaded)
+            .await)
+    }
+
+    async fn load_index(
+        &self,
+        provider: &Provider,
+        freshness: Freshness,
+    ) -> Result<Timed<IndexRecord>, RequestError> {
         let about = About {
             kind: CacheKind::Index,
             subject: provider.to_string(),
@@ -81,9 +98,13 @@ impl Mirror {
             noun: "version list",
         };
         let stored = self.store.read_index(provider);
-        self.load_listing(&about, stored, self.fetch_index(provider), async |record| {
-            self.store.write_index(provider, record).await
-        })
+        self.load_listing(
+            &about,
+            freshness,
+            stored,
+            self.fetch_index(provider),
+            async |record| self.store.write_index(provider, record).await,
+        )
         .await
     }
 
@@ -272,6 +293,7 @@ impl Mirror {
             packages: BTreeMap::new(),
             sums: Vec::new(),
             unsigned_import: false,
+            evicted_ms: BTreeMap::new(),
         };
         for (platform, answer) in answers {
             let (pkg, final_url) = match answer {

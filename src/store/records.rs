@@ -45,6 +45,13 @@ pub struct VersionRecord {
     /// `cache.allow_unsigned_imports` is set.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unsigned_import: bool,
+    /// When this cache evicted an archive of the version (to stay within
+    /// `cache.max_size`), by platform, in milliseconds since the Unix
+    /// epoch: `tfmirror check` says an archive was evicted rather than
+    /// never fetched. An archive held again makes its entry moot. Not
+    /// carried in bundles.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evicted_ms: BTreeMap<Platform, u64>,
 }
 
 /// One verified package of a [`VersionRecord`].

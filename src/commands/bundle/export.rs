@@ -1,5 +1,6 @@
 //! Writing a bundle: the cached versions' records, then their archives;
-//! then the cached module versions' pins, each before its package.
+//! then the cached module versions' pins, each before its package. A delta
+//! leaves out what the receiving site holds already.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Read, Write};
@@ -14,6 +15,7 @@ use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::store::CommandStore;
 use crate::policy::{Gate, Subject};
+use crate::site::inventory::{AtSite, HeldModule, SiteInventory};
 use crate::store::{atomic, ArchiveReader, CachedArchive, ModuleRecord, VersionRecord};
 
 /// The providers to export: all cached ones, or those named, with the
@@ -46,11 +48,19 @@ pub struct Exported {
     pub bytes: u64,
     /// What the policy kept out, with the rule and reason.
     pub denied: Vec<String>,
+    /// For a delta: archives and module versions left out because the
+    /// site holds them.
+    pub held_there: usize,
+    /// For a delta: what the site holds under the same name with other
+    /// hashes, left out (an import there would refuse it).
+    pub conflicts: Vec<String>,
 }
 
 /// Writes a bundle of the cached providers (all, or those in `only`) to
 /// `output`, atomically; with no `only`, the cached module packages too.
-/// Versions `policy` denies are left out (and listed in the result).
+/// Versions `policy` denies are left out (and listed in the result), and
+/// with `site` (a delta), what the receiving site holds already. The
+/// manifest records what the site holds once the bundle is imported.
 /// It reads through the [`Store`](crate::store::Store) trait, whichever
 /// backend holds the cache, and streams each archive and package from the
 /// store into the bundle: nothing is copied to local disk first. The store's async calls
@@ -60,6 +70,7 @@ pub fn export(
     policy: &Gate,
     only: &[Provider],
     output: &Path,
+    site: Option<&SiteInventory>,
 ) -> anyhow::Result<Exported> {
     let (runtime, store) = (store.handle(), store.store());
     let location = store.location();
@@ -94,7 +105,24 @@ pub fn export(
             }
         },
     );
-    if chosen.is_empty() && modules.is_empty() {
+    let mut held_there = 0;
+    let mut conflicts = Vec::new();
+    if let Some(site) = site {
+        modules.retain(|pin| match site.module(pin) {
+            AtSite::Lacks => true,
+            AtSite::Holds => {
+                held_there += 1;
+                false
+            }
+            AtSite::Differs(theirs) => {
+                conflicts.push(format!(
+                    "module {} {}: the site's pin has the tree hash {theirs}, this cache's {}",
+                    pin.module, pin.version, pin.h1
+                ));
+                false
+            }
+        });
+    } else if chosen.is_empty() && modules.is_empty() {
         anyhow::bail!(
             "the cache holds no archive of the selected providers that the policy allows"
         );
@@ -107,26 +135,58 @@ pub fn export(
         atomic::temp_file(dir).with_context(|| format!("creating a file in {}", dir.display()))?;
     let (file, temp_path) = temp.into_parts();
     let mut tar = tar::Builder::new(BufWriter::new(file));
-    let mut done = Exported {
-        denied,
-        ..Exported::default()
-    };
+    let mut covers = site.cloned().unwrap_or_default();
     let mut manifest = Manifest {
         format: FORMAT,
         created_ms: SystemClock.unix_ms(),
         versions: Vec::new(),
         modules: Vec::new(),
+        covers: None,
     };
     let mut records = Vec::new();
     let mut lists: BTreeMap<Provider, Option<crate::store::IndexRecord>> = BTreeMap::new();
-    for ((p, v), archives) in chosen {
-        let record: VersionRecord = runtime
+    for ((p, v), mut archives) in chosen {
+        let mut record: VersionRecord = runtime
             .block_on(store.read_version(&p, &v))?
             .with_context(|| format!("{p} {v}: archives are cached but its record is missing"))?;
         if record.unsigned_import {
             // Nothing crosses the gap that cannot be verified on the other side.
             tracing::warn!(provider = %p, version = %v, "not exported: an unsigned import");
             continue;
+        }
+        if let Some(site) = site {
+            archives.retain(|platform, _| {
+                let Some(pkg) = record.packages.get(platform) else {
+                    return true;
+                };
+                match site.archive(&ArchiveKey::new(&p, &v, platform), &pkg.sha256) {
+                    AtSite::Lacks => true,
+                    AtSite::Holds => {
+                        held_there += 1;
+                        false
+                    }
+                    AtSite::Differs(theirs) => {
+                        conflicts.push(format!(
+                            "{p} {v} {platform}: the site holds {theirs}, this cache zh:{}",
+                            pkg.sha256
+                        ));
+                        false
+                    }
+                }
+            });
+            if archives.is_empty() {
+                continue;
+            }
+        }
+        // This cache's own history stays here.
+        record.evicted_ms.clear();
+        for platform in archives.keys() {
+            let hashes = record
+                .packages
+                .get(platform)
+                .map(|pkg| vec![format!("zh:{}", pkg.sha256)])
+                .unwrap_or_default();
+            covers.add_archive(&ArchiveKey::new(&p, &v, platform), hashes);
         }
         if !lists.contains_key(&p) {
             let read = runtime
@@ -146,6 +206,7 @@ pub fn export(
         records.push(record);
     }
     for pin in &modules {
+        covers.add_module(&pin.module, &pin.version, HeldModule::from(pin));
         // The pin records the package's size; a package that no longer has
         // it fails the export when it is written (`append_stream`).
         manifest.modules.push(ManifestModule {
@@ -154,6 +215,13 @@ pub fn export(
             size: pin.size,
         });
     }
+    manifest.covers = Some(covers);
+    let mut done = Exported {
+        denied,
+        held_there,
+        conflicts,
+        ..Exported::default()
+    };
     append_bytes(
         &mut tar,
         &format!("{ROOT}/manifest.json"),

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::{Manifest, FORMAT, MAX_RECORD_BYTES, ROOT};
+use super::{Manifest, MAX_RECORD_BYTES, ROOT};
 use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
 use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
@@ -31,6 +31,9 @@ pub struct Imported {
     pub modules: usize,
     /// Items refused, with the reason.
     pub rejected: Vec<(String, String)>,
+    /// What a delta builds on (the manifest's `covers`, beyond what it
+    /// carries) that this site does not hold.
+    pub not_held: Vec<String>,
 }
 
 /// Imports a bundle into the cache, whichever backend holds it. Versions
@@ -96,15 +99,7 @@ pub fn import(
                 );
             }
             let bytes = read_small(&mut entry).context("reading the manifest")?;
-            let m: Manifest =
-                serde_json::from_slice(&bytes).context("the manifest is not valid")?;
-            if m.format != FORMAT {
-                anyhow::bail!(
-                    "bundle format {} is not supported (this tfmirror reads {FORMAT})",
-                    m.format
-                );
-            }
-            manifest = Some(m);
+            manifest = Some(super::parse_manifest(&bytes)?);
             continue;
         }
         if let Some((module, version, leaf)) = parse_module_path(&path) {
@@ -249,6 +244,9 @@ pub fn import(
             ));
         }
     }
+    report.not_held = store
+        .wait(not_held(store, &manifest))
+        .with_context(|| format!("listing what {} holds", store.location()))?;
     for mv in &manifest.versions {
         let key = (mv.provider.clone(), mv.version.clone());
         if refused_versions.contains(&key) {
@@ -271,6 +269,66 @@ pub fn import(
         }
     }
     Ok(report)
+}
+
+/// What the manifest says the site holds besides what the bundle carries
+/// (a delta's base) and the store does not hold, by name.
+async fn not_held(
+    store: &CommandStore,
+    manifest: &Manifest,
+) -> Result<Vec<String>, crate::store::StoreError> {
+    let Some(covers) = &manifest.covers else {
+        return Ok(Vec::new());
+    };
+    let carried: BTreeSet<ArchiveKey> = manifest
+        .versions
+        .iter()
+        .flat_map(|mv| {
+            mv.archives
+                .keys()
+                .map(|p| ArchiveKey::new(&mv.provider, &mv.version, p))
+        })
+        .collect();
+    let carried_modules: BTreeSet<(&Module, &Version)> = manifest
+        .modules
+        .iter()
+        .map(|mm| (&mm.module, &mm.version))
+        .collect();
+    let held: BTreeSet<ArchiveKey> = store
+        .store()
+        .list_archives()
+        .await?
+        .iter()
+        .map(crate::store::CachedArchive::key)
+        .collect();
+    let held_modules: BTreeSet<(Module, Version)> = store
+        .store()
+        .list_modules()
+        .await?
+        .into_iter()
+        .filter(|(_, package)| *package)
+        .map(|(pin, _)| (pin.module, pin.version))
+        .collect();
+    let mut out = Vec::new();
+    for (p, versions) in &covers.providers {
+        for (v, platforms) in versions {
+            for platform in platforms.keys() {
+                let key = ArchiveKey::new(p, v, platform);
+                if !carried.contains(&key) && !held.contains(&key) {
+                    out.push(key.to_string());
+                }
+            }
+        }
+    }
+    for (m, versions) in &covers.modules {
+        for v in versions.keys() {
+            if !carried_modules.contains(&(m, v)) && !held_modules.contains(&(m.clone(), v.clone()))
+            {
+                out.push(format!("module {m} {v}"));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The module entries of a bundle, as they are read.

@@ -18,6 +18,12 @@
 //! before its archives, so an import can read a bundle in one pass.
 //! `module.json` is a module version's pin (source, commit, tree hash),
 //! before its package.
+//!
+//! A bundle can carry only what the receiving site lacks (a delta): what
+//! the site holds comes from its inventory (`export --missing-from`) or
+//! from an earlier bundle (`export --since`). Every bundle's manifest says
+//! what the site holds once it has imported it and those it builds on
+//! (`covers`), which is what the next `--since` leaves out.
 
 mod export;
 mod import;
@@ -27,7 +33,8 @@ pub use export::{export, selected, Exported};
 pub use import::{import, Imported};
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -35,6 +42,7 @@ use serde::{Deserialize, Serialize};
 use crate::address::{Module, Platform, Provider, Version};
 use crate::commands::store::CommandStore;
 use crate::config::Config;
+use crate::site::inventory::SiteInventory;
 
 /// The top directory of every bundle entry.
 const ROOT: &str = "tfmirror-bundle";
@@ -56,6 +64,85 @@ pub struct Manifest {
     /// The module versions in it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub modules: Vec<ManifestModule>,
+    /// What the receiving site holds once it has imported this bundle and
+    /// the ones it builds on: its own contents, and for a delta, what the
+    /// site held before (the inventory, or the earlier bundle's `covers`),
+    /// in the form of an inventory document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covers: Option<SiteInventory>,
+}
+
+impl Manifest {
+    /// What the receiving site holds once it has imported this bundle:
+    /// its `covers`, or, for a bundle that does not say, what it carries
+    /// (hashes unknown).
+    pub fn coverage(&self) -> SiteInventory {
+        if let Some(covers) = &self.covers {
+            return covers.clone();
+        }
+        let mut out = SiteInventory::default();
+        for mv in &self.versions {
+            for platform in mv.archives.keys() {
+                out.add_archive(
+                    &crate::address::ArchiveKey::new(&mv.provider, &mv.version, platform),
+                    Vec::new(),
+                );
+            }
+        }
+        for mm in &self.modules {
+            out.add_module(
+                &mm.module,
+                &mm.version,
+                crate::site::inventory::HeldModule {
+                    h1: String::new(),
+                    commit: None,
+                },
+            );
+        }
+        out
+    }
+}
+
+/// Reads a bundle's manifest (its first entry), and nothing else of it.
+pub fn read_manifest(bundle: &Path) -> anyhow::Result<Manifest> {
+    let file =
+        std::fs::File::open(bundle).with_context(|| format!("opening {}", bundle.display()))?;
+    let mut tar = tar::Archive::new(std::io::BufReader::new(file));
+    let mut entries = tar
+        .entries()
+        .with_context(|| format!("{} is not a tar file", bundle.display()))?;
+    let mut first = entries
+        .next()
+        .with_context(|| format!("{} is empty", bundle.display()))?
+        .with_context(|| format!("{} is not a tar file", bundle.display()))?;
+    let path = first.path()?.to_string_lossy().into_owned();
+    if path != format!("{ROOT}/manifest.json") {
+        anyhow::bail!(
+            "{} is not a tfmirror bundle: it starts with {path:?}, not its manifest",
+            bundle.display()
+        );
+    }
+    let mut bytes = Vec::new();
+    (&mut first)
+        .take(MAX_RECORD_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .context("reading the manifest")?;
+    parse_manifest(&bytes)
+}
+
+/// Reads a manifest's JSON, in a format this build reads.
+fn parse_manifest(bytes: &[u8]) -> anyhow::Result<Manifest> {
+    if bytes.len() as u64 > MAX_RECORD_BYTES {
+        anyhow::bail!("the manifest is larger than 8 MiB");
+    }
+    let m: Manifest = serde_json::from_slice(bytes).context("the manifest is not valid")?;
+    if m.format != FORMAT {
+        anyhow::bail!(
+            "bundle format {} is not supported (this tfmirror reads {FORMAT})",
+            m.format
+        );
+    }
+    Ok(m)
 }
 
 /// One module version of a [`Manifest`].
@@ -114,6 +201,28 @@ fn providers(sources: &[String]) -> anyhow::Result<Vec<crate::address::Provider>
         .collect()
 }
 
+/// What the receiving site of a delta holds: the inventory it sent
+/// (`--missing-from`), or what an earlier bundle left it holding
+/// (`--since`).
+#[derive(Debug, Clone, Default)]
+pub struct DeltaBase {
+    /// `--missing-from`: the site's inventory.
+    pub missing_from: Option<PathBuf>,
+    /// `--since`: an earlier bundle.
+    pub since: Option<PathBuf>,
+}
+
+impl DeltaBase {
+    /// What the site holds, when a delta is asked for.
+    fn read(&self) -> anyhow::Result<Option<SiteInventory>> {
+        match (&self.missing_from, &self.since) {
+            (Some(inventory), _) => SiteInventory::read(inventory).map(Some),
+            (None, Some(bundle)) => Ok(Some(read_manifest(bundle)?.coverage())),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
 /// `tfmirror export`: straight from the store, whichever backend it is
 /// (a bucket is read without its local tier, so an export copies nothing
 /// to this host's disk but the bundle or directory it writes).
@@ -122,18 +231,31 @@ pub fn export_command(
     output: Option<PathBuf>,
     static_dir: Option<PathBuf>,
     only: &[String],
+    delta: &DeltaBase,
 ) -> anyhow::Result<()> {
     let only = providers(only)?;
     match (output, static_dir) {
         (Some(output), _) => {
+            let site = delta.read()?;
             let store = CommandStore::open(config)?;
             let policy = super::store::gate(config, &store)?;
-            let done = export(&store, &policy, &only, &output)?;
+            let done = export(&store, &policy, &only, &output, site.as_ref())?;
             for denied in &done.denied {
                 println!("LEFT OUT {denied}");
             }
+            for conflict in &done.conflicts {
+                println!("CONFLICT {conflict}; left out");
+            }
+            let delta_note = if site.is_some() {
+                format!(
+                    " (a delta: {} archives and module versions the site holds left out)",
+                    done.held_there
+                )
+            } else {
+                String::new()
+            };
             println!(
-                "wrote {}: {} versions, {} archives, {} module versions, {}",
+                "wrote {}: {} versions, {} archives, {} module versions, {}{delta_note}",
                 output.display(),
                 done.versions,
                 done.archives,
@@ -142,6 +264,11 @@ pub fn export_command(
             );
         }
         (None, Some(dir)) => {
+            if delta.missing_from.is_some() || delta.since.is_some() {
+                anyhow::bail!(
+                    "--missing-from and --since make a bundle (--output), not a static directory"
+                );
+            }
             let store = CommandStore::open(config)?;
             let policy = super::store::gate(config, &store)?;
             let done = static_dir::export(&store, &policy, &only, &dir)?;
@@ -191,6 +318,11 @@ pub fn import_command(
     };
     for (item, reason) in &report.rejected {
         println!("REJECTED {item}: {reason}");
+    }
+    for item in &report.not_held {
+        println!(
+            "NOT HELD {item}: this bundle builds on it, but this site does not hold it (did an earlier transfer not arrive?)"
+        );
     }
     let modules = if report.modules > 0 {
         format!(

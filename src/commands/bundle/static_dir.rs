@@ -244,6 +244,7 @@ fn import_version(
         packages: BTreeMap::new(),
         sums: Vec::new(),
         unsigned_import: true,
+        evicted_ms: BTreeMap::new(),
     };
     for (platform, entry) in &doc.archives {
         let item = format!("{provider} {version} {platform}");

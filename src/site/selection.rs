@@ -1,15 +1,15 @@
-//! What to mirror: providers with version constraints and platforms, and
-//! registry modules with version constraints, read from a sync manifest
-//! (TOML), from a Terraform configuration directory (the
-//! `required_providers` and `module` blocks of its `.tf` files and the
-//! versions pinned in its `.terraform.lock.hcl` files), or from the command
-//! line.
+//! What a site needs: providers with version constraints and platforms,
+//! and registry modules with version constraints, read from a sync
+//! manifest (TOML), the `[watch]` section of the configuration (the same
+//! entries), a Terraform configuration (the `required_providers` and
+//! `module` blocks of its `.tf` files, and the versions and hashes pinned
+//! in its `.terraform.lock.hcl` files), or the command line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::address::{Module, Platform, Provider, Version};
 use crate::constraints::Constraints;
@@ -27,6 +27,9 @@ pub struct Requirement {
     /// Exact versions wanted, pinned by lock files; when there are any,
     /// only these are wanted.
     pub pinned: Vec<Version>,
+    /// The hashes the lock files record for each pinned version (`h1:`,
+    /// `zh:`): an archive installs only when it matches one of them.
+    pub locked_hashes: BTreeMap<Version, BTreeSet<String>>,
     /// The platforms wanted.
     pub platforms: Vec<Platform>,
 }
@@ -61,27 +64,40 @@ struct Manifest {
     platforms: Vec<String>,
     /// The providers.
     #[serde(default)]
-    provider: Vec<ManifestEntry>,
+    provider: Vec<ProviderEntry>,
     /// The registry modules.
     #[serde(default)]
-    module: Vec<ManifestModule>,
+    module: Vec<ModuleEntry>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A `[[provider]]` entry of a sync manifest, or a `[[watch.provider]]`
+/// entry of the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ManifestModule {
-    source: String,
-    #[serde(default)]
-    versions: String,
+pub struct ProviderEntry {
+    /// `source`: the provider, `[hostname/]namespace/type`.
+    pub source: String,
+    /// `versions`: a version constraint in Terraform's syntax; every
+    /// version when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub versions: String,
+    /// `platforms`: the platforms wanted, instead of the defaults given
+    /// beside the entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platforms: Option<Vec<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A `[[module]]` entry of a sync manifest, or a `[[watch.module]]` entry
+/// of the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ManifestEntry {
-    source: String,
-    #[serde(default)]
-    versions: String,
-    platforms: Option<Vec<String>>,
+pub struct ModuleEntry {
+    /// `source`: the registry module, `[hostname/]namespace/name/system`.
+    pub source: String,
+    /// `versions`: a version constraint in Terraform's syntax; every
+    /// version when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub versions: String,
 }
 
 /// Reads a sync manifest (see the README, "Air-gapped sites").
@@ -90,10 +106,34 @@ pub fn from_manifest(path: &Path) -> anyhow::Result<Selection> {
         .with_context(|| format!("reading the manifest {}", path.display()))?;
     let manifest: Manifest = toml::from_str(&text)
         .with_context(|| format!("the manifest {} is not valid", path.display()))?;
-    let defaults = parse_platforms(&manifest.platforms, "platforms")?;
+    let selection = from_entries(
+        &manifest.platforms,
+        &manifest.provider,
+        &manifest.module,
+        "",
+    )?;
+    if selection.providers.is_empty() && selection.modules.is_empty() {
+        bail!(
+            "the manifest {} lists no [[provider]] and no [[module]]",
+            path.display()
+        );
+    }
+    Ok(selection)
+}
+
+/// Reads manifest entries: `providers` (each with its own platforms, or
+/// `platforms`) and `modules`. Mistakes are named after the entry, with
+/// `prefix` before the entry's kind (`watch.` for the configuration's).
+pub fn from_entries(
+    platforms: &[String],
+    providers: &[ProviderEntry],
+    modules: &[ModuleEntry],
+    prefix: &str,
+) -> anyhow::Result<Selection> {
+    let defaults = parse_platforms(platforms, &format!("{prefix}platforms"))?;
     let mut out = Vec::new();
-    for (n, entry) in manifest.provider.iter().enumerate() {
-        let what = format!("provider {} ({})", n + 1, entry.source);
+    for (n, entry) in providers.iter().enumerate() {
+        let what = format!("{prefix}provider {} ({})", n + 1, entry.source);
         let provider = Provider::from_source(&entry.source).with_context(|| what.clone())?;
         let constraints = Constraints::parse(&entry.versions).with_context(|| what.clone())?;
         let platforms = match &entry.platforms {
@@ -101,39 +141,34 @@ pub fn from_manifest(path: &Path) -> anyhow::Result<Selection> {
             None => defaults.clone(),
         };
         if platforms.is_empty() {
-            bail!("{what}: no platforms; give `platforms` at the top or in the entry");
+            bail!("{what}: no platforms; give `platforms` beside the entries or in the entry");
         }
         out.push(Requirement {
             provider,
             constraints,
             newest_only: false,
             pinned: Vec::new(),
+            locked_hashes: BTreeMap::new(),
             platforms,
         });
     }
-    let mut modules = Vec::new();
-    for (n, entry) in manifest.module.iter().enumerate() {
-        let what = format!("module {} ({})", n + 1, entry.source);
+    let mut wanted = Vec::new();
+    for (n, entry) in modules.iter().enumerate() {
+        let what = format!("{prefix}module {} ({})", n + 1, entry.source);
         let (module, subdir) = Module::from_source(&entry.source).with_context(|| what.clone())?;
         if subdir.is_some() {
             bail!("{what}: give the module's registry address without a //subdirectory");
         }
         let constraints = Constraints::parse(&entry.versions).with_context(|| what.clone())?;
-        modules.push(ModuleRequirement {
+        wanted.push(ModuleRequirement {
             module,
             constraints,
             newest_only: false,
         });
     }
-    if out.is_empty() && modules.is_empty() {
-        bail!(
-            "the manifest {} lists no [[provider]] and no [[module]]",
-            path.display()
-        );
-    }
     Ok(Selection {
         providers: out,
-        modules,
+        modules: wanted,
     })
 }
 
@@ -147,6 +182,7 @@ pub fn from_argument(given: &str, platforms: &[Platform]) -> anyhow::Result<Requ
         constraints: Constraints::parse(constraints)?,
         newest_only: true,
         pinned: Vec::new(),
+        locked_hashes: BTreeMap::new(),
         platforms: platforms.to_vec(),
     })
 }
@@ -159,20 +195,28 @@ pub fn parse_platforms(names: &[String], what: &str) -> anyhow::Result<Vec<Platf
         .collect()
 }
 
-/// What a Terraform configuration directory requires: for each provider,
-/// the versions its lock files pin, or else the newest version that meets
-/// the constraints of all its `required_providers` entries, as
-/// `terraform init` would choose; and for each registry module its
-/// `module` blocks call, the newest version that meets their constraints.
-pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Selection> {
+/// What a Terraform configuration requires: for each provider, the
+/// versions its lock files pin (with the hashes they record), or else the
+/// newest version that meets the constraints of all its
+/// `required_providers` entries, as `terraform init` would choose; and for
+/// each registry module its `module` blocks call, the newest version that
+/// meets their constraints. `path` is the configuration's directory (read
+/// with the directories below it), or one `.tf` or `.terraform.lock.hcl`
+/// file.
+pub fn from_directory(path: &Path, platforms: &[Platform]) -> anyhow::Result<Selection> {
     if platforms.is_empty() {
         bail!("give at least one --platform");
     }
     let mut files = Vec::new();
-    collect_files(dir, &mut files)
-        .with_context(|| format!("reading the directory {}", dir.display()))?;
+    if path.is_file() {
+        files.push(path.to_path_buf());
+    } else {
+        collect_files(path, &mut files)
+            .with_context(|| format!("reading the directory {}", path.display()))?;
+    }
     let mut constraints: BTreeMap<Provider, Vec<String>> = BTreeMap::new();
     let mut pinned: BTreeMap<Provider, Vec<Version>> = BTreeMap::new();
+    let mut hashes: BTreeMap<(Provider, Version), BTreeSet<String>> = BTreeMap::new();
     let mut called: BTreeMap<Module, Vec<String>> = BTreeMap::new();
     for file in &files {
         let text =
@@ -181,11 +225,13 @@ pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Sele
             .map_err(|e| anyhow::anyhow!("{} is not valid HCL: {e}", file.display()))?;
         let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if name == ".terraform.lock.hcl" {
-            for (provider, version, _) in
-                locked(&body).with_context(|| format!("reading {}", file.display()))?
-            {
-                constraints.entry(provider.clone()).or_default();
-                pinned.entry(provider).or_default().push(version);
+            for lock in locked(&body).with_context(|| format!("reading {}", file.display()))? {
+                constraints.entry(lock.provider.clone()).or_default();
+                hashes
+                    .entry((lock.provider.clone(), lock.version.clone()))
+                    .or_default()
+                    .extend(lock.hashes);
+                pinned.entry(lock.provider).or_default().push(lock.version);
             }
         } else {
             for (module, version) in crate::module_source::calls::module_calls(&body) {
@@ -205,7 +251,7 @@ pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Sele
     if constraints.is_empty() && called.is_empty() {
         bail!(
             "{} holds no required_providers entry, no registry module call and no lock file",
-            dir.display()
+            path.display()
         );
     }
     let mut out = Vec::new();
@@ -216,11 +262,16 @@ pub fn from_directory(dir: &Path, platforms: &[Platform]) -> anyhow::Result<Sele
         let mut pins = pinned.remove(&provider).unwrap_or_default();
         pins.sort();
         pins.dedup();
+        let locked_hashes = pins
+            .iter()
+            .filter_map(|v| Some((v.clone(), hashes.remove(&(provider.clone(), v.clone()))?)))
+            .collect();
         out.push(Requirement {
             provider,
             constraints: parsed,
             newest_only: true,
             pinned: pins,
+            locked_hashes,
             platforms: platforms.to_vec(),
         });
     }
@@ -319,9 +370,21 @@ fn required(body: &hcl::Body) -> anyhow::Result<Vec<(Provider, Option<String>)>>
     Ok(out)
 }
 
-/// The `provider` blocks of a lock file: address, pinned version and the
-/// constraints recorded with it.
-pub fn locked(body: &hcl::Body) -> anyhow::Result<Vec<(Provider, Version, Option<String>)>> {
+/// One `provider` block of a lock file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locked {
+    /// The provider.
+    pub provider: Provider,
+    /// The version it pins.
+    pub version: Version,
+    /// The constraints recorded with it.
+    pub constraints: Option<String>,
+    /// The hashes it records (`h1:…`, `zh:…`).
+    pub hashes: Vec<String>,
+}
+
+/// The `provider` blocks of a lock file.
+pub fn locked(body: &hcl::Body) -> anyhow::Result<Vec<Locked>> {
     let mut out = Vec::new();
     for block in body.blocks().filter(|b| b.identifier() == "provider") {
         let Some(label) = block.labels().first() else {
@@ -335,7 +398,27 @@ pub fn locked(body: &hcl::Body) -> anyhow::Result<Vec<(Provider, Version, Option
             .ok_or_else(|| anyhow::anyhow!("lock file provider {address:?} has no version"))?;
         let version =
             Version::parse(&version).with_context(|| format!("lock file provider {address:?}"))?;
-        out.push((provider, version, string("constraints")));
+        let hashes = block
+            .body()
+            .attributes()
+            .find(|a| a.key() == "hashes")
+            .map(|a| match a.expr() {
+                hcl::Expression::Array(items) => items
+                    .iter()
+                    .filter_map(|item| match item {
+                        hcl::Expression::String(h) => Some(h.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .unwrap_or_default();
+        out.push(Locked {
+            provider,
+            version,
+            constraints: string("constraints"),
+            hashes,
+        });
     }
     Ok(out)
 }
@@ -437,6 +520,22 @@ module "github" {
         assert_eq!(aws.constraints.as_str(), "~> 5.0, >= 5.1");
         let widget = by_name["registry.example/acme/widget"];
         assert_eq!(widget.pinned, [Version::parse("1.2.0").unwrap()]);
+        assert_eq!(
+            widget.locked_hashes[&Version::parse("1.2.0").unwrap()],
+            BTreeSet::from(["h1:abc=".to_owned()])
+        );
+        // One file read alone: the lock file pins, its hashes kept.
+        let alone = from_directory(&dir.path().join(".terraform.lock.hcl"), &platforms).unwrap();
+        assert_eq!(alone.providers.len(), 1);
+        assert_eq!(
+            alone.providers[0]
+                .locked_hashes
+                .values()
+                .next()
+                .unwrap()
+                .len(),
+            1
+        );
         assert_eq!(
             by_name["registry.terraform.io/hashicorp/null"]
                 .constraints

@@ -1,0 +1,373 @@
+//! Filling the cache with what a [`Selection`] asks for, through the same
+//! code path (and the same verification, single-flight downloads and fetch
+//! limits) as the daemon's requests: every archive of the selected provider
+//! versions for the platforms asked for, and every selected registry module
+//! version, packaged and pinned, together with the registry modules those
+//! modules call in turn. Archives and packages already cached are not
+//! fetched again, so a second fill transfers nothing and an interrupted one
+//! picks up where it stopped.
+//!
+//! `tfmirror sync`, `tfmirror watch --once`, `tfmirror check --fetch` and
+//! the daemon's watch passes all fill through [`fill`]; they differ in how
+//! fresh the version lists must be ([`Freshness`]) and in who hears of the
+//! progress ([`Observer`]).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use futures_util::stream::{self, StreamExt};
+
+use super::selection::{ModuleRequirement, Requirement, Selection};
+use crate::address::{ArchiveKey, Module, Provider, Version};
+use crate::error::RequestError;
+use crate::mirror::Mirror;
+
+pub use crate::mirror::Freshness;
+
+/// Who hears how a fill goes: a progress bar on a terminal, the log.
+pub trait Observer: Send + Sync {
+    /// Something happened that is not one of the counted archives (a
+    /// module packaged, a version that could not be had).
+    fn line(&self, text: &str);
+    /// The archives are known: `total` of them.
+    fn start(&self, total: u64);
+    /// One archive is done; `text` says how.
+    fn advance(&self, text: &str);
+    /// The fill is over.
+    fn finish(&self) {}
+}
+
+/// What a fill did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Providers asked for.
+    pub providers: usize,
+    /// Versions selected.
+    pub versions: usize,
+    /// Archives wanted.
+    pub archives: usize,
+    /// Archives downloaded by this fill.
+    pub downloaded: usize,
+    /// Archives that were cached already.
+    pub cached: usize,
+    /// Bytes downloaded by this fill.
+    pub bytes: u64,
+    /// Module versions wanted (those asked for and those they call).
+    pub module_versions: usize,
+    /// Module versions packaged by this fill.
+    pub modules_packaged: usize,
+    /// What this fill stored, one name each (`provider version platform`,
+    /// `module … version`).
+    pub stored: Vec<String>,
+    /// What failed, one line each.
+    pub failures: Vec<String>,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "providers: {}, versions: {}, archives: {} ({} downloaded, {} already cached), bytes downloaded: {}, failures: {}",
+            self.providers,
+            self.versions,
+            self.archives,
+            self.downloaded,
+            self.cached,
+            bytesize::ByteSize(self.bytes).display().iec(),
+            self.failures.len()
+        )?;
+        if self.module_versions > 0 {
+            write!(
+                f,
+                ", module versions: {} ({} packaged, {} already cached)",
+                self.module_versions,
+                self.modules_packaged,
+                self.module_versions - self.modules_packaged
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Why no version of a requirement could be selected.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    /// The provider's version list could not be had.
+    #[error("{provider}: {source}")]
+    Unlisted {
+        /// The provider.
+        provider: Provider,
+        /// Why.
+        source: RequestError,
+    },
+    /// No listed version meets the constraints.
+    #[error("{provider}: no version meets {constraints:?} (the origin lists {listed})")]
+    NoneMeets {
+        /// The provider.
+        provider: Provider,
+        /// The constraints, as written.
+        constraints: String,
+        /// How many versions the origin lists.
+        listed: usize,
+    },
+}
+
+/// The versions of a requirement: those its lock files pin, else those that
+/// meet its constraints among the versions the policy lets clients see
+/// (only the newest when it asks for that).
+pub async fn select_versions(
+    mirror: &Mirror,
+    req: &Requirement,
+    freshness: Freshness,
+) -> Result<Vec<Version>, SelectError> {
+    if !req.pinned.is_empty() {
+        return Ok(req.pinned.clone());
+    }
+    let listed = match freshness {
+        Freshness::Cached => mirror.index(&req.provider).await,
+        Freshness::FromOrigin => mirror.relist(&req.provider).await,
+    }
+    .map_err(|source| SelectError::Unlisted {
+        provider: req.provider.clone(),
+        source,
+    })?;
+    // Versions the policy denies or holds back are not candidates.
+    let (index, _, _) = mirror.visible_index(&req.provider, listed).await;
+    let mut matching: Vec<Version> = index
+        .versions
+        .keys()
+        .filter(|v| req.constraints.allows(v.semver()))
+        .cloned()
+        .collect();
+    if matching.is_empty() {
+        return Err(SelectError::NoneMeets {
+            provider: req.provider.clone(),
+            constraints: req.constraints.as_str().to_owned(),
+            listed: index.versions.len(),
+        });
+    }
+    if req.newest_only {
+        matching = matching.split_off(matching.len() - 1);
+    }
+    Ok(matching)
+}
+
+/// The versions of a module requirement that meet its constraints among
+/// those the policy lets clients see (only the newest when it asks for
+/// that).
+pub async fn select_module_versions(
+    mirror: &Mirror,
+    req: &ModuleRequirement,
+    freshness: Freshness,
+) -> Result<Vec<Version>, String> {
+    let listed = match freshness {
+        Freshness::Cached => mirror.module_index(&req.module).await,
+        Freshness::FromOrigin => mirror.relist_module(&req.module).await,
+    }
+    .map_err(|e| format!("module {}: {e}", req.module))?;
+    let index = mirror.visible_module_index(&req.module, listed).await;
+    let mut matching: Vec<Version> = index
+        .versions
+        .iter()
+        .filter(|v| req.constraints.allows(v.semver()))
+        .cloned()
+        .collect();
+    if matching.is_empty() {
+        return Err(format!(
+            "module {}: no version meets {:?} (the origin lists {})",
+            req.module,
+            req.constraints.as_str(),
+            index.versions.len()
+        ));
+    }
+    if req.newest_only {
+        matching = matching.split_off(matching.len() - 1);
+    }
+    Ok(matching)
+}
+
+/// One fill's bookkeeping and its observer.
+struct Fill<'a> {
+    summary: Summary,
+    observer: &'a dyn Observer,
+    freshness: Freshness,
+}
+
+impl Fill<'_> {
+    fn failed(&mut self, line: String) {
+        self.observer.line(&format!("FAILED {line}"));
+        self.summary.failures.push(line);
+    }
+
+    /// Packages every module version `requirements` select, and the
+    /// registry modules each one calls, recursively (each version once, so
+    /// cycles end).
+    async fn modules(&mut self, mirror: &Arc<Mirror>, requirements: &[ModuleRequirement]) {
+        let mut queue: VecDeque<ModuleRequirement> = requirements.iter().cloned().collect();
+        let mut seen: BTreeSet<(Module, Version)> = BTreeSet::new();
+        while let Some(req) = queue.pop_front() {
+            let versions = match select_module_versions(mirror, &req, self.freshness).await {
+                Ok(v) => v,
+                Err(line) => {
+                    self.failed(line);
+                    continue;
+                }
+            };
+            for version in versions {
+                if !seen.insert((req.module.clone(), version.clone())) {
+                    continue;
+                }
+                self.summary.module_versions += 1;
+                let (module, what) = (&req.module, format!("module {} {version}", req.module));
+                let held = matches!(
+                    mirror.store().open_module(module, &version).await,
+                    Ok(Some(_))
+                );
+                let calls = match package_calls(mirror, module, &version).await {
+                    Ok(calls) => calls,
+                    Err(e) => {
+                        self.failed(format!("{what}: {e}"));
+                        continue;
+                    }
+                };
+                if held {
+                    self.observer.line(&format!("cached {what}"));
+                } else {
+                    self.summary.modules_packaged += 1;
+                    self.observer.line(&format!("stored {what}"));
+                    self.summary.stored.push(what.clone());
+                }
+                let mut called: BTreeMap<Module, Vec<String>> = BTreeMap::new();
+                for (callee, constraint) in calls {
+                    called.entry(callee).or_default().extend(constraint);
+                }
+                match super::selection::module_requirements(called) {
+                    Ok(more) => queue.extend(more),
+                    Err(e) => self.failed(format!("{what}: {e:#}")),
+                }
+            }
+        }
+    }
+
+    /// The archives `requirements` select, for their platforms.
+    async fn archives(
+        &mut self,
+        mirror: &Arc<Mirror>,
+        requirements: &[Requirement],
+    ) -> Vec<ArchiveKey> {
+        let mut work = Vec::new();
+        for req in requirements {
+            let versions = match select_versions(mirror, req, self.freshness).await {
+                Ok(v) => v,
+                Err(e) => {
+                    self.failed(format!("provider {e}"));
+                    continue;
+                }
+            };
+            for version in versions {
+                self.summary.versions += 1;
+                let record = match mirror.version(&req.provider, &version).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.failed(format!("version {} {version}: {e}", req.provider));
+                        continue;
+                    }
+                };
+                for platform in &req.platforms {
+                    if record.packages.contains_key(platform) {
+                        work.push(ArchiveKey::new(&req.provider, &version, platform));
+                    } else {
+                        self.failed(format!(
+                            "platform {} {version} {platform}: the origin offers no verified package for it",
+                            req.provider
+                        ));
+                    }
+                }
+            }
+        }
+        work
+    }
+}
+
+/// The registry module calls inside a module version's package (fetched
+/// and pinned first when the cache lacks it).
+async fn package_calls(
+    mirror: &Arc<Mirror>,
+    module: &Module,
+    version: &Version,
+) -> Result<Vec<(Module, Option<String>)>, RequestError> {
+    use tokio::io::AsyncReadExt;
+    let package = mirror.module_package(module, version).await?;
+    let mut bytes = Vec::with_capacity(usize::try_from(package.size).unwrap_or(0));
+    package
+        .into_reader()
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|e| RequestError::DiskUnavailable(format!("reading the package: {e}")))?;
+    tokio::task::spawn_blocking(move || crate::module_source::calls::calls_in_package(&bytes[..]))
+        .await
+        .map_err(|e| RequestError::Internal(e.to_string()))?
+        .map_err(|e| RequestError::UpstreamInvalid(format!("the package cannot be read: {e}")))
+}
+
+/// Fills the cache with what `selection` asks for, with at most `jobs`
+/// downloads at once, version lists read as `freshness` says.
+pub async fn fill(
+    mirror: Arc<Mirror>,
+    selection: &Selection,
+    jobs: usize,
+    freshness: Freshness,
+    observer: &dyn Observer,
+) -> Summary {
+    let mut fill = Fill {
+        summary: Summary {
+            providers: selection.providers.len(),
+            ..Summary::default()
+        },
+        observer,
+        freshness,
+    };
+    fill.modules(&mirror, &selection.modules).await;
+    let work = fill.archives(&mirror, &selection.providers).await;
+    let mut summary = fill.summary;
+    summary.archives = work.len();
+    observer.start(work.len() as u64);
+    let results: Vec<(ArchiveKey, Result<Option<u64>, RequestError>)> = stream::iter(work)
+        .map(|key| {
+            let mirror = mirror.clone();
+            async move {
+                if mirror.store().archive(&key).await.ok().flatten().is_some() {
+                    return (key, Ok(None));
+                }
+                let fetched = mirror.archive(&key).await.map(|a| Some(a.size));
+                (key, fetched)
+            }
+        })
+        .buffer_unordered(jobs.max(1))
+        .inspect(|(key, result)| {
+            let line = match result {
+                Ok(Some(size)) => format!(
+                    "stored {key} ({})",
+                    bytesize::ByteSize(*size).display().iec()
+                ),
+                Ok(None) => format!("cached {key}"),
+                Err(e) => format!("FAILED {key}: {e}"),
+            };
+            observer.advance(&line);
+        })
+        .collect()
+        .await;
+    for (key, result) in results {
+        match result {
+            Ok(Some(size)) => {
+                summary.downloaded += 1;
+                summary.bytes += size;
+                summary.stored.push(key.to_string());
+            }
+            Ok(None) => summary.cached += 1,
+            Err(e) => summary.failures.push(format!("archive {key}: {e}")),
+        }
+    }
+    observer.finish();
+    summary
+}

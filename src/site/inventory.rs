@@ -1,0 +1,400 @@
+//! What a site holds, as one small, stable JSON document (`tfmirror
+//! inventory`): every provider version with the platforms whose archives
+//! it holds and their hashes, and every module version with its pin. The
+//! connected side reads it to export only what the site lacks (`tfmirror
+//! export --missing-from`); a bundle records what the receiving site holds
+//! once it is imported (its manifest's `covers`), so that the next export
+//! can carry only what came after it (`--since`).
+//!
+//! ```json
+//! {
+//!   "tfmirror_inventory": 1,
+//!   "providers": {
+//!     "registry.terraform.io/hashicorp/aws": {
+//!       "5.0.0": { "linux_amd64": ["h1:…", "zh:…"] }
+//!     }
+//!   },
+//!   "modules": {
+//!     "registry.terraform.io/acme/net/aws": {
+//!       "1.0.0": { "h1": "h1:…", "commit": "…" }
+//!     }
+//!   }
+//! }
+//! ```
+//!
+//! The same holdings always give the same bytes: maps are sorted, and no
+//! time is recorded.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
+use crate::store::{ModuleRecord, Store, StoreError};
+
+/// The format this build writes and reads.
+pub const FORMAT: u32 = 1;
+
+/// The largest inventory read.
+const MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What a site holds of one module version: its pin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeldModule {
+    /// The `h1:` hash of the packaged tree; empty when not known (a bundle
+    /// written before bundles recorded what they cover).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub h1: String,
+    /// For git sources, the commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+impl From<&ModuleRecord> for HeldModule {
+    fn from(pin: &ModuleRecord) -> Self {
+        HeldModule {
+            h1: pin.h1.clone(),
+            commit: pin.commit.clone(),
+        }
+    }
+}
+
+/// The document as written: addresses as strings, so that they can be
+/// keys.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Document {
+    tfmirror_inventory: u32,
+    #[serde(default)]
+    providers: BTreeMap<String, BTreeMap<Version, BTreeMap<Platform, Vec<String>>>>,
+    #[serde(default)]
+    modules: BTreeMap<String, BTreeMap<Version, HeldModule>>,
+}
+
+impl From<SiteInventory> for Document {
+    fn from(inv: SiteInventory) -> Self {
+        Document {
+            tfmirror_inventory: FORMAT,
+            providers: inv
+                .providers
+                .into_iter()
+                .map(|(p, v)| (p.to_string(), v))
+                .collect(),
+            modules: inv
+                .modules
+                .into_iter()
+                .map(|(m, v)| (m.to_string(), v))
+                .collect(),
+        }
+    }
+}
+
+impl TryFrom<Document> for SiteInventory {
+    type Error = String;
+
+    fn try_from(doc: Document) -> Result<Self, String> {
+        if doc.tfmirror_inventory != FORMAT {
+            return Err(format!(
+                "inventory format {} is not supported (this tfmirror reads {FORMAT})",
+                doc.tfmirror_inventory
+            ));
+        }
+        let mut out = SiteInventory::default();
+        for (source, versions) in doc.providers {
+            match Provider::from_source(&source) {
+                Ok(p) if p.to_string() == source => {
+                    out.providers.insert(p, versions);
+                }
+                Ok(_) => return Err(format!("providers.{source:?} is not a full provider address (hostname/namespace/type, in lower case)")),
+                Err(e) => return Err(format!("providers.{source:?}: {e}")),
+            }
+        }
+        for (source, versions) in doc.modules {
+            match Module::from_source(&source) {
+                Ok((m, None)) if m.to_string() == source => {
+                    out.modules.insert(m, versions);
+                }
+                Ok(_) => return Err(format!("modules.{source:?} is not a full module address (hostname/namespace/name/system)")),
+                Err(e) => return Err(format!("modules.{source:?}: {e}")),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What a site holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Document", into = "Document")]
+pub struct SiteInventory {
+    /// Provider versions, with the platforms whose archives are held and
+    /// the hashes known for each (`h1:`, `zh:`; none when not known).
+    pub providers: BTreeMap<Provider, BTreeMap<Version, BTreeMap<Platform, Vec<String>>>>,
+    /// Module versions, with their pins.
+    pub modules: BTreeMap<Module, BTreeMap<Version, HeldModule>>,
+}
+
+/// How an archive or module version of this cache stands against what a
+/// site holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AtSite {
+    /// The site lacks it.
+    Lacks,
+    /// The site holds it (with the same hash, where both are known).
+    Holds,
+    /// The site holds something else under the same name: another hash.
+    Differs(String),
+}
+
+impl SiteInventory {
+    /// Everything `store` holds: each archive with its `h1:` and the `zh:`
+    /// of its signed checksum, each module version whose package is held
+    /// with its pin.
+    pub async fn of_store(store: &dyn Store) -> Result<SiteInventory, StoreError> {
+        let mut out = SiteInventory::default();
+        let mut records: BTreeMap<(Provider, Version), Option<crate::store::VersionRecord>> =
+            BTreeMap::new();
+        for archive in store.list_archives().await? {
+            let key = archive.key();
+            let pair = (key.provider.clone(), key.version.clone());
+            if !records.contains_key(&pair) {
+                let record = store.read_version(&pair.0, &pair.1).await?;
+                records.insert(pair.clone(), record);
+            }
+            let mut hashes = Vec::new();
+            if let Some(stored) = store.archive(&key).await? {
+                hashes.push(stored.h1);
+            }
+            if let Some(pkg) = records[&pair]
+                .as_ref()
+                .and_then(|r| r.packages.get(&key.platform))
+            {
+                hashes.push(format!("zh:{}", pkg.sha256));
+            }
+            out.add_archive(&key, hashes);
+        }
+        for (pin, held) in store.list_modules().await? {
+            if held {
+                out.add_module(&pin.module, &pin.version, HeldModule::from(&pin));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Adds an archive with the hashes known for it.
+    pub fn add_archive(&mut self, key: &ArchiveKey, mut hashes: Vec<String>) {
+        hashes.sort();
+        hashes.dedup();
+        self.providers
+            .entry(key.provider.clone())
+            .or_default()
+            .entry(key.version.clone())
+            .or_default()
+            .insert(key.platform.clone(), hashes);
+    }
+
+    /// Adds a module version with its pin.
+    pub fn add_module(&mut self, module: &Module, version: &Version, held: HeldModule) {
+        self.modules
+            .entry(module.clone())
+            .or_default()
+            .insert(version.clone(), held);
+    }
+
+    /// Adds what `other` holds; what both list keeps this one's hashes.
+    pub fn merge(&mut self, other: &SiteInventory) {
+        for (p, versions) in &other.providers {
+            for (v, platforms) in versions {
+                for (platform, hashes) in platforms {
+                    let key = ArchiveKey::new(p, v, platform);
+                    if self.hashes_of(&key).is_none_or(<[String]>::is_empty) {
+                        self.add_archive(&key, hashes.clone());
+                    }
+                }
+            }
+        }
+        for (m, versions) in &other.modules {
+            for (v, held) in versions {
+                let known = self
+                    .modules
+                    .get(m)
+                    .and_then(|vs| vs.get(v))
+                    .is_some_and(|h| !h.h1.is_empty());
+                if !known {
+                    self.add_module(m, v, held.clone());
+                }
+            }
+        }
+    }
+
+    /// How many archives and module versions it lists.
+    pub fn counts(&self) -> (usize, usize) {
+        let archives = self
+            .providers
+            .values()
+            .flat_map(BTreeMap::values)
+            .map(BTreeMap::len)
+            .sum();
+        let modules = self.modules.values().map(BTreeMap::len).sum();
+        (archives, modules)
+    }
+
+    fn hashes_of(&self, key: &ArchiveKey) -> Option<&[String]> {
+        self.providers
+            .get(&key.provider)?
+            .get(&key.version)?
+            .get(&key.platform)
+            .map(Vec::as_slice)
+    }
+
+    /// Whether the site holds the archive `key`, whose signed checksum here
+    /// is `sha256`.
+    pub fn archive(&self, key: &ArchiveKey, sha256: &str) -> AtSite {
+        match self.hashes_of(key) {
+            None => AtSite::Lacks,
+            Some(hashes) => {
+                let zh = format!("zh:{sha256}");
+                match hashes.iter().find(|h| h.starts_with("zh:")) {
+                    Some(theirs) if *theirs != zh => AtSite::Differs(theirs.clone()),
+                    _ => AtSite::Holds,
+                }
+            }
+        }
+    }
+
+    /// Whether the site holds a module version pinned here as `pin`.
+    pub fn module(&self, pin: &ModuleRecord) -> AtSite {
+        match self
+            .modules
+            .get(&pin.module)
+            .and_then(|vs| vs.get(&pin.version))
+        {
+            None => AtSite::Lacks,
+            Some(held) if !held.h1.is_empty() && held.h1 != pin.h1 => {
+                AtSite::Differs(held.h1.clone())
+            }
+            Some(_) => AtSite::Holds,
+        }
+    }
+
+    /// The document's JSON, pretty-printed.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("inventories always serialize");
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Reads a document; `what` names it in errors.
+    pub fn from_json(bytes: &[u8], what: &str) -> anyhow::Result<SiteInventory> {
+        serde_json::from_slice(bytes)
+            .with_context(|| format!("{what} is not a valid tfmirror inventory"))
+    }
+
+    /// Reads an inventory file.
+    pub fn read(path: &Path) -> anyhow::Result<SiteInventory> {
+        use std::io::Read;
+        let what = path.display().to_string();
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .with_context(|| format!("opening {what}"))?
+            .take(MAX_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("reading {what}"))?;
+        if bytes.len() as u64 > MAX_BYTES {
+            anyhow::bail!("{what} is larger than 64 MiB");
+        }
+        Self::from_json(&bytes, &what)
+    }
+
+    /// Writes the document to `path` atomically.
+    pub fn write(&self, path: &Path) -> anyhow::Result<()> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        crate::store::atomic::write(dir, path, &self.to_json())
+            .with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(source: &str, version: &str, platform: &str) -> ArchiveKey {
+        ArchiveKey::new(
+            &Provider::from_source(source).unwrap(),
+            &Version::parse(version).unwrap(),
+            &Platform::parse(platform).unwrap(),
+        )
+    }
+
+    #[test]
+    fn an_inventory_reads_back_as_written_and_compares_by_hash() {
+        let mut inv = SiteInventory::default();
+        let k = key("registry.example/acme/widget", "1.0.0", "linux_amd64");
+        inv.add_archive(&k, vec!["zh:aa".into(), "h1:xyz=".into()]);
+        let (module, _) = Module::from_source("registry.example/acme/net/aws").unwrap();
+        let pin_h1 = "h1:tree=".to_string();
+        inv.add_module(
+            &module,
+            &Version::parse("1.0.0").unwrap(),
+            HeldModule {
+                h1: pin_h1.clone(),
+                commit: Some("abc".into()),
+            },
+        );
+        let json = inv.to_json();
+        let text = String::from_utf8(json.clone()).unwrap();
+        assert!(text.contains("\"registry.example/acme/widget\""), "{text}");
+        assert!(
+            text.contains("\"h1:xyz=\",\n          \"zh:aa\""),
+            "hashes sorted: {text}"
+        );
+        let back = SiteInventory::from_json(&json, "site.json").unwrap();
+        assert_eq!(back, inv);
+        assert_eq!(back.to_json(), json, "stable: the same bytes again");
+        assert_eq!(back.counts(), (1, 1));
+
+        assert_eq!(inv.archive(&k, "aa"), AtSite::Holds);
+        assert_eq!(inv.archive(&k, "bb"), AtSite::Differs("zh:aa".into()));
+        let other = key("registry.example/acme/widget", "1.0.0", "darwin_arm64");
+        assert_eq!(inv.archive(&other, "aa"), AtSite::Lacks);
+        // Hashes not known: presence alone counts.
+        let mut presence = SiteInventory::default();
+        presence.add_archive(&k, Vec::new());
+        assert_eq!(presence.archive(&k, "bb"), AtSite::Holds);
+        // Merging keeps known hashes over unknown ones.
+        presence.merge(&inv);
+        assert_eq!(presence.archive(&k, "bb"), AtSite::Differs("zh:aa".into()));
+    }
+
+    #[test]
+    fn a_bad_inventory_is_named() {
+        for (text, says) in [
+            ("{}", "missing field `tfmirror_inventory`"),
+            ("{\"tfmirror_inventory\": 2}", "format 2"),
+            (
+                "{\"tfmirror_inventory\": 1, \"providers\": {\"acme/widget\": {}}}",
+                "not a full provider address",
+            ),
+            (
+                "{\"tfmirror_inventory\": 1, \"providers\": {\"a/b/c/d\": {}}}",
+                "providers.\"a/b/c/d\"",
+            ),
+            (
+                "{\"tfmirror_inventory\": 1, \"providers\": {\"h.example/a/b\": {\"1.0\": {}}}}",
+                "not a valid tfmirror inventory",
+            ),
+            ("{\"tfmirror_inventory\": 1, \"extra\": 1}", "unknown field"),
+        ] {
+            let err = format!(
+                "{:#}",
+                SiteInventory::from_json(text.as_bytes(), "site.json").unwrap_err()
+            );
+            assert!(err.contains(says), "{text}: {err}");
+        }
+    }
+}

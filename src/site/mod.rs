@@ -1,0 +1,12 @@
+//! Keeping a site ready: what it needs ([`selection`]: manifests, the
+//! `[watch]` list, configurations and lock files), filling the cache with
+//! it ([`fill`]: `sync`, watch passes), watching the origins for new
+//! versions ([`watch`]), answering whether configurations will install
+//! offline ([`readiness`]: `tfmirror check`), and what a site holds
+//! ([`inventory`]: `tfmirror inventory`, the delta a transfer carries).
+
+pub mod fill;
+pub mod inventory;
+pub mod readiness;
+pub mod selection;
+pub mod watch;

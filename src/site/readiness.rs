@@ -1,0 +1,642 @@
+//! Offline readiness (`tfmirror check`): whether configurations will
+//! install from this mirror's cache alone, answered the way `terraform
+//! init` would meet the mirror with no origin behind it. For every
+//! provider version, platform and registry module version a configuration
+//! needs, the answer is *held* or *missing*, and why (never listed, no
+//! version meets the constraints, never fetched, evicted, denied by the
+//! policy, held back by the cooldown, an unsigned import); a lock file
+//! whose hashes match nothing the mirror holds for a platform is reported
+//! too, since `terraform init` would refuse the archive.
+//!
+//! The versions are chosen as the clients choose them from this mirror:
+//! those a lock file pins, else the newest version meeting the constraints
+//! among those the mirror's stored list shows them (the policy applied).
+//! Registry modules are followed into the modules they call, through the
+//! packages the cache holds.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use serde::Serialize;
+
+use super::selection::{ModuleRequirement, Requirement, Selection};
+use crate::address::{ArchiveKey, Module, Platform, Version};
+use crate::error::RequestError;
+use crate::mirror::Mirror;
+use crate::policy::{Denied, Subject};
+
+/// One thing a configuration needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Needed {
+    /// `provider` or `module`.
+    pub kind: &'static str,
+    /// The provider's or module's address.
+    pub source: String,
+    /// The version, once one is chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<Version>,
+    /// The platform, for a provider's archive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
+}
+
+impl std::fmt::Display for Needed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind, self.source)?;
+        if let Some(v) = &self.version {
+            write!(f, " {v}")?;
+        }
+        if let Some(p) = &self.platform {
+            write!(f, " {p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why something needed is not held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum Why {
+    /// The mirror has never listed the provider or module.
+    NotListed,
+    /// The version a lock file pins is not in the mirror's list.
+    NotInList,
+    /// No version the mirror lists meets the constraints.
+    NoVersionMeets {
+        /// The constraints.
+        constraints: String,
+        /// How many versions the mirror lists.
+        listed: usize,
+    },
+    /// The archive or package was never fetched into this cache.
+    NeverFetched,
+    /// It was evicted (to stay within `cache.max_size`).
+    Evicted {
+        /// When, where known (milliseconds since the Unix epoch).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+    },
+    /// The policy denies the version.
+    Denied {
+        /// What decided.
+        rule: String,
+        /// Why.
+        reason: String,
+    },
+    /// The cooldown (`policy.min_age`) holds the version back.
+    Cooldown {
+        /// Since when and until when.
+        reason: String,
+    },
+    /// The version's verified record has no package for the platform.
+    NoPackage,
+    /// The version came from a static directory, unsigned, and
+    /// `cache.allow_unsigned_imports` is off.
+    UnsignedImport,
+    /// The cache could not be read.
+    Unreadable {
+        /// The error.
+        error: String,
+    },
+}
+
+impl From<Denied> for Why {
+    fn from(denied: Denied) -> Self {
+        if denied.rule == crate::policy::COOLDOWN {
+            Why::Cooldown {
+                reason: denied.reason,
+            }
+        } else {
+            Why::Denied {
+                rule: denied.rule,
+                reason: denied.reason,
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Why::NotListed => f.write_str("never listed by this mirror"),
+            Why::NotInList => f.write_str("the lock file pins a version this mirror does not list"),
+            Why::NoVersionMeets {
+                constraints,
+                listed,
+            } => write!(
+                f,
+                "no version this mirror lists meets {constraints:?} (it lists {listed})"
+            ),
+            Why::NeverFetched => f.write_str("never fetched"),
+            Why::Evicted { at_ms: Some(at) } => write!(
+                f,
+                "evicted {}",
+                humantime::format_rfc3339_seconds(crate::clock::from_unix_ms(*at))
+            ),
+            Why::Evicted { at_ms: None } => f.write_str("evicted (its pin stays)"),
+            Why::Denied { rule, reason } if reason.is_empty() => {
+                write!(f, "denied by the policy ({rule})")
+            }
+            Why::Denied { rule, reason } => write!(f, "denied by the policy ({rule}): {reason}"),
+            Why::Cooldown { reason } => write!(f, "held back by the cooldown: {reason}"),
+            Why::NoPackage => f.write_str("the version has no verified package for this platform"),
+            Why::UnsignedImport => f.write_str(
+                "imported unsigned from a static directory, and cache.allow_unsigned_imports is off",
+            ),
+            Why::Unreadable { error } => write!(f, "the cache cannot be read: {error}"),
+        }
+    }
+}
+
+/// What the mirror holds of one needed thing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Finding {
+    /// Held, verified when it was stored.
+    Held,
+    /// Not held.
+    Missing {
+        /// Why.
+        #[serde(flatten)]
+        why: Why,
+    },
+    /// Held, but a lock file records hashes none of which it matches:
+    /// `terraform init` would refuse it.
+    LockMismatch {
+        /// The hashes the lock file records.
+        locked: Vec<String>,
+        /// The hashes of what the mirror holds.
+        held: Vec<String>,
+    },
+}
+
+/// One line of a report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Item {
+    /// What is needed.
+    #[serde(flatten)]
+    pub needed: Needed,
+    /// What the mirror holds of it.
+    #[serde(flatten)]
+    pub finding: Finding,
+}
+
+impl std::fmt::Display for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.finding {
+            Finding::Held => write!(f, "HELD     {}", self.needed),
+            Finding::Missing { why } => write!(f, "MISSING  {}: {why}", self.needed),
+            Finding::LockMismatch { locked, held } => write!(
+                f,
+                "MISMATCH {}: the lock file's hashes ({}) match nothing this mirror holds for it ({})",
+                self.needed,
+                locked.join(", "),
+                held.join(", ")
+            ),
+        }
+    }
+}
+
+/// The answer for a set of configurations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Whether everything needed is held and matches its lock files.
+    pub ready: bool,
+    /// Every needed thing, with what the mirror holds of it.
+    pub items: Vec<Item>,
+}
+
+impl Report {
+    /// How many items are held, missing and mismatched.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let mut counts = (0, 0, 0);
+        for item in &self.items {
+            match item.finding {
+                Finding::Held => counts.0 += 1,
+                Finding::Missing { .. } => counts.1 += 1,
+                Finding::LockMismatch { .. } => counts.2 += 1,
+            }
+        }
+        counts
+    }
+
+    fn add(&mut self, needed: Needed, finding: Finding) {
+        let item = Item { needed, finding };
+        if !self.items.contains(&item) {
+            self.items.push(item);
+        }
+        self.ready = self.items.iter().all(|i| i.finding == Finding::Held);
+    }
+}
+
+/// Adds to `report` what `selection` needs and what the mirror holds of
+/// it. The mirror should be offline, so that only what it holds counts.
+pub async fn check(mirror: &Mirror, selection: &Selection, report: &mut Report) {
+    if report.items.is_empty() {
+        report.ready = true;
+    }
+    for req in &selection.providers {
+        provider(mirror, req, report).await;
+    }
+    modules(mirror, &selection.modules, report).await;
+}
+
+fn needed_provider(
+    req: &Requirement,
+    version: Option<&Version>,
+    platform: Option<&Platform>,
+) -> Needed {
+    Needed {
+        kind: "provider",
+        source: req.provider.to_string(),
+        version: version.cloned(),
+        platform: platform.cloned(),
+    }
+}
+
+fn missing(why: Why) -> Finding {
+    Finding::Missing { why }
+}
+
+/// Why a list could not be had: the mirror never listed it, or its store
+/// failed.
+fn unlisted(e: &RequestError) -> Why {
+    match e {
+        RequestError::NotHeld(_)
+        | RequestError::NotAtOrigin(_)
+        | RequestError::HostNotAllowed(_) => Why::NotListed,
+        other => Why::Unreadable {
+            error: other.to_string(),
+        },
+    }
+}
+
+/// The versions clients would install, or why there are none: pinned
+/// versions the list holds, else the newest (or, for a manifest, every)
+/// version meeting the constraints that the policy lets clients see.
+fn chosen<'a>(
+    listed: &'a [Version],
+    visible: &[Version],
+    pinned: &'a [Version],
+    allows: impl Fn(&Version) -> bool,
+    newest_only: bool,
+) -> Vec<&'a Version> {
+    if !pinned.is_empty() {
+        return pinned.iter().collect();
+    }
+    let mut matching: Vec<&Version> = listed
+        .iter()
+        .filter(|v| visible.contains(v) && allows(v))
+        .collect();
+    if newest_only && matching.len() > 1 {
+        matching = matching.split_off(matching.len() - 1);
+    }
+    matching
+}
+
+async fn provider(mirror: &Mirror, req: &Requirement, report: &mut Report) {
+    let listed = match mirror.index(&req.provider).await {
+        Ok(listed) => listed,
+        Err(e) => {
+            let why = unlisted(&e);
+            if req.pinned.is_empty() {
+                report.add(needed_provider(req, None, None), missing(why.clone()));
+            }
+            for v in &req.pinned {
+                report.add(needed_provider(req, Some(v), None), missing(why.clone()));
+            }
+            return;
+        }
+    };
+    let (visible, _, _) = mirror.visible_index(&req.provider, listed.clone()).await;
+    let all: Vec<Version> = listed.versions.keys().cloned().collect();
+    let shown: Vec<Version> = visible.versions.keys().cloned().collect();
+    let versions = chosen(
+        &all,
+        &shown,
+        &req.pinned,
+        |v| req.constraints.allows(v.semver()),
+        req.newest_only,
+    );
+    if versions.is_empty() {
+        let why = held_back_or_none(mirror, Subject::Provider(&req.provider), &all, |v| {
+            req.constraints.allows(v.semver())
+        })
+        .await
+        .unwrap_or(Why::NoVersionMeets {
+            constraints: req.constraints.as_str().to_owned(),
+            listed: shown.len(),
+        });
+        report.add(needed_provider(req, None, None), missing(why));
+        return;
+    }
+    for version in versions {
+        if !listed.versions.contains_key(version) {
+            report.add(
+                needed_provider(req, Some(version), None),
+                missing(Why::NotInList),
+            );
+            continue;
+        }
+        match mirror
+            .verdict(Subject::Provider(&req.provider), version)
+            .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(denied)) => {
+                report.add(
+                    needed_provider(req, Some(version), None),
+                    missing(denied.into()),
+                );
+                continue;
+            }
+            Err(e) => {
+                report.add(
+                    needed_provider(req, Some(version), None),
+                    missing(Why::Unreadable {
+                        error: e.to_string(),
+                    }),
+                );
+                continue;
+            }
+        }
+        provider_version(mirror, req, version, report).await;
+    }
+}
+
+/// Among `listed` versions that `meets` allows, the newest one the policy
+/// holds back, as the reason none can be installed; `None` when no listed
+/// version meets the constraints at all.
+async fn held_back_or_none(
+    mirror: &Mirror,
+    subject: Subject<'_>,
+    listed: &[Version],
+    meets: impl Fn(&Version) -> bool,
+) -> Option<Why> {
+    let newest = listed.iter().rev().find(|v| meets(v))?;
+    match mirror.verdict(subject, newest).await {
+        Ok(Err(denied)) => Some(denied.into()),
+        _ => None,
+    }
+}
+
+async fn provider_version(
+    mirror: &Mirror,
+    req: &Requirement,
+    version: &Version,
+    report: &mut Report,
+) {
+    let record = match mirror.store().read_version(&req.provider, version).await {
+        Ok(record) => record,
+        Err(e) => {
+            report.add(
+                needed_provider(req, Some(version), None),
+                missing(Why::Unreadable {
+                    error: e.to_string(),
+                }),
+            );
+            return;
+        }
+    };
+    let locked = req.locked_hashes.get(version);
+    for platform in &req.platforms {
+        let needed = needed_provider(req, Some(version), Some(platform));
+        let Some(record) = &record else {
+            report.add(needed, missing(Why::NeverFetched));
+            continue;
+        };
+        if record.unsigned_import && !mirror.config().cache.allow_unsigned_imports {
+            report.add(needed, missing(Why::UnsignedImport));
+            continue;
+        }
+        let Some(package) = record.packages.get(platform) else {
+            report.add(needed, missing(Why::NoPackage));
+            continue;
+        };
+        let key = ArchiveKey::new(&req.provider, version, platform);
+        let finding = match mirror.store().archive(&key).await {
+            Ok(Some(stored)) => {
+                let held = vec![stored.h1, format!("zh:{}", package.sha256)];
+                match locked {
+                    Some(locked)
+                        if !locked.is_empty() && !held.iter().any(|h| locked.contains(h)) =>
+                    {
+                        Finding::LockMismatch {
+                            locked: locked.iter().cloned().collect(),
+                            held,
+                        }
+                    }
+                    _ => Finding::Held,
+                }
+            }
+            Ok(None) => missing(match record.evicted_ms.get(platform) {
+                Some(at) => Why::Evicted { at_ms: Some(*at) },
+                None => Why::NeverFetched,
+            }),
+            Err(e) => missing(Why::Unreadable {
+                error: e.to_string(),
+            }),
+        };
+        report.add(needed, finding);
+    }
+}
+
+fn needed_module(module: &Module, version: Option<&Version>) -> Needed {
+    Needed {
+        kind: "module",
+        source: module.to_string(),
+        version: version.cloned(),
+        platform: None,
+    }
+}
+
+/// The registry modules `requirements` need, and those their held
+/// packages call, each version once.
+async fn modules(mirror: &Mirror, requirements: &[ModuleRequirement], report: &mut Report) {
+    let mut queue: VecDeque<ModuleRequirement> = requirements.iter().cloned().collect();
+    let mut seen: BTreeSet<(Module, Version)> = BTreeSet::new();
+    while let Some(req) = queue.pop_front() {
+        let listed = match mirror.module_index(&req.module).await {
+            Ok(listed) => listed,
+            Err(e) => {
+                report.add(needed_module(&req.module, None), missing(unlisted(&e)));
+                continue;
+            }
+        };
+        let visible = mirror
+            .visible_module_index(&req.module, listed.clone())
+            .await;
+        let meets = |v: &Version| req.constraints.allows(v.semver());
+        let versions = chosen(
+            &listed.versions,
+            &visible.versions,
+            &[],
+            meets,
+            req.newest_only,
+        );
+        if versions.is_empty() {
+            let why = held_back_or_none(
+                mirror,
+                Subject::Module(&req.module),
+                &listed.versions,
+                meets,
+            )
+            .await
+            .unwrap_or(Why::NoVersionMeets {
+                constraints: req.constraints.as_str().to_owned(),
+                listed: visible.versions.len(),
+            });
+            report.add(needed_module(&req.module, None), missing(why));
+            continue;
+        }
+        for version in versions {
+            if !seen.insert((req.module.clone(), version.clone())) {
+                continue;
+            }
+            let needed = needed_module(&req.module, Some(version));
+            match module_version(mirror, &req.module, version).await {
+                Ok(calls) => {
+                    report.add(needed, Finding::Held);
+                    let mut called = std::collections::BTreeMap::<Module, Vec<String>>::new();
+                    for (callee, constraint) in calls {
+                        called.entry(callee).or_default().extend(constraint);
+                    }
+                    match super::selection::module_requirements(called) {
+                        Ok(more) => queue.extend(more),
+                        Err(e) => report.add(
+                            needed_module(&req.module, Some(version)),
+                            missing(Why::Unreadable {
+                                error: format!("{e:#}"),
+                            }),
+                        ),
+                    }
+                }
+                Err(why) => report.add(needed, missing(why)),
+            }
+        }
+    }
+}
+
+/// A module version the mirror holds, as the registry modules its package
+/// calls; or why it is not held.
+async fn module_version(
+    mirror: &Mirror,
+    module: &Module,
+    version: &Version,
+) -> Result<Vec<(Module, Option<String>)>, Why> {
+    use tokio::io::AsyncReadExt;
+    match mirror.verdict(Subject::Module(module), version).await {
+        Ok(Ok(())) => {}
+        Ok(Err(denied)) => return Err(denied.into()),
+        Err(e) => {
+            return Err(Why::Unreadable {
+                error: e.to_string(),
+            })
+        }
+    }
+    let unreadable = |e: &dyn std::fmt::Display| Why::Unreadable {
+        error: e.to_string(),
+    };
+    let store = mirror.store();
+    if store
+        .read_module(module, version)
+        .await
+        .map_err(|e| unreadable(&e))?
+        .is_none()
+    {
+        return Err(Why::NeverFetched);
+    }
+    let Some(package) = store
+        .open_module(module, version)
+        .await
+        .map_err(|e| unreadable(&e))?
+    else {
+        return Err(Why::Evicted { at_ms: None });
+    };
+    let mut bytes = Vec::with_capacity(usize::try_from(package.size).unwrap_or(0));
+    package
+        .into_reader()
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|e| unreadable(&e))?;
+    tokio::task::spawn_blocking(move || crate::module_source::calls::calls_in_package(&bytes[..]))
+        .await
+        .map_err(|e| unreadable(&e))?
+        .map_err(|e| unreadable(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Version {
+        Version::parse(s).unwrap()
+    }
+
+    #[test]
+    fn versions_are_chosen_as_the_clients_choose_them() {
+        let listed = [v("1.0.0"), v("1.1.0"), v("1.2.0"), v("2.0.0")];
+        let visible = [v("1.0.0"), v("1.1.0"), v("2.0.0")];
+        let below_2 = |x: &Version| x.semver().major < 2;
+        // The newest the policy shows that meets the constraints.
+        assert_eq!(chosen(&listed, &visible, &[], below_2, true), [&v("1.1.0")]);
+        // A manifest's entry: every such version.
+        assert_eq!(
+            chosen(&listed, &visible, &[], below_2, false),
+            [&v("1.0.0"), &v("1.1.0")]
+        );
+        // A lock file's pins, whatever the list says.
+        assert_eq!(
+            chosen(&listed, &visible, &[v("1.2.0")], below_2, true),
+            [&v("1.2.0")]
+        );
+        assert!(chosen(
+            &listed,
+            &visible,
+            &[],
+            |x: &Version| x.semver().major > 2,
+            true
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn findings_read_as_lines_and_as_json() {
+        let needed = Needed {
+            kind: "provider",
+            source: "registry.example/acme/widget".into(),
+            version: Some(v("1.1.0")),
+            platform: Some(Platform::parse("linux_amd64").unwrap()),
+        };
+        let item = Item {
+            needed: needed.clone(),
+            finding: Finding::Missing {
+                why: Why::Evicted { at_ms: Some(0) },
+            },
+        };
+        assert_eq!(
+            item.to_string(),
+            "MISSING  provider registry.example/acme/widget 1.1.0 linux_amd64: evicted 1970-01-01T00:00:00Z"
+        );
+        let json = serde_json::to_value(&item).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "provider", "source": "registry.example/acme/widget", "version": "1.1.0", "platform": "linux_amd64", "status": "missing", "why": "evicted", "at_ms": 0})
+        );
+        let cooldown: Why = Denied {
+            subject: "x".into(),
+            version: "1.1.0".into(),
+            rule: crate::policy::COOLDOWN.into(),
+            reason: "first seen …".into(),
+        }
+        .into();
+        assert!(matches!(cooldown, Why::Cooldown { .. }));
+        let mut report = Report::default();
+        report.add(needed.clone(), Finding::Held);
+        assert!(report.ready);
+        report.add(needed.clone(), Finding::Held);
+        assert_eq!(report.items.len(), 1, "the same finding twice is one item");
+        report.add(needed, missing(Why::NeverFetched));
+        assert!(!report.ready);
+        assert_eq!(report.counts(), (1, 1, 0));
+    }
+}
