@@ -921,61 +921,6 @@ async fn terraform_installs_registry_modules_from_git_through_the_mirror_and_off
     mirror.stop().await;
 }
 
-/// The module tests' origin content: git repositories `net` (which calls
-/// the registry module `sub`) and `sub` (whose module is in a
-/// subdirectory), published as `acme/net/aws` and `acme/sub/aws` 1.0.0, and
-/// the provider `acme/widget` 1.0.0.
-struct NetAndSub {
-    net_files: Vec<(&'static str, &'static str)>,
-    sub_module: &'static str,
-}
-
-fn publish_net_and_sub(setup: &Setup, origin: &FakeOrigin) -> NetAndSub {
-    let git_root = setup.dir.path().join("git");
-    let net = Repo::new(&git_root, "net");
-    let net_files = vec![
-        (
-            "main.tf",
-            "module \"sub\" {\n  source  = \"registry.origin.test/acme/sub/aws\"\n  version = \"~> 1.0\"\n}\n\noutput \"answer\" {\n  value = module.sub.answer\n}\n",
-        ),
-        ("README.md", "net\n"),
-    ];
-    net.commit(&net_files, "net v1");
-    net.tag("v1.0.0");
-    let sub = Repo::new(&git_root, "sub");
-    let sub_module = "output \"answer\" {\n  value = 42\n}\n";
-    sub.commit(
-        &[("modules/sub/main.tf", sub_module), ("LICENSE", "sub\n")],
-        "sub v1",
-    );
-    sub.tag("v1.0.0");
-    origin.serve_git(&git_root);
-    origin.publish_git_module("net", "1.0.0", "net", "v1.0.0");
-    origin.publish_module(
-        "acme",
-        "sub",
-        "aws",
-        "1.0.0",
-        ModuleAnswer::Json(format!(
-            "git::{}//modules/sub?ref=v1.0.0",
-            origin.git_url("sub")
-        )),
-    );
-    let signer = Signer::new("acme");
-    origin.publish(
-        "acme",
-        "widget",
-        "1.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
-    NetAndSub {
-        net_files,
-        sub_module,
-    }
-}
-
 impl NetAndSub {
     /// Checks what Terraform installed: `net` is its git tree at the tag,
     /// and the nested call's directory is the subdirectory of `sub`.

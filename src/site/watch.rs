@@ -38,7 +38,7 @@ const JITTER: f64 = 0.1;
 /// their origins are asked for new versions. Entries take the form of a
 /// sync manifest's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct WatchConfig {
     /// `interval`: how long from one pass to the next, give or take a
     /// tenth. Default `6h`.
@@ -118,7 +118,7 @@ pub struct WatchStatus {
     pub last: Option<Pass>,
     /// When the last pass without a failure ended.
     pub last_success_ms: Option<u64>,
-    /// When the next pass is due.
+    /// When the next pass is due; `None` while a pass runs.
     pub next_ms: Option<u64>,
     /// Passes that failed in a row, up to the last.
     pub failed_in_a_row: u32,
@@ -170,10 +170,12 @@ impl Watch {
     pub async fn pass(&self, mirror: &Arc<Mirror>) -> Summary {
         let clock = mirror.clock().clone();
         let started_ms = clock.unix_ms();
-        self.status
-            .lock()
-            .expect("watch status lock")
-            .running_since_ms = Some(started_ms);
+        {
+            let mut status = self.status.lock().expect("watch status lock");
+            status.running_since_ms = Some(started_ms);
+            // Due now; the next one is set when this one is over.
+            status.next_ms = None;
+        }
         let (providers, modules) = self.watched();
         tracing::info!(target: WATCH_LOG, providers, modules, "watch pass started");
         let summary = fill::fill(
@@ -225,8 +227,11 @@ impl Watch {
             let failed = self.status().failed_in_a_row;
             let wait = jittered(self.wait_after(failed), random_unit());
             let clock = mirror.clock().clone();
-            let next = clock.now() + wait;
-            let next_ms = crate::clock::unix_ms_of(next);
+            // Due at a whole millisecond, the time the status page shows.
+            let next_ms = clock
+                .unix_ms()
+                .saturating_add(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
+            let next = crate::clock::from_unix_ms(next_ms);
             self.status.lock().expect("watch status lock").next_ms = Some(next_ms);
             tracing::info!(target: WATCH_LOG, next = %humantime::format_rfc3339_seconds(next), "next watch pass in {}", humantime::format_duration(Duration::from_secs(wait.as_secs())));
             clock.sleep_until(next).await;
@@ -355,6 +360,11 @@ mod tests {
         let err = format!("{:#}", config.selection().unwrap_err());
         assert!(err.contains("watch.provider 1"), "{err}");
         assert!(WatchConfig::default().is_empty());
+        // Keys left out take their defaults.
+        let sparse: WatchConfig =
+            toml::from_str("[[module]]\nsource = \"acme/net/aws\"\n").unwrap();
+        assert_eq!(sparse.interval, Duration::from_secs(6 * 3600));
+        assert_eq!(sparse.jobs, 4);
         assert!(Watch::new(&WatchConfig::default()).unwrap().is_none());
     }
 }

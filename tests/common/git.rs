@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::{FakeOrigin, ModuleAnswer, Setup, Signer};
+
 /// The git program the tests use.
 pub fn git_program() -> PathBuf {
     std::env::var_os("TFMIRROR_TEST_GIT")
@@ -138,4 +140,60 @@ pub fn tree_files(dir: &Path) -> Vec<(String, String)> {
     }
     out.sort();
     out
+}
+
+/// The module tests' origin content: git repositories `net` (which calls
+/// the registry module `sub`) and `sub` (whose module is in a
+/// subdirectory), published as `acme/net/aws` and `acme/sub/aws` 1.0.0, and
+/// the provider `acme/widget` 1.0.0.
+pub struct NetAndSub {
+    pub net_files: Vec<(&'static str, &'static str)>,
+    pub sub_module: &'static str,
+}
+
+/// Publishes the module tests' origin content ([`NetAndSub`]).
+pub fn publish_net_and_sub(setup: &Setup, origin: &FakeOrigin) -> NetAndSub {
+    let git_root = setup.dir.path().join("git");
+    let net = Repo::new(&git_root, "net");
+    let net_files = vec![
+        (
+            "main.tf",
+            "module \"sub\" {\n  source  = \"registry.origin.test/acme/sub/aws\"\n  version = \"~> 1.0\"\n}\n\noutput \"answer\" {\n  value = module.sub.answer\n}\n",
+        ),
+        ("README.md", "net\n"),
+    ];
+    net.commit(&net_files, "net v1");
+    net.tag("v1.0.0");
+    let sub = Repo::new(&git_root, "sub");
+    let sub_module = "output \"answer\" {\n  value = 42\n}\n";
+    sub.commit(
+        &[("modules/sub/main.tf", sub_module), ("LICENSE", "sub\n")],
+        "sub v1",
+    );
+    sub.tag("v1.0.0");
+    origin.serve_git(&git_root);
+    origin.publish_git_module("net", "1.0.0", "net", "v1.0.0");
+    origin.publish_module(
+        "acme",
+        "sub",
+        "aws",
+        "1.0.0",
+        ModuleAnswer::Json(format!(
+            "git::{}//modules/sub?ref=v1.0.0",
+            origin.git_url("sub")
+        )),
+    );
+    let signer = Signer::new("acme");
+    origin.publish(
+        "acme",
+        "widget",
+        "1.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    NetAndSub {
+        net_files,
+        sub_module,
+    }
 }
