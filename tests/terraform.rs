@@ -449,6 +449,116 @@ async fn terraform_installs_through_an_offline_site_mirror() {
     assert!(status.success(), "{log}");
 }
 
+/// The README's weekly routine, from the site's side: sites that hold
+/// widget 1.0.0 receive only 1.1.0, site A through its inventory (`export
+/// --missing-from`), site B through the bundle it last received (`export
+/// --since`); each imports the delta, and the real Terraform installs
+/// 1.1.0 through each, offline, with the origin gone.
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_a_version_that_a_delta_carried() {
+    let tf = terraform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let size = 256 * 1024;
+    publish_big(&origin, &signer, "widget", &["1.0.0", "1.1.0"], size);
+    let dir = setup.dir.path();
+    let connected = config_file(&setup, &origin, "");
+    let sync = |versions: &str| {
+        let manifest = dir.join("providers.toml");
+        std::fs::write(
+            &manifest,
+            format!("platforms = [\"linux_amd64\"]\n[[provider]]\nsource = \"registry.origin.test/acme/widget\"\nversions = \"{versions}\"\n"),
+        )
+        .unwrap();
+        let connected = connected.clone();
+        async move {
+            run_ok(
+                dir,
+                &[
+                    "sync",
+                    "--config",
+                    s(&connected),
+                    "--manifest",
+                    s(&manifest),
+                ],
+            )
+            .await;
+        }
+    };
+    let export = |out: &Path, delta: &[&str]| {
+        let mut args: Vec<String> = ["export", "--config", s(&connected), "--output", s(out)]
+            .iter()
+            .map(|a| (*a).to_owned())
+            .collect();
+        args.extend(delta.iter().map(|a| (*a).to_owned()));
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run_ok(dir, &args).await;
+        }
+    };
+    sync("= 1.0.0").await;
+    let first = dir.join("first.tfm");
+    export(&first, &[]).await;
+    let sites = [site_config(dir, "a", ""), site_config(dir, "b", "")];
+    for site in &sites {
+        run_ok(dir, &["import", "--config", s(site), s(&first)]).await;
+    }
+    sync("~> 1.0").await;
+    let inventory = dir.join("a.json");
+    run_ok(
+        dir,
+        &[
+            "inventory",
+            "--config",
+            s(&sites[0]),
+            "--output",
+            s(&inventory),
+        ],
+    )
+    .await;
+    let deltas = [dir.join("delta-a.tfm"), dir.join("delta-b.tfm")];
+    export(&deltas[0], &["--missing-from", s(&inventory)]).await;
+    export(&deltas[1], &["--since", s(&first)]).await;
+    // The gap: nothing reaches the origin from here on.
+    origin.stop();
+    let source = "registry.origin.test/acme/widget";
+    for ((site, delta), name) in sites.iter().zip(&deltas).zip(["a", "b"]) {
+        let bytes = std::fs::metadata(delta).unwrap().len();
+        assert!(
+            bytes > size as u64 && bytes < (size + size / 4) as u64,
+            "{name}: the delta holds one archive, not two: {bytes} bytes"
+        );
+        let imported = run_ok(dir, &["import", "--config", s(site), s(delta)]).await;
+        assert!(
+            imported
+                .stdout
+                .contains("1 versions verified, 1 archives stored"),
+            "{name}: {}",
+            imported.stdout
+        );
+        let mut serve = tfmirror(dir);
+        serve.args(["serve", "--config", s(site), "--offline"]);
+        let daemon = Daemon::start(serve);
+        let ca = dir.join(format!("{name}-data/tls/ca.pem"));
+        let installation = format!("  network_mirror {{\n    url = \"{}\"\n  }}\n", daemon.url);
+        let ws = Workspace::with(&tf, &installation, &ca, &[("widget", source, "~> 1.0")]);
+        let (ok, out) = ws.init().await;
+        assert!(ok, "{name}: terraform init through the site failed:\n{out}");
+        assert!(
+            ws.installed(source, "1.1.0", "linux_amd64").exists(),
+            "{name}: {out}"
+        );
+        daemon.signal("TERM");
+        let (status, log) = daemon.wait().await;
+        assert!(status.success(), "{log}");
+    }
+}
+
 /// `tfmirror lock` and the lock endpoint give a superset of the hashes
 /// `terraform providers lock -net-mirror` records for the same platforms,
 /// and `terraform init` accepts the result.
