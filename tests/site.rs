@@ -77,13 +77,7 @@ async fn a_watch_fetches_new_versions_for_its_platforms_on_the_mirrors_clock() {
         pass_done(1),
     )
     .await;
-    assert_eq!(
-        stored(1),
-        [
-            format!("{HOST}/acme/widget 1.0.0 darwin_arm64"),
-            format!("{HOST}/acme/widget 1.0.0 linux_amd64"),
-        ]
-    );
+    assert_eq!(stored(1), watched_archives("1.0.0"));
     assert_eq!(sc.origin.hits(&zip("widget", "1.0.0", "windows_amd64")), 0);
     assert_eq!(sc.origin.hits("/v1/providers/acme/gadget/versions"), 0);
     let first = watch.status();
@@ -114,13 +108,7 @@ async fn a_watch_fetches_new_versions_for_its_platforms_on_the_mirrors_clock() {
         "the second pass ran before it was due"
     );
     assert!(second.failures.is_empty(), "{:?}", second.failures);
-    assert_eq!(
-        stored(2),
-        [
-            format!("{HOST}/acme/widget 1.1.0 darwin_arm64"),
-            format!("{HOST}/acme/widget 1.1.0 linux_amd64"),
-        ]
-    );
+    assert_eq!(stored(2), watched_archives("1.1.0"));
     for (v, platform) in [
         ("1.1.0", "windows_amd64"),
         ("1.2.0", "linux_amd64"),
@@ -185,13 +173,7 @@ async fn a_watch_fetches_new_versions_for_its_platforms_on_the_mirrors_clock() {
         pass_done(4),
     )
     .await;
-    assert_eq!(
-        stored(4),
-        [
-            format!("{HOST}/acme/widget 1.3.0 darwin_arm64"),
-            format!("{HOST}/acme/widget 1.3.0 linux_amd64"),
-        ]
-    );
+    assert_eq!(stored(4), watched_archives("1.3.0"));
     let recovered = watch.status();
     assert_eq!(recovered.failed_in_a_row, 0);
     let wait = recovered.next_ms.unwrap() - recovered.last.unwrap().finished_ms;
@@ -216,6 +198,11 @@ async fn a_watch_fetches_new_versions_for_its_platforms_on_the_mirrors_clock() {
         "{text}"
     );
     sc.mirror.stop().await;
+}
+
+/// How a watch pass names the archives of widget `version` it stored.
+fn watched_archives(version: &str) -> [String; 2] {
+    ["darwin_arm64", "linux_amd64"].map(|p| format!("{HOST}/acme/widget {version} {p}"))
 }
 
 /// The mirror's clock now, in milliseconds since the Unix epoch.
@@ -322,6 +309,23 @@ async fn check_says_what_a_configuration_lacks_and_why() {
         }
     };
 
+    // `sync` and `lock` of the configuration, on the connected side.
+    let on_conf = |verb: &'static str| {
+        let (connected, conf) = (connected.clone(), conf.clone());
+        async move {
+            let args = [
+                verb,
+                "--config",
+                s(&connected),
+                "--from",
+                s(&conf),
+                "--platform",
+                "linux_amd64",
+            ];
+            run_ok(dir, &args).await
+        }
+    };
+
     // Before anything was fetched: the provider and the module, never
     // listed; what the module calls cannot be known yet.
     let before = check(connected.clone(), &[]).await;
@@ -344,19 +348,7 @@ async fn check_says_what_a_configuration_lacks_and_why() {
         "check asks no origin"
     );
 
-    run_ok(
-        dir,
-        &[
-            "sync",
-            "--config",
-            s(&connected),
-            "--from",
-            s(&conf),
-            "--platform",
-            "linux_amd64",
-        ],
-    )
-    .await;
+    on_conf("sync").await;
     let after = check(connected.clone(), &[]).await;
     assert!(after.ok, "{}{}", after.stdout, after.stderr);
     assert_eq!(
@@ -394,19 +386,7 @@ async fn check_says_what_a_configuration_lacks_and_why() {
     let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(report["items"][0]["status"], "lock_mismatch");
     // The lock file `tfmirror lock` writes matches.
-    let locked = run_ok(
-        dir,
-        &[
-            "lock",
-            "--config",
-            s(&connected),
-            "--from",
-            s(&conf),
-            "--platform",
-            "linux_amd64",
-        ],
-    )
-    .await;
+    let locked = on_conf("lock").await;
     std::fs::write(&lock, &locked.stdout).unwrap();
     assert!(check(connected.clone(), &[]).await.ok);
 
@@ -487,68 +467,28 @@ async fn transfers_carry_only_what_the_site_lacks() {
     );
     let dir = setup.dir.path();
     let connected = config_file(&setup, &origin, "");
-    let manifest = |versions: &str| {
-        let path = dir.join("providers.toml");
-        std::fs::write(
-            &path,
-            format!("platforms = [\"linux_amd64\"]\n[[provider]]\nsource = \"{HOST}/acme/widget\"\nversions = \"{versions}\"\n"),
-        )
-        .unwrap();
-        path
-    };
-    let sync = |versions: &str| {
-        let m = manifest(versions);
-        let connected = connected.clone();
-        async move {
-            run_ok(
-                dir,
-                &["sync", "--config", s(&connected), "--manifest", s(&m)],
-            )
-            .await;
-        }
-    };
-    let export = |out: &Path, extra: &[&str]| {
-        let mut args = vec!["export", "--config", s(&connected), "--output"];
-        args.push(out.to_str().unwrap());
-        args.extend_from_slice(extra);
-        let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
-        async move {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            run_ok(dir, &args).await
-        }
-    };
     let zip_entry = |v: &str| {
         format!("tfmirror-bundle/providers/{HOST}/acme/widget/{v}/terraform-provider-widget_{v}_linux_amd64.zip")
     };
 
     // Both sites first receive 1.0.0 in a full bundle.
-    sync("= 1.0.0").await;
+    sync_widget(dir, &connected, "= 1.0.0").await;
     let first = dir.join("first.tfm");
-    export(&first, &[]).await;
+    export_bundle(dir, &connected, &first, &[]).await;
     let site_a = site_config(dir, "a", "");
     let site_b = site_config(dir, "b", "");
     for site in [&site_a, &site_b] {
         run_ok(dir, &["import", "--config", s(site), s(&first)]).await;
     }
     // The connected side moves on to 1.1.0.
-    sync("~> 1.0").await;
+    sync_widget(dir, &connected, "~> 1.0").await;
     let full = dir.join("full.tfm");
-    export(&full, &[]).await;
+    export_bundle(dir, &connected, &full, &[]).await;
     assert_eq!(entry_names(&full), [zip_entry("1.0.0"), zip_entry("1.1.0")]);
 
     // Site A sends its inventory back; the delta carries 1.1.0 alone.
     let inventory = dir.join("site.json");
-    let written = run_ok(
-        dir,
-        &[
-            "inventory",
-            "--config",
-            s(&site_a),
-            "--output",
-            s(&inventory),
-        ],
-    )
-    .await;
+    let written = write_inventory(dir, &site_a, &inventory).await;
     assert!(
         written.stdout.contains("1 archives, 0 module versions"),
         "{}",
@@ -560,11 +500,7 @@ async fn transfers_carry_only_what_the_site_lacks() {
     assert!(hashes[0].as_str().unwrap().starts_with("h1:"), "{listed}");
     assert!(hashes[1].as_str().unwrap().starts_with("zh:"), "{listed}");
     let again = dir.join("site-again.json");
-    run_ok(
-        dir,
-        &["inventory", "--config", s(&site_a), "--output", s(&again)],
-    )
-    .await;
+    write_inventory(dir, &site_a, &again).await;
     assert_eq!(
         std::fs::read(&inventory).unwrap(),
         std::fs::read(&again).unwrap(),
@@ -572,7 +508,7 @@ async fn transfers_carry_only_what_the_site_lacks() {
     );
 
     let delta = dir.join("delta.tfm");
-    let exported = export(&delta, &["--missing-from", s(&inventory)]).await;
+    let exported = export_bundle(dir, &connected, &delta, &["--missing-from", s(&inventory)]).await;
     assert!(
         exported.stdout.contains("1 versions, 1 archives")
             && exported
@@ -602,29 +538,15 @@ async fn transfers_carry_only_what_the_site_lacks() {
 
     // Site B sends nothing back: the delta since the first bundle.
     let since = dir.join("since.tfm");
-    export(&since, &["--since", s(&first)]).await;
+    export_bundle(dir, &connected, &since, &["--since", s(&first)]).await;
     assert_eq!(entry_names(&since), [zip_entry("1.1.0")]);
     assert!(size(&since) < one + one / 4);
     run_ok(dir, &["import", "--config", s(&site_b), s(&since)]).await;
     // Both sites hold the same now.
     let inventory_b = dir.join("site-b.json");
-    run_ok(
-        dir,
-        &[
-            "inventory",
-            "--config",
-            s(&site_b),
-            "--output",
-            s(&inventory_b),
-        ],
-    )
-    .await;
+    write_inventory(dir, &site_b, &inventory_b).await;
     let after_a = dir.join("site-a.json");
-    run_ok(
-        dir,
-        &["inventory", "--config", s(&site_a), "--output", s(&after_a)],
-    )
-    .await;
+    write_inventory(dir, &site_a, &after_a).await;
     assert_eq!(
         std::fs::read(&after_a).unwrap(),
         std::fs::read(&inventory_b).unwrap()
@@ -633,7 +555,7 @@ async fn transfers_carry_only_what_the_site_lacks() {
     // Since a delta: it covers what came before it too, so nothing is new;
     // an empty bundle is still a bundle.
     let nothing = dir.join("nothing.tfm");
-    let empty = export(&nothing, &["--since", s(&since)]).await;
+    let empty = export_bundle(dir, &connected, &nothing, &["--since", s(&since)]).await;
     assert!(
         empty.stdout.contains("0 versions, 0 archives"),
         "{}",

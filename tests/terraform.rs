@@ -468,62 +468,25 @@ async fn terraform_installs_a_version_that_a_delta_carried() {
     publish_big(&origin, &signer, "widget", &["1.0.0", "1.1.0"], size);
     let dir = setup.dir.path();
     let connected = config_file(&setup, &origin, "");
-    let sync = |versions: &str| {
-        let manifest = dir.join("providers.toml");
-        std::fs::write(
-            &manifest,
-            format!("platforms = [\"linux_amd64\"]\n[[provider]]\nsource = \"registry.origin.test/acme/widget\"\nversions = \"{versions}\"\n"),
-        )
-        .unwrap();
-        let connected = connected.clone();
-        async move {
-            run_ok(
-                dir,
-                &[
-                    "sync",
-                    "--config",
-                    s(&connected),
-                    "--manifest",
-                    s(&manifest),
-                ],
-            )
-            .await;
-        }
-    };
-    let export = |out: &Path, delta: &[&str]| {
-        let mut args: Vec<String> = ["export", "--config", s(&connected), "--output", s(out)]
-            .iter()
-            .map(|a| (*a).to_owned())
-            .collect();
-        args.extend(delta.iter().map(|a| (*a).to_owned()));
-        async move {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            run_ok(dir, &args).await;
-        }
-    };
-    sync("= 1.0.0").await;
+    sync_widget(dir, &connected, "= 1.0.0").await;
     let first = dir.join("first.tfm");
-    export(&first, &[]).await;
+    export_bundle(dir, &connected, &first, &[]).await;
     let sites = [site_config(dir, "a", ""), site_config(dir, "b", "")];
     for site in &sites {
         run_ok(dir, &["import", "--config", s(site), s(&first)]).await;
     }
-    sync("~> 1.0").await;
+    sync_widget(dir, &connected, "~> 1.0").await;
     let inventory = dir.join("a.json");
-    run_ok(
+    write_inventory(dir, &sites[0], &inventory).await;
+    let deltas = [dir.join("delta-a.tfm"), dir.join("delta-b.tfm")];
+    export_bundle(
         dir,
-        &[
-            "inventory",
-            "--config",
-            s(&sites[0]),
-            "--output",
-            s(&inventory),
-        ],
+        &connected,
+        &deltas[0],
+        &["--missing-from", s(&inventory)],
     )
     .await;
-    let deltas = [dir.join("delta-a.tfm"), dir.join("delta-b.tfm")];
-    export(&deltas[0], &["--missing-from", s(&inventory)]).await;
-    export(&deltas[1], &["--since", s(&first)]).await;
+    export_bundle(dir, &connected, &deltas[1], &["--since", s(&first)]).await;
     // The gap: nothing reaches the origin from here on.
     origin.stop();
     let source = "registry.origin.test/acme/widget";

@@ -220,3 +220,35 @@ pub async fn across_the_gap(
     configure(&mut config);
     super::RunningMirror::start(config).await
 }
+
+/// Writes a sync manifest for `registry.origin.test/acme/widget` at
+/// `versions` on `linux_amd64` and runs `sync` with `config`.
+pub async fn sync_widget(home: &Path, config: &Path, versions: &str) {
+    let manifest = home.join("providers.toml");
+    std::fs::write(
+        &manifest,
+        format!("platforms = [\"linux_amd64\"]\n[[provider]]\nsource = \"registry.origin.test/acme/widget\"\nversions = \"{versions}\"\n"),
+    )
+    .unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    run_ok(
+        home,
+        &["sync", "--config", &s(config), "--manifest", &s(&manifest)],
+    )
+    .await;
+}
+
+/// Runs `export` of `config`'s cache to the bundle `out`, with `extra`
+/// arguments (`--missing-from FILE`, `--since BUNDLE`).
+pub async fn export_bundle(home: &Path, config: &Path, out: &Path, extra: &[&str]) -> Ran {
+    let (config, out) = (config.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = vec!["export", "--config", config, "--output", out];
+    args.extend_from_slice(extra);
+    run_ok(home, &args).await
+}
+
+/// Runs `inventory` of `config`'s cache into `out`.
+pub async fn write_inventory(home: &Path, config: &Path, out: &Path) -> Ran {
+    let (config, out) = (config.to_str().unwrap(), out.to_str().unwrap());
+    run_ok(home, &["inventory", "--config", config, "--output", out]).await
+}

@@ -105,22 +105,15 @@ pub fn export(
             }
         },
     );
-    let mut held_there = 0;
-    let mut conflicts = Vec::new();
+    let mut lacks = SiteLacks::default();
     if let Some(site) = site {
-        modules.retain(|pin| match site.module(pin) {
-            AtSite::Lacks => true,
-            AtSite::Holds => {
-                held_there += 1;
-                false
-            }
-            AtSite::Differs(theirs) => {
-                conflicts.push(format!(
+        modules.retain(|pin| {
+            lacks.keep(site.module(pin), |theirs| {
+                format!(
                     "module {} {}: the site's pin has the tree hash {theirs}, this cache's {}",
                     pin.module, pin.version, pin.h1
-                ));
-                false
-            }
+                )
+            })
         });
     } else if chosen.is_empty() && modules.is_empty() {
         anyhow::bail!(
@@ -159,20 +152,13 @@ pub fn export(
                 let Some(pkg) = record.packages.get(platform) else {
                     return true;
                 };
-                match site.archive(&ArchiveKey::new(&p, &v, platform), &pkg.sha256) {
-                    AtSite::Lacks => true,
-                    AtSite::Holds => {
-                        held_there += 1;
-                        false
-                    }
-                    AtSite::Differs(theirs) => {
-                        conflicts.push(format!(
-                            "{p} {v} {platform}: the site holds {theirs}, this cache zh:{}",
-                            pkg.sha256
-                        ));
-                        false
-                    }
-                }
+                let at_site = site.archive(&ArchiveKey::new(&p, &v, platform), &pkg.sha256);
+                lacks.keep(at_site, |theirs| {
+                    format!(
+                        "{p} {v} {platform}: the site holds {theirs}, this cache zh:{}",
+                        pkg.sha256
+                    )
+                })
             });
             if archives.is_empty() {
                 continue;
@@ -218,8 +204,8 @@ pub fn export(
     manifest.covers = Some(covers);
     let mut done = Exported {
         denied,
-        held_there,
-        conflicts,
+        held_there: lacks.held_there,
+        conflicts: lacks.conflicts,
         ..Exported::default()
     };
     append_bytes(
@@ -288,6 +274,31 @@ pub fn export(
     file.sync_all()?;
     atomic::persist(temp_path, output).with_context(|| format!("writing {}", output.display()))?;
     Ok(done)
+}
+
+/// A delta's tally of what it leaves out because the site holds it.
+#[derive(Default)]
+struct SiteLacks {
+    held_there: usize,
+    conflicts: Vec<String>,
+}
+
+impl SiteLacks {
+    /// Whether to carry an item that stands `at_site` there; a conflict is
+    /// described by `conflict` (given the site's hash) and left out.
+    fn keep(&mut self, at_site: AtSite, conflict: impl FnOnce(&str) -> String) -> bool {
+        match at_site {
+            AtSite::Lacks => true,
+            AtSite::Holds => {
+                self.held_there += 1;
+                false
+            }
+            AtSite::Differs(theirs) => {
+                self.conflicts.push(conflict(&theirs));
+                false
+            }
+        }
+    }
 }
 
 /// Appends one stored object of `size` bytes, read as it is written. An
