@@ -287,6 +287,7 @@ fn chosen<'a>(
         .iter()
         .filter(|v| visible.contains(v) && allows(v))
         .collect();
+    matching.sort();
     if newest_only && matching.len() > 1 {
         matching = matching.split_off(matching.len() - 1);
     }
@@ -372,7 +373,7 @@ async fn held_back_or_none(
     listed: &[Version],
     meets: impl Fn(&Version) -> bool,
 ) -> Option<Why> {
-    let newest = listed.iter().rev().find(|v| meets(v))?;
+    let newest = listed.iter().filter(|v| meets(v)).max()?;
     match mirror.verdict(subject, newest).await {
         Ok(Err(denied)) => Some(denied.into()),
         _ => None,
@@ -574,7 +575,8 @@ mod tests {
 
     #[test]
     fn versions_are_chosen_as_the_clients_choose_them() {
-        let listed = [v("1.0.0"), v("1.1.0"), v("1.2.0"), v("2.0.0")];
+        // In any order, as a module registry may list them.
+        let listed = [v("1.1.0"), v("1.0.0"), v("2.0.0"), v("1.2.0")];
         let visible = [v("1.0.0"), v("1.1.0"), v("2.0.0")];
         let below_2 = |x: &Version| x.semver().major < 2;
         // The newest the policy shows that meets the constraints.
