@@ -76,10 +76,10 @@ pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
         }
         println!(
             "{}: {held} held, {missing} missing, {mismatched} not matching their lock files",
-            if report.ready { "ready" } else { "not ready" }
+            if report.ready() { "ready" } else { "not ready" }
         );
     }
-    if report.ready {
+    if report.ready() {
         Ok(())
     } else {
         anyhow::bail!(

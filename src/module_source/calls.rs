@@ -65,3 +65,32 @@ pub fn calls_in_package(package: impl Read) -> std::io::Result<Vec<(Module, Opti
     }
     Ok(out)
 }
+
+/// Why the calls inside a stored package could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CallsError {
+    /// Reading the package from the store failed.
+    #[error("reading the package: {0}")]
+    Read(std::io::Error),
+    /// The package is not a readable `tar.gz`.
+    #[error("the package cannot be read: {0}")]
+    Unpack(std::io::Error),
+}
+
+/// The registry module calls of a package opened from the store; the
+/// unpacking runs off the async threads.
+pub async fn calls_in_stored(
+    package: crate::store::ArchiveReader,
+) -> Result<Vec<(Module, Option<String>)>, CallsError> {
+    use tokio::io::AsyncReadExt;
+    let mut bytes = Vec::with_capacity(usize::try_from(package.size).unwrap_or(0));
+    package
+        .into_reader()
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(CallsError::Read)?;
+    tokio::task::spawn_blocking(move || calls_in_package(&bytes[..]))
+        .await
+        .map_err(|e| CallsError::Unpack(std::io::Error::other(e)))?
+        .map_err(CallsError::Unpack)
+}

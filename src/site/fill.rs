@@ -12,7 +12,7 @@
 //! fresh the version lists must be ([`Freshness`]) and in who hears of the
 //! progress ([`Observer`]).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use futures_util::stream::{self, StreamExt};
@@ -21,6 +21,7 @@ use super::selection::{ModuleRequirement, Requirement, Selection};
 use crate::address::{ArchiveKey, Module, Provider, Version};
 use crate::error::RequestError;
 use crate::mirror::Mirror;
+use crate::module_source::calls::CallsError;
 
 pub use crate::mirror::Freshness;
 
@@ -237,11 +238,7 @@ impl Fill<'_> {
                     self.observer.line(&format!("stored {what}"));
                     self.summary.stored.push(what.clone());
                 }
-                let mut called: BTreeMap<Module, Vec<String>> = BTreeMap::new();
-                for (callee, constraint) in calls {
-                    called.entry(callee).or_default().extend(constraint);
-                }
-                match super::selection::module_requirements(called) {
+                match super::selection::requirements_of_calls(calls) {
                     Ok(more) => queue.extend(more),
                     Err(e) => self.failed(format!("{what}: {e:#}")),
                 }
@@ -296,18 +293,13 @@ async fn package_calls(
     module: &Module,
     version: &Version,
 ) -> Result<Vec<(Module, Option<String>)>, RequestError> {
-    use tokio::io::AsyncReadExt;
     let package = mirror.module_package(module, version).await?;
-    let mut bytes = Vec::with_capacity(usize::try_from(package.size).unwrap_or(0));
-    package
-        .into_reader()
-        .read_to_end(&mut bytes)
+    crate::module_source::calls::calls_in_stored(package)
         .await
-        .map_err(|e| RequestError::DiskUnavailable(format!("reading the package: {e}")))?;
-    tokio::task::spawn_blocking(move || crate::module_source::calls::calls_in_package(&bytes[..]))
-        .await
-        .map_err(|e| RequestError::Internal(e.to_string()))?
-        .map_err(|e| RequestError::UpstreamInvalid(format!("the package cannot be read: {e}")))
+        .map_err(|e| match e {
+            CallsError::Read(_) => RequestError::DiskUnavailable(e.to_string()),
+            CallsError::Unpack(_) => RequestError::UpstreamInvalid(e.to_string()),
+        })
 }
 
 /// Fills the cache with what `selection` asks for, with at most `jobs`

@@ -197,15 +197,29 @@ impl std::fmt::Display for Item {
 }
 
 /// The answer for a set of configurations.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
-    /// Whether everything needed is held and matches its lock files.
-    pub ready: bool,
     /// Every needed thing, with what the mirror holds of it.
     pub items: Vec<Item>,
 }
 
+impl Serialize for Report {
+    /// `{"ready": …, "items": […]}`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = s.serialize_struct("Report", 2)?;
+        out.serialize_field("ready", &self.ready())?;
+        out.serialize_field("items", &self.items)?;
+        out.end()
+    }
+}
+
 impl Report {
+    /// Whether everything needed is held and matches its lock files.
+    pub fn ready(&self) -> bool {
+        self.items.iter().all(|i| i.finding == Finding::Held)
+    }
+
     /// How many items are held, missing and mismatched.
     pub fn counts(&self) -> (usize, usize, usize) {
         let mut counts = (0, 0, 0);
@@ -224,16 +238,12 @@ impl Report {
         if !self.items.contains(&item) {
             self.items.push(item);
         }
-        self.ready = self.items.iter().all(|i| i.finding == Finding::Held);
     }
 }
 
 /// Adds to `report` what `selection` needs and what the mirror holds of
 /// it. The mirror should be offline, so that only what it holds counts.
 pub async fn check(mirror: &Mirror, selection: &Selection, report: &mut Report) {
-    if report.items.is_empty() {
-        report.ready = true;
-    }
     for req in &selection.providers {
         provider(mirror, req, report).await;
     }
@@ -497,11 +507,7 @@ async fn modules(mirror: &Mirror, requirements: &[ModuleRequirement], report: &m
             match module_version(mirror, &req.module, version).await {
                 Ok(calls) => {
                     report.add(needed, Finding::Held);
-                    let mut called = std::collections::BTreeMap::<Module, Vec<String>>::new();
-                    for (callee, constraint) in calls {
-                        called.entry(callee).or_default().extend(constraint);
-                    }
-                    match super::selection::module_requirements(called) {
+                    match super::selection::requirements_of_calls(calls) {
                         Ok(more) => queue.extend(more),
                         Err(e) => report.add(
                             needed_module(&req.module, Some(version)),
@@ -524,7 +530,6 @@ async fn module_version(
     module: &Module,
     version: &Version,
 ) -> Result<Vec<(Module, Option<String>)>, Why> {
-    use tokio::io::AsyncReadExt;
     match mirror.verdict(Subject::Module(module), version).await {
         Ok(Ok(())) => {}
         Ok(Err(denied)) => return Err(denied.into()),
@@ -553,15 +558,8 @@ async fn module_version(
     else {
         return Err(Why::Evicted { at_ms: None });
     };
-    let mut bytes = Vec::with_capacity(usize::try_from(package.size).unwrap_or(0));
-    package
-        .into_reader()
-        .read_to_end(&mut bytes)
+    crate::module_source::calls::calls_in_stored(package)
         .await
-        .map_err(|e| unreadable(&e))?;
-    tokio::task::spawn_blocking(move || crate::module_source::calls::calls_in_package(&bytes[..]))
-        .await
-        .map_err(|e| unreadable(&e))?
         .map_err(|e| unreadable(&e))
 }
 
@@ -634,11 +632,12 @@ mod tests {
         assert!(matches!(cooldown, Why::Cooldown { .. }));
         let mut report = Report::default();
         report.add(needed.clone(), Finding::Held);
-        assert!(report.ready);
+        assert!(report.ready());
         report.add(needed.clone(), Finding::Held);
         assert_eq!(report.items.len(), 1, "the same finding twice is one item");
         report.add(needed, missing(Why::NeverFetched));
-        assert!(!report.ready);
+        assert!(!report.ready());
+        assert_eq!(serde_json::to_value(&report).unwrap()["ready"], false);
         assert_eq!(report.counts(), (1, 1, 0));
     }
 }

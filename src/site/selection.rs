@@ -282,6 +282,19 @@ pub fn from_directory(path: &Path, platforms: &[Platform]) -> anyhow::Result<Sel
     })
 }
 
+/// One requirement per module that `calls` (module calls with their
+/// version constraints, as a package holds them) call, with the
+/// constraints of all its calls.
+pub fn requirements_of_calls(
+    calls: Vec<(Module, Option<String>)>,
+) -> anyhow::Result<Vec<ModuleRequirement>> {
+    let mut called: BTreeMap<Module, Vec<String>> = BTreeMap::new();
+    for (callee, constraint) in calls {
+        called.entry(callee).or_default().extend(constraint);
+    }
+    module_requirements(called)
+}
+
 /// One requirement per called module, with the constraints of all its
 /// calls.
 pub fn module_requirements(
