@@ -25,6 +25,7 @@ pub mod mirror;
 pub mod module_source;
 pub mod policy;
 pub mod protocol;
+pub mod releases;
 pub mod site;
 pub mod store;
 pub mod upstream;

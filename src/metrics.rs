@@ -28,6 +28,8 @@ pub enum Endpoint {
     Registry,
     /// The module registry proxy (`/v1/modules/…`).
     Module,
+    /// CLI releases (`/terraform/…`, `/tofu/…`, `/opentofu/…`).
+    Release,
     /// The status page.
     Home,
     /// `/healthz`, `/readyz`, `/metrics`.
@@ -60,6 +62,12 @@ pub enum CacheKind {
     ModuleIndex,
     /// Module packages.
     ModulePackage,
+    /// CLI release lists.
+    ReleaseList,
+    /// Verified CLI release records.
+    ReleaseRecord,
+    /// CLI release files.
+    ReleaseFile,
 }
 
 /// How an upstream request ended.
@@ -210,6 +218,7 @@ pub struct Metrics {
     prefetches: Family<PrefetchLabels, Counter>,
     module_fetches: Family<SourceLabels, Counter>,
     pin_mismatches: Counter,
+    release_files: Counter,
     archive_writes: Family<OutcomeLabels, Counter>,
     download_claims: Family<OutcomeLabels, Counter>,
     policy_decisions: Family<PolicyLabels, Counter>,
@@ -245,6 +254,7 @@ impl Metrics {
             prefetches: Family::default(),
             module_fetches: Family::default(),
             pin_mismatches: Counter::default(),
+            release_files: Counter::default(),
             archive_writes: Family::default(),
             download_claims: Family::default(),
             policy_decisions: Family::default(),
@@ -336,6 +346,11 @@ impl Metrics {
             m.pin_mismatches.clone(),
         );
         registry.register(
+            "release_files_stored",
+            "Terraform and OpenTofu release files downloaded, checked against their signed SHA256SUMS and stored",
+            m.release_files.clone(),
+        );
+        registry.register(
             "store_archive_writes",
             "Verified archives this instance stored, by outcome: created (it wrote the object) or existed (an instance sharing the bucket had written the same bytes first)",
             m.archive_writes.clone(),
@@ -409,6 +424,11 @@ impl Metrics {
                 rule: rule.to_owned(),
             })
             .inc();
+    }
+
+    /// Counts a release file verified and stored.
+    pub fn release_file_stored(&self) {
+        self.release_files.inc();
     }
 
     /// Counts a verified archive stored: `created` by this instance, or

@@ -12,8 +12,10 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 mod module;
+mod release;
 
 pub use module::{Module, ModuleName, ModuleNamespace, ModuleSystem};
+pub use release::{ArtifactName, Product, ReleaseFile};
 
 /// Longest accepted namespace or provider type, in bytes.
 const MAX_PART_LEN: usize = 64;

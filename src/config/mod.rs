@@ -54,6 +54,11 @@ pub struct Config {
     /// new versions (see the README, "Keeping a site ready").
     #[serde(default)]
     pub watch: crate::site::watch::WatchConfig,
+    /// `[releases]`, `[releases.terraform]` and `[releases.tofu]`: the
+    /// Terraform and OpenTofu CLI releases the mirror serves (see the
+    /// README, "CLI releases").
+    #[serde(default)]
+    pub releases: Box<crate::releases::ReleasesConfig>,
 }
 
 /// `[auth]`: access control. With no token configured, anyone who can reach
@@ -385,6 +390,7 @@ impl Default for Config {
             trust: Vec::new(),
             policy: crate::policy::PolicyConfig::default(),
             watch: crate::site::watch::WatchConfig::default(),
+            releases: Box::default(),
             storage: StorageConfig {
                 backend: StorageBackend::Disk,
                 s3: None,
@@ -466,6 +472,7 @@ impl Config {
         crate::verify::TrustPolicy::new(&self.trust, self.upstream.reject_expired_keys)?;
         crate::policy::Policy::new(&self.policy)?;
         self.watch.selection()?;
+        self.releases.sources()?;
         for (host, hc) in &self.upstream.hosts {
             for (service, url) in &hc.services {
                 if !matches!(url.scheme(), "https" | "http") {

@@ -123,6 +123,17 @@ impl Auth {
         }
     }
 
+    /// Checks a request's `Authorization` header value: a bearer token, or
+    /// HTTP Basic authentication whose password is a token (any user
+    /// name), which is what version managers send (tenv's
+    /// `TFENV_REMOTE_PASSWORD`, curl's `.netrc` for tfenv).
+    pub fn check_token_or_basic(&self, authorization: Option<&str>) -> Result<(), RequestError> {
+        match basic_password(authorization) {
+            Some(password) if self.enabled() => self.check(Some(&format!("Bearer {password}"))),
+            _ => self.check(authorization),
+        }
+    }
+
     /// Checks a request's `Authorization` header value.
     pub fn check(&self, authorization: Option<&str>) -> Result<(), RequestError> {
         if !self.enabled() {
@@ -313,10 +324,46 @@ pub fn bearer(authorization: Option<&str>) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
+/// The password of an `Authorization: Basic` header value, if it is one.
+fn basic_password(authorization: Option<&str>) -> Option<String> {
+    use base64::Engine as _;
+    let (scheme, rest) = authorization?.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(rest.trim())
+        .ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let (_, password) = text.split_once(':')?;
+    (!password.is_empty()).then(|| password.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::address::{Platform, Provider, Version};
+
+    #[test]
+    fn release_paths_take_a_token_as_a_basic_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = auth(dir.path(), &["s3cret"], Duration::from_secs(60));
+        assert!(a.check_token_or_basic(Some("Bearer s3cret")).is_ok());
+        // "ci:s3cret" and ":s3cret" in base64.
+        assert!(a.check_token_or_basic(Some("Basic Y2k6czNjcmV0")).is_ok());
+        assert!(a.check_token_or_basic(Some("Basic OnMzY3JldA==")).is_ok());
+        for bad in [
+            None,
+            Some("Basic czNjcmV0"),
+            Some("Basic Y2k6bm9wZQ=="),
+            Some("Basic !!"),
+        ] {
+            let e = a.check_token_or_basic(bad).unwrap_err();
+            assert_eq!(e.status(), http::StatusCode::UNAUTHORIZED, "{bad:?}");
+        }
+        let open = auth(dir.path(), &[], Duration::from_secs(60));
+        assert!(open.check_token_or_basic(None).is_ok());
+    }
 
     fn key() -> ArchiveKey {
         let provider = Provider {

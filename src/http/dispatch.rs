@@ -235,6 +235,9 @@ fn authorize(app: &App, access: Access<'_>, asked: &Asked) -> Result<(), Request
             app.auth.check_sums(provider, version, index, query)
         }
         Access::SignedModule(module, version) => app.auth.check_module(module, version, query),
+        Access::TokenOrBasic => app
+            .auth
+            .check_token_or_basic(asked.authorization.as_deref()),
     }
 }
 
@@ -338,6 +341,15 @@ async fn respond(app: &App, asked: &Asked, route: Route) -> Result<Response<Body
             );
             h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
             Ok(resp)
+        }
+        Route::Release(release) => {
+            let (scheme, authority) = super::status_page::public_address(
+                app,
+                asked.scheme.as_deref(),
+                asked.host.as_deref(),
+            );
+            let base = format!("{scheme}://{authority}");
+            super::releases::respond(mirror, &base, release).await
         }
         Route::Archive(key) => {
             if let Some(url) = mirror.archive_redirect(&key).await? {

@@ -12,6 +12,7 @@ pub mod auth;
 pub mod body;
 pub mod dispatch;
 pub mod listener;
+pub mod releases;
 mod respond;
 pub mod routes;
 pub mod sendfile;

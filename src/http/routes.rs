@@ -18,18 +18,28 @@
 //! origin's `modules.v1` service: `:namespace/:name/:system/versions`,
 //! `:namespace/:name/:system/:version/download`, and the packaged source
 //! tree at `:namespace/:name/:system/:version/package.tar.gz`. These have
-//! six or more segments, so they never meet the mirror protocol's paths. Each segment is
+//! six or more segments, so they never meet the mirror protocol's paths.
+//!
+//! CLI releases live where version managers look for them:
+//! `/terraform/` (also without the slash), `/terraform/index.json`,
+//! `/terraform/:version/index.json`, `/terraform/:version/` and
+//! `/terraform/:version/:file` as releases.hashicorp.com lays them out;
+//! `/tofu/` and `/tofu/api.json` with `/tofu/:version/:file` (TofuDL's
+//! mirror layout); and `/opentofu/opentofu/releases/download/` with
+//! `…/v:version/:file` (GitHub's release downloads). These are matched
+//! before the mirror protocol's paths. Each segment is
 //! percent-decoded and parsed into its validated type; anything else is a
 //! bad request.
 
 use percent_encoding::percent_decode_str;
 
 use crate::address::{
-    ArchiveKey, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace, Platform,
-    Provider, ProviderType, Version,
+    ArchiveKey, ArtifactName, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem,
+    Namespace, Platform, Product, Provider, ProviderType, ReleaseFile, Version,
 };
 use crate::error::RequestError;
 use crate::metrics::Endpoint;
+use crate::releases::layouts::ListingStyle;
 
 /// The longest request path accepted.
 const MAX_PATH_LEN: usize = 1024;
@@ -66,6 +76,25 @@ pub enum Route {
     ModuleDownload(Module, Version),
     /// A module version's packaged source tree.
     ModulePackage(Module, Version),
+    /// A CLI release document or file.
+    Release(ReleaseRoute),
+}
+
+/// What a CLI release path asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReleaseRoute {
+    /// A product's HTML listing of versions.
+    Listing(Product, ListingStyle),
+    /// `/terraform/index.json`: every version.
+    ProductIndex(Product),
+    /// `/tofu/api.json`: TofuDL's list.
+    Api(Product),
+    /// `/terraform/:version/index.json`: a release's builds.
+    VersionIndex(Product, Version),
+    /// `/terraform/:version/`: the HTML listing of a release's files.
+    VersionListing(Product, Version),
+    /// A release file.
+    File(ReleaseFile),
 }
 
 /// Who may use a route, when access control is on.
@@ -83,6 +112,9 @@ pub enum Access<'a> {
     SignedSums(&'a Provider, &'a Version, usize),
     /// A link the mirror signed for this module package.
     SignedModule(&'a Module, &'a Version),
+    /// Holders of a token, sent as a bearer token or as the password of
+    /// HTTP Basic authentication (what version managers send).
+    TokenOrBasic,
 }
 
 impl Route {
@@ -102,6 +134,7 @@ impl Route {
                 Access::SignedSums(provider, version, file.index)
             }
             Route::ModulePackage(module, version) => Access::SignedModule(module, version),
+            Route::Release(_) => Access::TokenOrBasic,
         }
     }
 
@@ -120,6 +153,7 @@ impl Route {
             Route::ModuleVersions(_) | Route::ModuleDownload(..) | Route::ModulePackage(..) => {
                 Endpoint::Module
             }
+            Route::Release(_) => Endpoint::Release,
         }
     }
 }
@@ -145,6 +179,9 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
         "/readyz" => return Ok(Route::Ready),
         "/metrics" => return Ok(Route::Metrics),
         _ => {}
+    }
+    if let Some(route) = release_route(raw_path)? {
+        return Ok(Route::Release(route));
     }
     let rest = raw_path
         .strip_prefix('/')
@@ -272,6 +309,67 @@ fn module_route(
             "not a module registry path: expected :namespace/:name/:system/versions, :namespace/:name/:system/:version/download or …/:version/package.tar.gz below /v1/modules/:hostname/".into(),
         )),
     }
+}
+
+/// A CLI release path, or `None` when the path is not one.
+fn release_route(raw_path: &str) -> Result<Option<ReleaseRoute>, RequestError> {
+    const GITHUB: &str = "/opentofu/opentofu/releases/download";
+    let (product, rest, style) = if let Some(rest) = raw_path.strip_prefix(GITHUB) {
+        (Product::Tofu, rest, ListingStyle::GithubTags)
+    } else if let Some(rest) = raw_path.strip_prefix("/terraform") {
+        (Product::Terraform, rest, ListingStyle::Plain)
+    } else if let Some(rest) = raw_path.strip_prefix("/tofu") {
+        (Product::Tofu, rest, ListingStyle::Plain)
+    } else {
+        return Ok(None);
+    };
+    if rest.is_empty() || rest == "/" {
+        return Ok(Some(ReleaseRoute::Listing(product, style)));
+    }
+    let Some(rest) = rest.strip_prefix('/') else {
+        return Ok(None);
+    };
+    let segments = rest
+        .split('/')
+        .map(|s| {
+            if s.is_empty() {
+                Ok(String::new())
+            } else {
+                decode_segment(s)
+            }
+        })
+        .collect::<Result<Vec<String>, RequestError>>()?;
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let version = |given: &str| {
+        let given = match style {
+            ListingStyle::GithubTags => given.strip_prefix('v').ok_or_else(|| {
+                RequestError::InvalidRequest(format!("{given:?} is not a release tag (v<version>)"))
+            })?,
+            ListingStyle::Plain => given,
+        };
+        Ok::<_, RequestError>(Version::parse(given)?)
+    };
+    let route = match (style, product, segments.as_slice()) {
+        (ListingStyle::Plain, Product::Terraform, ["index.json"]) => {
+            ReleaseRoute::ProductIndex(product)
+        }
+        (ListingStyle::Plain, Product::Tofu, ["api.json"]) => ReleaseRoute::Api(product),
+        (ListingStyle::Plain, Product::Terraform, [v, "index.json"]) => {
+            ReleaseRoute::VersionIndex(product, version(v)?)
+        }
+        (_, _, [v] | [v, ""]) => ReleaseRoute::VersionListing(product, version(v)?),
+        (_, _, [v, file]) => ReleaseRoute::File(ReleaseFile {
+            product,
+            version: version(v)?,
+            name: ArtifactName::parse(file)?,
+        }),
+        _ => {
+            return Err(RequestError::InvalidRequest(format!(
+                "not a release path: expected /{product}/<version>/<file> or one of the listings"
+            )))
+        }
+    };
+    Ok(Some(route))
 }
 
 /// Percent-decodes one segment and refuses what no valid name contains:

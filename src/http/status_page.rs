@@ -24,6 +24,29 @@ pub const PROVIDERS_PER_PAGE: usize = 100;
 /// them all).
 pub const MODULES_SHOWN: usize = 200;
 
+/// The scheme and authority clients reach this mirror at:
+/// `server.public_url`, else the scheme a trusted proxy forwarded (or the
+/// listener's) and the `Host` the client used (or the listen address).
+pub fn public_address(app: &App, scheme: Option<&str>, host: Option<&str>) -> (String, String) {
+    let cfg = app.mirror.config();
+    let public = cfg.server.public_url.as_ref().and_then(|url| {
+        let host = url.host_str()?;
+        let authority = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        Some((url.scheme().to_owned(), authority))
+    });
+    public.unwrap_or_else(|| {
+        let served = if cfg.server.tls { "https" } else { "http" };
+        let listen = cfg.server.listen.to_string();
+        let authority = host
+            .filter(|h| h.len() < 300 && h.bytes().all(|b| b.is_ascii_graphic()))
+            .map_or(listen, str::to_owned);
+        (scheme.unwrap_or(served).to_owned(), authority)
+    })
+}
+
 /// Renders the page. `host` is the `Host` the client used, so the CLI
 /// block names the server the way this client reaches it.
 /// With auth on, the table of cached providers is shown only to a request
@@ -37,23 +60,7 @@ pub fn page(
     query: Option<&str>,
 ) -> Response<Body> {
     let mirror = &app.mirror;
-    let cfg = mirror.config();
-    let listen = cfg.server.listen.to_string();
-    let public = cfg.server.public_url.as_ref().and_then(|url| {
-        let host = url.host_str()?;
-        let authority = match url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_owned(),
-        };
-        Some((url.scheme().to_owned(), authority))
-    });
-    let (scheme, authority) = public.unwrap_or_else(|| {
-        let served = if cfg.server.tls { "https" } else { "http" };
-        let authority = host
-            .filter(|h| h.len() < 300 && h.bytes().all(|b| b.is_ascii_graphic()))
-            .unwrap_or(&listen);
-        (scheme.unwrap_or(served).to_owned(), authority.to_owned())
-    });
+    let (scheme, authority) = public_address(app, scheme, host);
     let (scheme, authority) = (scheme.as_str(), authority.as_str());
     let url = format!("{scheme}://{authority}/");
     let auth_on = app.auth.enabled();

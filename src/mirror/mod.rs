@@ -61,7 +61,7 @@ pub use listing::Freshness;
 pub use residency::Residency;
 
 /// How soon a stale or incomplete answer is retried against the origin.
-const RETRY_AFTER_TROUBLE: Duration = Duration::from_secs(30);
+pub(crate) const RETRY_AFTER_TROUBLE: Duration = Duration::from_secs(30);
 
 /// A loaded value and how long it may be held in memory (`None`: until
 /// memory is needed for others).
@@ -181,6 +181,8 @@ pub struct Mirror {
     providers: ProviderState,
     /// The module proxy's own state.
     modules: module_proxy::ModuleState,
+    /// The CLI releases' own state.
+    releases: crate::releases::ReleaseState,
 }
 
 impl Mirror {
@@ -242,7 +244,9 @@ impl Mirror {
             metrics.clone(),
         );
 
+        let releases = crate::releases::ReleaseState::new(&config.releases)?;
         Ok(Mirror {
+            releases,
             modules: module_proxy::ModuleState::new(fetcher, pins),
             health: StoreHealth::new(),
             store,
@@ -326,6 +330,16 @@ impl Mirror {
         }
     }
 
+    /// The CLI releases' state: the enabled products and their sources.
+    pub fn release_state(&self) -> &crate::releases::ReleaseState {
+        &self.releases
+    }
+
+    /// The client that fetches from origins.
+    pub(crate) fn origin_client(&self) -> &crate::upstream::Client {
+        &self.origin.client
+    }
+
     /// The clock by which lists and links expire and schedules run.
     pub fn clock(&self) -> &SharedClock {
         &self.clock
@@ -398,7 +412,7 @@ impl Mirror {
     }
 
     /// Counts a cache lookup and notes its outcome on the request's span.
-    fn note(&self, kind: CacheKind, outcome: CacheOutcome) {
+    pub(crate) fn note(&self, kind: CacheKind, outcome: CacheOutcome) {
         self.metrics.cache(kind, outcome);
         let word = match outcome {
             CacheOutcome::Hit => "hit",
@@ -421,7 +435,7 @@ impl Mirror {
 
     /// Records a failed store write and gives the answer for the request
     /// that needed it.
-    fn store_failed(&self, what: &str, e: &crate::store::StoreError) -> RequestError {
+    pub(crate) fn store_failed(&self, what: &str, e: &crate::store::StoreError) -> RequestError {
         self.health.failed(what, e).into()
     }
 }

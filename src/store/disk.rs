@@ -14,6 +14,10 @@
 //!     versions.json                           the module's versions, with fetch time
 //!     <version>/module.json                   the pin: source, commit, tree hash
 //!     <version>/package.tar.gz                the packaged source tree
+//! releases/<product>/
+//!     versions.json                           the CLI's released versions, with fetch time
+//!     <version>/release.json                  the verified SHA256SUMS and its signatures
+//!     <version>/files/<file>                  a release file that matched the signed checksums
 //! ```
 //!
 //! A module's package is moved into place before its pin is written; a pin
@@ -31,11 +35,11 @@ use async_trait::async_trait;
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{
-    atomic, inventory, ArchiveReader, ArchiveSource, CachedArchive, IndexRecord, Kept,
-    ModuleIndexRecord, ModuleRecord, PolicyDecisions, Store, StoreError, StoredArchive,
-    VersionRecord,
+    atomic, inventory, ArchiveReader, ArchiveSource, CachedArchive, HeldRelease, IndexRecord, Kept,
+    ModuleIndexRecord, ModuleRecord, PolicyDecisions, ReleaseIndexRecord, ReleaseRecord, Store,
+    StoreError, StoredArchive, VersionRecord,
 };
-use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
+use crate::address::{ArchiveKey, Module, Platform, Product, Provider, ReleaseFile, Version};
 
 /// The `h1:` hash of an archive file; an error when it is not a zip.
 pub fn h1_of_file(path: &Path) -> Result<String, StoreError> {
@@ -138,6 +142,65 @@ impl DiskStore {
             }
         }
         out.sort_by(|a, b| (&a.0.module, &a.0.version).cmp(&(&b.0.module, &b.0.version)));
+        Ok(out)
+    }
+
+    /// Where a product's release list is kept.
+    pub fn release_index_path(&self, product: Product) -> PathBuf {
+        self.root
+            .join("releases")
+            .join(product.as_str())
+            .join("versions.json")
+    }
+
+    /// Where a release's verified record is kept.
+    pub fn release_path(&self, product: Product, version: &Version) -> PathBuf {
+        self.root
+            .join("releases")
+            .join(product.as_str())
+            .join(version.as_str())
+            .join("release.json")
+    }
+
+    /// Where a release file is kept.
+    pub fn release_file_path(&self, file: &ReleaseFile) -> PathBuf {
+        self.release_path(file.product, &file.version)
+            .with_file_name("files")
+            .join(file.name.as_str())
+    }
+
+    /// Every release recorded in the cache, with the files held of it.
+    fn release_records(&self) -> io::Result<Vec<HeldRelease>> {
+        let pattern = self.root.join("releases/*/*/release.json");
+        let mut out = Vec::new();
+        for path in glob::glob(&pattern.to_string_lossy())
+            .map_err(io::Error::other)?
+            .flatten()
+        {
+            let Some(record) = self.read_json::<ReleaseRecord>(&path)? else {
+                continue;
+            };
+            let mut files = Vec::new();
+            match std::fs::read_dir(path.with_file_name("files")) {
+                Ok(entries) => {
+                    for entry in entries {
+                        let entry = entry?;
+                        let meta = entry.metadata()?;
+                        if meta.is_file() {
+                            files.push((
+                                entry.file_name().to_string_lossy().into_owned(),
+                                meta.len(),
+                            ));
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            files.sort();
+            out.push((record, files));
+        }
+        out.sort_by(|a, b| (a.0.product, &a.0.version).cmp(&(b.0.product, &b.0.version)));
         Ok(out)
     }
 
@@ -421,6 +484,68 @@ impl Store for DiskStore {
             .await
             .map_err(io::Error::other)??;
         Ok(found)
+    }
+
+    async fn read_release_index(
+        &self,
+        product: Product,
+    ) -> Result<Option<ReleaseIndexRecord>, StoreError> {
+        self.read_record(self.release_index_path(product), "release list")
+            .await
+    }
+
+    async fn write_release_index(&self, record: &ReleaseIndexRecord) -> Result<(), StoreError> {
+        self.write_record(self.release_index_path(record.product), record)
+            .await
+    }
+
+    async fn read_release(
+        &self,
+        product: Product,
+        version: &Version,
+    ) -> Result<Option<ReleaseRecord>, StoreError> {
+        self.read_record(self.release_path(product, version), "release record")
+            .await
+    }
+
+    async fn write_release(&self, record: &ReleaseRecord) -> Result<(), StoreError> {
+        self.write_record(self.release_path(record.product, &record.version), record)
+            .await
+    }
+
+    async fn keep_release_file(
+        &self,
+        staged: TempPath,
+        file: &ReleaseFile,
+        _sha256: &str,
+    ) -> Result<(), StoreError> {
+        let path = self.release_file_path(file);
+        tokio::task::spawn_blocking(move || atomic::persist(staged, &path))
+            .await
+            .map_err(io::Error::other)??;
+        Ok(())
+    }
+
+    async fn open_release_file(
+        &self,
+        file: &ReleaseFile,
+    ) -> Result<Option<ArchiveReader>, StoreError> {
+        open_file(&self.release_file_path(file)).await
+    }
+
+    async fn remove_release_file(&self, file: &ReleaseFile) -> Result<(), StoreError> {
+        match tokio::fs::remove_file(self.release_file_path(file)).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn list_releases(&self) -> Result<Vec<HeldRelease>, StoreError> {
+        let store = self.clone();
+        Ok(tokio::task::spawn_blocking(move || store.release_records())
+            .await
+            .map_err(io::Error::other)??)
     }
 
     async fn probe(&self, bytes: usize) -> Result<(), StoreError> {

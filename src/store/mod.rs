@@ -26,14 +26,14 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use tempfile::{NamedTempFile, TempPath};
 
-use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
+use crate::address::{ArchiveKey, Module, Platform, Product, Provider, ReleaseFile, Version};
 use crate::config::{Config, StorageBackend};
 
 pub use disk::{h1_of_file, DiskStore};
 pub use inventory::CachedArchive;
 pub use records::{
     IndexRecord, KeyDetails, ModuleIndexRecord, ModuleRecord, PackageRecord, PolicyDecision,
-    PolicyDecisions, SignedSums, VersionRecord,
+    PolicyDecisions, ReleaseIndexRecord, ReleaseRecord, SignedSums, VersionRecord,
 };
 pub use s3::S3Store;
 
@@ -57,6 +57,10 @@ pub enum StoreError {
     #[error("{0}")]
     NotAnArchive(String),
 }
+
+/// A release the store holds a record for, with the files it holds of it
+/// (name and size).
+pub type HeldRelease = (ReleaseRecord, Vec<(String, u64)>);
 
 /// An archive the store holds: its size and `h1:` hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,6 +208,48 @@ pub trait Store: Send + Sync {
     /// Every module version the store holds a pin for, with whether its
     /// package is held too.
     async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError>;
+
+    /// A product's stored release list.
+    async fn read_release_index(
+        &self,
+        product: Product,
+    ) -> Result<Option<ReleaseIndexRecord>, StoreError>;
+
+    /// Stores a product's release list.
+    async fn write_release_index(&self, record: &ReleaseIndexRecord) -> Result<(), StoreError>;
+
+    /// A release's verified record.
+    async fn read_release(
+        &self,
+        product: Product,
+        version: &Version,
+    ) -> Result<Option<ReleaseRecord>, StoreError>;
+
+    /// Stores a release's verified record.
+    async fn write_release(&self, record: &ReleaseRecord) -> Result<(), StoreError>;
+
+    /// Keeps a staged release file whose SHA-256 (`sha256`) the caller
+    /// checked against the release's signed checksums.
+    async fn keep_release_file(
+        &self,
+        staged: TempPath,
+        file: &ReleaseFile,
+        sha256: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Opens a release file; `None` when the store does not hold it.
+    async fn open_release_file(
+        &self,
+        file: &ReleaseFile,
+    ) -> Result<Option<ArchiveReader>, StoreError>;
+
+    /// Removes a release file (eviction, quarantine); its release record
+    /// stays.
+    async fn remove_release_file(&self, file: &ReleaseFile) -> Result<(), StoreError>;
+
+    /// Every release the store holds a record for, with the files it holds
+    /// of it and their sizes, in product and version order.
+    async fn list_releases(&self) -> Result<Vec<HeldRelease>, StoreError>;
 
     /// Writes and removes a scratch object of `bytes` bytes, to learn
     /// whether the store can be written.

@@ -206,3 +206,44 @@ pub struct ModuleRecord {
     /// When it was first fetched, in milliseconds since the Unix epoch.
     pub pinned_at_ms: u64,
 }
+
+/// A product's released versions as its origin last listed them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseIndexRecord {
+    /// The product.
+    pub product: crate::address::Product,
+    /// When the origin was asked, in milliseconds since the Unix epoch
+    /// (zero: never; the list holds only what was imported or synced).
+    pub fetched_at_ms: u64,
+    /// Each version, with the files the origin lists for it where its
+    /// list names them (OpenTofu's `api.json` does).
+    pub versions: BTreeMap<Version, Vec<String>>,
+}
+
+/// A release whose checksum document verified: the SHA256SUMS as the
+/// origin published it, the detached signatures that verified it, and
+/// the other files published beside it, kept so that all of them are
+/// served byte for byte while the origin is away.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseRecord {
+    /// The product.
+    pub product: crate::address::Product,
+    /// The version.
+    pub version: Version,
+    /// The checksum document's file name.
+    pub sums_name: String,
+    /// The checksum document, as published.
+    pub sums: String,
+    /// Each signature file over the checksum document that verified, by
+    /// file name, base64.
+    pub signatures: BTreeMap<String, String>,
+    /// The files the origin publishes beside the checksum document that
+    /// tfmirror passes on without checking them (OpenTofu's cosign `.sig`
+    /// and `.pem`), by file name, base64.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extras: BTreeMap<String, String>,
+    /// The ID of the key that made the signatures, uppercase hex.
+    pub key_id: String,
+    /// When the release was verified, in milliseconds since the Unix epoch.
+    pub verified_at_ms: u64,
+}

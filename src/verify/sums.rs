@@ -50,6 +50,11 @@ impl Sha256Sums {
             .map(|s| s.to_ascii_lowercase())
     }
 
+    /// Every file name the document lists, in name order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
     /// What the line for `file_name` holds where it is not a SHA-256
     /// checksum (for messages), or `None`.
     pub fn malformed(&self, file_name: &str) -> Option<&str> {

@@ -4,7 +4,7 @@
 use object_store::path::Path as Key;
 
 use super::S3Store;
-use crate::address::{ArchiveKey, Module, Provider};
+use crate::address::{ArchiveKey, Module, Product, Provider, ReleaseFile, Version};
 
 impl S3Store {
     /// The key of `parts` under the prefix.
@@ -33,6 +33,20 @@ impl S3Store {
             m.system.as_str(),
         ];
         self.key(head.into_iter().chain(rest.iter().copied()))
+    }
+
+    pub(super) fn release_key(&self, product: Product, version: &Version, leaf: &str) -> Key {
+        self.key(["releases", product.as_str(), version.as_str(), leaf])
+    }
+
+    pub(super) fn release_file_key(&self, file: &ReleaseFile) -> Key {
+        self.key([
+            "releases",
+            file.product.as_str(),
+            file.version.as_str(),
+            "files",
+            file.name.as_str(),
+        ])
     }
 
     pub(super) fn archive_key(&self, key: &ArchiveKey) -> Key {

@@ -6,6 +6,7 @@
 //! its `.h1`, `modules/…`), plus:
 //!
 //! ```text
+//! releases/<product>/…                           CLI releases, as on disk
 //! leases/<provider path>/<version>/<archive>.lease   who is downloading an archive, until when
 //! tmp/<instance>-<n>                                 large uploads before their conditional copy
 //! probe/<instance>                                   the readiness probe's scratch object
@@ -47,11 +48,13 @@ use object_store::{
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{
-    atomic, ArchiveReader, ArchiveSource, CachedArchive, Claim, DiskStore, IndexRecord, Kept,
-    ModuleIndexRecord, ModuleRecord, PolicyDecisions, Store, StoreError, StoredArchive,
-    VersionRecord,
+    atomic, ArchiveReader, ArchiveSource, CachedArchive, Claim, DiskStore, HeldRelease,
+    IndexRecord, Kept, ModuleIndexRecord, ModuleRecord, PolicyDecisions, ReleaseIndexRecord,
+    ReleaseRecord, Store, StoreError, StoredArchive, VersionRecord,
 };
-use crate::address::{ArchiveKey, Hostname, Module, Namespace, Provider, ProviderType, Version};
+use crate::address::{
+    ArchiveKey, Hostname, Module, Namespace, Product, Provider, ProviderType, ReleaseFile, Version,
+};
 use crate::config::S3Config;
 
 mod keys;
@@ -453,6 +456,96 @@ impl Store for S3Store {
         }
         out.sort_by(|a: &(ModuleRecord, bool), b| {
             (&a.0.module, &a.0.version).cmp(&(&b.0.module, &b.0.version))
+        });
+        Ok(out)
+    }
+
+    async fn read_release_index(
+        &self,
+        product: Product,
+    ) -> Result<Option<ReleaseIndexRecord>, StoreError> {
+        let key = self.key(["releases", product.as_str(), "versions.json"]);
+        self.read_record(&key, |d| d.release_index_path(product), "release list")
+            .await
+    }
+
+    async fn write_release_index(&self, record: &ReleaseIndexRecord) -> Result<(), StoreError> {
+        let product = record.product;
+        let key = self.key(["releases", product.as_str(), "versions.json"]);
+        self.write_record(&key, |d| d.release_index_path(product), record)
+            .await
+    }
+
+    async fn read_release(
+        &self,
+        product: Product,
+        version: &Version,
+    ) -> Result<Option<ReleaseRecord>, StoreError> {
+        let key = self.release_key(product, version, "release.json");
+        self.read_record(&key, |d| d.release_path(product, version), "release record")
+            .await
+    }
+
+    async fn write_release(&self, record: &ReleaseRecord) -> Result<(), StoreError> {
+        let key = self.release_key(record.product, &record.version, "release.json");
+        self.write_record(
+            &key,
+            |d| d.release_path(record.product, &record.version),
+            record,
+        )
+        .await
+    }
+
+    async fn keep_release_file(
+        &self,
+        staged: TempPath,
+        file: &ReleaseFile,
+        sha256: &str,
+    ) -> Result<(), StoreError> {
+        self.create_checked(&staged, &self.release_file_key(file), sha256)
+            .await
+            .map(|_created| ())
+    }
+
+    async fn open_release_file(
+        &self,
+        file: &ReleaseFile,
+    ) -> Result<Option<ArchiveReader>, StoreError> {
+        self.open_object(&self.release_file_key(file)).await
+    }
+
+    async fn remove_release_file(&self, file: &ReleaseFile) -> Result<(), StoreError> {
+        self.delete(&self.release_file_key(file)).await
+    }
+
+    async fn list_releases(&self) -> Result<Vec<HeldRelease>, StoreError> {
+        let root = self.key(["releases"]);
+        let objects: Vec<_> = self
+            .bucket
+            .list(Some(&root))
+            .try_collect()
+            .await
+            .map_err(|e| self.failed(&e))?;
+        let mut out = Vec::new();
+        for object in &objects {
+            let Some(dir) = object.location.as_ref().strip_suffix("/release.json") else {
+                continue;
+            };
+            let files_dir = format!("{dir}/files/");
+            let mut files: Vec<(String, u64)> = objects
+                .iter()
+                .filter_map(|o| {
+                    let name = o.location.as_ref().strip_prefix(&files_dir)?;
+                    Some((name.to_owned(), o.size))
+                })
+                .collect();
+            files.sort();
+            if let Some(record) = self.read_json(&object.location, "release record").await? {
+                out.push((record, files));
+            }
+        }
+        out.sort_by(|a: &(ReleaseRecord, _), b| {
+            (a.0.product, &a.0.version).cmp(&(b.0.product, &b.0.version))
         });
         Ok(out)
     }

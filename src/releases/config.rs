@@ -1,0 +1,259 @@
+//! `[releases]`: which CLI releases the mirror serves, where each product
+//! comes from, which versions and platforms it keeps, and which keys must
+//! have signed them.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context as _};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::address::{Platform, Product, Version};
+use crate::constraints::Constraints;
+use crate::verify::signature::Keyring;
+
+/// HashiCorp's release signing key (fingerprint
+/// `C874 011F 0AB4 0511 0D02 1055 3436 5D94 72D7 468F`), with the
+/// expiry HashiCorp extended to 2030.
+pub const HASHICORP_KEY: &str = include_str!("../../keys/hashicorp-release.asc");
+/// OpenTofu's release signing key (fingerprint
+/// `E3E6 E43D 84CB 852E ADB0 051D 0C0A F313 E5FD 9F80`).
+pub const OPENTOFU_KEY: &str = include_str!("../../keys/opentofu-release.asc");
+
+/// `[releases]`: Terraform and OpenTofu CLI releases, verified against the
+/// vendor's key and served in the layouts version managers read. Off
+/// until `products` names a product, like any origin a site has not
+/// allowed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReleasesConfig {
+    /// `products`: the CLIs served, `"terraform"` and/or `"tofu"`. Default
+    /// none: release paths answer 404.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub products: Vec<Product>,
+    /// `[releases.terraform]`: where Terraform's releases come from.
+    pub terraform: ProductSource,
+    /// `[releases.tofu]`: where OpenTofu's releases come from.
+    pub tofu: ProductSource,
+}
+
+impl Default for ReleasesConfig {
+    fn default() -> Self {
+        ReleasesConfig {
+            products: Vec::new(),
+            terraform: ProductSource::official(Product::Terraform),
+            tofu: ProductSource::official(Product::Tofu),
+        }
+    }
+}
+
+/// Where one product's releases come from, and what of them is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProductSource {
+    /// `list_url`: the origin's list of versions: a HashiCorp-style product
+    /// `index.json` for Terraform (default
+    /// `https://releases.hashicorp.com/terraform/index.json`), a TofuDL
+    /// `api.json` for OpenTofu (default `https://get.opentofu.org/tofu/api.json`).
+    /// Another tfmirror serves both (`https://mirror/terraform/index.json`,
+    /// `https://mirror/tofu/api.json`).
+    pub list_url: Url,
+    /// `download_url`: where a release's files are, with `{version}` and
+    /// `{artifact}` in place of the version and the file name. Default
+    /// `https://releases.hashicorp.com/terraform/{version}/{artifact}` and
+    /// `https://github.com/opentofu/opentofu/releases/download/v{version}/{artifact}`.
+    pub download_url: String,
+    /// `versions`: a version constraint (`">= 1.5.0"`) the versions served
+    /// must meet; others are neither listed nor fetched. Default: all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<String>,
+    /// `platforms`: the platforms whose archives are served and synced
+    /// (`["linux_amd64"]`). Default: all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<Platform>,
+    /// `key_files`: ASCII-armored public keys that may sign the release
+    /// checksums, replacing the vendor's key built into tfmirror (for
+    /// self-built binaries, or after a key rotation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key_files: Vec<PathBuf>,
+}
+
+impl ProductSource {
+    /// The vendor's own release site.
+    pub fn official(product: Product) -> ProductSource {
+        let (list, download) = match product {
+            Product::Terraform => (
+                "https://releases.hashicorp.com/terraform/index.json",
+                "https://releases.hashicorp.com/terraform/{version}/{artifact}",
+            ),
+            Product::Tofu => (
+                "https://get.opentofu.org/tofu/api.json",
+                "https://github.com/opentofu/opentofu/releases/download/v{version}/{artifact}",
+            ),
+        };
+        ProductSource {
+            list_url: Url::parse(list).expect("the official list URLs parse"),
+            download_url: download.to_owned(),
+            versions: None,
+            platforms: Vec::new(),
+            key_files: Vec::new(),
+        }
+    }
+}
+
+/// One product's source, checked and compiled.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The product.
+    pub product: Product,
+    /// The origin's version list.
+    pub list_url: Url,
+    /// The download URL template.
+    download_url: String,
+    /// The versions served.
+    pub versions: Option<Constraints>,
+    /// The platforms served (empty: all).
+    pub platforms: Vec<Platform>,
+    /// The keys that may sign the checksums.
+    pub keys: Keyring,
+}
+
+impl Source {
+    /// The URL of a release file at the origin.
+    pub fn download_url(&self, version: &Version, artifact: &str) -> anyhow::Result<Url> {
+        let url = self
+            .download_url
+            .replace("{version}", version.as_str())
+            .replace("{artifact}", artifact);
+        Url::parse(&url).with_context(|| format!("{url:?} is not a URL"))
+    }
+
+    /// Whether `version` is served.
+    pub fn serves_version(&self, version: &Version) -> bool {
+        self.versions
+            .as_ref()
+            .is_none_or(|c| c.allows(version.semver()))
+    }
+
+    /// Whether archives for `platform` are served.
+    pub fn serves_platform(&self, platform: &Platform) -> bool {
+        self.platforms.is_empty() || self.platforms.contains(platform)
+    }
+}
+
+impl ReleasesConfig {
+    /// The source of `product`'s releases, as configured.
+    pub fn source_config(&self, product: Product) -> &ProductSource {
+        match product {
+            Product::Terraform => &self.terraform,
+            Product::Tofu => &self.tofu,
+        }
+    }
+
+    /// The enabled products' sources, checked: the URLs, the constraint and
+    /// the keys, with errors naming the key.
+    pub fn sources(&self) -> anyhow::Result<Vec<Source>> {
+        let mut out = Vec::new();
+        for &product in &self.products {
+            if out.iter().any(|s: &Source| s.product == product) {
+                continue;
+            }
+            let what = format!("releases.{product}");
+            let given = self.source_config(product);
+            if !matches!(given.list_url.scheme(), "https" | "http") {
+                bail!("{what}.list_url: {} must be an https URL", given.list_url);
+            }
+            if !given.download_url.contains("{artifact}") {
+                bail!(
+                    "{what}.download_url: {:?} must contain {{artifact}} (and usually {{version}})",
+                    given.download_url
+                );
+            }
+            let probe = given
+                .download_url
+                .replace("{version}", "1.0.0")
+                .replace("{artifact}", "file");
+            match Url::parse(&probe) {
+                Ok(u) if matches!(u.scheme(), "https" | "http") => {}
+                _ => bail!(
+                    "{what}.download_url: {:?} is not an https URL template",
+                    given.download_url
+                ),
+            }
+            let versions = given
+                .versions
+                .as_deref()
+                .map(Constraints::parse)
+                .transpose()
+                .with_context(|| format!("{what}.versions"))?;
+            let keys = if given.key_files.is_empty() {
+                let builtin = match product {
+                    Product::Terraform => HASHICORP_KEY,
+                    Product::Tofu => OPENTOFU_KEY,
+                };
+                Keyring::from_armored([builtin]).context("the built-in release key")?
+            } else {
+                let mut texts = Vec::new();
+                for file in &given.key_files {
+                    texts.push(std::fs::read_to_string(file).with_context(|| {
+                        format!("{what}.key_files: reading {}", file.display())
+                    })?);
+                }
+                Keyring::from_armored(texts.iter().map(String::as_str))
+                    .with_context(|| format!("{what}.key_files"))?
+            };
+            out.push(Source {
+                product,
+                list_url: given.list_url.clone(),
+                download_url: given.download_url.clone(),
+                versions,
+                platforms: given.platforms.clone(),
+                keys,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_keys_are_the_vendors() {
+        let config = ReleasesConfig {
+            products: vec![Product::Terraform, Product::Tofu],
+            ..ReleasesConfig::default()
+        };
+        let sources = config.sources().unwrap();
+        assert_eq!(sources[0].keys.key_ids(), ["34365D9472D7468F"]);
+        assert_eq!(sources[1].keys.key_ids(), ["0C0AF313E5FD9F80"]);
+        let v = Version::parse("1.8.0").unwrap();
+        assert_eq!(
+            sources[1]
+                .download_url(&v, "tofu_1.8.0_SHA256SUMS")
+                .unwrap()
+                .as_str(),
+            "https://github.com/opentofu/opentofu/releases/download/v1.8.0/tofu_1.8.0_SHA256SUMS"
+        );
+    }
+
+    #[test]
+    fn mistakes_are_named_by_key() {
+        let mut config = ReleasesConfig {
+            products: vec![Product::Tofu],
+            ..ReleasesConfig::default()
+        };
+        config.tofu.download_url = "https://example.com/{version}/".into();
+        let e = format!("{:#}", config.sources().unwrap_err());
+        assert!(e.contains("releases.tofu.download_url"), "{e}");
+        config.tofu = ProductSource::official(Product::Tofu);
+        config.tofu.versions = Some(">= nonsense".into());
+        let e = format!("{:#}", config.sources().unwrap_err());
+        assert!(e.contains("releases.tofu.versions"), "{e}");
+        config.tofu = ProductSource::official(Product::Tofu);
+        config.tofu.key_files = vec!["/nonexistent/key.asc".into()];
+        let e = format!("{:#}", config.sources().unwrap_err());
+        assert!(e.contains("releases.tofu.key_files"), "{e}");
+    }
+}

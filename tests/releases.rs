@@ -1,0 +1,589 @@
+//! Terraform and OpenTofu CLI releases through tfmirror: verified against
+//! the release key before anything is kept, served byte for byte in the
+//! layouts version managers read, and served again with the origin gone.
+//!
+//! Each client's requests are replayed as its source makes them (tenv's
+//! `versionmanager/retriever/{terraform,tofu}`, tfswitch's `lib/`,
+//! tfenv's `libexec/`, hc-install's `internal/releasesjson`), and what it
+//! parses is checked the way it parses it.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use common::*;
+use tfmirror::config::Config;
+
+const LINUX: &str = "linux_amd64";
+
+/// A zip holding one file.
+fn zip_of(name: &str, bytes: &[u8]) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    {
+        let mut w = zip::ZipWriter::new(&mut out);
+        let opts = zip::write::SimpleFileOptions::default()
+            .unix_permissions(0o755)
+            .compression_method(zip::CompressionMethod::Deflated);
+        w.start_file(name, opts).unwrap();
+        w.write_all(bytes).unwrap();
+        w.finish().unwrap();
+    }
+    out.into_inner()
+}
+
+/// The lines of a SHA256SUMS document over `files`.
+fn sums_of(files: &BTreeMap<String, Vec<u8>>) -> Vec<u8> {
+    let mut out = String::new();
+    for (name, bytes) in files {
+        out.push_str(&sha256_hex(bytes));
+        out.push_str("  ");
+        out.push_str(name);
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// Publishes a Terraform release on the origin's `/files/`: its zips, the
+/// SHA256SUMS over them, and that signed by `signer` under both names
+/// releases.hashicorp.com uses. Returns the published files.
+fn publish_terraform(
+    origin: &FakeOrigin,
+    signer: &Signer,
+    version: &str,
+    zips: &[(&str, Vec<u8>)],
+) -> BTreeMap<String, Vec<u8>> {
+    let mut files: BTreeMap<String, Vec<u8>> = zips
+        .iter()
+        .map(|(platform, bytes)| (format!("terraform_{version}_{platform}.zip"), bytes.clone()))
+        .collect();
+    let sums_name = format!("terraform_{version}_SHA256SUMS");
+    let sums = sums_of(&files);
+    let sig = signer.sign_binary(&sums);
+    files.insert(format!("{sums_name}.sig"), sig.clone());
+    files.insert(format!("{sums_name}.72D7468F.sig"), sig);
+    files.insert(sums_name, sums);
+    for (name, bytes) in &files {
+        origin.replace_file(name, bytes.clone());
+    }
+    files
+}
+
+/// HashiCorp's product index as releases.hashicorp.com shapes it, with
+/// what a Go decoder passes over (nulls, extra fields, a version that is
+/// not semantic versioning).
+fn publish_terraform_index(origin: &FakeOrigin, versions: &[&str]) {
+    let mut map = serde_json::Map::new();
+    for v in versions {
+        map.insert(
+            (*v).to_string(),
+            serde_json::json!({
+                "name": "terraform", "version": v, "shasums": format!("terraform_{v}_SHA256SUMS"),
+                "shasums_signature": null, "builds": null, "timestamp_created": "2021-07-28T00:00:00Z",
+            }),
+        );
+    }
+    map.insert("nightly".into(), serde_json::json!({}));
+    let doc =
+        serde_json::json!({ "name": "terraform", "versions": map, "url_source_repository": null });
+    origin.replace_file("index.json", serde_json::to_vec(&doc).unwrap());
+}
+
+/// A mirror configuration serving Terraform from the origin's `/files/`,
+/// trusting `signer`, and OpenTofu from its GitHub-like release downloads
+/// (redirected to `/files/`, as GitHub redirects them).
+fn releases_config(setup: &Setup, origin: &FakeOrigin, signer: &Signer, extra: &str) -> Config {
+    let key = setup.dir.path().join("release-key.asc");
+    std::fs::write(&key, signer.public_armored()).unwrap();
+    let port = origin.file_url("x");
+    let base = port.trim_end_matches("/files/x");
+    let text = format!(
+        r#"
+products = ["terraform", "tofu"]
+[terraform]
+list_url = "{base}/files/index.json"
+download_url = "{base}/files/{{artifact}}"
+key_files = ["{key}"]
+{extra}
+[tofu]
+list_url = "{base}/files/api.json"
+download_url = "{base}/gh/opentofu/opentofu/releases/download/v{{version}}/{{artifact}}"
+key_files = ["{key}"]
+"#,
+        key = key.display()
+    );
+    let mut config = setup.config(origin, &[], &[]);
+    *config.releases = toml::from_str(&text).unwrap();
+    config
+}
+
+/// The files a mirror holds below `releases/`.
+fn held_release_files(setup: &Setup) -> Vec<String> {
+    files_below(&setup.cache_dir().join("releases"))
+        .into_iter()
+        .filter(|f| f.contains("/files/"))
+        .collect()
+}
+
+/// What hc-install does with `ApiBaseURL` set to the mirror: the product
+/// index (exactly `application/json`), the version index, the signature
+/// whose name carries a key ID it holds, the checksums, and the build's
+/// URL path joined to the base (exactly `application/zip`). Returns the zip.
+async fn hc_install(client: &Client, base: &str, version: &str, key_id: &str) -> Vec<u8> {
+    let index = client.get(&format!("{base}/terraform/index.json")).await;
+    assert_eq!(index.status, 200);
+    assert_eq!(index.headers["content-type"], "application/json");
+    assert!(
+        index.json()["versions"].get(version).is_some(),
+        "{}",
+        index.json()
+    );
+    let pv = client
+        .get(&format!("{base}/terraform/{version}/index.json"))
+        .await;
+    assert_eq!(pv.headers["content-type"], "application/json");
+    let pv = pv.json();
+    let short = &key_id[key_id.len() - 8..];
+    let sig_name = pv["shasums_signatures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .find(|s| {
+            s.ends_with(&format!("_SHA256SUMS.{short}.sig")) || s.ends_with("_SHA256SUMS.sig")
+        })
+        .expect("a signature hc-install can pick");
+    let sig = client
+        .get(&format!("{base}/terraform/{version}/{sig_name}"))
+        .await;
+    assert_eq!(sig.status, 200);
+    let shasums = pv["shasums"].as_str().unwrap();
+    let sums = client
+        .get(&format!("{base}/terraform/{version}/{shasums}"))
+        .await;
+    assert_eq!(sums.status, 200);
+    let build = pv["builds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["os"] == "linux" && b["arch"] == "amd64")
+        .expect("a linux_amd64 build")
+        .clone();
+    let path = url::Url::parse(build["url"].as_str().unwrap())
+        .unwrap()
+        .path()
+        .to_owned();
+    let zip = client.get(&format!("{base}{path}")).await;
+    assert_eq!(zip.status, 200);
+    assert_eq!(zip.headers["content-type"], "application/zip");
+    let filename = build["filename"].as_str().unwrap();
+    let line = format!("{}  {filename}", sha256_hex(&zip.body));
+    assert!(String::from_utf8_lossy(&sums.body)
+        .lines()
+        .any(|l| l == line));
+    zip.body.to_vec()
+}
+
+/// Extracts the `terraform` binary from a release zip and runs `version`.
+fn run_terraform_from(zip: &[u8], dir: &Path) -> String {
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap();
+    let mut entry = archive.by_name("terraform").unwrap();
+    let mut bytes = Vec::new();
+    entry.read_to_end(&mut bytes).unwrap();
+    let path = dir.join("terraform");
+    std::fs::write(&path, bytes).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(&path)
+        .arg("version")
+        .env("CHECKPOINT_DISABLE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn terraform_binary() -> PathBuf {
+    match std::env::var_os("TERRAFORM_BIN") {
+        Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
+        other => panic!(
+            "TERRAFORM_BIN must name the Terraform v1.0.3 binary (got {other:?}); run the README's test command"
+        ),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+async fn the_real_terraform_release_is_verified_and_served_to_every_client_also_offline() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("release signer");
+    let binary = std::fs::read(terraform_binary()).unwrap();
+    let zip = zip_of("terraform", &binary);
+    let other = zip_of("terraform", b"#!/bin/sh\necho darwin\n");
+    let published = publish_terraform(
+        &origin,
+        &signer,
+        "1.0.3",
+        &[(LINUX, zip.clone()), ("darwin_arm64", other)],
+    );
+    publish_terraform_index(&origin, &["1.0.3", "0.15.5", "1.1.0-alpha20210616"]);
+    let config = releases_config(&setup, &origin, &signer, "");
+    let m = RunningMirror::start(config.clone()).await;
+    let client = Client::trusting(&m.ca_file);
+    let base = m.url("").trim_end_matches('/').to_owned();
+
+    // hc-install with ApiBaseURL = the mirror.
+    let served = hc_install(&client, &base, "1.0.3", &signer.key_id()).await;
+    assert_eq!(served, zip, "the zip is served byte for byte");
+    let dir = tempfile::tempdir().unwrap();
+    let version = run_terraform_from(&served, dir.path());
+    assert!(version.starts_with("Terraform v1.0.3"), "{version}");
+
+    // tenv with TFENV_REMOTE = the mirror: the HTML list at <remote>/terraform
+    // (no slash), versions from each link's href; install in API mode: the
+    // version index, the build URL, and SHA256SUMS and `shasums_signature`
+    // beside the version.
+    let page = client.get(&format!("{base}/terraform")).await;
+    assert_eq!(page.status, 200);
+    let html = String::from_utf8_lossy(&page.body).into_owned();
+    let tenv_version = regex::Regex::new(
+        r"(v?[0-9]+(\.[0-9]+){0,2}(-[0-9A-Za-z\-.]+)?|alpha\-?[0-9]+|beta\-?[0-9]+)",
+    )
+    .unwrap();
+    let href = regex::Regex::new(r#"<a href="([^"]*)""#).unwrap();
+    let listed: Vec<String> = href
+        .captures_iter(&html)
+        .map(|c| tenv_version.find(&c[1]).unwrap().as_str().to_owned())
+        .collect();
+    assert_eq!(listed, ["1.1.0-alpha20210616", "1.0.3", "0.15.5"]);
+    let pv = client
+        .get(&format!("{base}/terraform/1.0.3/index.json"))
+        .await
+        .json();
+    for name in [
+        pv["shasums"].as_str().unwrap(),
+        pv["shasums_signature"].as_str().unwrap(),
+    ] {
+        let got = client.get(&format!("{base}/terraform/1.0.3/{name}")).await;
+        assert_eq!(got.status, 200, "{name}");
+        assert_eq!(got.body.as_ref(), published[name].as_slice(), "{name}");
+    }
+
+    // tfenv with TFENV_REMOTE = the mirror: `<remote>/terraform/` grepped for
+    // versions, newest first; then the zip, SHA256SUMS and the .72D7468F.sig.
+    let page = client.get(&format!("{base}/terraform/")).await;
+    let tfenv =
+        regex::Regex::new(r"[0-9]+\.[0-9]+\.[0-9]+(-(rc|beta|alpha|oci)-?[0-9]*)?").unwrap();
+    let mut grepped: Vec<&str> = tfenv
+        .find_iter(std::str::from_utf8(&page.body).unwrap())
+        .map(|m| m.as_str())
+        .collect();
+    grepped.dedup();
+    assert_eq!(grepped, ["1.1.0-alpha20210616", "1.0.3", "0.15.5"]);
+    // tfswitch with --mirror <mirror>/terraform (a slash is appended; the
+    // JSON parse fails, so `/<version>/"` is matched) and --mirror-download
+    // <mirror>/terraform: the same three files as tfenv.
+    let tfswitch = regex::Regex::new(r#"/?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)/?""#).unwrap();
+    let released: Vec<&str> = tfswitch
+        .find_iter(std::str::from_utf8(&page.body).unwrap())
+        .map(|m| m.as_str().trim_matches(|c| c == '/' || c == '"'))
+        .collect();
+    assert_eq!(released, ["1.0.3", "0.15.5"]);
+    for name in [
+        "terraform_1.0.3_linux_amd64.zip",
+        "terraform_1.0.3_SHA256SUMS",
+        "terraform_1.0.3_SHA256SUMS.72D7468F.sig",
+    ] {
+        let got = client.get(&format!("{base}/terraform/1.0.3/{name}")).await;
+        assert_eq!(got.status, 200, "{name}");
+        assert_eq!(got.body.as_ref(), published[name].as_slice(), "{name}");
+    }
+    // tfswitch with --mirror <mirror>/terraform/index.json reads the keys.
+    let keys = client
+        .get(&format!("{base}/terraform/index.json"))
+        .await
+        .json();
+    let mut keys: Vec<&String> = keys["versions"].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["0.15.5", "1.0.3", "1.1.0-alpha20210616"]);
+
+    // One download from the origin, however many clients asked.
+    assert_eq!(origin.hits("/files/terraform_1.0.3_linux_amd64.zip"), 1);
+    assert_eq!(origin.hits("/files/terraform_1.0.3_darwin_arm64.zip"), 0);
+    assert_eq!(
+        held_release_files(&setup),
+        ["terraform/1.0.3/files/terraform_1.0.3_linux_amd64.zip"]
+    );
+
+    // The origin gone and the mirror restarted: everything still answers.
+    m.stop().await;
+    origin.stop();
+    let m = RunningMirror::start(config).await;
+    let client = Client::trusting(&m.ca_file);
+    let base = m.url("").trim_end_matches('/').to_owned();
+    let again = hc_install(&client, &base, "1.0.3", &signer.key_id()).await;
+    assert_eq!(again, zip);
+    let page = client.get(&format!("{base}/terraform/")).await;
+    assert_eq!(page.status, 200);
+    assert!(String::from_utf8_lossy(&page.body).contains("/terraform/1.0.3/"));
+    let version = run_terraform_from(&again, dir.path());
+    assert!(version.starts_with("Terraform v1.0.3"), "{version}");
+    // What was never fetched cannot be served now, and says why.
+    let missing = client
+        .get(&format!(
+            "{base}/terraform/1.0.3/terraform_1.0.3_darwin_arm64.zip"
+        ))
+        .await;
+    assert_eq!(missing.status, 502, "{}", missing.error_text());
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tampered_releases_are_refused_and_nothing_is_kept() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("release signer");
+    let stranger = Signer::new("someone else");
+    let zip = |seed: &str| zip_of("terraform", seed.as_bytes());
+    // 2.0.0: the zip replaced after its checksum was signed.
+    publish_terraform(&origin, &signer, "2.0.0", &[(LINUX, zip("a"))]);
+    origin.replace_file("terraform_2.0.0_linux_amd64.zip", zip("tampered"));
+    // 2.1.0: checksums signed by another key.
+    publish_terraform(&origin, &stranger, "2.1.0", &[(LINUX, zip("b"))]);
+    // 2.2.0: a signature over other bytes.
+    let files = publish_terraform(&origin, &signer, "2.2.0", &[(LINUX, zip("c"))]);
+    let forged = signer.sign_binary(b"other bytes");
+    for name in files.keys().filter(|n| n.ends_with(".sig")) {
+        origin.replace_file(name, forged.clone());
+    }
+    // 2.3.0: fine, to show the rest works.
+    publish_terraform(
+        &origin,
+        &signer,
+        "2.3.0",
+        &[(LINUX, zip("d")), ("windows_amd64", zip("e"))],
+    );
+    publish_terraform_index(&origin, &["2.0.0", "2.1.0", "2.2.0", "2.3.0", "3.0.0"]);
+    let config = releases_config(
+        &setup,
+        &origin,
+        &signer,
+        "versions = \"< 3.0.0\"\nplatforms = [\"linux_amd64\"]",
+    );
+    let m = RunningMirror::start(config).await;
+    let client = Client::trusting(&m.ca_file);
+    let url = |v: &str, f: &str| m.url(&format!("/terraform/{v}/terraform_{v}_{f}"));
+
+    let tampered = client.get(&url("2.0.0", "linux_amd64.zip")).await;
+    assert_eq!(tampered.status, 502);
+    assert_eq!(tampered.headers["content-type"], "application/json");
+    assert!(
+        tampered.error_text().contains("does not match the signed"),
+        "{}",
+        tampered.error_text()
+    );
+    for (v, why) in [("2.1.0", "did not verify"), ("2.2.0", "did not verify")] {
+        let refused = client.get(&url(v, "linux_amd64.zip")).await;
+        assert_eq!(refused.status, 502, "{v}");
+        assert!(
+            refused.error_text().contains(why),
+            "{v}: {}",
+            refused.error_text()
+        );
+        let index = client
+            .get(&m.url(&format!("/terraform/{v}/index.json")))
+            .await;
+        assert_eq!(index.status, 502, "{v}");
+        assert!(
+            !setup
+                .cache_dir()
+                .join(format!("releases/terraform/{v}"))
+                .exists(),
+            "{v}: nothing is kept"
+        );
+    }
+    assert!(
+        held_release_files(&setup).is_empty(),
+        "{:?}",
+        held_release_files(&setup)
+    );
+
+    // Outside the configured versions and platforms, and not in the sums.
+    let list = client.get(&m.url("/terraform/index.json")).await.json();
+    assert!(list["versions"].get("3.0.0").is_none(), "{list}");
+    assert_eq!(
+        client.get(&url("3.0.0", "linux_amd64.zip")).await.status,
+        403
+    );
+    assert_eq!(
+        client.get(&url("2.3.0", "windows_amd64.zip")).await.status,
+        403
+    );
+    assert_eq!(
+        client.get(&url("2.3.0", "freebsd_amd64.zip")).await.status,
+        404
+    );
+    assert_eq!(origin.hits("/files/terraform_2.3.0_windows_amd64.zip"), 0);
+    let fine = client.get(&url("2.3.0", "linux_amd64.zip")).await;
+    assert_eq!(fine.status, 200);
+    assert_eq!(fine.body.as_ref(), zip("d").as_slice());
+    let builds = client
+        .get(&m.url("/terraform/2.3.0/index.json"))
+        .await
+        .json();
+    assert_eq!(builds["builds"].as_array().unwrap().len(), 1, "{builds}");
+    // Not a path a release has, and an unknown product.
+    assert_eq!(
+        client.get(&m.url("/terraform/2.3.0/..%2Fx")).await.status,
+        400
+    );
+    assert_eq!(
+        client
+            .get(&m.url("/terraform/latest/index.json"))
+            .await
+            .status,
+        400
+    );
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opentofu_releases_answer_tenv_tfswitch_and_tofudl_layouts() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("tofu signer");
+    let v = "1.8.0";
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    files.insert(
+        format!("tofu_{v}_{LINUX}.zip"),
+        zip_of("tofu", b"tofu linux"),
+    );
+    files.insert(
+        format!("tofu_{v}_{LINUX}.tar.gz"),
+        b"not really a tarball".to_vec(),
+    );
+    files.insert(
+        format!("tofu_{v}_darwin_arm64.zip"),
+        zip_of("tofu", b"tofu darwin"),
+    );
+    let sums_name = format!("tofu_{v}_SHA256SUMS");
+    let sums = sums_of(&files);
+    files.insert(format!("{sums_name}.gpgsig"), signer.sign_binary(&sums));
+    files.insert(
+        format!("{sums_name}.sig"),
+        b"MEUCIQ-cosign-signature".to_vec(),
+    );
+    files.insert(
+        format!("{sums_name}.pem"),
+        b"-----BEGIN CERTIFICATE-----\n".to_vec(),
+    );
+    files.insert(sums_name.clone(), sums);
+    for (name, bytes) in &files {
+        origin.replace_file(name, bytes.clone());
+    }
+    let api = serde_json::json!({"versions": [
+        {"id": "1.7.3", "files": ["tofu_1.7.3_linux_amd64.zip"]},
+        {"id": v, "files": files.keys().collect::<Vec<_>>(), "extra": null},
+        {"id": "1.9.0-beta1", "files": null},
+    ]});
+    origin.replace_file("api.json", serde_json::to_vec(&api).unwrap());
+    let mut config = releases_config(&setup, &origin, &signer, "");
+    config.auth.tokens = vec!["s3cret".into()];
+    let m = RunningMirror::start(config).await;
+    let client = Client::trusting(&m.ca_file);
+    let base = m.url("").trim_end_matches('/').to_owned();
+    // tenv sends TOFUENV_REMOTE_USER/PASSWORD as Basic authentication.
+    let basic = "Basic dGVudjpzM2NyZXQ="; // tenv:s3cret
+    let get = |path: String| {
+        let client = &client;
+        let url = format!("{base}{path}");
+        async move { client.get_with_header(&url, "authorization", basic).await }
+    };
+    assert_eq!(
+        client.get(&format!("{base}/tofu/api.json")).await.status,
+        401
+    );
+
+    // TofuDL, and tenv's and tfswitch's mirror mode: api.json, newest first.
+    let doc = get("/tofu/api.json".into()).await;
+    assert_eq!(doc.status, 200);
+    let doc = doc.json();
+    let ids: Vec<&str> = doc["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["1.9.0-beta1", v, "1.7.3"]);
+
+    // tenv, direct install mode (TOFUENV_REMOTE = the mirror): the assets
+    // below <remote>/opentofu/opentofu/releases/download/v<version>/, in its
+    // order: archive, SHA256SUMS, .pem, .sig, .gpgsig.
+    let direct = format!("/opentofu/opentofu/releases/download/v{v}");
+    for name in [
+        format!("tofu_{v}_{LINUX}.zip"),
+        sums_name.clone(),
+        format!("{sums_name}.pem"),
+        format!("{sums_name}.sig"),
+        format!("{sums_name}.gpgsig"),
+    ] {
+        let got = get(format!("{direct}/{name}")).await;
+        assert_eq!(got.status, 200, "{name}: {}", got.error_text());
+        assert_eq!(got.body.as_ref(), files[&name].as_slice(), "{name}");
+    }
+    // The .gpgsig verifies the SHA256SUMS the mirror served, with the key.
+    let keyring =
+        tfmirror::verify::Keyring::from_armored([signer.public_armored().as_str()]).unwrap();
+    let served_sums = get(format!("{direct}/{sums_name}")).await.body;
+    let served_sig = get(format!("{direct}/{sums_name}.gpgsig")).await.body;
+    keyring
+        .verify(&served_sums, &served_sig, "test key")
+        .unwrap();
+
+    // tenv's HTML list mode: links below …/releases/download, versions
+    // found in each href.
+    let page = get("/opentofu/opentofu/releases/download".into()).await;
+    assert_eq!(page.status, 200);
+    let html = String::from_utf8_lossy(&page.body).into_owned();
+    assert!(
+        html.contains(&format!(
+            "href=\"/opentofu/opentofu/releases/download/v{v}/\""
+        )),
+        "{html}"
+    );
+
+    // tenv's mirror install mode with TOFUENV_URL_TEMPLATE =
+    // <mirror>/tofu/{{ .Version }}/{{ .Artifact }}; the files api.json
+    // names for a held release are all served.
+    let listed = doc["versions"][1]["files"].as_array().unwrap().clone();
+    assert!(listed
+        .iter()
+        .any(|f| f == &format!("tofu_{v}_{LINUX}.tar.gz")));
+    for name in listed {
+        let name = name.as_str().unwrap();
+        let got = get(format!("/tofu/{v}/{name}")).await;
+        assert_eq!(got.status, 200, "{name}");
+        assert_eq!(got.body.as_ref(), files[name].as_slice(), "{name}");
+    }
+    // tfswitch for OpenTofu: --mirror <mirror>/tofu/api.json (ids, above)
+    // and --mirror-download <mirror>/opentofu/opentofu/releases/download:
+    // v<version>/ then the archive, SHA256SUMS and .gpgsig (same paths as
+    // tenv's direct mode, above).
+    let redirected = format!("/gh/opentofu/opentofu/releases/download/v{v}/tofu_{v}_{LINUX}.zip");
+    assert_eq!(
+        origin.hits(&redirected),
+        1,
+        "one download through GitHub's redirect"
+    );
+    let held = held_release_files(&setup);
+    assert_eq!(held.len(), 3, "{held:?}");
+    // With the origin gone, the held release is still whole.
+    origin.stop();
+    let got = get(format!("/tofu/{v}/tofu_{v}_{LINUX}.zip")).await;
+    assert_eq!(got.status, 200);
+    m.stop().await;
+}
