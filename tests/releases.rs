@@ -581,6 +581,16 @@ async fn opentofu_releases_answer_tenv_tfswitch_and_tofudl_layouts() {
     );
     let held = held_release_files(&setup);
     assert_eq!(held.len(), 3, "{held:?}");
+    // The status page gives the lines to paste, with this mirror's URL.
+    let page = client.get(&format!("{base}/")).await;
+    let page = String::from_utf8_lossy(&page.body).into_owned();
+    for line in [
+        format!("export TFENV_REMOTE={base}"),
+        format!("TOFUENV_LIST_URL={base}/tofu/api.json"),
+        format!("--mirror-download {base}/opentofu/opentofu/releases/download"),
+    ] {
+        assert!(page.contains(&line), "{line} in {page}");
+    }
     // With the origin gone, the held release is still whole.
     origin.stop();
     let got = get(format!("/tofu/{v}/tofu_{v}_{LINUX}.zip")).await;

@@ -79,6 +79,7 @@ pub fn page(
         String::new()
     };
     let host_blocks = host_blocks(app, scheme, authority);
+    let release_lines = release_lines(app, &url);
     let (bytes, count) = mirror.usage();
     let (hits, lookups) = mirror.metrics().hit_rate();
 
@@ -139,7 +140,7 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
     url = "{url}"
   }}
 }}</pre>{credentials}
-{host_blocks}
+{host_blocks}{release_lines}
 <h2>Cache</h2>
 <p class="figures"><span id="cache-size">{size} in {count} archives</span>
 <span id="hit-rate">hit rate {rate} ({hits} of {lookups} lookups since start)</span></p>
@@ -335,6 +336,34 @@ fn modules_table(html: &mut String, app: &App, hidden: bool) {
             held.len() - MODULES_SHOWN
         );
     }
+}
+
+/// The CLI releases section: ready-to-paste settings for the version
+/// managers, for each product `[releases]` serves; empty when none.
+fn release_lines(app: &App, url: &str) -> String {
+    use crate::address::Product;
+    let products = app.mirror.release_state().products();
+    if products.is_empty() {
+        return String::new();
+    }
+    let base = url.trim_end_matches('/');
+    let mut lines = String::new();
+    if products.contains(&Product::Terraform) {
+        let _ = writeln!(
+            lines,
+            "export TFENV_REMOTE={base}   # tenv and tfenv\ntfswitch --mirror {base}/terraform/index.json --mirror-download {base}/terraform\n# hc-install: ApiBaseURL = \"{base}\""
+        );
+    }
+    if products.contains(&Product::Tofu) {
+        let _ = writeln!(
+            lines,
+            "export TOFUENV_REMOTE={base}   # tenv, direct mode\nexport TOFUENV_LIST_MODE=mirror TOFUENV_LIST_URL={base}/tofu/api.json\ntfswitch --product opentofu --mirror {base}/tofu/api.json --mirror-download {base}/opentofu/opentofu/releases/download"
+        );
+    }
+    format!(
+        "\n<h2>CLI releases</h2>\n<p>Version managers install Terraform and OpenTofu from this mirror, each release checked against the vendor's signing key:</p>\n<pre id=\"releases\">{}</pre>\n",
+        escape(lines.trim_end())
+    )
 }
 
 /// The second recipe: a `host` block per registry host the mirror serves,
