@@ -177,6 +177,15 @@ impl S3Store {
         }
     }
 
+    /// Every object under `<prefix>/<top>/`.
+    async fn list_below(&self, top: &str) -> Result<Vec<object_store::ObjectMeta>, StoreError> {
+        self.bucket
+            .list(Some(&self.key([top])))
+            .try_collect()
+            .await
+            .map_err(|e| self.failed(&e))
+    }
+
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
         match self.bucket.delete(key).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
@@ -317,12 +326,7 @@ impl Store for S3Store {
 
     async fn list_archives(&self) -> Result<Vec<CachedArchive>, StoreError> {
         let root = self.key(["providers"]);
-        let objects: Vec<_> = self
-            .bucket
-            .list(Some(&root))
-            .try_collect()
-            .await
-            .map_err(|e| self.failed(&e))?;
+        let objects = self.list_below("providers").await?;
         let hashed: std::collections::HashSet<String> = objects
             .iter()
             .filter_map(|o| o.location.as_ref().strip_suffix(".h1").map(str::to_owned))
@@ -435,13 +439,7 @@ impl Store for S3Store {
     }
 
     async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError> {
-        let root = self.key(["modules"]);
-        let objects: Vec<_> = self
-            .bucket
-            .list(Some(&root))
-            .try_collect()
-            .await
-            .map_err(|e| self.failed(&e))?;
+        let objects = self.list_below("modules").await?;
         let names: std::collections::HashSet<&str> =
             objects.iter().map(|o| o.location.as_ref()).collect();
         let mut out = Vec::new();
@@ -519,13 +517,7 @@ impl Store for S3Store {
     }
 
     async fn list_releases(&self) -> Result<Vec<HeldRelease>, StoreError> {
-        let root = self.key(["releases"]);
-        let objects: Vec<_> = self
-            .bucket
-            .list(Some(&root))
-            .try_collect()
-            .await
-            .map_err(|e| self.failed(&e))?;
+        let objects = self.list_below("releases").await?;
         let mut out = Vec::new();
         for object in &objects {
             let Some(dir) = object.location.as_ref().strip_suffix("/release.json") else {
