@@ -217,6 +217,7 @@ fn eviction(c: &mut Criterion) {
         let residency = Residency::new(
             archives,
             Vec::new(),
+            Vec::new(),
             Some(bytesize::ByteSize(held * 10)),
             std::sync::Arc::new(Metrics::new()),
         );

@@ -423,7 +423,7 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
     );
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.contains("checked 2 archives and module packages, quarantined 0"),
+        said.contains("checked 2 archives, module packages and release files, quarantined 0"),
         "{said}"
     );
     // How much was read, and how fast.
@@ -444,7 +444,10 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
         .expect("script (util-linux) runs");
     let shown = String::from_utf8_lossy(&on_terminal.stdout);
     assert!(on_terminal.status.success(), "{shown}");
-    assert!(shown.contains("/2 archives and module packages"), "{shown}");
+    assert!(
+        shown.contains("/2 archives, module packages and release files"),
+        "{shown}"
+    );
     assert!(in_flight.exists());
 
     // Bit rot (or tampering) in one archive on disk.
@@ -461,7 +464,7 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
         "{said}"
     );
     assert!(
-        said.contains("checked 2 archives and module packages, quarantined 1"),
+        said.contains("checked 2 archives, module packages and release files, quarantined 1"),
         "{said}"
     );
     assert!(!path.exists());
@@ -486,7 +489,7 @@ async fn verify_quarantines_what_no_longer_matches_its_signed_checksum() {
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.contains("checked 1 archives and module packages, quarantined 1"),
+        said.contains("checked 1 archives, module packages and release files, quarantined 1"),
         "{said}"
     );
     assert!(said.contains("signature"), "{said}");
@@ -510,7 +513,7 @@ async fn verify_quarantines_archives_whose_record_cannot_be_read() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("its metadata cannot be read"), "{said}");
     assert!(
-        said.contains("checked 2 archives and module packages, quarantined 2"),
+        said.contains("checked 2 archives, module packages and release files, quarantined 2"),
         "{said}"
     );
     let zips: Vec<_> = std::fs::read_dir(&version)

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use common::daemon::{run_ok, run_tfmirror};
 use common::*;
 use tfmirror::config::Config;
 
@@ -90,31 +91,48 @@ fn publish_terraform_index(origin: &FakeOrigin, versions: &[&str]) {
     origin.replace_file("index.json", serde_json::to_vec(&doc).unwrap());
 }
 
-/// A mirror configuration serving Terraform from the origin's `/files/`,
+/// The `[releases]` settings serving Terraform from the origin's `/files/`,
 /// trusting `signer`, and OpenTofu from its GitHub-like release downloads
-/// (redirected to `/files/`, as GitHub redirects them).
-fn releases_config(setup: &Setup, origin: &FakeOrigin, signer: &Signer, extra: &str) -> Config {
-    let key = setup.dir.path().join("release-key.asc");
+/// (redirected to `/files/`, as GitHub redirects them); `extra` goes into
+/// Terraform's table. `table` prefixes the tables' names (`"releases."`
+/// inside a configuration file, which then starts with `[releases]`).
+fn releases_toml(
+    setup: &Setup,
+    origin: &FakeOrigin,
+    signer: &Signer,
+    extra: &str,
+    table: &str,
+) -> String {
+    let key = setup
+        .dir
+        .path()
+        .join(format!("release-key-{}.asc", signer.key_id()));
     std::fs::write(&key, signer.public_armored()).unwrap();
     let port = origin.file_url("x");
     let base = port.trim_end_matches("/files/x");
-    let text = format!(
+    let header = if table.is_empty() { "" } else { "[releases]" };
+    format!(
         r#"
+{header}
 products = ["terraform", "tofu"]
-[terraform]
+[{table}terraform]
 list_url = "{base}/files/index.json"
 download_url = "{base}/files/{{artifact}}"
 key_files = ["{key}"]
 {extra}
-[tofu]
+[{table}tofu]
 list_url = "{base}/files/api.json"
 download_url = "{base}/gh/opentofu/opentofu/releases/download/v{{version}}/{{artifact}}"
 key_files = ["{key}"]
 "#,
         key = key.display()
-    );
+    )
+}
+
+/// A mirror configuration with [`releases_toml`]'s settings.
+fn releases_config(setup: &Setup, origin: &FakeOrigin, signer: &Signer, extra: &str) -> Config {
     let mut config = setup.config(origin, &[], &[]);
-    *config.releases = toml::from_str(&text).unwrap();
+    *config.releases = toml::from_str(&releases_toml(setup, origin, signer, extra, "")).unwrap();
     config
 }
 
@@ -596,4 +614,308 @@ async fn opentofu_releases_answer_tenv_tfswitch_and_tofudl_layouts() {
     let got = get(format!("/tofu/{v}/tofu_{v}_{LINUX}.zip")).await;
     assert_eq!(got.status, 200);
     m.stop().await;
+}
+
+/// Rewrites a bundle, replacing the bytes of the entry whose path ends
+/// with `leaf` (sizes follow the new bytes).
+fn bundle_with(bundle: &Path, out: &Path, leaf: &str, bytes: &[u8]) {
+    let mut reader = tar::Archive::new(std::fs::File::open(bundle).unwrap());
+    let mut writer = tar::Builder::new(std::fs::File::create(out).unwrap());
+    let mut replaced = false;
+    for entry in reader.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let path = entry.path().unwrap().to_string_lossy().into_owned();
+        let mut body = Vec::new();
+        entry.read_to_end(&mut body).unwrap();
+        if path.ends_with(leaf) {
+            body = bytes.to_vec();
+            replaced = true;
+        }
+        let mut header = entry.header().clone();
+        header.set_size(body.len() as u64);
+        header.set_cksum();
+        writer
+            .append_data(&mut header, &path, body.as_slice())
+            .unwrap();
+    }
+    writer.finish().unwrap();
+    assert!(replaced, "no entry ends with {leaf}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+async fn a_synced_terraform_release_crosses_the_gap_in_a_bundle_and_serves_offline() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("release signer");
+    let zip = zip_of("terraform", &std::fs::read(terraform_binary()).unwrap());
+    let published = publish_terraform(
+        &origin,
+        &signer,
+        "1.0.3",
+        &[
+            (LINUX, zip.clone()),
+            ("darwin_arm64", zip_of("terraform", b"darwin")),
+        ],
+    );
+    publish_terraform_index(&origin, &["1.0.3", "0.15.5"]);
+    let home = setup.dir.path();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let connected = common::daemon::config_file(
+        &setup,
+        &origin,
+        &releases_toml(&setup, &origin, &signer, "", "releases."),
+    );
+
+    // sync fills the cache from a manifest's [[release]] entries; a second
+    // run transfers nothing.
+    let manifest = home.join("releases.toml");
+    std::fs::write(
+        &manifest,
+        "platforms = [\"linux_amd64\"]\n[[release]]\nproduct = \"terraform\"\nversions = \"~> 1.0.0\"\n",
+    )
+    .unwrap();
+    let sync = [
+        "sync",
+        "--config",
+        &s(&connected),
+        "--manifest",
+        &s(&manifest),
+    ];
+    let first = run_ok(home, &sync).await;
+    assert!(
+        first
+            .stdout
+            .contains("release files: 1 (1 downloaded, 0 already cached)"),
+        "{}",
+        first.stdout
+    );
+    let second = run_ok(home, &sync).await;
+    assert!(
+        second
+            .stdout
+            .contains("release files: 1 (0 downloaded, 1 already cached)"),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(origin.hits("/files/terraform_1.0.3_linux_amd64.zip"), 1);
+    assert_eq!(origin.hits("/files/terraform_1.0.3_darwin_arm64.zip"), 0);
+
+    // ls --releases names the file and the key that signed its checksums.
+    let listed = run_ok(
+        home,
+        &["ls", "--config", &s(&connected), "--releases", "--json"],
+    )
+    .await;
+    let listed: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["file"], "terraform_1.0.3_linux_amd64.zip");
+    assert_eq!(listed[0]["size"], zip.len());
+    assert_eq!(listed[0]["key_id"], signer.key_id());
+
+    // The bundle carries the record and the file.
+    let bundle = home.join("gap.tar");
+    let wrote = common::daemon::export_bundle(home, &connected, &bundle, &[]).await;
+    assert!(wrote.stdout.contains("1 release files"), "{}", wrote.stdout);
+
+    // An offline site that serves Terraform releases under the same key
+    // imports it, and serves it to clients with no origin anywhere.
+    let site_releases = releases_toml(&setup, &origin, &signer, "", "releases.");
+    let site = common::daemon::site_config(home, "site", &site_releases);
+    let imported = run_ok(home, &["import", "--config", &s(&site), &s(&bundle)]).await;
+    assert!(
+        imported.stdout.contains("1 CLI releases verified")
+            && imported.stdout.contains("0 rejected"),
+        "{}",
+        imported.stdout
+    );
+    origin.stop();
+    let mut config = releases_config(&setup, &origin, &signer, "");
+    config.cache.dir = home.join("site-cache");
+    config.upstream.offline = true;
+    let m = RunningMirror::start(config).await;
+    let client = Client::trusting(&m.ca_file);
+    let base = m.url("").trim_end_matches('/').to_owned();
+    let served = hc_install(&client, &base, "1.0.3", &signer.key_id()).await;
+    assert_eq!(served, zip);
+    let dir = tempfile::tempdir().unwrap();
+    let version = run_terraform_from(&served, dir.path());
+    assert!(version.starts_with("Terraform v1.0.3"), "{version}");
+    for name in [
+        "terraform_1.0.3_SHA256SUMS",
+        "terraform_1.0.3_SHA256SUMS.72D7468F.sig",
+    ] {
+        let got = client.get(&format!("{base}/terraform/1.0.3/{name}")).await;
+        assert_eq!(got.body.as_ref(), published[name].as_slice(), "{name}");
+    }
+    let page = client.get(&format!("{base}/terraform/")).await;
+    assert!(String::from_utf8_lossy(&page.body).contains("/terraform/1.0.3/"));
+    let status = client.get(&format!("{base}/")).await;
+    assert!(
+        String::from_utf8_lossy(&status.body).contains("Held: Terraform 1.0.3 (1 file)"),
+        "the status page lists the held release"
+    );
+    m.stop().await;
+
+    // The site's inventory holds it: a delta for the site carries nothing
+    // of it.
+    let inventory = home.join("site.json");
+    common::daemon::write_inventory(home, &site, &inventory).await;
+    let delta = home.join("delta.tar");
+    let ran = export_delta(home, &connected, &delta, &inventory).await;
+    assert!(ran.stdout.contains("0 release files"), "{}", ran.stdout);
+
+    // Sites that cannot check it refuse it and keep nothing: one that does
+    // not serve Terraform releases, one that trusts another key, and a
+    // bundle whose zip was replaced.
+    let other = Signer::new("another signer");
+    let elsewhere = releases_toml(&setup, &origin, &other, "", "releases.");
+    let tampered = home.join("tampered.tar");
+    bundle_with(
+        &bundle,
+        &tampered,
+        "terraform_1.0.3_linux_amd64.zip",
+        &zip_of("terraform", b"evil"),
+    );
+    for (name, extra, carried, says) in [
+        (
+            "plain",
+            "",
+            &bundle,
+            "this site does not serve Terraform releases",
+        ),
+        ("stranger", elsewhere.as_str(), &bundle, "did not verify"),
+        (
+            "victim",
+            site_releases.as_str(),
+            &tampered,
+            "does not match the signed terraform_1.0.3_SHA256SUMS",
+        ),
+    ] {
+        let site = common::daemon::site_config(home, name, extra);
+        let ran = run_tfmirror(home, &["import", "--config", &s(&site), &s(carried)]).await;
+        assert!(!ran.ok, "{name}: {}", ran.stdout);
+        assert!(ran.stdout.contains(says), "{name}: {}", ran.stdout);
+        let kept: Vec<String> = files_below(&home.join(format!("{name}-cache")).join("releases"))
+            .into_iter()
+            .filter(|f| f.contains("/files/"))
+            .collect();
+        assert!(kept.is_empty(), "{name} kept {kept:?}");
+    }
+
+    // verify re-hashes the held file: a corrupted one is quarantined and
+    // no longer held; gc evicts release files like archives.
+    let stored = setup
+        .cache_dir()
+        .join("releases/terraform/1.0.3/files/terraform_1.0.3_linux_amd64.zip");
+    std::fs::write(&stored, b"corrupted").unwrap();
+    let ran = run_tfmirror(home, &["verify", "--config", &s(&connected)]).await;
+    assert!(!ran.ok);
+    assert!(
+        ran.stdout.contains("QUARANTINED releases/terraform/1.0.3/files/terraform_1.0.3_linux_amd64.zip: its SHA-256"),
+        "{}",
+        ran.stdout
+    );
+    assert!(!stored.exists());
+    let site_stored =
+        home.join("site-cache/releases/terraform/1.0.3/files/terraform_1.0.3_linux_amd64.zip");
+    assert!(site_stored.exists());
+    let ran = run_ok(home, &["gc", "--config", &s(&site), "--max-size", "1KiB"]).await;
+    assert!(ran.stdout.contains(", 1 release files"), "{}", ran.stdout);
+    assert!(!site_stored.exists());
+}
+
+/// Runs `export --missing-from INVENTORY` of `config`'s cache to `out`.
+async fn export_delta(
+    home: &Path,
+    config: &Path,
+    out: &Path,
+    inventory: &Path,
+) -> common::daemon::Ran {
+    common::daemon::export_bundle(
+        home,
+        config,
+        out,
+        &["--missing-from", inventory.to_str().unwrap()],
+    )
+    .await
+}
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_kept_on_a_bucket_serve_every_instance_and_cross_the_gap() {
+    use common::seaweed::{use_bucket, Seaweed};
+    let weed = Seaweed::start().await;
+    weed.create_bucket("releases").await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("release signer");
+    let zip = zip_of("terraform", b"#!/bin/sh\necho linux\n");
+    publish_terraform(&origin, &signer, "1.0.3", &[(LINUX, zip.clone())]);
+    publish_terraform_index(&origin, &["1.0.3"]);
+    let home = setup.dir.path();
+    let mut config = releases_config(&setup, &origin, &signer, "");
+    use_bucket(&mut config, weed.s3_config("releases", home));
+    let path = "/terraform/1.0.3/terraform_1.0.3_linux_amd64.zip";
+
+    // Instance a fetches it into the bucket; the bucket holds the record
+    // and the file under the same names as a disk cache.
+    let a = RunningMirror::start(config.clone()).await;
+    let got = Client::trusting(&a.ca_file).get(&a.url(path)).await;
+    assert_eq!(got.status, 200, "{}", got.error_text());
+    assert_eq!(got.body.as_ref(), zip.as_slice());
+    a.stop().await;
+    let keys = weed.keys("releases").await;
+    for key in [
+        "mirror/releases/terraform/1.0.3/release.json",
+        "mirror/releases/terraform/1.0.3/files/terraform_1.0.3_linux_amd64.zip",
+    ] {
+        assert!(keys.iter().any(|k| k == key), "{key} not in {keys:?}");
+    }
+
+    // Instance b, with its own local directories and the origin gone,
+    // serves it from the bucket.
+    origin.stop();
+    let mut b_config = config.clone();
+    b_config.cache.dir = home.join("b-cache");
+    b_config.server.data_dir = home.join("b-data");
+    let b = RunningMirror::start(b_config).await;
+    let got = Client::trusting(&b.ca_file).get(&b.url(path)).await;
+    assert_eq!(got.status, 200, "{}", got.error_text());
+    assert_eq!(got.body.as_ref(), zip.as_slice());
+    b.stop().await;
+    assert_eq!(origin.hits("/files/terraform_1.0.3_linux_amd64.zip"), 1);
+
+    // ls and export read the bucket through the same store.
+    let file = common::daemon::config_file(
+        &setup,
+        &origin,
+        &format!(
+            "{}\n{}",
+            weed.storage_toml("releases", home),
+            releases_toml(&setup, &origin, &signer, "", "releases.")
+        ),
+    );
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let listed = run_ok(home, &["ls", "--config", &s(&file), "--releases"]).await;
+    assert!(
+        listed.stdout.contains("1 releases verified, 1 files held"),
+        "{}",
+        listed.stdout
+    );
+    let bundle = home.join("from-bucket.tar");
+    let wrote = common::daemon::export_bundle(home, &file, &bundle, &[]).await;
+    assert!(wrote.stdout.contains("1 release files"), "{}", wrote.stdout);
+    let checked = run_ok(home, &["verify", "--config", &s(&file)]).await;
+    assert!(
+        checked.stdout.contains("quarantined 0"),
+        "{}",
+        checked.stdout
+    );
 }

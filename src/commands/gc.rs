@@ -1,7 +1,9 @@
-//! `tfmirror gc`: evicts least recently used archives and module packages
-//! until the cache fits `cache.max_size` (or `--max-size`), and says what
+//! `tfmirror gc`: evicts least recently used archives, module packages and
+//! CLI release files until the cache fits `cache.max_size` (or `--max-size`), and says what
 //! it freed. Module pins stay, so a package fetched again is checked
 //! against what was first seen.
+
+use std::fmt::Write as _;
 
 use anyhow::Context;
 
@@ -33,11 +35,14 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
         }
     }
     let left = inventory::total_size(&store);
-    let modules = if removed.modules.is_empty() {
+    let mut modules = if removed.modules.is_empty() {
         String::new()
     } else {
-        format!(" and {} module packages", removed.modules.len())
+        format!(", {} module packages", removed.modules.len())
     };
+    if !removed.releases.is_empty() {
+        let _ = write!(modules, ", {} release files", removed.releases.len());
+    }
     println!(
         "evicted {} archives{modules} ({}); the cache now holds {} (limit {})",
         removed.archives.len(),

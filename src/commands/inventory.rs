@@ -18,9 +18,10 @@ pub fn command(config: &Config, output: &Path) -> anyhow::Result<()> {
     inventory.write(output)?;
     let (archives, modules) = inventory.counts();
     println!(
-        "wrote {}: {} providers, {archives} archives, {modules} module versions held in {}",
+        "wrote {}: {} providers, {archives} archives, {modules} module versions, {} release files held in {}",
         output.display(),
         inventory.providers.len(),
+        inventory.release_files(),
         store.location()
     );
     Ok(())

@@ -1,5 +1,6 @@
 //! `tfmirror ls`: the cached archives as a table or as JSON;
-//! `tfmirror ls --modules`: the pinned module versions. Both read the
+//! `tfmirror ls --modules`: the pinned module versions;
+//! `tfmirror ls --releases`: the CLI release files held. All read the
 //! configured store: the disk cache or the bucket.
 
 use std::fmt::Write as _;
@@ -102,6 +103,69 @@ pub fn modules(config: &Config, json: bool) -> anyhow::Result<()> {
     println!(
         "{} module versions pinned, {held} packages held",
         pins.len()
+    );
+    Ok(())
+}
+
+/// A held CLI release file as `ls --releases --json` prints it.
+#[derive(serde::Serialize)]
+struct ListedRelease<'a> {
+    product: crate::address::Product,
+    version: &'a crate::address::Version,
+    file: &'a str,
+    size: u64,
+    /// The ID of the key whose signature over the checksums verified.
+    key_id: &'a str,
+}
+
+/// `tfmirror ls --releases`.
+pub fn releases(config: &Config, json: bool) -> anyhow::Result<()> {
+    let held = super::runtime()?.block_on(async {
+        let store = crate::store::open(config, false)?;
+        store
+            .list_releases()
+            .await
+            .with_context(|| format!("listing the CLI releases in {}", store.location()))
+    })?;
+    let listed: Vec<ListedRelease<'_>> = held
+        .iter()
+        .flat_map(|(record, files)| {
+            files.iter().map(|(file, size)| ListedRelease {
+                product: record.product,
+                version: &record.version,
+                file,
+                size: *size,
+                key_id: &record.key_id,
+            })
+        })
+        .collect();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+        return Ok(());
+    }
+    let rows: Vec<[String; 5]> = listed
+        .iter()
+        .map(|r| {
+            [
+                r.product.to_string(),
+                r.version.to_string(),
+                r.file.to_owned(),
+                bytesize::ByteSize(r.size).display().iec().to_string(),
+                r.key_id.to_owned(),
+            ]
+        })
+        .collect();
+    print_table(
+        ["PRODUCT", "VERSION", "FILE", "SIZE", "SIGNED BY"],
+        3,
+        &rows,
+    );
+    let total: u64 = listed.iter().map(|r| r.size).sum();
+    println!(
+        "{} releases verified, {} files held, {}",
+        held.len(),
+        listed.len(),
+        bytesize::ByteSize(total).display().iec()
     );
     Ok(())
 }

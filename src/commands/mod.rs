@@ -226,8 +226,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// List the pinned module versions instead of the archives.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "releases")]
         modules: bool,
+        /// List the CLI release files held (Terraform's and OpenTofu's
+        /// own binaries) instead of the archives.
+        #[arg(long)]
+        releases: bool,
     },
     /// Re-check every cached archive against its signed SHA256SUMS; move
     /// failures to quarantine and exit non-zero when there were any.
@@ -369,9 +373,12 @@ pub fn main() -> ExitCode {
             config,
             json,
             modules,
+            releases,
         } => load(config.as_deref()).and_then(|c| {
             if modules {
                 ls::modules(&c, json)
+            } else if releases {
+                ls::releases(&c, json)
             } else {
                 ls::command(&c, json)
             }

@@ -10,7 +10,10 @@
 //! (room for the largest object is all it needs), so the bytes checked are
 //! the bucket's own. What fails is removed from the store and a copy kept
 //! on this host under `<cache.dir>/quarantine/`, where nothing serves it;
-//! a module's pin stays, so the next fetch is checked against it.
+//! a module's pin stays, so the next fetch is checked against it. Each
+//! CLI release file must be listed in its release's checksum document,
+//! whose signature must still verify with the `[releases]` keys, with the
+//! SHA-256 the file has.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -22,8 +25,10 @@ use anyhow::Context;
 use super::progress::Progress;
 use super::store::CommandStore;
 use super::Refusal;
-use crate::address::{ArchiveKey, Module, Version};
+use crate::address::{ArchiveKey, ArtifactName, Module, Product, ReleaseFile, Version};
 use crate::config::Config;
+use crate::releases::evidence::{check_record as check_release_record, listed_sha256};
+use crate::releases::Source;
 use crate::store::{ArchiveReader, ArchiveSource, ModuleRecord, VersionRecord};
 use crate::verify::{self, TrustPolicy};
 
@@ -94,6 +99,7 @@ impl Places {
 fn verify_store(
     store: &CommandStore,
     trust: &TrustPolicy,
+    sources: &[Source],
     max_unpacked: u64,
     places: &Places,
 ) -> anyhow::Result<Report> {
@@ -107,11 +113,15 @@ fn verify_store(
     let archives = store
         .wait(store.store().list_archives())
         .with_context(|| format!("listing the archives in {location}"))?;
+    let releases = store
+        .wait(store.store().list_releases())
+        .with_context(|| format!("listing the CLI releases in {location}"))?;
+    let release_files: usize = releases.iter().map(|(_, files)| files.len()).sum();
     let mut report = Report::default();
     let progress = Progress::new();
     progress.start(
-        (pins.len() + archives.len()) as u64,
-        "archives and module packages",
+        (pins.len() + archives.len() + release_files) as u64,
+        "archives, module packages and release files",
     );
     let failed = |relative: PathBuf, reason: String, report: &mut Report| {
         tracing::error!(object = %relative.display(), %reason, "quarantined");
@@ -173,8 +183,67 @@ fn verify_store(
             failed(relative, reason, &mut report);
         }
     }
+    for (record, files) in releases {
+        let checked_record = sources
+            .iter()
+            .find(|s| s.product == record.product)
+            .ok_or_else(|| format!("no source for {}", record.product))
+            .and_then(|source| check_release_record(source, record.clone()));
+        for (name, size) in files {
+            progress.tick();
+            report.checked += 1;
+            report.bytes += size;
+            let Ok(name) = ArtifactName::parse(&name) else {
+                continue;
+            };
+            let file = ReleaseFile {
+                product: record.product,
+                version: record.version.clone(),
+                name,
+            };
+            let Some(opened) = store.wait(store.store().open_release_file(&file))? else {
+                continue;
+            };
+            let mut bytes = places.checkable(store, opened)?;
+            let checked = checked_record
+                .as_ref()
+                .map_err(|e| Refusal::from(format!("its release's record: {e}")))
+                .and_then(|r| {
+                    let listed = listed_sha256(r, &file.name)
+                        .ok_or_else(|| format!("it is not listed in the signed {}", r.sums_name))?;
+                    let actual = sha256_of(&mut bytes)?;
+                    if actual == listed {
+                        Ok(())
+                    } else {
+                        Err(format!("its SHA-256 {actual} differs from the signed {listed}").into())
+                    }
+                });
+            if let Err(Refusal(reason)) = checked {
+                let relative = release_relative(&file);
+                places.keep(&mut bytes, &relative)?;
+                store
+                    .wait(store.store().remove_release_file(&file))
+                    .with_context(|| format!("removing {file} from {location}"))?;
+                failed(relative, reason, &mut report);
+            }
+        }
+    }
     progress.finish();
     Ok(report)
+}
+
+/// Where a release file lies in the disk cache's layout, relative to its
+/// root.
+fn release_relative(file: &ReleaseFile) -> PathBuf {
+    [
+        "releases",
+        file.product.as_str(),
+        file.version.as_str(),
+        "files",
+        file.name.as_str(),
+    ]
+    .iter()
+    .collect()
 }
 
 /// Where an archive lies in the disk cache's layout, relative to its root.
@@ -290,7 +359,7 @@ fn summarize(report: &Report, started: std::time::Instant, kept: &Path) -> anyho
         bytesize::ByteSize(report.bytes).display().iec()
     );
     println!(
-        "checked {} archives and module packages, quarantined {}",
+        "checked {} archives, module packages and release files, quarantined {}",
         report.checked,
         report.quarantined.len()
     );
@@ -323,9 +392,14 @@ pub fn command(config: &Config) -> anyhow::Result<()> {
             })?,
         quarantine: config.cache.dir.join("quarantine"),
     };
+    let sources = Product::ALL
+        .iter()
+        .map(|&p| config.releases.source_for(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let report = verify_store(
         &store,
         &trust,
+        &sources,
         config.modules.max_unpacked_size.as_u64(),
         &places,
     )

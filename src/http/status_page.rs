@@ -79,7 +79,7 @@ pub fn page(
         String::new()
     };
     let host_blocks = host_blocks(app, scheme, authority);
-    let release_lines = release_lines(app, &url);
+    let release_lines = release_lines(app, &url, auth_on && !authorized);
     let (bytes, count) = mirror.usage();
     let (hits, lookups) = mirror.metrics().hit_rate();
 
@@ -339,8 +339,9 @@ fn modules_table(html: &mut String, app: &App, hidden: bool) {
 }
 
 /// The CLI releases section: ready-to-paste settings for the version
-/// managers, for each product `[releases]` serves; empty when none.
-fn release_lines(app: &App, url: &str) -> String {
+/// managers, for each product `[releases]` serves, and (unless `hidden`)
+/// the releases held; empty when none is served.
+fn release_lines(app: &App, url: &str, hidden: bool) -> String {
     use crate::address::Product;
     let products = app.mirror.release_state().products();
     if products.is_empty() {
@@ -360,8 +361,28 @@ fn release_lines(app: &App, url: &str) -> String {
             "export TOFUENV_REMOTE={base}   # tenv, direct mode\nexport TOFUENV_LIST_MODE=mirror TOFUENV_LIST_URL={base}/tofu/api.json\ntfswitch --product opentofu --mirror {base}/tofu/api.json --mirror-download {base}/opentofu/opentofu/releases/download"
         );
     }
+    let held = if hidden {
+        String::new()
+    } else {
+        let releases = app.mirror.held_releases();
+        let named: Vec<String> = releases
+            .iter()
+            .map(|((product, version), files)| {
+                let s = if *files == 1 { "" } else { "s" };
+                format!("{} {version} ({files} file{s})", product.title())
+            })
+            .collect();
+        format!(
+            "<p id=\"releases-held\">Held: {}</p>\n",
+            if named.is_empty() {
+                "none yet".to_owned()
+            } else {
+                escape(&named.join(", "))
+            }
+        )
+    };
     format!(
-        "\n<h2>CLI releases</h2>\n<p>Version managers install Terraform and OpenTofu from this mirror, each release checked against the vendor's signing key:</p>\n<pre id=\"releases\">{}</pre>\n",
+        "\n<h2>CLI releases</h2>\n<p>Version managers install Terraform and OpenTofu from this mirror, each release checked against the vendor's signing key:</p>\n<pre id=\"releases\">{}</pre>\n{held}",
         escape(lines.trim_end())
     )
 }

@@ -1,12 +1,13 @@
-//! Eviction, for both domains over the shared cache: what the residency
+//! Eviction, for every domain over the shared cache: what the residency
 //! index gave up when the cache outgrew `cache.max_size` is removed from
 //! the store, and the domain that owned it forgets it — the provider
-//! mirror its archive, the module proxy its package (whose pin stays).
-//! Neither domain reaches into the other's state.
+//! mirror its archive, the module proxy its package (whose pin stays), the
+//! CLI releases their file (whose release's record stays). No domain
+//! reaches into another's state.
 
 use super::residency::Evicted;
 use super::Mirror;
-use crate::address::{ArchiveKey, Module, Version};
+use crate::address::{ArchiveKey, Module, ReleaseFile, Version};
 
 impl Mirror {
     /// Removes from the store what the residency index gave up.
@@ -26,6 +27,14 @@ impl Mirror {
                         }
                     }
                 },
+                Evicted::Release(file) => match self.store.remove_release_file(&file).await {
+                    Ok(()) => {
+                        tracing::info!(target: crate::releases::RELEASES_LOG, product = %file.product, version = %file.version, file = %file.name, "evicted least recently used release file; its release's record stays");
+                    }
+                    Err(e) => {
+                        tracing::warn!(target: crate::releases::RELEASES_LOG, %file, error = %e, "could not evict release file");
+                    }
+                },
                 Evicted::Module(module, version) => {
                     match self.store.remove_module(&module, &version).await {
                         Ok(()) => {
@@ -39,6 +48,18 @@ impl Mirror {
                 }
             }
         }
+    }
+
+    /// Counts a newly stored release file, and evicts what the cache must
+    /// give up for it.
+    pub(crate) async fn release_stored(&self, file: &ReleaseFile, size: u64) {
+        let evicted = self.residency.stored_release(file, size);
+        self.evict(evicted).await;
+    }
+
+    /// Records that a release file was served.
+    pub(crate) fn release_used(&self, file: &ReleaseFile, size: u64) {
+        self.residency.release_used(file, size);
     }
 
     /// Notes in the version's record that its archive was evicted, so that

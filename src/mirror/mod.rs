@@ -234,7 +234,31 @@ impl Mirror {
                 )
             })
             .collect();
-        let residency = Residency::new(held, packages, config.cache.max_size, metrics.clone());
+        // Nor a release file's: its release's verification time stands for it.
+        let release_files = store
+            .list_releases()
+            .await
+            .with_context(|| format!("listing the CLI releases in {}", store.location()))?
+            .into_iter()
+            .flat_map(|(record, files)| {
+                files.into_iter().filter_map(move |(name, size)| {
+                    let name = crate::address::ArtifactName::parse(&name).ok()?;
+                    let file = crate::address::ReleaseFile {
+                        product: record.product,
+                        version: record.version.clone(),
+                        name,
+                    };
+                    Some((file, size, record.verified_at_ms / 1000))
+                })
+            })
+            .collect();
+        let residency = Residency::new(
+            held,
+            packages,
+            release_files,
+            config.cache.max_size,
+            metrics.clone(),
+        );
         let trust = TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
         let policy = crate::policy::Policy::new(&config.policy)?;
         let fetcher = crate::module_source::Fetcher::new(
@@ -393,6 +417,14 @@ impl Mirror {
     /// the store), grouped by provider and version.
     pub fn holdings(&self) -> Arc<residency::Holdings> {
         self.residency.holdings()
+    }
+
+    /// The CLI releases whose files the cache holds, with how many files,
+    /// as its index knows them.
+    pub fn held_releases(
+        &self,
+    ) -> std::collections::BTreeMap<(crate::address::Product, Version), usize> {
+        self.residency.held_releases()
     }
 
     /// The module packages the cache holds, by module and version.

@@ -1,4 +1,4 @@
-//! Which archives and module packages the cache holds, how big they are,
+//! Which archives, module packages and CLI release files the cache holds, how big they are,
 //! when each was last used and which archives are being sent right now;
 //! and eviction of the least recently used ones when the cache outgrows
 //! `cache.max_size`. (A module package being sent may be evicted: its
@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::address::{ArchiveKey, Module, Version};
+use crate::address::{ArchiveKey, Module, Product, ReleaseFile, Version};
 use crate::metrics::Metrics;
 use crate::store::CachedArchive;
 
@@ -38,6 +38,7 @@ pub type ModuleKey = (Module, Version);
 enum Aged {
     Archive(Arc<ArchiveKey>),
     Module(Arc<ModuleKey>),
+    Release(Arc<ReleaseFile>),
 }
 
 /// Something eviction removed from the index, for the caller to remove
@@ -48,6 +49,8 @@ pub enum Evicted {
     Archive(ArchiveKey),
     /// A module version's package (its pin stays).
     Module(Module, Version),
+    /// A CLI release file (its release's record stays).
+    Release(ReleaseFile),
 }
 
 /// The index. Each key is held once and shared by `entries` (or
@@ -58,6 +61,8 @@ struct Index {
     entries: HashMap<Arc<ArchiveKey>, Entry>,
     /// Module packages.
     modules: HashMap<Arc<ModuleKey>, Entry>,
+    /// CLI release files.
+    releases: HashMap<Arc<ReleaseFile>, Entry>,
     /// Last use and totals of both.
     order: Order,
     /// Counts changes of which archives are held (not of their use).
@@ -153,6 +158,12 @@ impl Index {
         self.order.unplace(&mut self.modules, key)
     }
 
+    /// Indexes a release file of `size` bytes last used at `last_used`.
+    fn insert_release(&mut self, key: &ReleaseFile, size: u64, last_used: u64) {
+        self.order
+            .place(&mut self.releases, key, size, last_used, Aged::Release);
+    }
+
     /// Takes the least recently used archives and packages out of the
     /// index (never `keep`, never an archive being read) until it holds at
     /// most `max` bytes.
@@ -177,6 +188,10 @@ impl Index {
                     Evicted::Module(k.0.clone(), k.1.clone()),
                     self.modules[k.as_ref()].size,
                 ),
+                Aged::Release(k) => (
+                    Evicted::Release(ReleaseFile::clone(k)),
+                    self.releases[k.as_ref()].size,
+                ),
             };
             if named == *keep {
                 continue;
@@ -192,6 +207,9 @@ impl Index {
                 }
                 Evicted::Module(m, v) => {
                     self.remove_module(&(m.clone(), v.clone()));
+                }
+                Evicted::Release(file) => {
+                    self.order.unplace(&mut self.releases, file);
                 }
             }
         }
@@ -213,12 +231,13 @@ pub struct Residency {
 }
 
 impl Residency {
-    /// The residency of the archives `held` and the module packages
-    /// `modules` (each with its size and last use), to be kept under
-    /// `max_size`.
+    /// The residency of the archives `held`, the module packages
+    /// `modules` and the release files `releases` (each with its size and
+    /// last use), to be kept under `max_size`.
     pub fn new(
         held: Vec<CachedArchive>,
         modules: Vec<(ModuleKey, u64, u64)>,
+        releases: Vec<(ReleaseFile, u64, u64)>,
         max_size: Option<bytesize::ByteSize>,
         metrics: Arc<Metrics>,
     ) -> Residency {
@@ -228,6 +247,9 @@ impl Residency {
         }
         for (key, size, last_used) in modules {
             index.insert_module(&key, size, last_used);
+        }
+        for (key, size, last_used) in releases {
+            index.insert_release(&key, size, last_used);
         }
         let residency = Residency {
             max_bytes: max_size.map(|m| m.as_u64()),
@@ -273,7 +295,17 @@ impl Residency {
         grouped
     }
 
-    /// Cached bytes (archives and module packages) and archives.
+    /// The CLI releases whose files the cache holds, with how many files.
+    pub fn held_releases(&self) -> BTreeMap<(Product, Version), usize> {
+        let mut out = BTreeMap::new();
+        for file in self.lock().releases.keys() {
+            *out.entry((file.product, file.version.clone())).or_default() += 1;
+        }
+        out
+    }
+
+    /// Cached bytes (archives, module packages and release files) and
+    /// archives.
     pub fn usage(&self) -> (u64, u64) {
         let index = self.lock();
         (index.order.bytes, index.entries.len() as u64)
@@ -327,10 +359,18 @@ impl Residency {
     /// being read) until the cache fits `cache.max_size`. They leave the
     /// index at once; the caller removes them from the store.
     pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<Evicted> {
+        self.stored_then_evict(&Evicted::Archive(key.clone()), |index| {
+            index.insert(key, size, now_secs());
+        })
+    }
+
+    /// Indexes what was stored (`insert`) and picks what to evict, never
+    /// `keep`, the newly stored item.
+    fn stored_then_evict(&self, keep: &Evicted, insert: impl FnOnce(&mut Index)) -> Vec<Evicted> {
         let mut index = self.lock();
-        index.insert(key, size, now_secs());
+        insert(&mut index);
         let chosen = match self.max_bytes {
-            Some(max) => index.evict_over(max, &Evicted::Archive(key.clone())),
+            Some(max) => index.evict_over(max, keep),
             None => Vec::new(),
         };
         drop(index);
@@ -341,15 +381,21 @@ impl Residency {
     /// Like [`Residency::stored`], for a newly stored module package.
     pub fn stored_module(&self, module: &Module, version: &Version, size: u64) -> Vec<Evicted> {
         let key = (module.clone(), version.clone());
-        let mut index = self.lock();
-        index.insert_module(&key, size, now_secs());
-        let chosen = match self.max_bytes {
-            Some(max) => index.evict_over(max, &Evicted::Module(key.0, key.1)),
-            None => Vec::new(),
-        };
-        drop(index);
-        self.publish();
-        chosen
+        self.stored_then_evict(&Evicted::Module(key.0.clone(), key.1.clone()), |index| {
+            index.insert_module(&key, size, now_secs());
+        })
+    }
+
+    /// Like [`Residency::stored`], for a newly stored release file.
+    pub fn stored_release(&self, file: &ReleaseFile, size: u64) -> Vec<Evicted> {
+        self.stored_then_evict(&Evicted::Release(file.clone()), |index| {
+            index.insert_release(file, size, now_secs());
+        })
+    }
+
+    /// Records a use of a release file of `size` bytes.
+    pub fn release_used(&self, file: &ReleaseFile, size: u64) {
+        self.lock().insert_release(file, size, now_secs());
     }
 
     /// Records a use of a module package of `size` bytes.

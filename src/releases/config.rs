@@ -158,60 +158,68 @@ impl ReleasesConfig {
             if out.iter().any(|s: &Source| s.product == product) {
                 continue;
             }
-            let what = format!("releases.{product}");
-            let given = self.source_config(product);
-            if !matches!(given.list_url.scheme(), "https" | "http") {
-                bail!("{what}.list_url: {} must be an https URL", given.list_url);
-            }
-            if !given.download_url.contains("{artifact}") {
-                bail!(
-                    "{what}.download_url: {:?} must contain {{artifact}} (and usually {{version}})",
-                    given.download_url
-                );
-            }
-            let probe = given
-                .download_url
-                .replace("{version}", "1.0.0")
-                .replace("{artifact}", "file");
-            match Url::parse(&probe) {
-                Ok(u) if matches!(u.scheme(), "https" | "http") => {}
-                _ => bail!(
-                    "{what}.download_url: {:?} is not an https URL template",
-                    given.download_url
-                ),
-            }
-            let versions = given
-                .versions
-                .as_deref()
-                .map(Constraints::parse)
-                .transpose()
-                .with_context(|| format!("{what}.versions"))?;
-            let keys = if given.key_files.is_empty() {
-                let builtin = match product {
-                    Product::Terraform => HASHICORP_KEY,
-                    Product::Tofu => OPENTOFU_KEY,
-                };
-                Keyring::from_armored([builtin]).context("the built-in release key")?
-            } else {
-                let mut texts = Vec::new();
-                for file in &given.key_files {
-                    texts.push(std::fs::read_to_string(file).with_context(|| {
-                        format!("{what}.key_files: reading {}", file.display())
-                    })?);
-                }
-                Keyring::from_armored(texts.iter().map(String::as_str))
-                    .with_context(|| format!("{what}.key_files"))?
-            };
-            out.push(Source {
-                product,
-                list_url: given.list_url.clone(),
-                download_url: given.download_url.clone(),
-                versions,
-                platforms: given.platforms.clone(),
-                keys,
-            });
+            out.push(self.source_for(product)?);
         }
         Ok(out)
+    }
+
+    /// `product`'s source as configured, checked, whether or not
+    /// `products` enables it (`tfmirror verify` checks what the store
+    /// holds of a product no longer served).
+    pub fn source_for(&self, product: Product) -> anyhow::Result<Source> {
+        let what = format!("releases.{product}");
+        let given = self.source_config(product);
+        if !matches!(given.list_url.scheme(), "https" | "http") {
+            bail!("{what}.list_url: {} must be an https URL", given.list_url);
+        }
+        if !given.download_url.contains("{artifact}") {
+            bail!(
+                "{what}.download_url: {:?} must contain {{artifact}} (and usually {{version}})",
+                given.download_url
+            );
+        }
+        let probe = given
+            .download_url
+            .replace("{version}", "1.0.0")
+            .replace("{artifact}", "file");
+        match Url::parse(&probe) {
+            Ok(u) if matches!(u.scheme(), "https" | "http") => {}
+            _ => bail!(
+                "{what}.download_url: {:?} is not an https URL template",
+                given.download_url
+            ),
+        }
+        let versions = given
+            .versions
+            .as_deref()
+            .map(Constraints::parse)
+            .transpose()
+            .with_context(|| format!("{what}.versions"))?;
+        let keys = if given.key_files.is_empty() {
+            let builtin = match product {
+                Product::Terraform => HASHICORP_KEY,
+                Product::Tofu => OPENTOFU_KEY,
+            };
+            Keyring::from_armored([builtin]).context("the built-in release key")?
+        } else {
+            let mut texts = Vec::new();
+            for file in &given.key_files {
+                texts
+                    .push(std::fs::read_to_string(file).with_context(|| {
+                        format!("{what}.key_files: reading {}", file.display())
+                    })?);
+            }
+            Keyring::from_armored(texts.iter().map(String::as_str))
+                .with_context(|| format!("{what}.key_files"))?
+        };
+        Ok(Source {
+            product,
+            list_url: given.list_url.clone(),
+            download_url: given.download_url.clone(),
+            versions,
+            platforms: given.platforms.clone(),
+            keys,
+        })
     }
 }
 

@@ -11,10 +11,12 @@
 //! checksum that does not match answers 502 and keeps nothing.
 //!
 //! - `config`: `[releases]`, the products' sources and keys;
+//! - [`evidence`]: checking a record that did not come from the origin;
 //! - `origin`: reading the origins' version lists as the clients do;
 //! - [`layouts`]: the documents each version manager reads.
 
 pub mod config;
+pub mod evidence;
 pub mod layouts;
 mod origin;
 
@@ -27,7 +29,7 @@ use crate::address::{ArtifactName, Product, ReleaseFile, Version};
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
 use crate::mirror::Mirror;
-use crate::store::{ArchiveReader, ReleaseIndexRecord, ReleaseRecord, StoreError};
+use crate::store::{ArchiveReader, ReleaseIndexRecord, ReleaseRecord, Store, StoreError};
 use crate::upstream::download::{Download, DownloadError};
 use crate::verify::Sha256Sums;
 
@@ -77,6 +79,32 @@ pub enum ReleaseBody {
     Small(Bytes),
     /// A file the store holds.
     Stored(ArchiveReader),
+}
+
+/// Adds `versions` to the stored list of `product`'s releases, so that the
+/// listings name them while no origin answers; says whether it changed.
+pub async fn list_held_versions(
+    store: &dyn Store,
+    product: Product,
+    versions: impl IntoIterator<Item = Version>,
+) -> Result<bool, StoreError> {
+    let mut list = store
+        .read_release_index(product)
+        .await?
+        .unwrap_or(ReleaseIndexRecord {
+            product,
+            fetched_at_ms: 0,
+            versions: std::collections::BTreeMap::new(),
+        });
+    let before = list.versions.len();
+    for v in versions {
+        list.versions.entry(v).or_default();
+    }
+    if list.versions.len() == before {
+        return Ok(false);
+    }
+    store.write_release_index(&list).await?;
+    Ok(true)
 }
 
 /// What kind of file a release's file name is.
@@ -211,6 +239,14 @@ impl Mirror {
                     .await
                     .map_err(|e| self.store_failed("reading a release record", &e))?;
                 if let Some(record) = stored {
+                    // Checked again with the keys configured now: a record
+                    // kept under keys since replaced serves nothing.
+                    let record = evidence::check_record(&source, record).map_err(|e| {
+                        RequestError::VerificationFailed(format!(
+                            "the stored record of {} {version}: {e}",
+                            product.title()
+                        ))
+                    })?;
                     self.note(CacheKind::ReleaseRecord, CacheOutcome::Hit);
                     return Ok(Arc::new(record));
                 }
@@ -262,27 +298,13 @@ impl Mirror {
     /// Adds a version to the stored release list, so that it stays listed
     /// while the origin is away.
     async fn remember_release(&self, product: Product, version: &Version) {
-        let stored = self.store().read_release_index(product).await;
-        let mut list = match stored {
-            Ok(Some(list)) => list,
-            Ok(None) => ReleaseIndexRecord {
-                product,
-                fetched_at_ms: 0,
-                versions: std::collections::BTreeMap::new(),
-            },
+        match list_held_versions(self.store(), product, [version.clone()]).await {
+            Ok(true) => self.release_state().lists.invalidate(&product).await,
+            Ok(false) => {}
             Err(e) => {
-                tracing::warn!(target: RELEASES_LOG, error = %e, "could not read the {product} release list");
-                return;
+                tracing::warn!(target: RELEASES_LOG, error = %e, "could not store the {product} release list");
             }
-        };
-        if list.versions.contains_key(version) {
-            return;
         }
-        list.versions.insert(version.clone(), Vec::new());
-        if let Err(e) = self.store().write_release_index(&list).await {
-            tracing::warn!(target: RELEASES_LOG, error = %e, "could not store the {product} release list");
-        }
-        self.release_state().lists.invalidate(&product).await;
     }
 
     /// One file of a release: the checksums and their signatures from the
@@ -317,6 +339,7 @@ impl Mirror {
         };
         if let Some(body) = self.open_release_file(&file).await? {
             self.note(CacheKind::ReleaseFile, CacheOutcome::Hit);
+            self.release_used(&file, body.size);
             return Ok(ReleaseBody::Stored(body));
         }
         if self.offline() {
@@ -399,6 +422,7 @@ impl Mirror {
             .await
             .map_err(|e| self.store_failed("storing a release file", &e))?;
         self.metrics().release_file_stored();
+        self.release_stored(file, downloaded.size).await;
         tracing::info!(target: RELEASES_LOG, product = %file.product, version = %file.version, file = %file.name, bytes = downloaded.size, "release file verified and stored");
         Ok(())
     }

@@ -90,7 +90,7 @@ fn signature_names(source: &Source, sums_name: &str) -> Vec<String> {
 /// The files published beside a release's checksums that are passed on
 /// unchecked when the origin has them: OpenTofu's cosign signature and
 /// certificate (tenv fetches both before it falls back to OpenPGP).
-fn extra_names(product: Product, sums_name: &str) -> Vec<String> {
+pub(super) fn extra_names(product: Product, sums_name: &str) -> Vec<String> {
     match product {
         Product::Terraform => Vec::new(),
         Product::Tofu => vec![format!("{sums_name}.sig"), format!("{sums_name}.pem")],

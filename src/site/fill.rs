@@ -3,7 +3,8 @@
 //! limits) as the daemon's requests: every archive of the selected provider
 //! versions for the platforms asked for, and every selected registry module
 //! version, packaged and pinned, together with the registry modules those
-//! modules call in turn. Archives and packages already cached are not
+//! modules call in turn, and the selected CLI releases' archives, their
+//! checksums verified with the vendor's key. Archives and packages already cached are not
 //! fetched again, so a second fill transfers nothing and an interrupted one
 //! picks up where it stopped.
 //!
@@ -17,11 +18,14 @@ use std::sync::Arc;
 
 use futures_util::stream::{self, StreamExt};
 
-use super::selection::{ModuleRequirement, Requirement, Selection};
-use crate::address::{ArchiveKey, Module, Provider, Version};
+use super::selection::{ModuleRequirement, ReleaseRequirement, Requirement, Selection};
+use crate::address::{
+    ArchiveKey, ArtifactName, Module, Platform, Product, Provider, ReleaseFile, Version,
+};
 use crate::error::RequestError;
 use crate::mirror::Mirror;
 use crate::module_source::calls::CallsError;
+use crate::releases::ReleaseBody;
 
 pub use crate::mirror::Freshness;
 
@@ -57,6 +61,10 @@ pub struct Summary {
     pub module_versions: usize,
     /// Module versions packaged by this fill.
     pub modules_packaged: usize,
+    /// CLI release files wanted.
+    pub release_files: usize,
+    /// CLI release files downloaded by this fill.
+    pub release_files_downloaded: usize,
     /// What this fill stored, one name each (`provider version platform`,
     /// `module … version`).
     pub stored: Vec<String>,
@@ -84,6 +92,15 @@ impl std::fmt::Display for Summary {
                 self.module_versions,
                 self.modules_packaged,
                 self.module_versions - self.modules_packaged
+            )?;
+        }
+        if self.release_files > 0 {
+            write!(
+                f,
+                ", release files: {} ({} downloaded, {} already cached)",
+                self.release_files,
+                self.release_files_downloaded,
+                self.release_files - self.release_files_downloaded
             )?;
         }
         Ok(())
@@ -246,6 +263,73 @@ impl Fill<'_> {
         }
     }
 
+    /// Fetches the CLI release files `requirements` select: each version's
+    /// checksums, verified, then its archive for each platform asked for.
+    async fn releases(&mut self, mirror: &Arc<Mirror>, requirements: &[ReleaseRequirement]) {
+        for req in requirements {
+            let product = req.product;
+            let list = match mirror.release_list(product).await {
+                Ok(list) => list,
+                Err(e) => {
+                    self.failed(format!("{} releases: {e}", product.title()));
+                    continue;
+                }
+            };
+            let versions: Vec<&Version> = list
+                .versions
+                .keys()
+                .filter(|v| req.constraints.allows(v.semver()))
+                .collect();
+            if versions.is_empty() {
+                self.failed(format!(
+                    "{} releases: no version listed meets {}",
+                    product.title(),
+                    req.constraints
+                ));
+            }
+            for version in versions {
+                for platform in &req.platforms {
+                    self.summary.release_files += 1;
+                    self.release_file(mirror, product, version, platform).await;
+                }
+            }
+        }
+    }
+
+    /// Fetches one release archive unless the store holds it.
+    async fn release_file(
+        &mut self,
+        mirror: &Arc<Mirror>,
+        product: Product,
+        version: &Version,
+        platform: &Platform,
+    ) {
+        let zip = product.zip_name(version, platform);
+        let what = format!("{product} {version} {zip}");
+        let name = match ArtifactName::parse(&zip) {
+            Ok(name) => name,
+            Err(e) => return self.failed(format!("{what}: {e}")),
+        };
+        let file = ReleaseFile {
+            product,
+            version: version.clone(),
+            name: name.clone(),
+        };
+        let held = matches!(mirror.store().open_release_file(&file).await, Ok(Some(_)));
+        match mirror.release_file(product, version, &name).await {
+            Ok(_) if held => self.observer.line(&format!("cached {what}")),
+            Ok(body) => {
+                if let ReleaseBody::Stored(reader) = body {
+                    self.summary.bytes += reader.size;
+                }
+                self.summary.release_files_downloaded += 1;
+                self.observer.line(&format!("stored {what}"));
+                self.summary.stored.push(what);
+            }
+            Err(e) => self.failed(format!("{what}: {e}")),
+        }
+    }
+
     /// The archives `requirements` select, for their platforms.
     async fn archives(
         &mut self,
@@ -319,6 +403,7 @@ pub async fn fill(
         observer,
         freshness,
     };
+    fill.releases(&mirror, &selection.releases).await;
     fill.modules(&mirror, &selection.modules).await;
     let work = fill.archives(&mirror, &selection.providers).await;
     let mut summary = fill.summary;

@@ -1,6 +1,7 @@
 //! What a site holds, as one small, stable JSON document (`tfmirror
 //! inventory`): every provider version with the platforms whose archives
-//! it holds and their hashes, and every module version with its pin. The
+//! it holds and their hashes, every module version with its pin, and every
+//! CLI release file held with its SHA-256. The
 //! connected side reads it to export only what the site lacks (`tfmirror
 //! export --missing-from`); a bundle records what the receiving site holds
 //! once it is imported (its manifest's `covers`), so that the next export
@@ -18,6 +19,11 @@
 //!     "registry.terraform.io/acme/net/aws": {
 //!       "1.0.0": { "h1": "h1:…", "commit": "…" }
 //!     }
+//!   },
+//!   "releases": {
+//!     "terraform": {
+//!       "1.9.5": { "terraform_1.9.5_linux_amd64.zip": "…" }
+//!     }
 //!   }
 //! }
 //! ```
@@ -31,7 +37,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
+use crate::address::{ArchiveKey, ArtifactName, Module, Platform, Product, Provider, Version};
 use crate::store::{ModuleRecord, Store, StoreError};
 
 /// The format this build writes and reads.
@@ -72,7 +78,12 @@ struct Document {
     providers: BTreeMap<String, BTreeMap<Version, BTreeMap<Platform, Vec<String>>>>,
     #[serde(default)]
     modules: BTreeMap<String, BTreeMap<Version, HeldModule>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    releases: HeldReleases,
 }
+
+/// CLI release files, by product and version, each with its SHA-256.
+pub type HeldReleases = BTreeMap<Product, BTreeMap<Version, BTreeMap<ArtifactName, String>>>;
 
 impl From<SiteInventory> for Document {
     fn from(inv: SiteInventory) -> Self {
@@ -88,6 +99,7 @@ impl From<SiteInventory> for Document {
                 .into_iter()
                 .map(|(m, v)| (m.to_string(), v))
                 .collect(),
+            releases: inv.releases,
         }
     }
 }
@@ -102,7 +114,10 @@ impl TryFrom<Document> for SiteInventory {
                 doc.tfmirror_inventory
             ));
         }
-        let mut out = SiteInventory::default();
+        let mut out = SiteInventory {
+            releases: doc.releases,
+            ..SiteInventory::default()
+        };
         for (source, versions) in doc.providers {
             match Provider::from_source(&source) {
                 Ok(p) if p.to_string() == source => {
@@ -134,6 +149,8 @@ pub struct SiteInventory {
     pub providers: BTreeMap<Provider, BTreeMap<Version, BTreeMap<Platform, Vec<String>>>>,
     /// Module versions, with their pins.
     pub modules: BTreeMap<Module, BTreeMap<Version, HeldModule>>,
+    /// CLI release files, with their SHA-256.
+    pub releases: HeldReleases,
 }
 
 /// How an archive or module version of this cache stands against what a
@@ -180,6 +197,16 @@ impl SiteInventory {
                 out.add_module(&pin.module, &pin.version, HeldModule::from(&pin));
             }
         }
+        for (record, files) in store.list_releases().await? {
+            for (name, _) in files {
+                let Ok(name) = ArtifactName::parse(&name) else {
+                    continue;
+                };
+                if let Some(sha256) = crate::releases::evidence::listed_sha256(&record, &name) {
+                    out.add_release_file(record.product, &record.version, name, sha256);
+                }
+            }
+        }
         Ok(out)
     }
 
@@ -201,6 +228,45 @@ impl SiteInventory {
             .entry(module.clone())
             .or_default()
             .insert(version.clone(), held);
+    }
+
+    /// Adds a release file with its SHA-256.
+    pub fn add_release_file(
+        &mut self,
+        product: Product,
+        version: &Version,
+        name: ArtifactName,
+        sha256: String,
+    ) {
+        self.releases
+            .entry(product)
+            .or_default()
+            .entry(version.clone())
+            .or_default()
+            .insert(name, sha256);
+    }
+
+    /// Whether the site holds the release file `name`, whose signed
+    /// checksum here is `sha256`.
+    pub fn release_file(
+        &self,
+        product: Product,
+        version: &Version,
+        name: &ArtifactName,
+        sha256: &str,
+    ) -> AtSite {
+        match self
+            .releases
+            .get(&product)
+            .and_then(|vs| vs.get(version))
+            .and_then(|files| files.get(name))
+        {
+            None => AtSite::Lacks,
+            Some(theirs) if !theirs.is_empty() && theirs != sha256 => {
+                AtSite::Differs(theirs.clone())
+            }
+            Some(_) => AtSite::Holds,
+        }
     }
 
     /// Adds what `other` holds; what both list keeps this one's hashes.
@@ -227,6 +293,29 @@ impl SiteInventory {
                 }
             }
         }
+        for (product, versions) in &other.releases {
+            for (v, files) in versions {
+                for (name, sha256) in files {
+                    let mine = self
+                        .releases
+                        .get(product)
+                        .and_then(|vs| vs.get(v))
+                        .and_then(|fs| fs.get(name));
+                    if mine.is_none_or(String::is_empty) {
+                        self.add_release_file(*product, v, name.clone(), sha256.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    /// How many release files it lists.
+    pub fn release_files(&self) -> usize {
+        self.releases
+            .values()
+            .flat_map(BTreeMap::values)
+            .map(BTreeMap::len)
+            .sum()
     }
 
     /// How many archives and module versions it lists.
@@ -357,6 +446,8 @@ mod tests {
         assert_eq!(back, inv);
         assert_eq!(back.to_json(), json, "stable: the same bytes again");
         assert_eq!(back.counts(), (1, 1));
+        assert_eq!(back.release_files(), 0);
+        assert!(!text.contains("releases"), "no releases, no key: {text}");
 
         assert_eq!(inv.archive(&k, "aa"), AtSite::Holds);
         assert_eq!(inv.archive(&k, "bb"), AtSite::Differs("zh:aa".into()));
@@ -369,6 +460,39 @@ mod tests {
         // Merging keeps known hashes over unknown ones.
         presence.merge(&inv);
         assert_eq!(presence.archive(&k, "bb"), AtSite::Differs("zh:aa".into()));
+    }
+
+    #[test]
+    fn release_files_read_back_and_compare_by_sha256() {
+        let v = Version::parse("1.0.3").unwrap();
+        let zip = ArtifactName::parse("terraform_1.0.3_linux_amd64.zip").unwrap();
+        let mut inv = SiteInventory::default();
+        inv.add_release_file(Product::Terraform, &v, zip.clone(), "aa".into());
+        let text = String::from_utf8(inv.to_json()).unwrap();
+        assert!(
+            text.contains("\"terraform\": {\n      \"1.0.3\": {\n        \"terraform_1.0.3_linux_amd64.zip\": \"aa\""),
+            "{text}"
+        );
+        let back = SiteInventory::from_json(text.as_bytes(), "site.json").unwrap();
+        assert_eq!(back, inv);
+        assert_eq!(back.release_files(), 1);
+        assert_eq!(
+            back.release_file(Product::Terraform, &v, &zip, "aa"),
+            AtSite::Holds
+        );
+        assert_eq!(
+            back.release_file(Product::Terraform, &v, &zip, "bb"),
+            AtSite::Differs("aa".into())
+        );
+        assert_eq!(
+            back.release_file(Product::Tofu, &v, &zip, "aa"),
+            AtSite::Lacks
+        );
+        let mut merged = SiteInventory::default();
+        merged.merge(&back);
+        assert_eq!(merged.release_files(), 1);
+        let bad = "{\"tfmirror_inventory\": 1, \"releases\": {\"packer\": {}}}";
+        assert!(SiteInventory::from_json(bad.as_bytes(), "site.json").is_err());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! What a site needs: providers with version constraints and platforms,
-//! and registry modules with version constraints, read from a sync
+//! registry modules with version constraints, and (in a sync manifest)
+//! Terraform's and OpenTofu's own releases, read from a sync
 //! manifest (TOML), the `[watch]` section of the configuration (the same
 //! entries), a Terraform configuration (the `required_providers` and
 //! `module` blocks of its `.tf` files, and the versions and hashes pinned
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-use crate::address::{Module, Platform, Provider, Version};
+use crate::address::{Module, Platform, Product, Provider, Version};
 use crate::constraints::Constraints;
 
 /// One provider to mirror.
@@ -46,6 +47,17 @@ pub struct ModuleRequirement {
     pub newest_only: bool,
 }
 
+/// CLI releases wanted: a product's versions, for some platforms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReleaseRequirement {
+    /// The product.
+    pub product: Product,
+    /// The versions wanted.
+    pub constraints: Constraints,
+    /// The platforms whose archives are wanted.
+    pub platforms: Vec<Platform>,
+}
+
 /// Everything a manifest or a configuration asks for.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Selection {
@@ -53,6 +65,8 @@ pub struct Selection {
     pub providers: Vec<Requirement>,
     /// The registry modules.
     pub modules: Vec<ModuleRequirement>,
+    /// The CLI releases.
+    pub releases: Vec<ReleaseRequirement>,
 }
 
 /// A sync manifest, as written by operators.
@@ -68,6 +82,26 @@ struct Manifest {
     /// The registry modules.
     #[serde(default)]
     module: Vec<ModuleEntry>,
+    /// The CLI releases.
+    #[serde(default)]
+    release: Vec<ReleaseEntry>,
+}
+
+/// A `[[release]]` entry of a sync manifest: Terraform's or OpenTofu's own
+/// binaries.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReleaseEntry {
+    /// `product`: `terraform` or `tofu`.
+    product: String,
+    /// `versions`: a version constraint in Terraform's syntax; required,
+    /// since every release a product ever made is seldom what a site needs.
+    #[serde(default)]
+    versions: String,
+    /// `platforms`: the platforms wanted, instead of the defaults given
+    /// beside the entries.
+    #[serde(default)]
+    platforms: Option<Vec<String>>,
 }
 
 /// A `[[provider]]` entry of a sync manifest, or a `[[watch.provider]]`
@@ -106,19 +140,65 @@ pub fn from_manifest(path: &Path) -> anyhow::Result<Selection> {
         .with_context(|| format!("reading the manifest {}", path.display()))?;
     let manifest: Manifest = toml::from_str(&text)
         .with_context(|| format!("the manifest {} is not valid", path.display()))?;
-    let selection = from_entries(
+    let mut selection = from_entries(
         &manifest.platforms,
         &manifest.provider,
         &manifest.module,
         "",
     )?;
-    if selection.providers.is_empty() && selection.modules.is_empty() {
+    selection.releases = release_entries(&manifest.platforms, &manifest.release)?;
+    if selection.providers.is_empty()
+        && selection.modules.is_empty()
+        && selection.releases.is_empty()
+    {
         bail!(
-            "the manifest {} lists no [[provider]] and no [[module]]",
+            "the manifest {} lists no [[provider]], [[module]] or [[release]]",
             path.display()
         );
     }
     Ok(selection)
+}
+
+/// An entry's platforms: its own, or the `defaults` given beside the
+/// entries; at least one.
+fn entry_platforms(
+    given: Option<&[String]>,
+    defaults: &[Platform],
+    what: &str,
+) -> anyhow::Result<Vec<Platform>> {
+    let platforms = match given {
+        Some(p) => parse_platforms(p, &format!("{what}: platforms"))?,
+        None => defaults.to_vec(),
+    };
+    if platforms.is_empty() {
+        bail!("{what}: no platforms; give `platforms` beside the entries or in the entry");
+    }
+    Ok(platforms)
+}
+
+/// Reads a manifest's `[[release]]` entries, each with its own platforms
+/// or `platforms`; mistakes are named after the entry.
+fn release_entries(
+    platforms: &[String],
+    entries: &[ReleaseEntry],
+) -> anyhow::Result<Vec<ReleaseRequirement>> {
+    let defaults = parse_platforms(platforms, "platforms")?;
+    let mut out = Vec::new();
+    for (n, entry) in entries.iter().enumerate() {
+        let what = format!("release {} ({})", n + 1, entry.product);
+        let product: Product = entry.product.parse().with_context(|| what.clone())?;
+        if entry.versions.trim().is_empty() {
+            bail!("{what}: give `versions`, a constraint such as \"~> 1.9.0\"");
+        }
+        let constraints = Constraints::parse(&entry.versions).with_context(|| what.clone())?;
+        let platforms = entry_platforms(entry.platforms.as_deref(), &defaults, &what)?;
+        out.push(ReleaseRequirement {
+            product,
+            constraints,
+            platforms,
+        });
+    }
+    Ok(out)
 }
 
 /// Reads manifest entries: `providers` (each with its own platforms, or
@@ -136,13 +216,7 @@ pub fn from_entries(
         let what = format!("{prefix}provider {} ({})", n + 1, entry.source);
         let provider = Provider::from_source(&entry.source).with_context(|| what.clone())?;
         let constraints = Constraints::parse(&entry.versions).with_context(|| what.clone())?;
-        let platforms = match &entry.platforms {
-            Some(p) => parse_platforms(p, &format!("{what}: platforms"))?,
-            None => defaults.clone(),
-        };
-        if platforms.is_empty() {
-            bail!("{what}: no platforms; give `platforms` beside the entries or in the entry");
-        }
+        let platforms = entry_platforms(entry.platforms.as_deref(), &defaults, &what)?;
         out.push(Requirement {
             provider,
             constraints,
@@ -169,6 +243,7 @@ pub fn from_entries(
     Ok(Selection {
         providers: out,
         modules: wanted,
+        releases: Vec::new(),
     })
 }
 
@@ -279,6 +354,7 @@ pub fn from_directory(path: &Path, platforms: &[Platform]) -> anyhow::Result<Sel
     Ok(Selection {
         providers: out,
         modules,
+        releases: Vec::new(),
     })
 }
 
@@ -569,7 +645,11 @@ module "github" {
             ("platforms = []\n[[provider]]\nsource = \"a/b\"\nversion = \"1\"\n", "unknown field"),
             ("[[module]]\nsource = \"a/b\"\n", "module 1"),
             ("[[module]]\nsource = \"a/b/c//sub\"\n", "subdirectory"),
-            ("platforms = []\n", "no [[provider]] and no [[module]]"),
+            ("platforms = []\n", "no [[provider]], [[module]] or [[release]]"),
+            ("[[release]]\nproduct = \"packer\"\nversions = \"1.0\"\n", "release 1 (packer)"),
+            ("platforms = [\"linux_amd64\"]\n[[release]]\nproduct = \"terraform\"\n", "give `versions`"),
+            ("[[release]]\nproduct = \"tofu\"\nversions = \"1.8.0\"\n", "no platforms"),
+            ("platforms = [\"linux_amd64\"]\n[[release]]\nproduct = \"tofu\"\nversions = \">= 1\"\nos = \"linux\"\n", "unknown field"),
         ] {
             std::fs::write(&path, text).unwrap();
             let err = format!("{:#}", from_manifest(&path).unwrap_err());
@@ -581,6 +661,24 @@ module "github" {
         )
         .unwrap();
         let found = from_manifest(&path).unwrap().providers;
+        std::fs::write(
+            &path,
+            "platforms = [\"linux_amd64\"]\n[[release]]\nproduct = \"opentofu\"\nversions = \"~> 1.8.0\"\nplatforms = [\"darwin_arm64\"]\n",
+        )
+        .unwrap();
+        let releases = from_manifest(&path).unwrap().releases;
+        assert_eq!(releases.len(), 1);
+        assert_eq!(releases[0].product, Product::Tofu);
+        assert_eq!(
+            releases[0].platforms,
+            [Platform::parse("darwin_arm64").unwrap()]
+        );
+        assert!(releases[0]
+            .constraints
+            .allows(Version::parse("1.8.3").unwrap().semver()));
+        assert!(!releases[0]
+            .constraints
+            .allows(Version::parse("1.9.0").unwrap().semver()));
         assert_eq!(
             found[0].provider.to_string(),
             "registry.terraform.io/hashicorp/aws"

@@ -169,8 +169,9 @@ impl DiskStore {
             .join(file.name.as_str())
     }
 
-    /// Every release recorded in the cache, with the files held of it.
-    fn release_records(&self) -> io::Result<Vec<HeldRelease>> {
+    /// Every release recorded in the cache, with the files held of it
+    /// (name and size).
+    pub fn release_records(&self) -> io::Result<Vec<HeldRelease>> {
         let pattern = self.root.join("releases/*/*/release.json");
         let mut out = Vec::new();
         for path in glob::glob(&pattern.to_string_lossy())

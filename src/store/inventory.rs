@@ -1,7 +1,7 @@
 //! What the cache holds: a walk over the archive files, for the size gauges,
 //! `tfmirror ls`, the status page, and eviction of the least recently used
-//! archives and module packages when the cache outgrows `cache.max_size`
-//! (`tfmirror gc`).
+//! archives, module packages and CLI release files when the cache outgrows
+//! `cache.max_size` (`tfmirror gc`).
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -9,7 +9,10 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 use super::DiskStore;
-use crate::address::{ArchiveKey, Hostname, Namespace, Platform, Provider, ProviderType, Version};
+use crate::address::{
+    ArchiveKey, ArtifactName, Hostname, Namespace, Platform, Provider, ProviderType, ReleaseFile,
+    Version,
+};
 
 /// One cached archive.
 #[derive(Debug, Clone, Serialize)]
@@ -99,6 +102,8 @@ pub struct Evicted {
     pub archives: Vec<CachedArchive>,
     /// Module packages (their pins stay), with their sizes.
     pub modules: Vec<(crate::store::ModuleRecord, u64)>,
+    /// CLI release files (their releases' records stay), with their sizes.
+    pub releases: Vec<(ReleaseFile, u64)>,
 }
 
 impl Evicted {
@@ -106,6 +111,7 @@ impl Evicted {
     pub fn bytes(&self) -> u64 {
         self.archives.iter().map(|a| a.size).sum::<u64>()
             + self.modules.iter().map(|(_, size)| size).sum::<u64>()
+            + self.releases.iter().map(|(_, size)| size).sum::<u64>()
     }
 }
 
@@ -113,6 +119,30 @@ impl Evicted {
 enum Candidate {
     Archive(CachedArchive),
     Module(crate::store::ModuleRecord, u64),
+    Release(ReleaseFile),
+}
+
+/// The cached release files, with their sizes and last uses (when they
+/// were stored: their files' modification times).
+fn release_files(store: &DiskStore) -> Vec<(ReleaseFile, u64, u64)> {
+    let held = store.release_records().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "could not list the cached CLI releases");
+        Vec::new()
+    });
+    held.into_iter()
+        .flat_map(|(record, files)| {
+            files.into_iter().filter_map(move |(name, size)| {
+                let file = ReleaseFile {
+                    product: record.product,
+                    version: record.version.clone(),
+                    name: ArtifactName::parse(&name).ok()?,
+                };
+                let meta = std::fs::metadata(store.release_file_path(&file)).ok()?;
+                let used = meta.modified().map_or(0, epoch_secs);
+                Some((file, size, used))
+            })
+        })
+        .collect()
 }
 
 /// The cached module packages, with their sizes and last uses (their
@@ -133,13 +163,15 @@ fn module_packages(store: &DiskStore) -> Vec<(crate::store::ModuleRecord, u64, u
         .collect()
 }
 
-/// The bytes the cache's archives and module packages take.
+/// The bytes the cache's archives, module packages and release files take.
 pub fn total_size(store: &DiskStore) -> u64 {
     archives(store).iter().map(|a| a.size).sum::<u64>()
         + module_packages(store).iter().map(|m| m.1).sum::<u64>()
+        + release_files(store).iter().map(|r| r.1).sum::<u64>()
 }
 
-/// Removes least recently used archives and module packages until their
+/// Removes least recently used archives, module packages and release files
+/// until their
 /// total size is at most `max_bytes`, skipping archives `busy` says are in
 /// use. Returns what was removed.
 pub fn evict(store: &DiskStore, max_bytes: u64, busy: impl Fn(&CachedArchive) -> bool) -> Evicted {
@@ -150,6 +182,11 @@ pub fn evict(store: &DiskStore, max_bytes: u64, busy: impl Fn(&CachedArchive) ->
             module_packages(store)
                 .into_iter()
                 .map(|(pin, size, used)| (used, size, Candidate::Module(pin, size))),
+        )
+        .chain(
+            release_files(store)
+                .into_iter()
+                .map(|(file, size, used)| (used, size, Candidate::Release(file))),
         )
         .collect();
     let mut total: u64 = all.iter().map(|c| c.1).sum();
@@ -182,6 +219,15 @@ pub fn evict(store: &DiskStore, max_bytes: u64, busy: impl Fn(&CachedArchive) ->
                 }
                 tracing::info!(module = %pin.module, version = %pin.version, bytes = size, "evicted least recently used module package; its pin stays");
                 removed.modules.push((pin, size));
+            }
+            Candidate::Release(file) => {
+                let path = store.release_file_path(&file);
+                if let Err(e) = std::fs::remove_file(&path) {
+                    tracing::warn!(path = %path.display(), error = %e, "could not evict release file");
+                    continue;
+                }
+                tracing::info!(%file, bytes = size, "evicted least recently used release file; its release's record stays");
+                removed.releases.push((file, size));
             }
         }
         total -= size;

@@ -10,8 +10,11 @@ use anyhow::Context;
 use tokio::runtime::Handle;
 use tokio_util::io::SyncIoBridge;
 
-use super::{entry_dir, module_entry_dir, Manifest, ManifestModule, ManifestVersion, FORMAT, ROOT};
-use crate::address::{ArchiveKey, Platform, Provider, Version};
+use super::{
+    entry_dir, module_entry_dir, Manifest, ManifestModule, ManifestRelease, ManifestVersion,
+    FORMAT, ROOT,
+};
+use crate::address::{ArchiveKey, Platform, Provider, ReleaseFile, Version};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::store::CommandStore;
 use crate::policy::{Gate, Subject};
@@ -44,6 +47,8 @@ pub struct Exported {
     pub archives: usize,
     /// Module versions written.
     pub modules: usize,
+    /// CLI release files written.
+    pub release_files: usize,
     /// Bytes of archives and packages written.
     pub bytes: u64,
     /// What the policy kept out, with the rule and reason.
@@ -57,7 +62,8 @@ pub struct Exported {
 }
 
 /// Writes a bundle of the cached providers (all, or those in `only`) to
-/// `output`, atomically; with no `only`, the cached module packages too.
+/// `output`, atomically; with no `only`, the cached module packages and
+/// CLI release files too.
 /// Versions `policy` denies are left out (and listed in the result), and
 /// with `site` (a delta), what the receiving site holds already. The
 /// manifest records what the site holds once the bundle is imported.
@@ -106,6 +112,24 @@ pub fn export(
         },
     );
     let mut lacks = SiteLacks::default();
+    let releases = if only.is_empty() {
+        runtime
+            .block_on(super::releases::held(store, |record, name, sha256| {
+                let Some(site) = site else {
+                    return true;
+                };
+                let at_site = site.release_file(record.product, &record.version, name, sha256);
+                lacks.keep(at_site, |theirs| {
+                    format!(
+                        "{} {} {name}: the site holds SHA-256 {theirs}, this cache {sha256}",
+                        record.product, record.version
+                    )
+                })
+            }))
+            .with_context(|| format!("listing the CLI releases in {location}"))?
+    } else {
+        Vec::new()
+    };
     if let Some(site) = site {
         modules.retain(|pin| {
             lacks.keep(site.module(pin), |theirs| {
@@ -115,7 +139,7 @@ pub fn export(
                 )
             })
         });
-    } else if chosen.is_empty() && modules.is_empty() {
+    } else if chosen.is_empty() && modules.is_empty() && releases.is_empty() {
         anyhow::bail!(
             "the cache holds no archive of the selected providers that the policy allows"
         );
@@ -134,6 +158,7 @@ pub fn export(
         created_ms: SystemClock.unix_ms(),
         versions: Vec::new(),
         modules: Vec::new(),
+        releases: Vec::new(),
         covers: None,
     };
     let mut records = Vec::new();
@@ -201,6 +226,15 @@ pub fn export(
             size: pin.size,
         });
     }
+    super::releases::cover(&mut covers, &releases);
+    manifest.releases = releases
+        .iter()
+        .map(|(record, files)| ManifestRelease {
+            product: record.product,
+            version: record.version.clone(),
+            files: files.clone(),
+        })
+        .collect();
     manifest.covers = Some(covers);
     let mut done = Exported {
         denied,
@@ -266,6 +300,35 @@ pub fn export(
         })?;
         done.modules += 1;
         done.bytes += entry.size;
+    }
+    for (record, files) in &releases {
+        let base = super::releases::release_entry_dir(record.product, &record.version);
+        append_bytes(
+            &mut tar,
+            &format!("{base}/release.json"),
+            &serde_json::to_vec_pretty(record)?,
+        )?;
+        for (name, size) in files {
+            let file = ReleaseFile {
+                product: record.product,
+                version: record.version.clone(),
+                name: name.clone(),
+            };
+            let opened = runtime
+                .block_on(store.open_release_file(&file))?
+                .with_context(|| format!("{file}: the file is gone from {location}"))?;
+            append_stream(
+                &mut tar,
+                runtime,
+                &format!("{base}/{name}"),
+                *size,
+                mtime,
+                opened,
+            )
+            .with_context(|| format!("writing {file} into the bundle"))?;
+            done.release_files += 1;
+            done.bytes += size;
+        }
     }
     let writer = tar.into_inner().context("finishing the bundle")?;
     let file = writer

@@ -29,11 +29,27 @@ pub struct Imported {
     pub unchanged: usize,
     /// Module packages that matched their pins (new or already cached).
     pub modules: usize,
+    /// CLI releases whose records were verified (new or already cached).
+    pub releases: usize,
     /// Items refused, with the reason.
     pub rejected: Vec<(String, String)>,
     /// What a delta builds on (the manifest's `covers`, beyond what it
     /// carries) that this site does not hold.
     pub not_held: Vec<String>,
+}
+
+/// What an import checks a bundle against: this site's trust in provider
+/// signing keys, its policy, its `[releases]` sources (with their keys),
+/// and the cap on a module package's unpacked size.
+pub struct Checks {
+    /// Which provider signing keys this site trusts.
+    pub trust: TrustPolicy,
+    /// This site's policy.
+    pub policy: Gate,
+    /// The CLI release products this site serves, with their keys.
+    pub releases: Vec<crate::releases::Source>,
+    /// The most a module package may unpack to.
+    pub max_unpacked: u64,
 }
 
 /// Imports a bundle into the cache, whichever backend holds it. Versions
@@ -42,15 +58,18 @@ pub struct Imported {
 /// SHA-256 against its verified record before it is stored; an item that
 /// fails is reported and left out, and nothing already cached is replaced.
 /// Module packages unpack to at most `max_unpacked` bytes when their tree
-/// is checked. Each archive and package is staged on this host's disk only
+/// is checked. A CLI release's record must verify with this site's
+/// `[releases]` keys, and each of its files must match the signed
+/// checksum. Each archive and package is staged on this host's disk only
 /// while it is checked, one at a time.
-pub fn import(
-    store: &CommandStore,
-    trust: &TrustPolicy,
-    policy: &Gate,
-    bundle: &Path,
-    max_unpacked: u64,
-) -> anyhow::Result<Imported> {
+pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Result<Imported> {
+    let Checks {
+        trust,
+        policy,
+        releases,
+        max_unpacked,
+    } = checks;
+    let (trust, policy) = (&trust, &policy);
     let file = File::open(bundle).with_context(|| format!("opening {}", bundle.display()))?;
     let mut tar = tar::Archive::new(BufReader::new(file));
     let mut report = Imported::default();
@@ -68,6 +87,7 @@ pub fn import(
         max_unpacked,
         ..Modules::default()
     };
+    let mut releases = super::releases::Releases::new(releases);
     let entries = tar
         .entries()
         .with_context(|| format!("{} is not a tar file", bundle.display()))?;
@@ -113,6 +133,10 @@ pub fn import(
                 continue;
             }
             modules.entry(store, &mut report, module, version, &leaf, &mut entry);
+            continue;
+        }
+        if let Some(parts) = super::releases::parse_release_path(&path) {
+            releases.entry(store, &mut report, parts, &mut entry);
             continue;
         }
         let Some((provider, version, leaf)) = parse_entry_path(&path) else {
@@ -244,6 +268,7 @@ pub fn import(
             ));
         }
     }
+    releases.finish(store, &manifest.releases, &mut report);
     report.not_held = store
         .wait(not_held(store, &manifest))
         .with_context(|| format!("listing what {} holds", store.location()))?;
@@ -325,6 +350,36 @@ async fn not_held(
             if !carried_modules.contains(&(m, v)) && !held_modules.contains(&(m.clone(), v.clone()))
             {
                 out.push(format!("module {m} {v}"));
+            }
+        }
+    }
+    let carried_files: BTreeSet<String> = manifest
+        .releases
+        .iter()
+        .flat_map(|mr| {
+            mr.files
+                .keys()
+                .map(|name| format!("{} {} {name}", mr.product, mr.version))
+        })
+        .collect();
+    let held_files: BTreeSet<String> = store
+        .store()
+        .list_releases()
+        .await?
+        .iter()
+        .flat_map(|(record, files)| {
+            files
+                .iter()
+                .map(|(name, _)| format!("{} {} {name}", record.product, record.version))
+        })
+        .collect();
+    for (product, versions) in &covers.releases {
+        for (v, files) in versions {
+            for name in files.keys() {
+                let item = format!("{product} {v} {name}");
+                if !carried_files.contains(&item) && !held_files.contains(&item) {
+                    out.push(item);
+                }
             }
         }
     }
@@ -490,7 +545,7 @@ fn import_module(
 
 /// Copies an entry into a staging file of the store while hashing it.
 /// Returns the file and its SHA-256.
-fn stage(
+pub(super) fn stage(
     store: &CommandStore,
     entry: &mut impl Read,
 ) -> Result<(tempfile::TempPath, String), Refusal> {
@@ -555,7 +610,7 @@ async fn store_record(
 }
 
 /// Reads a small entry whole.
-fn read_small(entry: &mut impl Read) -> io::Result<Vec<u8>> {
+pub(super) fn read_small(entry: &mut impl Read) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     entry.take(MAX_RECORD_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_RECORD_BYTES {

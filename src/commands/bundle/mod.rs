@@ -10,6 +10,8 @@
 //! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/<archive>.zip
 //! tfmirror-bundle/modules/<hostname>/<namespace>/<name>/<system>/<version>/module.json
 //! tfmirror-bundle/modules/<hostname>/<namespace>/<name>/<system>/<version>/package.tar.gz
+//! tfmirror-bundle/releases/<product>/<version>/release.json
+//! tfmirror-bundle/releases/<product>/<version>/<file>
 //! ```
 //!
 //! `version.json` is the version's record as the exporting cache keeps it:
@@ -17,7 +19,8 @@
 //! signatures and the signing keys the registry listed. Each record comes
 //! before its archives, so an import can read a bundle in one pass.
 //! `module.json` is a module version's pin (source, commit, tree hash),
-//! before its package.
+//! before its package. `release.json` is a CLI release's record (its
+//! checksum document and signatures), before the files held of it.
 //!
 //! A bundle can carry only what the receiving site lacks (a delta): what
 //! the site holds comes from its inventory (`export --missing-from`) or
@@ -27,19 +30,21 @@
 
 mod export;
 mod import;
+mod releases;
 pub mod static_dir;
 
 pub use export::{export, selected, Exported};
-pub use import::{import, Imported};
+pub use import::{import, Checks, Imported};
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::address::{Module, Platform, Provider, Version};
+use crate::address::{ArtifactName, Module, Platform, Product, Provider, Version};
 use crate::commands::store::CommandStore;
 use crate::config::Config;
 use crate::site::inventory::SiteInventory;
@@ -64,6 +69,9 @@ pub struct Manifest {
     /// The module versions in it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub modules: Vec<ManifestModule>,
+    /// The CLI releases in it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub releases: Vec<ManifestRelease>,
     /// What the receiving site holds once it has imported this bundle and
     /// the ones it builds on: its own contents, and for a delta, what the
     /// site held before (the inventory, or the earlier bundle's `covers`),
@@ -98,6 +106,11 @@ impl Manifest {
                     commit: None,
                 },
             );
+        }
+        for mr in &self.releases {
+            for name in mr.files.keys() {
+                out.add_release_file(mr.product, &mr.version, name.clone(), String::new());
+            }
         }
         out
     }
@@ -155,6 +168,18 @@ pub struct ManifestModule {
     pub version: Version,
     /// The package's size.
     pub size: u64,
+}
+
+/// One CLI release of a [`Manifest`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestRelease {
+    /// The product.
+    pub product: Product,
+    /// The version.
+    pub version: Version,
+    /// The files included, with their sizes.
+    pub files: BTreeMap<ArtifactName, u64>,
 }
 
 /// The bundle directory of a module version.
@@ -255,11 +280,12 @@ pub fn export_command(
                 String::new()
             };
             println!(
-                "wrote {}: {} versions, {} archives, {} module versions, {}{delta_note}",
+                "wrote {}: {} versions, {} archives, {} module versions, {} release files, {}{delta_note}",
                 output.display(),
                 done.versions,
                 done.archives,
                 done.modules,
+                done.release_files,
                 bytesize::ByteSize(done.bytes).display().iec()
             );
         }
@@ -300,9 +326,13 @@ pub fn import_command(
                 config.upstream.reject_expired_keys,
             )?;
             let store = CommandStore::open(config)?;
-            let policy = super::store::gate(config, &store)?;
-            let max_unpacked = config.modules.max_unpacked_size.as_u64();
-            let report = import(&store, &trust, &policy, &path, max_unpacked)?;
+            let checks = Checks {
+                trust,
+                policy: super::store::gate(config, &store)?,
+                releases: config.releases.sources()?,
+                max_unpacked: config.modules.max_unpacked_size.as_u64(),
+            };
+            let report = import(&store, checks, &path)?;
             (report, path, store.location())
         }
         (None, Some(dir)) => {
@@ -324,7 +354,7 @@ pub fn import_command(
             "NOT HELD {item}: this bundle builds on it, but this site does not hold it (did an earlier transfer not arrive?)"
         );
     }
-    let modules = if report.modules > 0 {
+    let mut modules = if report.modules > 0 {
         format!(
             ", {} module versions checked against their pins",
             report.modules
@@ -332,6 +362,13 @@ pub fn import_command(
     } else {
         String::new()
     };
+    if report.releases > 0 {
+        let _ = write!(
+            modules,
+            ", {} CLI releases verified with the [releases] keys",
+            report.releases
+        );
+    }
     println!(
         "imported {} into {location}: {} versions verified, {} archives stored, {} already cached, {} rejected{modules}",
         source.display(),

@@ -29,6 +29,7 @@ fn module_packages_take_their_turn_with_archives() {
     let r = Residency::new(
         held(2, 10),
         vec![(module(0), 5, 0)],
+        Vec::new(),
         Some(bytesize::ByteSize(25)),
         Arc::new(Metrics::new()),
     );
@@ -70,6 +71,7 @@ fn evicts_the_least_recently_used_that_no_one_reads() {
     let r = Residency::new(
         held(5, 10),
         Vec::new(),
+        Vec::new(),
         Some(bytesize::ByteSize(50)),
         Arc::new(Metrics::new()),
     );
@@ -93,6 +95,7 @@ fn uses_in_the_same_second_evict_in_the_order_they_happened() {
     let r = Residency::new(
         Vec::new(),
         Vec::new(),
+        Vec::new(),
         Some(bytesize::ByteSize(20)),
         Arc::new(Metrics::new()),
     );
@@ -104,7 +107,13 @@ fn uses_in_the_same_second_evict_in_the_order_they_happened() {
 
 #[test]
 fn holdings_are_grouped_again_only_when_archives_come_or_go() {
-    let r = Residency::new(held(3, 10), Vec::new(), None, Arc::new(Metrics::new()));
+    let r = Residency::new(
+        held(3, 10),
+        Vec::new(),
+        Vec::new(),
+        None,
+        Arc::new(Metrics::new()),
+    );
     let first = r.holdings();
     assert_eq!(first["r.example/ns/t"].len(), 3);
     r.used(&key(1), 10);
@@ -118,9 +127,44 @@ fn holdings_are_grouped_again_only_when_archives_come_or_go() {
 
 #[test]
 fn use_is_written_to_the_store_at_most_hourly() {
-    let r = Residency::new(Vec::new(), Vec::new(), None, Arc::new(Metrics::new()));
+    let r = Residency::new(
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        None,
+        Arc::new(Metrics::new()),
+    );
     assert!(r.used(&key(1), 5), "first use is written");
     assert!(!r.used(&key(1), 5), "a second use within the hour is not");
     assert_eq!(r.usage(), (5, 1), "an unknown archive joins the index");
     assert!(r.stored(&key(2), 5).is_empty(), "no limit, no eviction");
+}
+
+#[test]
+fn release_files_take_their_turn_and_a_new_one_stays() {
+    let file = |n: u32| crate::address::ReleaseFile {
+        product: crate::address::Product::Terraform,
+        version: crate::address::Version::parse(&format!("1.{n}.0")).unwrap(),
+        name: crate::address::ArtifactName::parse(&format!("terraform_1.{n}.0_linux_amd64.zip"))
+            .unwrap(),
+    };
+    let r = Residency::new(
+        held(1, 10),
+        Vec::new(),
+        vec![(file(0), 10, 0)],
+        Some(bytesize::ByteSize(25)),
+        Arc::new(Metrics::new()),
+    );
+    assert_eq!(r.usage().0, 20);
+    // Archive 0 was just used: the old release file goes; the new one is
+    // never picked.
+    r.used(&key(0), 10);
+    assert_eq!(
+        r.stored_release(&file(1), 10),
+        vec![Evicted::Release(file(0))]
+    );
+    assert_eq!(r.usage().0, 20);
+    // Using a file makes it the most recent.
+    r.release_used(&file(1), 10);
+    assert_eq!(r.stored_release(&file(2), 10), vec![old(0)]);
 }
