@@ -91,6 +91,7 @@ fn version_record() -> VersionRecord {
             document: String::new(),
             signature: String::new(),
             signed_by: String::new(),
+            verification: tfmirror::verify::Verification::Signed,
             keys: Vec::new(),
             key_details: Vec::new(),
         }],

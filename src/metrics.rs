@@ -97,8 +97,11 @@ pub enum PrefetchOutcome {
 /// How a signature check ended.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
 pub enum VerifyOutcome {
-    /// Valid, by a listed key.
+    /// Valid, by a listed or pinned key.
     Valid,
+    /// Keyless: the registry lists no key, and the host is opted in; no
+    /// signature was checked.
+    Keyless,
     /// Refused.
     Invalid,
 }
@@ -219,7 +222,9 @@ pub struct Metrics {
     module_fetches: Family<SourceLabels, Counter>,
     pin_mismatches: Counter,
     release_files: Counter,
-    archive_writes: Family<OutcomeLabels, Counter>,
+    archive_writes: Family<keyless::ArchiveWriteLabels, Counter>,
+    keyless_pin_mismatches: Counter,
+    keyless_versions: Gauge,
     download_claims: Family<OutcomeLabels, Counter>,
     policy_decisions: Family<PolicyLabels, Counter>,
     versions_held: Gauge,
@@ -256,6 +261,8 @@ impl Metrics {
             pin_mismatches: Counter::default(),
             release_files: Counter::default(),
             archive_writes: Family::default(),
+            keyless_pin_mismatches: Counter::default(),
+            keyless_versions: Gauge::default(),
             download_claims: Family::default(),
             policy_decisions: Family::default(),
             versions_held: Gauge::default(),
@@ -350,11 +357,7 @@ impl Metrics {
             "Terraform and OpenTofu release files downloaded, checked against their signed SHA256SUMS and stored",
             m.release_files.clone(),
         );
-        registry.register(
-            "store_archive_writes",
-            "Verified archives this instance stored, by outcome: created (it wrote the object) or existed (an instance sharing the bucket had written the same bytes first)",
-            m.archive_writes.clone(),
-        );
+        keyless::register(&mut registry, &m);
         registry.register(
             "download_claims",
             "Claims to download an archive from its origin, by outcome: granted, or (on a bucket) waited for another instance sharing it that was downloading it",
@@ -429,15 +432,6 @@ impl Metrics {
     /// Counts a release file verified and stored.
     pub fn release_file_stored(&self) {
         self.release_files.inc();
-    }
-
-    /// Counts a verified archive stored: `created` by this instance, or
-    /// found created by another with the same bytes.
-    pub fn archive_written(&self, created: bool) {
-        let outcome = if created { "created" } else { "existed" };
-        self.archive_writes
-            .get_or_create(&OutcomeLabels { outcome })
-            .inc();
     }
 
     /// Counts a claim to download an archive: `granted`, or `waited` for
@@ -579,5 +573,6 @@ impl Drop for InFlight<'_> {
     }
 }
 
+mod keyless;
 #[cfg(test)]
 mod tests;

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::address::{Module, Provider, Version};
 use crate::constraints::Constraints;
 use crate::store::PolicyDecisions;
+use crate::verify::Verification;
 
 /// The name a cooldown's refusal gives as its rule.
 pub const COOLDOWN: &str = "policy.min_age";
@@ -86,6 +87,13 @@ pub struct RuleConfig {
     /// count as the versions they precede would.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub versions: Option<String>,
+    /// `verification`: match only provider versions verified this way:
+    /// `"keyless"` (published without a signing key), `"pinned-key"` or
+    /// `"signed"`. A version's verification is known once its record is
+    /// fetched, so such a rule is passed over when version lists are made
+    /// and decides when the version is asked for by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
     /// `action`: `"allow"` or `"deny"`.
     pub action: Action,
     /// `reason`: why, shown to users whom the rule refuses.
@@ -108,6 +116,7 @@ struct Rule {
     kind: Kind,
     segments: Vec<glob::Pattern>,
     versions: Option<Constraints>,
+    verification: Option<Verification>,
     action: Action,
     reason: String,
 }
@@ -175,7 +184,14 @@ impl Policy {
                 .map(Constraints::parse)
                 .transpose()
                 .with_context(|| format!("{name}: versions"))?;
+            if rule.verification.is_some() && kind == Kind::Module {
+                anyhow::bail!(
+                    "{name}: verification applies to providers; module {:?} is pinned by tfmirror itself",
+                    rule.source
+                );
+            }
             rules.push(Rule {
+                verification: rule.verification,
                 name,
                 kind,
                 segments,
@@ -197,6 +213,11 @@ impl Policy {
     /// cooldown).
     pub fn allows_everything(&self) -> bool {
         self.rules.is_empty() && self.default == Action::Allow && self.min_age_ms.is_none()
+    }
+
+    /// Whether any rule matches by how a version was verified.
+    pub fn has_verification_rules(&self) -> bool {
+        self.rules.iter().any(|r| r.verification.is_some())
     }
 
     /// Whether a cooldown is set.
@@ -259,6 +280,19 @@ impl Policy {
         subject: Subject<'_>,
         version: &Version,
     ) -> Verdict {
+        self.decide_verified(decisions, subject, version, None)
+    }
+
+    /// Decides one version as [`Policy::decide`] does, once it is known how
+    /// the version was verified (`None`: not yet, and rules that name a
+    /// `verification` are passed over).
+    pub fn decide_verified(
+        &self,
+        decisions: &PolicyDecisions,
+        subject: Subject<'_>,
+        version: &Version,
+        verification: Option<Verification>,
+    ) -> Verdict {
         if let Some(decided) = decisions.get(&subject.to_string(), version) {
             let rule = if decided.approved { APPROVED } else { DENIED };
             return Verdict {
@@ -276,7 +310,7 @@ impl Policy {
                 },
             };
         }
-        let (rule, outcome) = self.by_rules(subject, version);
+        let (rule, outcome) = self.by_rules(subject, version, verification);
         Verdict {
             rule: rule.to_owned(),
             explicit: false,
@@ -285,7 +319,12 @@ impl Policy {
     }
 
     /// What the configured rules, else the default, decide.
-    fn by_rules(&self, subject: Subject<'_>, version: &Version) -> (&str, Result<(), Denied>) {
+    fn by_rules(
+        &self,
+        subject: Subject<'_>,
+        version: &Version,
+        verification: Option<Verification>,
+    ) -> (&str, Result<(), Denied>) {
         let (kind, names): (Kind, Vec<&str>) = match subject {
             Subject::Provider(p) => (
                 Kind::Provider,
@@ -312,6 +351,7 @@ impl Policy {
                     .versions
                     .as_ref()
                     .is_none_or(|c| c.includes(version.semver()))
+                && rule.verification.is_none_or(|v| verification == Some(v))
         });
         let (action, rule, reason) = match decided {
             Some(rule) => (rule.action, rule.name.as_str(), rule.reason.as_str()),

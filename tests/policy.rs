@@ -21,6 +21,7 @@ const HOST: &str = "registry.origin.test";
 /// Denies `versions` of `acme/widget`, with a reason.
 fn deny_widget(config: &mut Config, versions: &str) {
     config.policy.rules.push(RuleConfig {
+        verification: None,
         source: format!("{HOST}/acme/widget"),
         versions: Some(versions.into()),
         action: Action::Deny,
@@ -253,7 +254,7 @@ fn publish_later(sc: &Scene) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
-    let sc = listed_once(Some(THREE_DAYS)).await;
+    let sc = Box::pin(listed_once(Some(THREE_DAYS))).await;
     let (m, c) = (&sc.mirror, &sc.client);
     let listed = |doc: serde_json::Value| -> Vec<String> {
         doc["versions"]
@@ -340,7 +341,7 @@ async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_and_deny_reach_a_running_mirror_without_a_restart() {
-    let sc = listed_once(Some(THREE_DAYS)).await;
+    let sc = Box::pin(listed_once(Some(THREE_DAYS))).await;
     let c = &sc.client;
     publish_later(&sc);
     assert_eq!(
@@ -433,7 +434,7 @@ async fn approve_and_deny_reach_a_running_mirror_without_a_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cooldown_crosses_the_air_gap_with_the_first_seen_times() {
     // The connected side has no cooldown, but notes when versions appear.
-    let sc = listed_once(None).await;
+    let sc = Box::pin(listed_once(None)).await;
     let c = &sc.client;
     publish_later(&sc);
     for v in ["1.0.0", "1.1.0"] {

@@ -273,7 +273,11 @@ fn go_field<'a>(
 /// are the empty value, unknown fields are skipped, a wrong type fails the
 /// whole answer), a `null` key in `gpg_public_keys` is a nil pointer they
 /// dereference, and an install needs the platform, the file name, the
-/// three URLs, the checksum and each key's armor.
+/// three URLs and the checksum. A key entry whose armor is empty, `null` or
+/// absent is read by tfmirror as no key at all (the OpenTofu Registry once
+/// sent such entries for keyless providers), so the answer is read and the
+/// version judged keyless later; an armor of another type fails Go's
+/// decoder and the answer.
 fn clients_can_install(doc: &serde_json::Value) -> bool {
     use serde_json::Value;
     let Value::Object(root) = doc else {
@@ -304,7 +308,10 @@ fn clients_can_install(doc: &serde_json::Value) -> bool {
         Value::Object(keys) => match go_field(keys, "gpg_public_keys") {
             Value::Null => true,
             Value::Array(items) => items.iter().all(|item| match item {
-                Value::Object(key) => text(go_field(key, "ascii_armor")),
+                Value::Object(key) => matches!(
+                    go_field(key, "ascii_armor"),
+                    Value::String(_) | Value::Null
+                ),
                 _ => false,
             }),
             _ => false,

@@ -98,7 +98,7 @@ async fn two_instances_fetch_and_store_a_large_archive_once_between_them() {
     // One download from the origin, one object written.
     assert_eq!(origin.hits(&format!("/files/{ARCHIVE}")), 1);
     let (ma, mb) = (a.mirror.metrics().render(), b.mirror.metrics().render());
-    let created = r#"tfmirror_store_archive_writes_total{outcome="created"}"#;
+    let created = r#"tfmirror_store_archive_writes_total{outcome="created",verification="signed"}"#;
     assert_eq!(
         counter(&ma, created) + counter(&mb, created),
         1,

@@ -888,6 +888,7 @@ async fn terraform_passes_over_a_denied_version_through_both_protocols() {
     }
     let mut config = setup.config(&origin, &[], &[PROVIDER_HOST]);
     config.policy.rules.push(tfmirror::policy::RuleConfig {
+        verification: None,
         source: format!("{PROVIDER_HOST}/acme/widget"),
         versions: Some("1.1.0".into()),
         action: tfmirror::policy::Action::Deny,
@@ -1251,5 +1252,68 @@ async fn terraform_follows_redirects_to_the_bucket() {
         metrics.contains("tfmirror_served_bytes_total 0\n"),
         "{metrics}"
     );
+    mirror.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_a_keyless_opentofu_registry_provider_checked_through_the_network_mirror(
+) {
+    let tf = terraform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    origin.use_shape("opentofu-registry");
+    origin.use_download_answer("provider-download-keyless-null.json");
+    let author = Signer::new("Widget Author");
+    let platforms = ["linux_amd64", "darwin_arm64"];
+    let archives = origin.publish("acme", "widget", "1.0.0", &platforms, &author, &[]);
+    let host = "registry.opentofu.org";
+    let source = format!("{host}/acme/widget");
+    let providers = [("widget", source.as_str(), "1.0.0")];
+
+    // Refused by default: init fails, saying why.
+    let mut config = setup.config(&origin, &[], &[host]);
+    let mirror = RunningMirror::start(config.clone()).await;
+    let ws = Workspace::new(&tf, &mirror, &providers);
+    let (ok, out) = ws.init().await;
+    assert!(
+        !ok,
+        "a keyless provider installed without the opt-in:\n{out}"
+    );
+    assert!(out.contains("502"), "{out}");
+    assert!(!ws.installed(&source, "1.0.0", "linux_amd64").exists());
+    mirror.stop().await;
+
+    // Opted in: installed, and the lock file holds the hashes tfmirror
+    // checked.
+    config
+        .upstream
+        .hosts
+        .get_mut(&host.parse().unwrap())
+        .unwrap()
+        .unsigned = tfmirror::verify::Unsigned::Checked;
+    let mirror = RunningMirror::start(config).await;
+    let ws = Workspace::new(&tf, &mirror, &providers);
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init failed:\n{out}");
+    assert!(ws.installed(&source, "1.0.0", "linux_amd64").is_dir());
+    let lock = ws.lock_file();
+    let doc = Client::trusting(&mirror.ca_file)
+        .get(&mirror.url(&format!("/{host}/acme/widget/1.0.0.json")))
+        .await
+        .json();
+    let linux = doc["archives"]["linux_amd64"]["hashes"].as_array().unwrap();
+    let h1 = linux[0].as_str().unwrap();
+    assert!(h1.starts_with("h1:"), "{linux:?}");
+    assert!(lock.contains(h1), "{h1} not in\n{lock}");
+    let zh = format!("zh:{}", sha256_hex(&archives["linux_amd64"]));
+    assert_eq!(linux[1], zh.as_str());
+    // Through a network mirror Terraform records the h1: it computed,
+    // which is the one tfmirror checked and pinned.
+    let pin = widget_pin(&setup.cache_dir(), "1.0.0");
+    assert_eq!(pin["packages"]["linux_amd64"]["h1"], h1);
     mirror.stop().await;
 }

@@ -63,7 +63,7 @@ fn main() {
                 .collect();
             let sums = sums_document(&kind, &v, &archives);
             let signature = signer.sign_binary(&sums);
-            let signed_by = trust
+            let vouched = trust
                 .check(&provider, &sums, &signature, &keys)
                 .expect("the generated signature verifies");
             let mut record = VersionRecord {
@@ -76,7 +76,8 @@ fn main() {
                         .unwrap(),
                     document: String::from_utf8(sums).unwrap(),
                     signature: base64::engine::general_purpose::STANDARD.encode(&signature),
-                    signed_by,
+                    signed_by: vouched.key_id,
+                    verification: vouched.verification,
                     keys: keys.clone(),
                     key_details: Vec::new(),
                 }],

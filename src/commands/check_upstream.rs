@@ -111,7 +111,7 @@ async fn check(
         credentials,
         discovery,
     } = &origin;
-    let trust = TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
+    let trust = config.trust_policy()?;
     let token = credentials.token(host);
     let mut report = Report::default();
     if !config.upstream.allowed_hosts.contains(host) {
@@ -287,7 +287,7 @@ impl ProviderChecks<'_> {
             .iter()
             .map(|k| k.ascii_armor.clone())
             .collect();
-        let signed_by = self
+        let vouched = self
             .trust
             .check(provider, &sums, &sig, &keys)
             .map_err(|e| {
@@ -297,7 +297,13 @@ impl ProviderChecks<'_> {
                 )
             })?;
         let parsed = Sha256Sums::parse(&sums).map_err(|e| format!("{sums_url}: {e}"))?;
-        Ok((parsed, format!("{sums_url} signed by {signed_by}")))
+        Ok((
+            parsed,
+            format!(
+                "{sums_url} {}",
+                vouched.verification.describe(&vouched.key_id)
+            ),
+        ))
     }
 }
 

@@ -6,26 +6,74 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
 use anyhow::Context as _;
 
+use crate::address::{Provider, Version};
 use crate::config::Config;
+
+/// A cached archive as `ls --json` prints it: with how its version was
+/// verified.
+#[derive(serde::Serialize)]
+struct ListedArchive<'a> {
+    #[serde(flatten)]
+    archive: &'a crate::store::CachedArchive,
+    /// `signed`, `pinned-key` or `keyless`; `unknown` when the version's
+    /// record cannot be read, `unsigned-import` for a static import.
+    verification: &'static str,
+    /// The key that signed its SHA256SUMS; empty when keyless.
+    signed_by: String,
+}
 
 /// `tfmirror ls`.
 pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
-    let archives = super::runtime()?.block_on(async {
+    let (archives, labels) = super::runtime()?.block_on(async {
         let store = crate::store::open(config, false)?;
-        store
+        let archives = store
             .list_archives()
             .await
-            .with_context(|| format!("listing the archives in {}", store.location()))
+            .with_context(|| format!("listing the archives in {}", store.location()))?;
+        let mut labels: BTreeMap<(Provider, Version), (&'static str, String)> = BTreeMap::new();
+        for a in &archives {
+            let key = (a.provider.clone(), a.version.clone());
+            if labels.contains_key(&key) {
+                continue;
+            }
+            let label = match store.read_version(&a.provider, &a.version).await {
+                Ok(Some(r)) if r.unsigned_import => ("unsigned-import", String::new()),
+                Ok(Some(r)) => (r.verification().as_str(), r.signed_by().to_owned()),
+                _ => ("unknown", String::new()),
+            };
+            labels.insert(key, label);
+        }
+        anyhow::Ok((archives, labels))
     })?;
+    let label = |a: &crate::store::CachedArchive| {
+        labels
+            .get(&(a.provider.clone(), a.version.clone()))
+            .cloned()
+            .unwrap_or(("unknown", String::new()))
+    };
     if json {
-        println!("{}", serde_json::to_string_pretty(&archives)?);
+        let listed: Vec<ListedArchive<'_>> = archives
+            .iter()
+            .map(|archive| {
+                let (verification, signed_by) = label(archive);
+                ListedArchive {
+                    archive,
+                    verification,
+                    signed_by,
+                }
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&listed)?);
         return Ok(());
     }
-    let rows: Vec<[String; 5]> = archives
+    let rows: Vec<[String; 6]> = archives
         .iter()
         .map(|a| {
+            let (verification, signed_by) = label(a);
             [
                 a.provider.to_string(),
                 a.version.to_string(),
@@ -35,19 +83,37 @@ pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
                     std::time::UNIX_EPOCH + Duration::from_secs(a.last_used),
                 )
                 .to_string(),
+                if signed_by.is_empty() {
+                    verification.to_owned()
+                } else {
+                    format!("{verification} {signed_by}")
+                },
             ]
         })
         .collect();
     print_table(
-        ["PROVIDER", "VERSION", "PLATFORM", "SIZE", "LAST USED"],
+        [
+            "PROVIDER",
+            "VERSION",
+            "PLATFORM",
+            "SIZE",
+            "LAST USED",
+            "VERIFIED",
+        ],
         3,
         &rows,
     );
     let total: u64 = archives.iter().map(|a| a.size).sum();
+    let keyless = archives.iter().filter(|a| label(a).0 == "keyless").count();
     println!(
-        "{} archives, {}",
+        "{} archives, {}{}",
         archives.len(),
-        bytesize::ByteSize(total).display().iec()
+        bytesize::ByteSize(total).display().iec(),
+        if keyless > 0 {
+            format!(", {keyless} of keyless versions (published without a signing key)")
+        } else {
+            String::new()
+        }
     );
     Ok(())
 }
@@ -171,14 +237,14 @@ pub fn releases(config: &Config, json: bool) -> anyhow::Result<()> {
 }
 
 /// Prints rows under a header, in columns; column `right` is right-aligned.
-fn print_table(header: [&str; 5], right: usize, rows: &[[String; 5]]) {
+fn print_table<const N: usize>(header: [&str; N], right: usize, rows: &[[String; N]]) {
     let mut widths = header.map(str::len);
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: [&str; 5]| {
+    let line = |cells: [&str; N]| {
         let mut s = String::new();
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
             if i == right {

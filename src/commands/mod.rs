@@ -10,6 +10,7 @@ pub mod check;
 pub mod check_upstream;
 pub mod gc;
 pub mod inventory;
+pub mod keyless;
 pub mod lock;
 pub mod ls;
 pub mod policy;
@@ -264,6 +265,12 @@ pub enum Command {
         /// Why, kept with the decision.
         #[arg(long, default_value = "")]
         reason: String,
+        /// Also let a keyless provider version be pinned anew: the next
+        /// answer for it that differs from its pin (a documented
+        /// re-publication) replaces the pin instead of being refused.
+        /// Needs `--reason`.
+        #[arg(long)]
+        repin: bool,
     },
     /// Hide one provider or module version (a yanked release, a known-bad
     /// version) without editing the configuration.
@@ -392,15 +399,22 @@ pub fn main() -> ExitCode {
             source,
             version,
             reason,
-        } => load(config.as_deref())
-            .and_then(|c| policy::decide(&c, &source, &version, true, &reason)),
+            repin,
+        } => load(config.as_deref()).and_then(|c| {
+            let decision = if repin {
+                policy::Decision::Repin
+            } else {
+                policy::Decision::Approve
+            };
+            policy::decide(&c, &source, &version, decision, &reason)
+        }),
         Command::Deny {
             config,
             source,
             version,
             reason,
         } => load(config.as_deref())
-            .and_then(|c| policy::decide(&c, &source, &version, false, &reason)),
+            .and_then(|c| policy::decide(&c, &source, &version, policy::Decision::Deny, &reason)),
         Command::Policy {
             action: policy::PolicyCommand::Ls { config },
         } => load(config.as_deref()).and_then(|c| policy::list(&c)),

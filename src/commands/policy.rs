@@ -53,21 +53,54 @@ impl Named {
     }
 }
 
-/// `tfmirror approve` (`approved`) and `tfmirror deny`.
+/// What an operator decided on one version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// `tfmirror approve`.
+    Approve,
+    /// `tfmirror approve --repin`: approved, and a keyless version may be
+    /// pinned anew.
+    Repin,
+    /// `tfmirror deny`.
+    Deny,
+}
+
+/// `tfmirror approve` and `tfmirror deny`.
 pub fn decide(
     config: &Config,
     source: &str,
     version: &str,
-    approved: bool,
+    decision: Decision,
     reason: &str,
 ) -> anyhow::Result<()> {
     let named = Named::parse(source)?;
     let version = Version::parse(version)?;
-    if !approved && reason.trim().is_empty() {
-        anyhow::bail!("give the reason users are shown (--reason)");
+    let approved = decision != Decision::Deny;
+    if decision != Decision::Approve && reason.trim().is_empty() {
+        anyhow::bail!("give the reason (--reason); it is kept with the decision");
     }
     let store = CommandStore::open(config)?;
     let location = store.location();
+    if decision == Decision::Repin {
+        let Named::Provider(provider) = &named else {
+            anyhow::bail!("--repin is for keyless provider versions; modules are pinned by tfmirror's own packaging");
+        };
+        let mut pin = store
+            .wait(crate::store::pins::read(store.store(), provider, &version))
+            .map_err(|e| anyhow::anyhow!("reading the keyless pin in {location}: {e}"))?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{provider} {version} has no keyless pin in {location}: only a version published without a signing key, and pinned on first sight, can be re-pinned"
+                )
+            })?;
+        pin.repin = Some(crate::mirror::keyless::repin_now(
+            reason.trim(),
+            SystemClock.unix_ms(),
+        ));
+        store
+            .wait(crate::store::pins::write(store.store(), &pin))
+            .map_err(|e| anyhow::anyhow!("storing the keyless pin in {location}: {e}"))?;
+    }
     let mut decisions = store
         .wait(store.store().read_decisions())
         .map_err(|e| anyhow::anyhow!("reading the policy decisions in {location}: {e}"))?
@@ -79,11 +112,16 @@ pub fn decide(
         approved,
         reason: reason.trim().to_owned(),
         at_ms: SystemClock.unix_ms(),
+        repin: decision == Decision::Repin,
     });
     store
         .wait(store.store().write_decisions(&decisions))
         .map_err(|e| anyhow::anyhow!("storing the policy decisions in {location}: {e}"))?;
-    let what = if approved { "approved" } else { "denied" };
+    let what = match decision {
+        Decision::Approve => "approved",
+        Decision::Repin => "approved for a re-pin (the next differing answer replaces the pin)",
+        Decision::Deny => "denied",
+    };
     println!(
         "{what} {subject} {version} (in {location}); running instances take it up within seconds"
     );

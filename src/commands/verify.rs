@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::keyless;
 use super::progress::Progress;
 use super::store::CommandStore;
 use super::Refusal;
@@ -170,10 +171,17 @@ fn verify_store(
             continue;
         };
         let mut file = places.checkable(store, opened)?;
-        let checked = match record {
-            Ok(record) => check_archive(record.as_ref(), &key.platform, &mut file, trust),
-            Err(unreadable) => Err(Refusal::from(unreadable.clone())),
-        };
+        let checked =
+            match record {
+                Ok(record) => check_archive(record.as_ref(), &key.platform, &mut file, trust)
+                    .and_then(|()| match record {
+                        Some(r) if keyless::is_keyless(r) => {
+                            check_keyless(store, r, &key, &mut file)
+                        }
+                        _ => Ok(()),
+                    }),
+                Err(unreadable) => Err(Refusal::from(unreadable.clone())),
+            };
         if let Err(Refusal(reason)) = checked {
             let relative = archive_relative(&key);
             places.keep(&mut file, &relative)?;
@@ -296,7 +304,7 @@ fn check_archive(
     } else {
         (
             "signed",
-            crate::store::evidence::check_record(trust, record),
+            crate::store::evidence::check_record(trust, record).map(|_| ()),
         )
     };
     against?;
@@ -340,6 +348,22 @@ fn check_package(
 }
 
 /// The SHA-256 (hex) of a file read from its start.
+/// Holds a keyless version's record and archive to the version's pin:
+/// the record's SHA256SUMS and checksums, the archive's size and `h1:`.
+fn check_keyless(
+    store: &CommandStore,
+    record: &VersionRecord,
+    key: &ArchiveKey,
+    file: &mut File,
+) -> Result<(), Refusal> {
+    keyless::agrees_with_pin(store, record.clone())?;
+    let size = file.metadata().map_err(|e| e.to_string())?.len();
+    let h1 = file.rewind().map_err(|e| e.to_string()).and_then(|()| {
+        verify::h1_of_zip(std::io::BufReader::new(&mut *file)).map_err(|e| e.to_string())
+    })?;
+    keyless::check_archive(store, record, &key.platform, (size, h1))
+}
+
 fn sha256_of(file: &mut File) -> Result<String, Refusal> {
     file.rewind()
         .and_then(|()| verify::sha256_of_reader(file))
@@ -376,8 +400,7 @@ fn summarize(report: &Report, started: std::time::Instant, kept: &Path) -> anyho
 
 /// `tfmirror verify`.
 pub fn command(config: &Config) -> anyhow::Result<()> {
-    let trust =
-        crate::verify::TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
+    let trust = config.trust_policy()?;
     let store = CommandStore::open(config)?;
     let started = std::time::Instant::now();
     let places = Places {

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::address::{Hostname, Platform};
-use crate::verify::TrustRule;
+use crate::verify::{TrustPolicy, TrustRule, Unsigned};
 
 mod storage;
 
@@ -312,6 +312,21 @@ pub struct HostConfig {
     /// `token_file`: a file holding that token, read at start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    /// `unsigned`: what becomes of a provider version this registry
+    /// publishes without a signing key (`signing_keys` null, `[]`, or
+    /// entries with no key): `"refuse"` (the default) or `"checked"`,
+    /// which accepts it once every check that needs no key passed
+    /// (checksums, the `packages` sizes and hashes, a signature file that
+    /// answers) and pins it on first sight, labelled keyless. Allowed only
+    /// for `registry.opentofu.org`, where OpenTofu itself installs such
+    /// providers.
+    #[serde(default, skip_serializing_if = "Unsigned::is_refuse")]
+    pub unsigned: Unsigned,
+    /// `unsigned_sources`: narrows `unsigned = "checked"` to the providers
+    /// matching these `namespace/type` globs, e.g. `["netbirdio/*",
+    /// "openstack/openstack"]`. Default: every provider of the host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsigned_sources: Vec<String>,
 }
 
 /// The platform's per-user directories, or paths under the working
@@ -468,8 +483,9 @@ impl Config {
             }
         }
         self.validate_storage()?;
-        // Compiles the rules (globs, key IDs, key files) to report errors now.
-        crate::verify::TrustPolicy::new(&self.trust, self.upstream.reject_expired_keys)?;
+        // Compiles the rules (globs, key IDs, key files, keyless opt-ins)
+        // to report errors now.
+        self.trust_policy()?;
         crate::policy::Policy::new(&self.policy)?;
         self.watch.selection()?;
         self.releases.sources()?;
@@ -483,6 +499,22 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The signature policy: `[[trust]]`, `upstream.reject_expired_keys`,
+    /// and each host's `unsigned` opt-in.
+    pub fn trust_policy(&self) -> anyhow::Result<TrustPolicy> {
+        let mut trust = TrustPolicy::new(&self.trust, self.upstream.reject_expired_keys)?;
+        for (host, hc) in &self.upstream.hosts {
+            match hc.unsigned {
+                Unsigned::Checked => trust = trust.allow_keyless(host, &hc.unsigned_sources)?,
+                Unsigned::Refuse if !hc.unsigned_sources.is_empty() => bail!(
+                    "upstream.hosts.\"{host}\".unsigned_sources narrows unsigned = \"checked\", which is not set for this host"
+                ),
+                Unsigned::Refuse => {}
+            }
+        }
+        Ok(trust)
     }
 
     fn validate_storage(&self) -> anyhow::Result<()> {

@@ -4,10 +4,11 @@
 //! names the client, the token that opened the mirror (by fingerprint:
 //! tokens have no names, and the token itself is a secret), what was
 //! served and how many bytes; the request's span adds its ID and cache
-//! outcome (`hit`, `miss`).
+//! outcome (`hit`, `miss`). A provider archive's event says how its version
+//! was verified, so that keyless versions stand out in the trail.
 
 use crate::address::{ArchiveKey, Module, Version};
-use crate::verify;
+use crate::verify::{self, Verification};
 
 /// The target of the audit events.
 pub const AUDIT_LOG: &str = "tfmirror::audit";
@@ -29,8 +30,15 @@ pub fn token_fingerprint(authorization: Option<&str>) -> Option<String> {
     Some(format!("sha256:{}", &digest[..12]))
 }
 
-/// Records one served artifact.
-pub fn record(served: &Served, client: &str, token: Option<&str>, bytes: Option<u64>) {
+/// Records one served artifact; a provider archive with how its version
+/// was verified (`signed`, `pinned-key`, `keyless`).
+pub fn record(
+    served: &Served,
+    client: &str,
+    token: Option<&str>,
+    bytes: Option<u64>,
+    verification: Option<Verification>,
+) {
     let token = token.unwrap_or("-");
     let bytes = bytes.unwrap_or(0);
     match served {
@@ -42,6 +50,7 @@ pub fn record(served: &Served, client: &str, token: Option<&str>, bytes: Option<
             source = %key.provider,
             version = %key.version,
             platform = %key.platform,
+            verification = verification.map_or("-", Verification::as_str),
             bytes,
             "served"
         ),

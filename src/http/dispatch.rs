@@ -102,7 +102,15 @@ pub async fn handle<B>(
                 .get(header::CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
                 .or_else(|| http_body::Body::size_hint(response.body()).exact());
-            super::audit::record(&served, &client, token.as_deref(), bytes);
+            let verification = match &served {
+                super::audit::Served::Archive(key) => {
+                    app.mirror
+                        .held_verification(&key.provider, &key.version)
+                        .await
+                }
+                super::audit::Served::Package(..) => None,
+            };
+            super::audit::record(&served, &client, token.as_deref(), bytes, verification);
         }
         let took = started.elapsed();
         let status = response.status().as_u16();

@@ -182,6 +182,7 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
     html.push_str("</tbody></table>\n");
     modules_table(&mut html, app, auth_on && !authorized);
     held_back_table(&mut html, app, auth_on && !authorized);
+    super::keyless_section::keyless_section(&mut html, app, auth_on && !authorized);
     watch_section(&mut html, app, auth_on && !authorized);
     html.push_str("</body></html>\n");
     with_type(
@@ -437,7 +438,7 @@ fn host_blocks(app: &App, scheme: &str, authority: &str) -> String {
 }
 
 /// Escapes text for HTML.
-fn escape(s: &str) -> String {
+pub(super) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

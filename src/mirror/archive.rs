@@ -27,6 +27,7 @@ use crate::policy::Subject;
 use crate::store::VersionRecord;
 use crate::store::{ArchiveSource, Claim, StoreError};
 use crate::upstream::download::{Download, DownloadError};
+use crate::verify::Verification;
 
 mod arrivals;
 
@@ -450,7 +451,12 @@ impl Mirror {
             }
             Err(e) => return Err(RequestError::download(&e, &what)),
         };
-        if downloaded.sha256 != pkg.sha256 {
+        if record.verification() == Verification::Keyless {
+            // Nothing signed vouches for it: its pin, and every size and
+            // hash reported, must hold before readers may finish.
+            self.check_keyless_download(&record, key, &staged, &downloaded.sha256, downloaded.size)
+                .await?;
+        } else if downloaded.sha256 != pkg.sha256 {
             return Err(RequestError::VerificationFailed(format!(
                 "{what}: the downloaded archive's SHA-256 {} does not match the signed SHA256SUMS ({}); nothing was stored",
                 downloaded.sha256, pkg.sha256
@@ -466,7 +472,8 @@ impl Mirror {
         drop(file);
         let h1 = match self.store.keep_archive(staged, key).await {
             Ok(kept) => {
-                self.metrics.archive_written(kept.created);
+                self.metrics
+                    .archive_written(kept.created, record.verification());
                 kept.h1
             }
             Err(StoreError::NotAnArchive(e)) => {

@@ -11,6 +11,12 @@
 //! hash for every platform the signed document lists. The download answer
 //! carries OpenTofu's `packages` field too ([`super::packages`]), so that
 //! an OpenTofu client records every platform's `h1:` as well.
+//!
+//! A keyless version (published without a signing key) is passed on as
+//! such: no key is ever added to its `signing_keys`, its signature file is
+//! served as the origin published it, and the version list's `warnings`
+//! tell users which versions are keyless and what tfmirror checked
+//! instead.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -116,7 +122,23 @@ impl Mirror {
                     .collect(),
             })
             .collect();
-        let warnings = denied.iter().map(ToString::to_string).collect();
+        let mut warnings: Vec<String> = denied.iter().map(ToString::to_string).collect();
+        let keyless: Vec<String> = self
+            .keyless_of(provider)
+            .iter()
+            .filter(|v| index.versions.contains_key(*v))
+            .map(ToString::to_string)
+            .collect();
+        if !keyless.is_empty() {
+            warnings.push(format!(
+                "{provider} {} published without a signing key: signature validation was skipped by the registry. tfmirror checked the SHA256SUMS, shasum, sizes and h1: hashes, required the signature file, and pinned each such version on first sight",
+                if keyless.len() == 1 {
+                    format!("version {} is", keyless[0])
+                } else {
+                    format!("versions {} are", keyless.join(", "))
+                }
+            ));
+        }
         Ok(to_json(&VersionsDocument { versions, warnings }))
     }
 

@@ -31,7 +31,11 @@ impl Mirror {
         self.decisions
             .get_with((), async {
                 match self.store.read_decisions().await {
-                    Ok(found) => Arc::new(found.unwrap_or_default()),
+                    Ok(found) => {
+                        let found = found.unwrap_or_default();
+                        self.take_up_repins(&found).await;
+                        Arc::new(found)
+                    }
                     Err(e) => {
                         tracing::error!(error = %e, "cannot read the policy decisions (tfmirror approve, tfmirror deny); applying the configured rules alone");
                         Arc::default()
@@ -39,6 +43,34 @@ impl Mirror {
                 }
             })
             .await
+    }
+
+    /// Refuses a provider version that a rule naming its verification
+    /// (`verification = "keyless"`) denies, once the version's record says
+    /// how it was verified; counts the decision.
+    pub(super) async fn permit_verified(
+        &self,
+        provider: &Provider,
+        version: &Version,
+        verification: crate::verify::Verification,
+    ) -> Result<(), RequestError> {
+        if !self.policy.has_verification_rules() {
+            return Ok(());
+        }
+        let decisions = self.decisions().await;
+        let verdict = self.policy.decide_verified(
+            &decisions,
+            Subject::Provider(provider),
+            version,
+            Some(verification),
+        );
+        match &verdict.outcome {
+            Ok(()) => self.metrics.policy_decision("allow", &verdict.rule),
+            Err(denied) => self.metrics.policy_decision("deny", &denied.rule),
+        }
+        verdict
+            .outcome
+            .map_err(|denied| RequestError::Denied(denied.to_string()))
     }
 
     /// Refuses a version the policy denies or holds back; counts the

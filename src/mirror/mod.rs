@@ -14,6 +14,8 @@
 //!   domain forgetting what it owned;
 //! - `gate`: the policy applied to every answer (denied versions left out
 //!   of lists and refused when asked for);
+//! - [`keyless`]: versions published without a signing key, pinned on
+//!   first sight and held to their pins;
 //! - [`lockfile`]: lock file blocks with every platform's hashes;
 //! - [`packages`]: every platform's hashes and size at once, for the
 //!   facade's `packages` field (sizes learned from the origin once);
@@ -31,6 +33,7 @@ pub mod documents;
 mod eviction;
 pub mod facade;
 mod gate;
+pub mod keyless;
 mod listing;
 pub mod lockfile;
 pub mod module_proxy;
@@ -183,6 +186,8 @@ pub struct Mirror {
     modules: module_proxy::ModuleState,
     /// The CLI releases' own state.
     releases: crate::releases::ReleaseState,
+    /// Keyless versions' pins and the answers that differed from them.
+    keyless: keyless::KeylessState,
 }
 
 impl Mirror {
@@ -259,7 +264,11 @@ impl Mirror {
             config.cache.max_size,
             metrics.clone(),
         );
-        let trust = TrustPolicy::new(&config.trust, config.upstream.reject_expired_keys)?;
+        let trust = config.trust_policy()?;
+        let keyless = crate::store::pins::list(store.as_ref())
+            .await
+            .with_context(|| format!("listing the keyless pins in {}", store.location()))?;
+        metrics.set_keyless_versions(keyless.len());
         let policy = crate::policy::Policy::new(&config.policy)?;
         let fetcher = crate::module_source::Fetcher::new(
             &config,
@@ -270,6 +279,7 @@ impl Mirror {
 
         let releases = crate::releases::ReleaseState::new(&config.releases)?;
         Ok(Mirror {
+            keyless: keyless::KeylessState::new(keyless),
             releases,
             modules: module_proxy::ModuleState::new(fetcher, pins),
             health: StoreHealth::new(),

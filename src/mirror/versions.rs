@@ -17,7 +17,7 @@ use crate::metrics::{CacheKind, CacheOutcome, PrefetchOutcome, VerifyOutcome};
 use crate::policy::Subject;
 use crate::store::{IndexRecord, KeyDetails, PackageRecord, SignedSums, VersionRecord};
 use crate::upstream::{registry, UpstreamError};
-use crate::verify::Sha256Sums;
+use crate::verify::{Sha256Sums, Verification};
 
 /// The platforms asked for when a registry does not list a version's
 /// platforms: those Terraform and OpenTofu are released for.
@@ -139,6 +139,8 @@ impl Mirror {
                 self.load_version(provider, version)
             })
             .await?;
+        self.permit_verified(provider, version, value.verification())
+            .await?;
         if found {
             self.note(CacheKind::Version, CacheOutcome::Hit);
         } else {
@@ -188,6 +190,9 @@ impl Mirror {
                     ttl: None,
                 });
             }
+            Ok(Some(rec)) if self.repin_pending(&rec) && !self.offline() => {
+                tracing::info!(%provider, %version, "a re-pin of this keyless version was approved; fetching it again");
+            }
             Ok(Some(rec)) => match self.recheck(&rec) {
                 Ok(()) => {
                     self.note(CacheKind::Version, CacheOutcome::Hit);
@@ -232,6 +237,11 @@ impl Mirror {
         };
         self.note(CacheKind::Version, CacheOutcome::Miss);
         let (record, complete) = self.fetch_version(provider, version, platforms).await?;
+        if record.verification() == Verification::Keyless {
+            // Pinned on first sight, complete or not; refused when it
+            // differs from the pin.
+            self.pin_keyless(&record).await?;
+        }
         if complete {
             match self.store.write_version(&record).await {
                 Ok(()) => self.health.succeeded(),
@@ -285,7 +295,8 @@ impl Mirror {
         .await;
 
         let mut complete = true;
-        let mut refusals: Vec<String> = Vec::new();
+        // The same reason for several platforms is said once.
+        let mut refusals: BTreeMap<String, Vec<Platform>> = BTreeMap::new();
         let mut outages: Vec<String> = Vec::new();
         let mut record = VersionRecord {
             provider: provider.clone(),
@@ -322,14 +333,24 @@ impl Mirror {
                     outages.push(format!("{platform}: {reason}"));
                 }
                 Err(refused) => {
-                    refusals.push(format!("{platform}: {refused}"));
+                    refusals
+                        .entry(refused.to_string())
+                        .or_default()
+                        .push(platform);
                 }
             }
         }
         if !refusals.is_empty() {
+            let said: Vec<String> = refusals
+                .iter()
+                .map(|(reason, platforms)| {
+                    let names: Vec<&str> = platforms.iter().map(Platform::as_str).collect();
+                    format!("{}: {reason}", names.join(", "))
+                })
+                .collect();
             return Err(RequestError::VerificationFailed(format!(
                 "{what} failed verification, nothing was stored: {}",
-                refusals.join("; ")
+                said.join("; ")
             )));
         }
         if record.packages.is_empty() && !outages.is_empty() {
@@ -456,7 +477,7 @@ impl Mirror {
     /// Checks a stored version record's evidence against today's trust
     /// policy.
     fn recheck(&self, record: &VersionRecord) -> Result<(), crate::store::evidence::Rejected> {
-        crate::store::evidence::check_record(&self.trust, record)
+        crate::store::evidence::check_record(&self.trust, record).map(|_| ())
     }
 
     async fn fetch_signed_sums(
@@ -473,21 +494,27 @@ impl Mirror {
         );
         let (sums, _) = sums.map_err(|e| Failure::from_upstream(&e))?;
         let (sig, _) = sig.map_err(|e| Failure::from_upstream(&e))?;
-        let signed_by = self
+        let vouched = self
             .trust
             .check(provider, &sums, &sig, &keys)
             .map_err(|e| {
                 self.metrics.verification(VerifyOutcome::Invalid);
                 Failure::Signature(e)
             })?;
-        self.metrics.verification(VerifyOutcome::Valid);
+        self.metrics
+            .verification(if vouched.verification == Verification::Keyless {
+                VerifyOutcome::Keyless
+            } else {
+                VerifyOutcome::Valid
+            });
         let document = String::from_utf8(sums.to_vec())
             .map_err(|_| Failure::Sums(crate::verify::SumsError::NotText))?;
         Ok(SignedSums {
             url: sums_url.clone(),
             document,
             signature: base64::engine::general_purpose::STANDARD.encode(&sig),
-            signed_by,
+            signed_by: vouched.key_id,
+            verification: vouched.verification,
             keys,
             key_details,
         })

@@ -8,6 +8,7 @@ fn policy(default: Action, rules: &[(&str, Option<&str>, Action, &str)]) -> Poli
         rules: rules
             .iter()
             .map(|(source, versions, action, reason)| RuleConfig {
+                verification: None,
                 source: (*source).into(),
                 versions: versions.map(Into::into),
                 action: *action,
@@ -118,12 +119,14 @@ fn a_bad_rule_is_refused_naming_it() {
             min_age: None,
             rules: vec![
                 RuleConfig {
+                    verification: None,
                     source: "hashicorp/*".into(),
                     versions: None,
                     action: Action::Allow,
                     reason: String::new(),
                 },
                 RuleConfig {
+                    verification: None,
                     source: source.into(),
                     versions: versions.map(Into::into),
                     action: Action::Deny,
@@ -194,6 +197,7 @@ fn an_operators_decision_on_one_version_comes_first() {
     let aws = provider("hashicorp/aws");
     let mut decisions = PolicyDecisions::default();
     let decide = |approved: bool, version: &str| crate::store::PolicyDecision {
+        repin: false,
         subject: aws.to_string(),
         version: v(version),
         approved,
@@ -221,4 +225,52 @@ fn an_operators_decision_on_one_version_comes_first() {
     assert!(p
         .check(&decisions, Subject::Provider(&aws), &v("5.1.0"))
         .is_err());
+}
+
+#[test]
+fn rules_naming_a_verification_decide_once_it_is_known() {
+    let config: PolicyConfig = toml::from_str(
+        r#"
+        [[rule]]
+        source = "registry.opentofu.org/netbirdio/*"
+        verification = "keyless"
+        action = "allow"
+        [[rule]]
+        source = "registry.opentofu.org/*/*"
+        verification = "keyless"
+        action = "deny"
+        reason = "keyless providers only from vetted namespaces"
+        "#,
+    )
+    .unwrap();
+    let p = Policy::new(&config).unwrap();
+    assert!(p.has_verification_rules());
+    let none = PolicyDecisions::default();
+    let netbird = provider("registry.opentofu.org/netbirdio/netbird");
+    let other = provider("registry.opentofu.org/acme/widget");
+    let decide = |who: &Provider, how: Option<Verification>| {
+        p.decide_verified(&none, Subject::Provider(who), &v("1.0.0"), how)
+            .outcome
+    };
+    // Passed over while the verification is unknown (version lists).
+    assert!(decide(&other, None).is_ok());
+    assert!(decide(&other, Some(Verification::Signed)).is_ok());
+    assert!(decide(&netbird, Some(Verification::Keyless)).is_ok());
+    let denied = decide(&other, Some(Verification::Keyless)).unwrap_err();
+    assert_eq!(denied.rule, "policy.rule[1]");
+    assert!(denied.to_string().contains("vetted namespaces"));
+    // Modules are pinned by the mirror itself: no verification rule.
+    let err = Policy::new(
+        &toml::from_str::<PolicyConfig>(
+            "[[rule]]\nsource = \"*/acme/*/*\"\nverification = \"keyless\"\naction = \"deny\"\n",
+        )
+        .unwrap(),
+    )
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("verification applies to providers"));
+    let err = toml::from_str::<PolicyConfig>(
+        "[[rule]]\nsource = \"a/b\"\nverification = \"unsigned\"\naction = \"deny\"\n",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("unknown variant"), "{err}");
 }

@@ -366,6 +366,33 @@ impl Store for DiskStore {
         Ok(self.write_json(&path, record)?)
     }
 
+    async fn read_document(&self, path: &[&str]) -> Result<Option<Vec<u8>>, StoreError> {
+        let file: PathBuf = path.iter().fold(self.root.clone(), |p, s| p.join(s));
+        match tokio::fs::read(file).await {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn write_document(&self, path: &[&str], bytes: Vec<u8>) -> Result<(), StoreError> {
+        let file: PathBuf = path.iter().fold(self.root.clone(), |p, s| p.join(s));
+        let tmp = self.tmp.clone();
+        tokio::task::spawn_blocking(move || atomic::write(&tmp, &file, &bytes))
+            .await
+            .map_err(io::Error::other)??;
+        Ok(())
+    }
+
+    async fn list_documents(&self, top: &str) -> Result<Vec<Vec<String>>, StoreError> {
+        let base = self.root.clone();
+        let top = top.to_owned();
+        let found = tokio::task::spawn_blocking(move || documents_below(&base, &top))
+            .await
+            .map_err(io::Error::other)??;
+        Ok(found)
+    }
+
     fn archive_file(&self, key: &ArchiveKey) -> Option<PathBuf> {
         let path = self.archive_path(&key.provider, &key.version, &key.platform);
         path.is_file().then_some(path)
@@ -584,4 +611,33 @@ async fn open_file(path: &Path) -> Result<Option<ArchiveReader>, StoreError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The paths (segments below `root`) of the files below `root/top`.
+fn documents_below(root: &Path, top: &str) -> io::Result<Vec<Vec<String>>> {
+    let mut out = Vec::new();
+    let mut stack = vec![vec![top.to_owned()]];
+    while let Some(dir) = stack.pop() {
+        let path: PathBuf = dir.iter().fold(root.to_path_buf(), |p, s| p.join(s));
+        let entries = match std::fs::read_dir(&path) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let mut below = dir.clone();
+            below.push(name);
+            if entry.file_type()?.is_dir() {
+                stack.push(below);
+            } else {
+                out.push(below);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }

@@ -7,7 +7,7 @@ use base64::Engine;
 
 use super::VersionRecord;
 use crate::address::Platform;
-use crate::verify::{Sha256Sums, TrustPolicy};
+use crate::verify::{Sha256Sums, TrustPolicy, Verification};
 
 /// Why a record's evidence does not count.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,23 +37,29 @@ pub enum Rejected {
     },
 }
 
-/// Checks a signed version record's evidence. Records of unsigned imports
-/// have none and fail.
-pub fn check_record(trust: &TrustPolicy, record: &VersionRecord) -> Result<(), Rejected> {
+/// Checks a signed version record's evidence, and says how it is
+/// verified under today's policy (the weakest label of its documents). A
+/// keyless record counts only where its host is opted in for it; records
+/// of unsigned imports have no evidence and fail.
+pub fn check_record(trust: &TrustPolicy, record: &VersionRecord) -> Result<Verification, Rejected> {
     if record.unsigned_import {
         return Err(Rejected::UnsignedImport);
     }
     let mut parsed = Vec::with_capacity(record.sums.len());
+    let mut label = None;
     for signed in &record.sums {
         let signature = base64::engine::general_purpose::STANDARD
             .decode(&signed.signature)
             .map_err(|_| Rejected::NotBase64)?;
-        trust.check(
+        let vouched = trust.check(
             &record.provider,
             signed.document.as_bytes(),
             &signature,
             &signed.keys,
         )?;
+        label = Some(label.map_or(vouched.verification, |l: Verification| {
+            l.weaker(vouched.verification)
+        }));
         parsed.push(Sha256Sums::parse(signed.document.as_bytes())?);
     }
     for (platform, pkg) in &record.packages {
@@ -67,5 +73,5 @@ pub fn check_record(trust: &TrustPolicy, record: &VersionRecord) -> Result<(), R
             });
         }
     }
-    Ok(())
+    Ok(label.unwrap_or_default())
 }

@@ -14,6 +14,7 @@ mod disk;
 pub mod evidence;
 pub mod health;
 pub mod inventory;
+pub mod pins;
 pub mod records;
 mod s3;
 
@@ -32,8 +33,9 @@ use crate::config::{Config, StorageBackend};
 pub use disk::{h1_of_file, DiskStore};
 pub use inventory::CachedArchive;
 pub use records::{
-    IndexRecord, KeyDetails, ModuleIndexRecord, ModuleRecord, PackageRecord, PolicyDecision,
-    PolicyDecisions, ReleaseIndexRecord, ReleaseRecord, SignedSums, VersionRecord,
+    IndexRecord, KeyDetails, KeylessPin, ModuleIndexRecord, ModuleRecord, PackageRecord,
+    PinnedPackage, PolicyDecision, PolicyDecisions, ReleaseIndexRecord, ReleaseRecord, Repin,
+    SignedSums, VersionRecord,
 };
 pub use s3::S3Store;
 
@@ -288,6 +290,17 @@ pub trait Store: Send + Sync {
 
     /// Stores the versions an operator approved or denied by name.
     async fn write_decisions(&self, record: &PolicyDecisions) -> Result<(), StoreError>;
+
+    /// A small record kept at `path` (segments below the store's root,
+    /// each a validated name), such as a keyless version's pin
+    /// ([`pins`]); `None` when there is none.
+    async fn read_document(&self, path: &[&str]) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Keeps a small record at `path`, replacing it whole.
+    async fn write_document(&self, path: &[&str], bytes: Vec<u8>) -> Result<(), StoreError>;
+
+    /// The paths of every record kept below the folder `top`.
+    async fn list_documents(&self, top: &str) -> Result<Vec<Vec<String>>, StoreError>;
 
     /// The file on this machine that holds a stored archive, where the
     /// store keeps archives as files (so that a copy can be a hard link);

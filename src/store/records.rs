@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::address::{Module, Platform, Provider, Version};
+use crate::verify::Verification;
 
 /// A provider's versions and their platforms, as the origin last listed them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,6 +55,80 @@ pub struct VersionRecord {
     pub evicted_ms: BTreeMap<Platform, u64>,
 }
 
+impl VersionRecord {
+    /// How the version was verified: the weakest label of its SHA256SUMS
+    /// documents.
+    pub fn verification(&self) -> Verification {
+        self.sums
+            .iter()
+            .map(|s| s.verification)
+            .reduce(Verification::weaker)
+            .unwrap_or_default()
+    }
+
+    /// The key that signed the version's first SHA256SUMS, or empty.
+    pub fn signed_by(&self) -> &str {
+        self.sums.first().map_or("", |s| s.signed_by.as_str())
+    }
+}
+
+/// What the mirror saw when it first accepted a keyless provider version:
+/// the pin every later answer for that version must match, since nothing
+/// else vouches for it (the registry promises that published versions
+/// never change). Kept apart from the version record, so that it outlives
+/// a record fetched again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeylessPin {
+    /// The provider.
+    pub provider: Provider,
+    /// The version.
+    pub version: Version,
+    /// SHA-256 of the SHA256SUMS document (lowercase hex).
+    pub sums_sha256: String,
+    /// Where the document was read.
+    pub sums_url: Url,
+    /// Each platform's package as first seen.
+    pub packages: BTreeMap<Platform, PinnedPackage>,
+    /// When the version was first pinned, in milliseconds since the Unix
+    /// epoch.
+    pub pinned_at_ms: u64,
+    /// An operator's leave to pin the version anew (`tfmirror approve
+    /// --repin`): the next answer that differs replaces the pin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repin: Option<Repin>,
+    /// The SHA256SUMS digests replaced by re-pins, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced: Vec<Repin>,
+}
+
+/// One platform of a [`KeylessPin`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedPackage {
+    /// The archive's file name.
+    pub filename: String,
+    /// Its SHA-256, as the registry's `shasum` and SHA256SUMS gave it.
+    pub sha256: String,
+    /// Its size, once known (from `packages`, or from the archive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Its `h1:` hash, once known (from `packages`, or from the archive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h1: Option<String>,
+}
+
+/// A re-pin an operator allowed: why, when, and (once done) what it
+/// replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repin {
+    /// Why, as given to `tfmirror approve --repin --reason`.
+    pub reason: String,
+    /// When it was allowed, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// The SHA256SUMS digest it replaced (set once it is done).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub replaced_sums_sha256: String,
+}
+
 /// One verified package of a [`VersionRecord`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PackageRecord {
@@ -92,8 +167,14 @@ pub struct SignedSums {
     pub document: String,
     /// The detached signature, base64.
     pub signature: String,
-    /// The ID of the key that made the signature.
+    /// The ID of the key that made the signature; empty for a keyless
+    /// version, whose signature no key can check.
     pub signed_by: String,
+    /// How the document was vouched for: signed by a key the registry
+    /// listed (the default, and what records kept before labels read as),
+    /// by a key a `[[trust]]` rule pinned, or keyless.
+    #[serde(default, skip_serializing_if = "Verification::is_signed")]
+    pub verification: Verification,
     /// The keys the registry listed, ASCII-armored.
     pub keys: Vec<String>,
     /// What the registry said about each of `keys`, in the same order,
@@ -145,6 +226,11 @@ pub struct PolicyDecision {
     pub reason: String,
     /// When it was decided, in milliseconds since the Unix epoch.
     pub at_ms: u64,
+    /// With an approval: the operator also allowed a keyless version to be
+    /// pinned anew (`tfmirror approve --repin`), which running instances
+    /// take up with the decision.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repin: bool,
 }
 
 impl PolicyDecisions {

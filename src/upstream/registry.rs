@@ -191,7 +191,8 @@ impl PackageResponse {
     /// there and not empty: an answer without them decodes in Go, but every
     /// install from it fails, so it is refused here with the field's name.
     /// `protocols` and `ascii_armor` are read by the clients and refused
-    /// when of the wrong type. Of the other key details, Terraform reads
+    /// when of the wrong type; an entry whose `ascii_armor` is empty,
+    /// `null` or absent is no key (left out). Of the other key details, Terraform reads
     /// only `trust_signature` and OpenTofu none; they are kept when they
     /// are strings and read as empty otherwise (what either client accepts
     /// is accepted; what is served on is always a string).
@@ -208,8 +209,15 @@ impl PackageResponse {
             {
                 let key = item.required_object()?;
                 let detail = |name: &str| key.get(name).string().unwrap_or_default();
+                let ascii_armor = key.get("ascii_armor").string()?;
+                if ascii_armor.trim().is_empty() {
+                    // A blank entry, as the OpenTofu Registry once sent:
+                    // no key at all.
+                    tracing::warn!(%url, "ignoring a signing_keys entry with no ascii_armor");
+                    continue;
+                }
                 keys.push(GpgPublicKey {
-                    ascii_armor: key.get("ascii_armor").required_string()?,
+                    ascii_armor,
                     details: KeyDetails {
                         key_id: detail("key_id"),
                         trust_signature: detail("trust_signature"),
@@ -373,8 +381,22 @@ mod tests {
             read.signing_keys.gpg_public_keys[0].details.key_id,
             "51852D87348FFC4C"
         );
+        // Every way the OpenTofu Registry says "no key" reads as no key.
+        for none in [
+            json!({"gpg_public_keys": null}),
+            json!({"gpg_public_keys": []}),
+            json!({}),
+            serde_json::Value::Null,
+            json!({"gpg_public_keys": [{"ascii_armor": "", "key_id": ""}]}),
+            json!({"gpg_public_keys": [{"key_id": "X", "ascii_armor": null}, {"key_id": "Y"}]}),
+        ] {
+            let mut doc = answer(&json!({}));
+            doc["signing_keys"] = none.clone();
+            let read = PackageResponse::read(&doc, &url()).unwrap();
+            assert!(read.signing_keys.gpg_public_keys.is_empty(), "{none}");
+        }
         let mut doc = answer(&json!({}));
-        doc["signing_keys"] = json!({"gpg_public_keys": null});
+        doc.as_object_mut().unwrap().remove("signing_keys");
         assert!(PackageResponse::read(&doc, &url())
             .unwrap()
             .signing_keys
@@ -407,8 +429,8 @@ mod tests {
             ),
             (
                 "signing_keys",
-                json!({"gpg_public_keys": [{"key_id": "X"}]}),
-                "`signing_keys.gpg_public_keys[0].ascii_armor`: required, but absent",
+                json!({"gpg_public_keys": [{"ascii_armor": 7}]}),
+                "`signing_keys.gpg_public_keys[0].ascii_armor`: expected a string",
             ),
             (
                 "signing_keys",

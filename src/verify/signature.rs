@@ -18,6 +18,15 @@ pub enum SignatureError {
     /// The registry listed no usable key.
     #[error("the registry lists no usable signing key ({0})")]
     NoKeys(String),
+    /// The registry lists no signing key for the provider, and keyless
+    /// providers are not accepted for it.
+    #[error("{provider}: the registry publishes no signing key for this provider (its signing_keys list is empty or null), and this mirror does not accept it without one: {remedy}")]
+    Keyless {
+        /// The provider.
+        provider: String,
+        /// What the operator can do about it.
+        remedy: String,
+    },
     /// Trust rules pin the provider's keys, and none of them is at hand.
     #[error("none of the keys pinned for {0} by [[trust]] rules is listed by the registry or in a keys_file")]
     NoPinnedKey(String),

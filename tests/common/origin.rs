@@ -73,6 +73,8 @@ struct OriginState {
     throttled: HashMap<String, usize>,
     /// The HTTP versions of the requests answered, in order.
     versions_seen: Vec<http::Version>,
+    /// The shape's file that answers provider download requests.
+    download_answer: String,
 }
 
 impl Default for OriginState {
@@ -95,6 +97,7 @@ impl Default for OriginState {
             throttled: HashMap::new(),
             versions_seen: Vec::new(),
             held: HashMap::new(),
+            download_answer: "provider-download.json".into(),
         }
     }
 }
@@ -308,6 +311,12 @@ impl FakeOrigin {
     /// `tests/fixtures/registries/`.
     pub fn use_shape(&self, name: &str) {
         self.state.lock().unwrap().shape = Shape::load(name);
+    }
+
+    /// Answers provider download requests with another file of the shape
+    /// (`provider-download-keyless-null.json`, …).
+    pub fn use_download_answer(&self, file: &str) {
+        file.clone_into(&mut self.state.lock().unwrap().download_answer);
     }
 
     /// Stops answering: the listener closes and open connections are cut.
@@ -899,7 +908,7 @@ async fn origin_route(
                         keys: &ov.listed_keys,
                         misreported: &st.misreported,
                     };
-                    json(shape.json("provider-download.json", &bound, &lists))
+                    json(shape.json(&st.download_answer, &bound, &lists))
                 }
             }
         }

@@ -148,6 +148,15 @@ impl Setup {
     }
 }
 
+/// The keyless pin a cache holds for `registry.opentofu.org/acme/widget`
+/// `version`, as JSON.
+pub fn widget_pin(cache_dir: &Path, version: &str) -> serde_json::Value {
+    let path = cache_dir.join(format!(
+        "pins/registry.opentofu.org/acme/widget/{version}.json"
+    ));
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}
+
 /// Every file below `dir`, relative, sorted.
 pub fn files_below(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();

@@ -11,6 +11,7 @@ use anyhow::Context;
 
 use super::{Manifest, MAX_RECORD_BYTES, ROOT};
 use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
+use crate::clock::{Clock, SystemClock};
 use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
 use crate::module_source::tree::TreeError;
@@ -162,7 +163,8 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
                         .map_err(|e| Refusal::from(e.to_string()))
                 })
                 .and_then(|r| check_imported_record(trust, &provider, &version, r))
-                .and_then(|r| agrees_with_cache(store, r));
+                .and_then(|r| agrees_with_cache(store, r))
+                .and_then(|r| crate::commands::keyless::agrees_with_pin(store, r));
             match record {
                 Ok(record) => {
                     verified.insert(key, record);
@@ -603,6 +605,7 @@ async fn store_record(
         .store()
         .read_version(&record.provider, &record.version)
         .await?;
+    crate::commands::keyless::keep_pin(store, record, SystemClock.unix_ms()).await?;
     if held.is_none_or(|h| h.unsigned_import) {
         store.store().write_version(record).await?;
     }
@@ -720,6 +723,13 @@ fn import_archive(
             pkg.sha256
         )
         .into());
+    }
+    if crate::commands::keyless::is_keyless(record) {
+        let size = std::fs::metadata(&temp_path)
+            .map_err(|e| e.to_string())?
+            .len();
+        let h1 = crate::store::h1_of_file(&temp_path).map_err(|e| e.to_string())?;
+        crate::commands::keyless::check_archive(store, record, platform, (size, h1))?;
     }
     let kept = store
         .wait(store.store().keep_archive(temp_path, &key))

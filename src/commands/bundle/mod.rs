@@ -321,10 +321,7 @@ pub fn import_command(
 ) -> anyhow::Result<()> {
     let (report, source, location) = match (bundle, static_dir) {
         (Some(path), _) => {
-            let trust = crate::verify::TrustPolicy::new(
-                &config.trust,
-                config.upstream.reject_expired_keys,
-            )?;
+            let trust = config.trust_policy()?;
             let store = CommandStore::open(config)?;
             let checks = Checks {
                 trust,

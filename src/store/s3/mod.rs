@@ -438,6 +438,35 @@ impl Store for S3Store {
             .await
     }
 
+    async fn read_document(&self, path: &[&str]) -> Result<Option<Vec<u8>>, StoreError> {
+        let bytes = self.read_bytes(&self.key(path.iter().copied())).await?;
+        Ok(bytes.map(|b| b.to_vec()))
+    }
+
+    async fn write_document(&self, path: &[&str], bytes: Vec<u8>) -> Result<(), StoreError> {
+        self.bucket
+            .put(&self.key(path.iter().copied()), PutPayload::from(bytes))
+            .await
+            .map_err(|e| self.failed(&e))?;
+        Ok(())
+    }
+
+    async fn list_documents(&self, top: &str) -> Result<Vec<Vec<String>>, StoreError> {
+        let skip = self.key([top]).parts().count() - 1;
+        Ok(self
+            .list_below(top)
+            .await?
+            .iter()
+            .map(|o| {
+                o.location
+                    .parts()
+                    .skip(skip)
+                    .map(|p| p.as_ref().to_owned())
+                    .collect()
+            })
+            .collect())
+    }
+
     async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError> {
         let objects = self.list_below("modules").await?;
         let names: std::collections::HashSet<&str> =
