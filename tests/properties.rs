@@ -308,10 +308,9 @@ fn clients_can_install(doc: &serde_json::Value) -> bool {
         Value::Object(keys) => match go_field(keys, "gpg_public_keys") {
             Value::Null => true,
             Value::Array(items) => items.iter().all(|item| match item {
-                Value::Object(key) => matches!(
-                    go_field(key, "ascii_armor"),
-                    Value::String(_) | Value::Null
-                ),
+                Value::Object(key) => {
+                    matches!(go_field(key, "ascii_armor"), Value::String(_) | Value::Null)
+                }
                 _ => false,
             }),
             _ => false,
