@@ -11,6 +11,7 @@ pub mod check_upstream;
 pub mod gc;
 pub mod inventory;
 pub mod keyless;
+pub mod loaded;
 pub mod lock;
 pub mod ls;
 pub mod policy;
@@ -432,7 +433,7 @@ pub fn main() -> ExitCode {
 /// error as each line is made (a command's lines interleave with its
 /// progress output).
 fn load(file: Option<&Path>) -> anyhow::Result<Config> {
-    let config = Config::load(file)?;
+    let config = loaded::load_checked(file)?;
     init_logging(&config, std::io::stderr)?;
     Ok(config)
 }
@@ -448,7 +449,7 @@ pub const LOG_QUEUE_LINES: usize = 16_384;
 /// [`LOG_QUEUE_LINES`] lines wait. The returned guard writes what is left
 /// when it is dropped.
 fn load_daemon(file: Option<&Path>) -> anyhow::Result<(Config, WorkerGuard)> {
-    let config = Config::load(file)?;
+    let config = loaded::load_checked(file)?;
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(false)
         .buffered_lines_limit(LOG_QUEUE_LINES)

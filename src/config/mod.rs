@@ -19,7 +19,10 @@ use url::Url;
 use crate::address::{Hostname, Platform};
 use crate::verify::{TrustPolicy, TrustRule, Unsigned};
 
+pub mod policy;
+pub mod releases;
 mod storage;
+pub mod watch;
 
 pub use storage::{LocalCacheConfig, S3Config, StorageBackend, StorageConfig};
 
@@ -48,17 +51,17 @@ pub struct Config {
     /// `[policy]` and `[[policy.rule]]`: which provider and module versions
     /// the mirror answers for and moves (see the README, "Policy").
     #[serde(default)]
-    pub policy: crate::policy::PolicyConfig,
+    pub policy: policy::PolicyConfig,
     /// `[watch]`, `[[watch.provider]]` and `[[watch.module]]`: what the
     /// daemon fetches ahead of time, and how often it asks the origins for
     /// new versions (see the README, "Keeping a site ready").
     #[serde(default)]
-    pub watch: crate::site::watch::WatchConfig,
+    pub watch: watch::WatchConfig,
     /// `[releases]`, `[releases.terraform]` and `[releases.tofu]`: the
     /// Terraform and OpenTofu CLI releases the mirror serves (see the
     /// README, "CLI releases").
     #[serde(default)]
-    pub releases: Box<crate::releases::ReleasesConfig>,
+    pub releases: Box<releases::ReleasesConfig>,
 }
 
 /// `[auth]`: access control. With no token configured, anyone who can reach
@@ -403,8 +406,8 @@ impl Default for Config {
                 url_lifetime: Duration::from_secs(3600),
             },
             trust: Vec::new(),
-            policy: crate::policy::PolicyConfig::default(),
-            watch: crate::site::watch::WatchConfig::default(),
+            policy: policy::PolicyConfig::default(),
+            watch: watch::WatchConfig::default(),
             releases: Box::default(),
             storage: StorageConfig {
                 backend: StorageBackend::Disk,
@@ -484,11 +487,10 @@ impl Config {
         }
         self.validate_storage()?;
         // Compiles the rules (globs, key IDs, key files, keyless opt-ins)
-        // to report errors now.
+        // to report errors now. What the domains above compile from their
+        // sections (policy rules, the watch list, release sources) is
+        // checked where the configuration is loaded for a command.
         self.trust_policy()?;
-        crate::policy::Policy::new(&self.policy)?;
-        self.watch.selection()?;
-        self.releases.sources()?;
         for (host, hc) in &self.upstream.hosts {
             for (service, url) in &hc.services {
                 if !matches!(url.scheme(), "https" | "http") {

@@ -4,7 +4,10 @@
 
 use std::fmt::Write as _;
 
-use super::status_page::{escape, MODULES_SHOWN};
+use super::html::escape;
+
+/// How many keyless versions the section lists.
+const SHOWN: usize = 200;
 use super::App;
 
 /// Writes the section; `hidden` when access control is on and the request
@@ -43,7 +46,7 @@ pub(super) fn keyless_section(html: &mut String, app: &App, hidden: bool) {
         return;
     }
     html.push_str("<table id=\"keyless-versions\"><thead><tr><th>Provider</th><th>Version</th><th>Platforms pinned</th><th>Pinned</th></tr></thead><tbody>\n");
-    for pin in pins.iter().take(MODULES_SHOWN) {
+    for pin in pins.iter().take(SHOWN) {
         let at = humantime::format_rfc3339_seconds(
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(pin.pinned_at_ms),
         );

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod auth;
 pub mod body;
 pub mod dispatch;
+mod html;
 mod keyless_section;
 pub mod listener;
 pub mod releases;

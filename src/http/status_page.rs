@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use http::{Response, StatusCode};
 
+use super::html::escape;
 use super::respond::with_type;
 use super::{App, Body};
 
@@ -433,22 +434,6 @@ fn host_blocks(app: &App, scheme: &str, authority: &str) -> String {
             modules = escape(&format!("{scheme}://{authority}/v1/modules/{host}/")),
             providers = escape(&format!("{scheme}://{authority}/v1/providers/{host}/")),
         );
-    }
-    out
-}
-
-/// Escapes text for HTML.
-pub(super) fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
     }
     out
 }

@@ -29,10 +29,10 @@ impl Mirror {
                 },
                 Evicted::Release(file) => match self.store.remove_release_file(&file).await {
                     Ok(()) => {
-                        tracing::info!(target: crate::releases::RELEASES_LOG, product = %file.product, version = %file.version, file = %file.name, "evicted least recently used release file; its release's record stays");
+                        tracing::info!(target: crate::releases::state::RELEASES_LOG, product = %file.product, version = %file.version, file = %file.name, "evicted least recently used release file; its release's record stays");
                     }
                     Err(e) => {
-                        tracing::warn!(target: crate::releases::RELEASES_LOG, %file, error = %e, "could not evict release file");
+                        tracing::warn!(target: crate::releases::state::RELEASES_LOG, %file, error = %e, "could not evict release file");
                     }
                 },
                 Evicted::Module(module, version) => {

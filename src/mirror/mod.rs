@@ -185,7 +185,7 @@ pub struct Mirror {
     /// The module proxy's own state.
     modules: module_proxy::ModuleState,
     /// The CLI releases' own state.
-    releases: crate::releases::ReleaseState,
+    releases: crate::releases::state::ReleaseState,
     /// Keyless versions' pins and the answers that differed from them.
     keyless: keyless::KeylessState,
 }
@@ -277,7 +277,7 @@ impl Mirror {
             metrics.clone(),
         );
 
-        let releases = crate::releases::ReleaseState::new(&config.releases)?;
+        let releases = crate::releases::state::ReleaseState::new(&config.releases)?;
         Ok(Mirror {
             keyless: keyless::KeylessState::new(keyless),
             releases,
@@ -365,7 +365,7 @@ impl Mirror {
     }
 
     /// The CLI releases' state: the enabled products and their sources.
-    pub fn release_state(&self) -> &crate::releases::ReleaseState {
+    pub fn release_state(&self) -> &crate::releases::state::ReleaseState {
         &self.releases
     }
 

@@ -2,15 +2,14 @@
 //! comes from, which versions and platforms it keeps, and which keys must
 //! have signed them.
 
-use std::path::PathBuf;
-
 use anyhow::{bail, Context as _};
-use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::address::{Platform, Product, Version};
 use crate::constraints::Constraints;
 use crate::verify::signature::Keyring;
+
+pub use crate::config::releases::{ProductSource, ReleasesConfig};
 
 /// HashiCorp's release signing key (fingerprint
 /// `C874 011F 0AB4 0511 0D02 1055 3436 5D94 72D7 468F`), with the
@@ -19,87 +18,6 @@ pub const HASHICORP_KEY: &str = include_str!("../../keys/hashicorp-release.asc")
 /// OpenTofu's release signing key (fingerprint
 /// `E3E6 E43D 84CB 852E ADB0 051D 0C0A F313 E5FD 9F80`).
 pub const OPENTOFU_KEY: &str = include_str!("../../keys/opentofu-release.asc");
-
-/// `[releases]`: Terraform and OpenTofu CLI releases, verified against the
-/// vendor's key and served in the layouts version managers read. Off
-/// until `products` names a product, like any origin a site has not
-/// allowed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ReleasesConfig {
-    /// `products`: the CLIs served, `"terraform"` and/or `"tofu"`. Default
-    /// none: release paths answer 404.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub products: Vec<Product>,
-    /// `[releases.terraform]`: where Terraform's releases come from.
-    pub terraform: ProductSource,
-    /// `[releases.tofu]`: where OpenTofu's releases come from.
-    pub tofu: ProductSource,
-}
-
-impl Default for ReleasesConfig {
-    fn default() -> Self {
-        ReleasesConfig {
-            products: Vec::new(),
-            terraform: ProductSource::official(Product::Terraform),
-            tofu: ProductSource::official(Product::Tofu),
-        }
-    }
-}
-
-/// Where one product's releases come from, and what of them is kept.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProductSource {
-    /// `list_url`: the origin's list of versions: a HashiCorp-style product
-    /// `index.json` for Terraform (default
-    /// `https://releases.hashicorp.com/terraform/index.json`), a TofuDL
-    /// `api.json` for OpenTofu (default `https://get.opentofu.org/tofu/api.json`).
-    /// Another tfmirror serves both (`https://mirror/terraform/index.json`,
-    /// `https://mirror/tofu/api.json`).
-    pub list_url: Url,
-    /// `download_url`: where a release's files are, with `{version}` and
-    /// `{artifact}` in place of the version and the file name. Default
-    /// `https://releases.hashicorp.com/terraform/{version}/{artifact}` and
-    /// `https://github.com/opentofu/opentofu/releases/download/v{version}/{artifact}`.
-    pub download_url: String,
-    /// `versions`: a version constraint (`">= 1.5.0"`) the versions served
-    /// must meet; others are neither listed nor fetched. Default: all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub versions: Option<String>,
-    /// `platforms`: the platforms whose archives are served and synced
-    /// (`["linux_amd64"]`). Default: all.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub platforms: Vec<Platform>,
-    /// `key_files`: ASCII-armored public keys that may sign the release
-    /// checksums, replacing the vendor's key built into tfmirror (for
-    /// self-built binaries, or after a key rotation).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub key_files: Vec<PathBuf>,
-}
-
-impl ProductSource {
-    /// The vendor's own release site.
-    pub fn official(product: Product) -> ProductSource {
-        let (list, download) = match product {
-            Product::Terraform => (
-                "https://releases.hashicorp.com/terraform/index.json",
-                "https://releases.hashicorp.com/terraform/{version}/{artifact}",
-            ),
-            Product::Tofu => (
-                "https://get.opentofu.org/tofu/api.json",
-                "https://github.com/opentofu/opentofu/releases/download/v{version}/{artifact}",
-            ),
-        };
-        ProductSource {
-            list_url: Url::parse(list).expect("the official list URLs parse"),
-            download_url: download.to_owned(),
-            versions: None,
-            platforms: Vec::new(),
-            key_files: Vec::new(),
-        }
-    }
-}
 
 /// One product's source, checked and compiled.
 #[derive(Debug, Clone)]

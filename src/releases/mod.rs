@@ -13,12 +13,15 @@
 //! - `config`: `[releases]`, the products' sources and keys;
 //! - [`evidence`]: checking a record that did not come from the origin;
 //! - `origin`: reading the origins' version lists as the clients do;
-//! - [`layouts`]: the documents each version manager reads.
+//! - [`layouts`]: the documents each version manager reads;
+//! - [`state`]: what the mirror keeps in memory about releases (a leaf the
+//!   mirror holds; the read-through here extends the mirror).
 
 pub mod config;
 pub mod evidence;
 pub mod layouts;
 mod origin;
+pub mod state;
 
 use std::sync::Arc;
 
@@ -34,43 +37,7 @@ use crate::upstream::download::{Download, DownloadError};
 use crate::verify::Sha256Sums;
 
 pub use config::{ProductSource, ReleasesConfig, Source};
-
-/// The log target of release fetches.
-pub const RELEASES_LOG: &str = "tfmirror::releases";
-
-/// What the mirror keeps in memory about releases.
-pub struct ReleaseState {
-    /// The enabled products' sources.
-    sources: Vec<Source>,
-    /// Release lists, with when they stop being fresh (ms since the epoch).
-    lists: moka::future::Cache<Product, (Arc<ReleaseIndexRecord>, u64)>,
-    /// Verified release records (a signed document never changes).
-    records: moka::future::Cache<(Product, Version), Arc<ReleaseRecord>>,
-    /// Downloads under way: one per file, however many requests wait.
-    downloads: moka::future::Cache<ReleaseFile, ()>,
-}
-
-impl ReleaseState {
-    /// The state for `[releases]`, its sources checked.
-    pub fn new(config: &ReleasesConfig) -> anyhow::Result<ReleaseState> {
-        Ok(ReleaseState {
-            sources: config.sources()?,
-            lists: moka::future::Cache::builder().max_capacity(8).build(),
-            records: moka::future::Cache::builder().max_capacity(10_000).build(),
-            downloads: moka::future::Cache::builder().max_capacity(1_000).build(),
-        })
-    }
-
-    /// The enabled products, in configuration order.
-    pub fn products(&self) -> Vec<Product> {
-        self.sources.iter().map(|s| s.product).collect()
-    }
-
-    /// The source of an enabled product.
-    pub fn source(&self, product: Product) -> Option<&Source> {
-        self.sources.iter().find(|s| s.product == product)
-    }
-}
+pub use state::{ReleaseState, RELEASES_LOG};
 
 /// A release file ready to send.
 pub enum ReleaseBody {

@@ -10,10 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::address::{Module, Platform, Product, Provider, Version};
 use crate::constraints::Constraints;
+
+pub use crate::config::watch::{ModuleEntry, ProviderEntry};
 
 /// One provider to mirror.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,36 +104,6 @@ struct ReleaseEntry {
     /// beside the entries.
     #[serde(default)]
     platforms: Option<Vec<String>>,
-}
-
-/// A `[[provider]]` entry of a sync manifest, or a `[[watch.provider]]`
-/// entry of the configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderEntry {
-    /// `source`: the provider, `[hostname/]namespace/type`.
-    pub source: String,
-    /// `versions`: a version constraint in Terraform's syntax; every
-    /// version when empty.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub versions: String,
-    /// `platforms`: the platforms wanted, instead of the defaults given
-    /// beside the entries.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub platforms: Option<Vec<String>>,
-}
-
-/// A `[[module]]` entry of a sync manifest, or a `[[watch.module]]` entry
-/// of the configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModuleEntry {
-    /// `source`: the registry module, `[hostname/]namespace/name/system`.
-    pub source: String,
-    /// `versions`: a version constraint in Terraform's syntax; every
-    /// version when empty.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub versions: String,
 }
 
 /// Reads a sync manifest (see the README, "Air-gapped sites").

@@ -16,11 +16,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+pub use crate::config::watch::WatchConfig;
 
 use super::fill::{self, Freshness, Observer, Summary};
-use super::selection::{ModuleEntry, ProviderEntry, Selection};
-use crate::address::Platform;
+use super::selection::Selection;
 use crate::mirror::Mirror;
 
 /// The log target of the watch passes.
@@ -33,44 +34,6 @@ pub const FIRST_RETRY: Duration = Duration::from_secs(60);
 /// How far a pass's time may move from its schedule either way, as a share
 /// of the wait: a tenth.
 const JITTER: f64 = 0.1;
-
-/// `[watch]`: providers and modules fetched ahead of time, and how often
-/// their origins are asked for new versions. Entries take the form of a
-/// sync manifest's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct WatchConfig {
-    /// `interval`: how long from one pass to the next, give or take a
-    /// tenth. Default `6h`.
-    #[serde(with = "humantime_serde")]
-    pub interval: Duration,
-    /// `jobs`: how many archives one pass downloads at once. Default `4`.
-    pub jobs: usize,
-    /// `platforms`: the platforms of the `[[watch.provider]]` entries that
-    /// name none, e.g. `["linux_amd64", "darwin_arm64"]`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub platforms: Vec<Platform>,
-    /// `[[watch.provider]]`: a provider to keep (`source`, `versions`,
-    /// `platforms`), as in a sync manifest.
-    #[serde(default, rename = "provider", skip_serializing_if = "Vec::is_empty")]
-    pub providers: Vec<ProviderEntry>,
-    /// `[[watch.module]]`: a registry module to keep (`source`,
-    /// `versions`), with the registry modules it calls.
-    #[serde(default, rename = "module", skip_serializing_if = "Vec::is_empty")]
-    pub modules: Vec<ModuleEntry>,
-}
-
-impl Default for WatchConfig {
-    fn default() -> Self {
-        WatchConfig {
-            interval: Duration::from_secs(6 * 3600),
-            jobs: 4,
-            platforms: Vec::new(),
-            providers: Vec::new(),
-            modules: Vec::new(),
-        }
-    }
-}
 
 impl WatchConfig {
     /// Whether anything is watched.

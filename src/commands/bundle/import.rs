@@ -4,40 +4,21 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use anyhow::Context;
 
-use super::{Manifest, MAX_RECORD_BYTES, ROOT};
+use super::staging::{read_small, stage, Imported};
+use super::{Manifest, ROOT};
 use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
 use crate::module_source::tree::TreeError;
 use crate::policy::{Gate, Subject};
-use crate::store::{atomic, ModuleRecord, VersionRecord};
+use crate::store::{ModuleRecord, VersionRecord};
 use crate::verify::TrustPolicy;
-
-/// What an import did, item by item.
-#[derive(Debug, Default)]
-pub struct Imported {
-    /// Versions whose records were verified (new or already cached).
-    pub versions: usize,
-    /// Archives verified and stored.
-    pub archives: usize,
-    /// Archives and module packages that were cached already.
-    pub unchanged: usize,
-    /// Module packages that matched their pins (new or already cached).
-    pub modules: usize,
-    /// CLI releases whose records were verified (new or already cached).
-    pub releases: usize,
-    /// Items refused, with the reason.
-    pub rejected: Vec<(String, String)>,
-    /// What a delta builds on (the manifest's `covers`, beyond what it
-    /// carries) that this site does not hold.
-    pub not_held: Vec<String>,
-}
 
 /// What an import checks a bundle against: this site's trust in provider
 /// signing keys, its policy, its `[releases]` sources (with their keys),
@@ -545,21 +526,6 @@ fn import_module(
     Ok(true)
 }
 
-/// Copies an entry into a staging file of the store while hashing it.
-/// Returns the file and its SHA-256.
-pub(super) fn stage(
-    store: &CommandStore,
-    entry: &mut impl Read,
-) -> Result<(tempfile::TempPath, String), Refusal> {
-    let staging = store.store().staging_file().map_err(|e| e.to_string())?;
-    atomic::copy_hashed_into(entry, staging).map_err(|e| {
-        Refusal::from(match e {
-            atomic::CopyError::Read(e) => format!("reading it from the bundle failed: {e}"),
-            e @ atomic::CopyError::Write(_) => e.to_string(),
-        })
-    })
-}
-
 /// Keeps in the version lists when the exporting mirror first saw each
 /// imported version (the manifest's `first_seen_ms`), so that this site's
 /// cooldown counts from the same time; a time this cache has already is
@@ -610,16 +576,6 @@ async fn store_record(
         store.store().write_version(record).await?;
     }
     Ok(())
-}
-
-/// Reads a small entry whole.
-pub(super) fn read_small(entry: &mut impl Read) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    entry.take(MAX_RECORD_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_RECORD_BYTES {
-        return Err(io::Error::other("larger than 8 MiB"));
-    }
-    Ok(bytes)
 }
 
 /// Splits `tfmirror-bundle/providers/<host>/<ns>/<type>/<version>/<leaf>`

@@ -31,10 +31,12 @@
 mod export;
 mod import;
 mod releases;
+mod staging;
 pub mod static_dir;
 
 pub use export::{export, selected, Exported};
-pub use import::{import, Checks, Imported};
+pub use import::{import, Checks};
+pub use staging::Imported;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

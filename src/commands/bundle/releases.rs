@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 
-use super::import::{read_small, stage, Imported};
+use super::staging::{read_small, stage, Imported};
 use super::{ManifestRelease, ROOT};
 use crate::address::{ArtifactName, Product, ReleaseFile, Version};
 use crate::commands::store::CommandStore;

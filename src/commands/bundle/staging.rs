@@ -1,0 +1,55 @@
+//! What importing a bundle shares between its parts (provider versions,
+//! modules, CLI releases): the report, reading a small entry whole, and
+//! staging a large one on this host's disk while it is hashed.
+
+use std::io::{self, Read};
+
+use super::MAX_RECORD_BYTES;
+use crate::commands::store::CommandStore;
+use crate::commands::Refusal;
+use crate::store::atomic;
+
+/// What an import did, item by item.
+#[derive(Debug, Default)]
+pub struct Imported {
+    /// Versions whose records were verified (new or already cached).
+    pub versions: usize,
+    /// Archives verified and stored.
+    pub archives: usize,
+    /// Archives and module packages that were cached already.
+    pub unchanged: usize,
+    /// Module packages that matched their pins (new or already cached).
+    pub modules: usize,
+    /// CLI releases whose records were verified (new or already cached).
+    pub releases: usize,
+    /// Items refused, with the reason.
+    pub rejected: Vec<(String, String)>,
+    /// What a delta builds on (the manifest's `covers`, beyond what it
+    /// carries) that this site does not hold.
+    pub not_held: Vec<String>,
+}
+
+/// Reads a small entry whole.
+pub fn read_small(entry: &mut impl Read) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    entry.take(MAX_RECORD_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_RECORD_BYTES {
+        return Err(io::Error::other("larger than 8 MiB"));
+    }
+    Ok(bytes)
+}
+
+/// Copies an entry into a staging file of the store while hashing it.
+/// Returns the file and its SHA-256.
+pub fn stage(
+    store: &CommandStore,
+    entry: &mut impl Read,
+) -> Result<(tempfile::TempPath, String), Refusal> {
+    let staging = store.store().staging_file().map_err(|e| e.to_string())?;
+    atomic::copy_hashed_into(entry, staging).map_err(|e| {
+        Refusal::from(match e {
+            atomic::CopyError::Read(e) => format!("reading it from the bundle failed: {e}"),
+            e @ atomic::CopyError::Write(_) => e.to_string(),
+        })
+    })
+}

@@ -1,0 +1,77 @@
+//! `[watch]`: the providers and modules the daemon keeps current, in the
+//! form of a sync manifest's entries (read and run by
+//! [`crate::site::watch`]).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::address::Platform;
+
+/// `[watch]`: providers and modules fetched ahead of time, and how often
+/// their origins are asked for new versions. Entries take the form of a
+/// sync manifest's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WatchConfig {
+    /// `interval`: how long from one pass to the next, give or take a
+    /// tenth. Default `6h`.
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+    /// `jobs`: how many archives one pass downloads at once. Default `4`.
+    pub jobs: usize,
+    /// `platforms`: the platforms of the `[[watch.provider]]` entries that
+    /// name none, e.g. `["linux_amd64", "darwin_arm64"]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<Platform>,
+    /// `[[watch.provider]]`: a provider to keep (`source`, `versions`,
+    /// `platforms`), as in a sync manifest.
+    #[serde(default, rename = "provider", skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<ProviderEntry>,
+    /// `[[watch.module]]`: a registry module to keep (`source`,
+    /// `versions`), with the registry modules it calls.
+    #[serde(default, rename = "module", skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<ModuleEntry>,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            interval: Duration::from_secs(6 * 3600),
+            jobs: 4,
+            platforms: Vec::new(),
+            providers: Vec::new(),
+            modules: Vec::new(),
+        }
+    }
+}
+
+/// A `[[provider]]` entry of a sync manifest, or a `[[watch.provider]]`
+/// entry of the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderEntry {
+    /// `source`: the provider, `[hostname/]namespace/type`.
+    pub source: String,
+    /// `versions`: a version constraint in Terraform's syntax; every
+    /// version when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub versions: String,
+    /// `platforms`: the platforms wanted, instead of the defaults given
+    /// beside the entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platforms: Option<Vec<String>>,
+}
+
+/// A `[[module]]` entry of a sync manifest, or a `[[watch.module]]` entry
+/// of the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleEntry {
+    /// `source`: the registry module, `[hostname/]namespace/name/system`.
+    pub source: String,
+    /// `versions`: a version constraint in Terraform's syntax; every
+    /// version when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub versions: String,
+}
