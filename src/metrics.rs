@@ -5,196 +5,19 @@
 
 use std::time::Duration;
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
-/// Which kind of request, for labels (never the raw path: that would let
-/// clients create unbounded label sets).
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-pub enum Endpoint {
-    /// `index.json`.
-    Index,
-    /// `:version.json`.
-    Version,
-    /// Archive downloads.
-    Archive,
-    /// Lock file blocks (`:version.lock.hcl`).
-    Lock,
-    /// The provider registry facade (`/v1/providers/…`).
-    Registry,
-    /// The module registry proxy (`/v1/modules/…`).
-    Module,
-    /// CLI releases (`/terraform/…`, `/tofu/…`, `/opentofu/…`).
-    Release,
-    /// The status page.
-    Home,
-    /// `/healthz`, `/readyz`, `/metrics`.
-    Operations,
-    /// Paths that did not parse.
-    Invalid,
-}
-
-/// What the cache held for a request.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-pub enum CacheOutcome {
-    /// Answered from memory or disk.
-    Hit,
-    /// Fetched from the origin.
-    Miss,
-    /// The origin was down; the stored copy was served.
-    Stale,
-}
-
-/// What kind of cached thing.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-pub enum CacheKind {
-    /// Version lists.
-    Index,
-    /// Version records.
-    Version,
-    /// Archives.
-    Archive,
-    /// Module version lists.
-    ModuleIndex,
-    /// Module packages.
-    ModulePackage,
-    /// CLI release lists.
-    ReleaseList,
-    /// Verified CLI release records.
-    ReleaseRecord,
-    /// CLI release files.
-    ReleaseFile,
-}
-
-/// How an upstream request ended.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-pub enum UpstreamOutcome {
-    /// 2xx (after redirects).
-    Ok,
-    /// 404.
-    NotFound,
-    /// Another status.
-    Error,
-    /// No answer in time.
-    Timeout,
-    /// No connection.
-    Unreachable,
-}
-
-/// How a background fetch of `cache.prefetch_platforms` ended.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-pub enum PrefetchOutcome {
-    /// The archive was fetched and verified (or was already cached).
-    Fetched,
-    /// It could not be fetched or failed verification.
-    Failed,
-}
-
-/// How a signature check ended.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-pub enum VerifyOutcome {
-    /// Valid, by a listed or pinned key.
-    Valid,
-    /// Keyless: the registry lists no key, and the host is opted in; no
-    /// signature was checked.
-    Keyless,
-    /// Refused.
-    Invalid,
-}
-
-/// Label values are the variant names in snake case.
-macro_rules! snake_label {
-    ($t:ty) => {
-        impl EncodeLabelValue for $t {
-            fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
-                use std::fmt::Write;
-                let name = format!("{self:?}");
-                let mut out = String::with_capacity(name.len() + 4);
-                for (i, c) in name.chars().enumerate() {
-                    if c.is_ascii_uppercase() {
-                        if i > 0 {
-                            out.push('_');
-                        }
-                        out.push(c.to_ascii_lowercase());
-                    } else {
-                        out.push(c);
-                    }
-                }
-                encoder.write_str(&out)
-            }
-        }
-    };
-}
-snake_label!(Endpoint);
-snake_label!(CacheOutcome);
-snake_label!(CacheKind);
-snake_label!(UpstreamOutcome);
-snake_label!(VerifyOutcome);
-snake_label!(PrefetchOutcome);
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RequestLabels {
-    endpoint: Endpoint,
-    status: u16,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct EndpointLabels {
-    endpoint: Endpoint,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct CacheLabels {
-    kind: CacheKind,
-    outcome: CacheOutcome,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct UpstreamLabels {
-    host: String,
-    outcome: UpstreamOutcome,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct HostLabels {
-    host: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct VerifyLabels {
-    outcome: VerifyOutcome,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct SourceLabels {
-    source: &'static str,
-    outcome: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabels {
-    outcome: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindLabels {
-    kind: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PolicyLabels {
-    action: &'static str,
-    rule: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PrefetchLabels {
-    outcome: PrefetchOutcome,
-}
+pub use labels::{
+    CacheKind, CacheOutcome, Endpoint, PrefetchOutcome, UpstreamOutcome, VerifyOutcome,
+};
+use labels::{
+    CacheLabels, EndpointLabels, HostLabels, KindLabels, OutcomeLabels, PolicyLabels,
+    PrefetchLabels, RequestLabels, SourceLabels, UpstreamLabels, VerifyLabels,
+};
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
@@ -574,5 +397,6 @@ impl Drop for InFlight<'_> {
 }
 
 mod keyless;
+mod labels;
 #[cfg(test)]
 mod tests;

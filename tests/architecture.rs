@@ -1,5 +1,5 @@
 //! The shape of the code: no file of `src/` imports, at any depth, a file
-//! that imports it back.
+//! that imports it back, and no file of `src/` is over 500 lines.
 //!
 //! A file's imports are the `crate::…`, `super::…` and `self::…` paths it
 //! names, in `use` items (braces expanded) and anywhere in its code, each
@@ -10,6 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+/// The most lines a file of `src/` may have.
+const MAX_LINES: usize = 500;
 
 /// A module, by its path below the crate (`["mirror", "archive"]`).
 type ModulePath = Vec<String>;
@@ -415,4 +418,20 @@ fn the_cycle_reader_sees_a_cycle_where_there_is_one() {
         .into_iter()
         .collect();
     assert!(cycles(&chain).is_empty());
+}
+#[test]
+fn no_source_file_is_over_500_lines() {
+    let modules = modules();
+    let long: Vec<String> = modules
+        .iter()
+        .filter_map(|(m, file)| {
+            let lines = std::fs::read_to_string(file).unwrap().lines().count();
+            (lines > MAX_LINES).then(|| format!("{} ({lines} lines)", shown(m, &modules)))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files of src/ over {MAX_LINES} lines; split them along their jobs: {}",
+        long.join(", ")
+    );
 }

@@ -13,6 +13,7 @@ pub mod inventory;
 pub mod keyless;
 pub mod loaded;
 pub mod lock;
+mod logging;
 pub mod ls;
 pub mod policy;
 pub mod progress;
@@ -22,18 +23,13 @@ pub mod sync;
 pub mod verify;
 pub mod watch;
 
-use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use tracing_appender::non_blocking::WorkerGuard;
-use tracing_subscriber::layer::SubscriberExt as _;
-use tracing_subscriber::util::SubscriberInitExt as _;
-use tracing_subscriber::Layer as _;
 
-use crate::config::{Config, LogFormat};
+use crate::config::Config;
 use crate::store::DiskStore;
 
 /// A caching, verifying provider network mirror for Terraform and OpenTofu.
@@ -302,7 +298,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve { config, offline } => {
-            load_daemon(config.as_deref()).and_then(|(mut c, _written_at_exit)| {
+            logging::load_daemon(config.as_deref()).and_then(|(mut c, _written_at_exit)| {
                 c.upstream.offline |= offline;
                 serve::run(c)
             })
@@ -313,11 +309,10 @@ pub fn main() -> ExitCode {
             from,
             platforms,
             jobs,
-        } => {
-            load(config.as_deref()).and_then(|c| sync::command(c, manifest, from, &platforms, jobs))
-        }
+        } => logging::load(config.as_deref())
+            .and_then(|c| sync::command(c, manifest, from, &platforms, jobs)),
         Command::Watch { config, once, jobs } => {
-            load(config.as_deref()).and_then(|c| watch::command(c, once, jobs))
+            logging::load(config.as_deref()).and_then(|c| watch::command(c, once, jobs))
         }
         Command::Check {
             config,
@@ -326,7 +321,7 @@ pub fn main() -> ExitCode {
             json,
             fetch,
             jobs,
-        } => load(config.as_deref()).and_then(|c| {
+        } => logging::load(config.as_deref()).and_then(|c| {
             let args = check::CheckArgs {
                 from,
                 platforms,
@@ -337,14 +332,15 @@ pub fn main() -> ExitCode {
             check::command(c, &args)
         }),
         Command::Inventory { config, output } => {
-            load(config.as_deref()).and_then(|c| inventory::command(&c, &output))
+            logging::load(config.as_deref()).and_then(|c| inventory::command(&c, &output))
         }
         Command::Lock {
             config,
             platforms,
             from,
             sources,
-        } => load(config.as_deref()).and_then(|c| lock::command(c, &platforms, from, &sources)),
+        } => logging::load(config.as_deref())
+            .and_then(|c| lock::command(c, &platforms, from, &sources)),
         Command::Export {
             config,
             output,
@@ -352,7 +348,7 @@ pub fn main() -> ExitCode {
             providers,
             missing_from,
             since,
-        } => load(config.as_deref()).and_then(|c| {
+        } => logging::load(config.as_deref()).and_then(|c| {
             let delta = bundle::DeltaBase {
                 missing_from,
                 since,
@@ -363,8 +359,9 @@ pub fn main() -> ExitCode {
             config,
             bundle,
             static_dir,
-        } => load(config.as_deref()).and_then(|c| bundle::import_command(&c, bundle, static_dir)),
-        Command::CheckConfig { config } => load(config.as_deref()).and_then(|c| {
+        } => logging::load(config.as_deref())
+            .and_then(|c| bundle::import_command(&c, bundle, static_dir)),
+        Command::CheckConfig { config } => logging::load(config.as_deref()).and_then(|c| {
             print!("{}", c.to_toml()?);
             Ok(())
         }),
@@ -373,7 +370,7 @@ pub fn main() -> ExitCode {
             host,
             items,
             platform,
-        } => load(config.as_deref()).and_then(|c| {
+        } => logging::load(config.as_deref()).and_then(|c| {
             let platform = platforms_or_current(&platform.into_iter().collect::<Vec<_>>())?;
             check_upstream::command(&c, &host, &items, &platform[0])
         }),
@@ -382,7 +379,7 @@ pub fn main() -> ExitCode {
             json,
             modules,
             releases,
-        } => load(config.as_deref()).and_then(|c| {
+        } => logging::load(config.as_deref()).and_then(|c| {
             if modules {
                 ls::modules(&c, json)
             } else if releases {
@@ -392,16 +389,18 @@ pub fn main() -> ExitCode {
             }
         }),
         Command::Gc { config, max_size } => {
-            load(config.as_deref()).and_then(|c| gc::command(&c, max_size))
+            logging::load(config.as_deref()).and_then(|c| gc::command(&c, max_size))
         }
-        Command::Verify { config } => load(config.as_deref()).and_then(|c| verify::command(&c)),
+        Command::Verify { config } => {
+            logging::load(config.as_deref()).and_then(|c| verify::command(&c))
+        }
         Command::Approve {
             config,
             source,
             version,
             reason,
             repin,
-        } => load(config.as_deref()).and_then(|c| {
+        } => logging::load(config.as_deref()).and_then(|c| {
             let decision = if repin {
                 policy::Decision::Repin
             } else {
@@ -414,11 +413,11 @@ pub fn main() -> ExitCode {
             source,
             version,
             reason,
-        } => load(config.as_deref())
+        } => logging::load(config.as_deref())
             .and_then(|c| policy::decide(&c, &source, &version, policy::Decision::Deny, &reason)),
         Command::Policy {
             action: policy::PolicyCommand::Ls { config },
-        } => load(config.as_deref()).and_then(|c| policy::list(&c)),
+        } => logging::load(config.as_deref()).and_then(|c| policy::list(&c)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -427,94 +426,6 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Loads the configuration and starts logging as it says, to standard
-/// error as each line is made (a command's lines interleave with its
-/// progress output).
-fn load(file: Option<&Path>) -> anyhow::Result<Config> {
-    let config = loaded::load_checked(file)?;
-    init_logging(&config, std::io::stderr)?;
-    Ok(config)
-}
-
-/// How many log lines the daemon queues for its logging thread before a
-/// request that logs waits for the writer (a few MiB at most).
-pub const LOG_QUEUE_LINES: usize = 16_384;
-
-/// Loads the configuration for the daemon, whose log lines (one per
-/// request at `info`) are handed to a logging thread that writes them to
-/// standard error in batches, off the request path. Nothing is dropped: a
-/// stalled reader of standard error holds requests back once
-/// [`LOG_QUEUE_LINES`] lines wait. The returned guard writes what is left
-/// when it is dropped.
-fn load_daemon(file: Option<&Path>) -> anyhow::Result<(Config, WorkerGuard)> {
-    let config = loaded::load_checked(file)?;
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .buffered_lines_limit(LOG_QUEUE_LINES)
-        .thread_name("tfmirror-log")
-        .finish(std::io::BufWriter::with_capacity(
-            64 * 1024,
-            std::io::stderr(),
-        ));
-    init_logging(&config, writer)?;
-    Ok((config, guard))
-}
-
-fn init_logging<W>(config: &Config, writer: W) -> anyhow::Result<()>
-where
-    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
-{
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(spec) if !spec.is_empty() => tracing_subscriber::EnvFilter::try_new(spec)
-            .context("RUST_LOG is not a valid log filter")?,
-        _ => tracing_subscriber::EnvFilter::try_new(&config.log.level).with_context(|| {
-            format!("log.level {:?} is not a valid log filter", config.log.level)
-        })?,
-    };
-    let lines = match config.log.format {
-        LogFormat::Pretty => tracing_subscriber::fmt::layer()
-            .with_writer(writer)
-            .with_ansi(std::io::stderr().is_terminal())
-            .boxed(),
-        LogFormat::Json => tracing_subscriber::fmt::layer()
-            .json()
-            .with_current_span(true)
-            .with_writer(writer)
-            .boxed(),
-    };
-    // The audit trail, when it has a file of its own: JSON, whatever the
-    // log's level and format.
-    let audit = match &config.log.audit_file {
-        Some(path) => {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("log.audit_file {}", path.display()))?;
-            // The audit events, and the request span that carries their
-            // request ID and cache outcome.
-            let only_audit = tracing_subscriber::filter::filter_fn(|meta| {
-                meta.target() == crate::http::AUDIT_LOG
-                    || (meta.is_span() && meta.name() == "request")
-            });
-            Some(
-                tracing_subscriber::fmt::layer()
-                    .json()
-                    .with_current_span(true)
-                    .with_span_list(false)
-                    .with_writer(std::sync::Mutex::new(file))
-                    .with_filter(only_audit),
-            )
-        }
-        None => None,
-    };
-    tracing_subscriber::registry()
-        .with(lines.with_filter(filter))
-        .with(audit)
-        .try_init()
-        .map_err(|e| anyhow::anyhow!("starting logging: {e}"))
 }
 
 /// The platforms given on the command line, or this machine's.

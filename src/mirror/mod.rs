@@ -19,6 +19,8 @@
 //! - [`lockfile`]: lock file blocks with every platform's hashes;
 //! - [`packages`]: every platform's hashes and size at once, for the
 //!   facade's `packages` field (sizes learned from the origin once);
+//! - `package_checks`: each platform's download answer checked against
+//!   the signed SHA256SUMS;
 //! - `listing`: the one loader of version lists, providers' and modules',
 //!   that serves them stale while the origin is down;
 //! - [`module_proxy`]: the module registry protocol: version lists, download
@@ -37,6 +39,7 @@ pub mod keyless;
 mod listing;
 pub mod lockfile;
 pub mod module_proxy;
+mod package_checks;
 pub mod packages;
 pub mod residency;
 pub mod versions;

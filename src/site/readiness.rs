@@ -14,12 +14,10 @@
 //! Registry modules are followed into the modules they call, through the
 //! packages the cache holds.
 
-use std::collections::{BTreeSet, VecDeque};
-
 use serde::Serialize;
 
-use super::selection::{ModuleRequirement, Requirement, Selection};
-use crate::address::{ArchiveKey, Module, Platform, Version};
+use super::selection::{Requirement, Selection};
+use crate::address::{ArchiveKey, Platform, Version};
 use crate::error::RequestError;
 use crate::mirror::Mirror;
 use crate::policy::{Denied, Subject};
@@ -247,7 +245,7 @@ pub async fn check(mirror: &Mirror, selection: &Selection, report: &mut Report) 
     for req in &selection.providers {
         provider(mirror, req, report).await;
     }
-    modules(mirror, &selection.modules, report).await;
+    registry_modules::modules(mirror, &selection.modules, report).await;
 }
 
 fn needed_provider(
@@ -451,193 +449,7 @@ async fn provider_version(
     }
 }
 
-fn needed_module(module: &Module, version: Option<&Version>) -> Needed {
-    Needed {
-        kind: "module",
-        source: module.to_string(),
-        version: version.cloned(),
-        platform: None,
-    }
-}
-
-/// The registry modules `requirements` need, and those their held
-/// packages call, each version once.
-async fn modules(mirror: &Mirror, requirements: &[ModuleRequirement], report: &mut Report) {
-    let mut queue: VecDeque<ModuleRequirement> = requirements.iter().cloned().collect();
-    let mut seen: BTreeSet<(Module, Version)> = BTreeSet::new();
-    while let Some(req) = queue.pop_front() {
-        let listed = match mirror.module_index(&req.module).await {
-            Ok(listed) => listed,
-            Err(e) => {
-                report.add(needed_module(&req.module, None), missing(unlisted(&e)));
-                continue;
-            }
-        };
-        let visible = mirror
-            .visible_module_index(&req.module, listed.clone())
-            .await;
-        let meets = |v: &Version| req.constraints.allows(v.semver());
-        let versions = chosen(
-            &listed.versions,
-            &visible.versions,
-            &[],
-            meets,
-            req.newest_only,
-        );
-        if versions.is_empty() {
-            let why = held_back_or_none(
-                mirror,
-                Subject::Module(&req.module),
-                &listed.versions,
-                meets,
-            )
-            .await
-            .unwrap_or(Why::NoVersionMeets {
-                constraints: req.constraints.as_str().to_owned(),
-                listed: visible.versions.len(),
-            });
-            report.add(needed_module(&req.module, None), missing(why));
-            continue;
-        }
-        for version in versions {
-            if !seen.insert((req.module.clone(), version.clone())) {
-                continue;
-            }
-            let needed = needed_module(&req.module, Some(version));
-            match module_version(mirror, &req.module, version).await {
-                Ok(calls) => {
-                    report.add(needed, Finding::Held);
-                    match super::selection::requirements_of_calls(calls) {
-                        Ok(more) => queue.extend(more),
-                        Err(e) => report.add(
-                            needed_module(&req.module, Some(version)),
-                            missing(Why::Unreadable {
-                                error: format!("{e:#}"),
-                            }),
-                        ),
-                    }
-                }
-                Err(why) => report.add(needed, missing(why)),
-            }
-        }
-    }
-}
-
-/// A module version the mirror holds, as the registry modules its package
-/// calls; or why it is not held.
-async fn module_version(
-    mirror: &Mirror,
-    module: &Module,
-    version: &Version,
-) -> Result<Vec<(Module, Option<String>)>, Why> {
-    match mirror.verdict(Subject::Module(module), version).await {
-        Ok(Ok(())) => {}
-        Ok(Err(denied)) => return Err(denied.into()),
-        Err(e) => {
-            return Err(Why::Unreadable {
-                error: e.to_string(),
-            })
-        }
-    }
-    let unreadable = |e: &dyn std::fmt::Display| Why::Unreadable {
-        error: e.to_string(),
-    };
-    let store = mirror.store();
-    if store
-        .read_module(module, version)
-        .await
-        .map_err(|e| unreadable(&e))?
-        .is_none()
-    {
-        return Err(Why::NeverFetched);
-    }
-    let Some(package) = store
-        .open_module(module, version)
-        .await
-        .map_err(|e| unreadable(&e))?
-    else {
-        return Err(Why::Evicted { at_ms: None });
-    };
-    crate::module_source::calls::calls_in_stored(package)
-        .await
-        .map_err(|e| unreadable(&e))
-}
+mod registry_modules;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v(s: &str) -> Version {
-        Version::parse(s).unwrap()
-    }
-
-    #[test]
-    fn versions_are_chosen_as_the_clients_choose_them() {
-        // In any order, as a module registry may list them.
-        let listed = [v("1.1.0"), v("1.0.0"), v("2.0.0"), v("1.2.0")];
-        let visible = [v("1.0.0"), v("1.1.0"), v("2.0.0")];
-        let below_2 = |x: &Version| x.semver().major < 2;
-        // The newest the policy shows that meets the constraints.
-        assert_eq!(chosen(&listed, &visible, &[], below_2, true), [&v("1.1.0")]);
-        // A manifest's entry: every such version.
-        assert_eq!(
-            chosen(&listed, &visible, &[], below_2, false),
-            [&v("1.0.0"), &v("1.1.0")]
-        );
-        // A lock file's pins, whatever the list says.
-        assert_eq!(
-            chosen(&listed, &visible, &[v("1.2.0")], below_2, true),
-            [&v("1.2.0")]
-        );
-        assert!(chosen(
-            &listed,
-            &visible,
-            &[],
-            |x: &Version| x.semver().major > 2,
-            true
-        )
-        .is_empty());
-    }
-
-    #[test]
-    fn findings_read_as_lines_and_as_json() {
-        let needed = Needed {
-            kind: "provider",
-            source: "registry.example/acme/widget".into(),
-            version: Some(v("1.1.0")),
-            platform: Some(Platform::parse("linux_amd64").unwrap()),
-        };
-        let item = Item {
-            needed: needed.clone(),
-            finding: Finding::Missing {
-                why: Why::Evicted { at_ms: Some(0) },
-            },
-        };
-        assert_eq!(
-            item.to_string(),
-            "MISSING  provider registry.example/acme/widget 1.1.0 linux_amd64: evicted 1970-01-01T00:00:00Z"
-        );
-        let json = serde_json::to_value(&item).unwrap();
-        assert_eq!(
-            json,
-            serde_json::json!({"kind": "provider", "source": "registry.example/acme/widget", "version": "1.1.0", "platform": "linux_amd64", "status": "missing", "why": "evicted", "at_ms": 0})
-        );
-        let cooldown: Why = Denied {
-            subject: "x".into(),
-            version: "1.1.0".into(),
-            rule: crate::policy::COOLDOWN.into(),
-            reason: "first seen …".into(),
-        }
-        .into();
-        assert!(matches!(cooldown, Why::Cooldown { .. }));
-        let mut report = Report::default();
-        report.add(needed.clone(), Finding::Held);
-        assert!(report.ready());
-        report.add(needed.clone(), Finding::Held);
-        assert_eq!(report.items.len(), 1, "the same finding twice is one item");
-        report.add(needed, missing(Why::NeverFetched));
-        assert!(!report.ready());
-        assert_eq!(serde_json::to_value(&report).unwrap()["ready"], false);
-        assert_eq!(report.counts(), (1, 1, 0));
-    }
-}
+mod tests;

@@ -30,6 +30,8 @@
 
 mod export;
 mod import;
+mod import_modules;
+mod import_providers;
 mod releases;
 mod staging;
 pub mod static_dir;

@@ -12,7 +12,8 @@ use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
-use super::{ArchiveBody, BodySource, Mirror, CHUNK};
+use super::body::CHUNK;
+use super::{ArchiveBody, BodySource, Mirror};
 use crate::address::ArchiveKey;
 
 /// How far a download that clients read while it arrives has got.

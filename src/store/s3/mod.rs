@@ -32,7 +32,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,11 +40,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::TryStreamExt;
-use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut, S3CopyIfNotExists};
+use object_store::aws::AmazonS3;
 use object_store::path::Path as Key;
-use object_store::{
-    ClientOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
-};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use tempfile::{NamedTempFile, TempPath};
 
 use super::{
@@ -52,18 +50,16 @@ use super::{
     IndexRecord, Kept, ModuleIndexRecord, ModuleRecord, PolicyDecisions, ReleaseIndexRecord,
     ReleaseRecord, Store, StoreError, StoredArchive, VersionRecord,
 };
-use crate::address::{
-    ArchiveKey, Hostname, Module, Namespace, Product, Provider, ProviderType, ReleaseFile, Version,
-};
-use crate::config::S3Config;
+use crate::address::{ArchiveKey, Module, Product, Provider, ReleaseFile, Version};
 
+mod connect;
 mod keys;
 mod leases;
+mod listing;
 mod records;
 mod tier;
 mod upload;
 
-use leases::instance_id;
 use tier::Tier;
 use upload::hash_file;
 
@@ -89,80 +85,6 @@ pub struct S3Store {
 }
 
 impl S3Store {
-    /// Opens the bucket `config` names; downloads are staged under
-    /// `local_dir/tmp`. Nothing is asked of the bucket yet.
-    pub fn open(config: &S3Config, local_dir: &Path) -> Result<S3Store, StoreError> {
-        // The HTTP client object_store uses runs on rustls with the provider
-        // installed for the process: the same ring provider as everywhere
-        // else in tfmirror. Installing it again is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = AmazonS3Builder::from_env()
-            // First: the client options carry allow_http, set below.
-            .with_client_options(
-                ClientOptions::new()
-                    .with_connect_timeout(Duration::from_secs(5))
-                    .with_timeout(Duration::from_secs(300)),
-            )
-            .with_bucket_name(&config.bucket)
-            .with_region(&config.region)
-            .with_allow_http(config.allow_http)
-            .with_virtual_hosted_style_request(!config.path_style())
-            .with_conditional_put(S3ConditionalPut::ETagMatch)
-            .with_copy_if_not_exists(S3CopyIfNotExists::Multipart)
-            // A bucket that does not answer is reported within seconds (and
-            // `/readyz` says so) rather than retried for minutes.
-            .with_retry(RetryConfig {
-                max_retries: 2,
-                retry_timeout: Duration::from_secs(10),
-                ..RetryConfig::default()
-            });
-        if let (Some(id), Some(file)) = (&config.access_key_id, &config.secret_access_key_file) {
-            let secret = std::fs::read_to_string(file).map_err(|e| {
-                StoreError::Unavailable(io::Error::new(
-                    e.kind(),
-                    format!("storage.s3.secret_access_key_file {}: {e}", file.display()),
-                ))
-            })?;
-            builder = builder
-                .with_access_key_id(id)
-                .with_secret_access_key(secret.trim());
-        }
-        if let Some(endpoint) = &config.endpoint {
-            builder = builder.with_endpoint(endpoint.as_str().trim_end_matches('/'));
-        }
-        let bucket = builder
-            .build()
-            .map_err(|e| StoreError::Unavailable(io::Error::other(format!("storage.s3: {e}"))))?;
-        let tmp = local_dir.join("tmp");
-        std::fs::create_dir_all(&tmp)?;
-        let prefix = Key::from(config.prefix.trim_matches('/'));
-        let name = if config.prefix.is_empty() {
-            format!("s3://{}", config.bucket)
-        } else {
-            format!("s3://{}/{}", config.bucket, prefix)
-        };
-        let tier = match &config.local_cache {
-            Some(local) => Some(Arc::new(Tier {
-                disk: DiskStore::open(local_dir)?,
-                max_bytes: local.max_size.as_u64(),
-                filling: Mutex::default(),
-            })),
-            None => None,
-        };
-        Ok(S3Store {
-            tier,
-            bucket: Arc::new(bucket),
-            name,
-            addressing: config.addressing(),
-            prefix,
-            tmp,
-            instance: instance_id(),
-            lease_time: config.lease_time,
-            renewing: Mutex::new(HashMap::new()),
-            uploads: AtomicU64::new(0),
-        })
-    }
-
     /// A bucket failure as a store error naming the bucket.
     fn failed(&self, e: &object_store::Error) -> StoreError {
         StoreError::Unavailable(io::Error::other(format!("bucket {}: {e}", self.name)))
@@ -325,55 +247,7 @@ impl Store for S3Store {
     }
 
     async fn list_archives(&self) -> Result<Vec<CachedArchive>, StoreError> {
-        let root = self.key(["providers"]);
-        let objects = self.list_below("providers").await?;
-        let hashed: std::collections::HashSet<String> = objects
-            .iter()
-            .filter_map(|o| o.location.as_ref().strip_suffix(".h1").map(str::to_owned))
-            .collect();
-        let mut out = Vec::new();
-        for object in &objects {
-            if !hashed.contains(object.location.as_ref()) {
-                continue;
-            }
-            let Some(parts) = object
-                .location
-                .prefix_match(&root)
-                .map(|parts| parts.map(|p| p.as_ref().to_owned()).collect::<Vec<_>>())
-            else {
-                continue;
-            };
-            let [host, ns, kind, _version, file] = parts.as_slice() else {
-                continue;
-            };
-            let (Ok(hostname), Ok(namespace), Ok(kind)) = (
-                Hostname::parse(host),
-                Namespace::parse(ns),
-                ProviderType::parse(kind),
-            ) else {
-                continue;
-            };
-            let provider = Provider {
-                hostname,
-                namespace,
-                kind,
-            };
-            let Some((version, platform)) = provider.parse_archive_name(file) else {
-                continue;
-            };
-            out.push(CachedArchive {
-                provider,
-                version,
-                platform,
-                size: object.size,
-                last_used: u64::try_from(object.last_modified.timestamp()).unwrap_or(0),
-                path: PathBuf::from(object.location.as_ref()),
-            });
-        }
-        out.sort_by(|a, b| {
-            (&a.provider, &a.version, &a.platform).cmp(&(&b.provider, &b.version, &b.platform))
-        });
-        Ok(out)
+        self.archives_held().await
     }
 
     async fn read_module_index(
@@ -468,23 +342,7 @@ impl Store for S3Store {
     }
 
     async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError> {
-        let objects = self.list_below("modules").await?;
-        let names: std::collections::HashSet<&str> =
-            objects.iter().map(|o| o.location.as_ref()).collect();
-        let mut out = Vec::new();
-        for object in &objects {
-            let Some(dir) = object.location.as_ref().strip_suffix("/module.json") else {
-                continue;
-            };
-            let held = names.contains(format!("{dir}/package.tar.gz").as_str());
-            if let Some(record) = self.read_json(&object.location, "module pin").await? {
-                out.push((record, held));
-            }
-        }
-        out.sort_by(|a: &(ModuleRecord, bool), b| {
-            (&a.0.module, &a.0.version).cmp(&(&b.0.module, &b.0.version))
-        });
-        Ok(out)
+        self.modules_held().await
     }
 
     async fn read_release_index(
@@ -546,29 +404,7 @@ impl Store for S3Store {
     }
 
     async fn list_releases(&self) -> Result<Vec<HeldRelease>, StoreError> {
-        let objects = self.list_below("releases").await?;
-        let mut out = Vec::new();
-        for object in &objects {
-            let Some(dir) = object.location.as_ref().strip_suffix("/release.json") else {
-                continue;
-            };
-            let files_dir = format!("{dir}/files/");
-            let mut files: Vec<(String, u64)> = objects
-                .iter()
-                .filter_map(|o| {
-                    let name = o.location.as_ref().strip_prefix(&files_dir)?;
-                    Some((name.to_owned(), o.size))
-                })
-                .collect();
-            files.sort();
-            if let Some(record) = self.read_json(&object.location, "release record").await? {
-                out.push((record, files));
-            }
-        }
-        out.sort_by(|a: &(ReleaseRecord, _), b| {
-            (a.0.product, &a.0.version).cmp(&(b.0.product, &b.0.version))
-        });
-        Ok(out)
+        self.releases_held().await
     }
 
     /// A conditional write (as archives are created), a read of what was

@@ -1,0 +1,101 @@
+//! The configuration loaded for a command, and logging started as it says:
+//! to standard error as each line is made for commands, through a logging
+//! thread for the daemon, and the audit trail to its own file when
+//! `log.audit_file` names one.
+
+use crate::config::{Config, LogFormat};
+use anyhow::Context;
+use std::io::IsTerminal;
+use std::path::Path;
+use tracing_appender::non_blocking::WorkerGuard;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::Layer as _;
+
+/// Loads the configuration and starts logging as it says, to standard
+/// error as each line is made (a command's lines interleave with its
+/// progress output).
+pub(super) fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+    let config = super::loaded::load_checked(file)?;
+    init_logging(&config, std::io::stderr)?;
+    Ok(config)
+}
+
+/// How many log lines the daemon queues for its logging thread before a
+/// request that logs waits for the writer (a few MiB at most).
+pub const LOG_QUEUE_LINES: usize = 16_384;
+
+/// Loads the configuration for the daemon, whose log lines (one per
+/// request at `info`) are handed to a logging thread that writes them to
+/// standard error in batches, off the request path. Nothing is dropped: a
+/// stalled reader of standard error holds requests back once
+/// [`LOG_QUEUE_LINES`] lines wait. The returned guard writes what is left
+/// when it is dropped.
+pub(super) fn load_daemon(file: Option<&Path>) -> anyhow::Result<(Config, WorkerGuard)> {
+    let config = super::loaded::load_checked(file)?;
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .thread_name("tfmirror-log")
+        .finish(std::io::BufWriter::with_capacity(
+            64 * 1024,
+            std::io::stderr(),
+        ));
+    init_logging(&config, writer)?;
+    Ok((config, guard))
+}
+
+pub(super) fn init_logging<W>(config: &Config, writer: W) -> anyhow::Result<()>
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.is_empty() => tracing_subscriber::EnvFilter::try_new(spec)
+            .context("RUST_LOG is not a valid log filter")?,
+        _ => tracing_subscriber::EnvFilter::try_new(&config.log.level).with_context(|| {
+            format!("log.level {:?} is not a valid log filter", config.log.level)
+        })?,
+    };
+    let lines = match config.log.format {
+        LogFormat::Pretty => tracing_subscriber::fmt::layer()
+            .with_writer(writer)
+            .with_ansi(std::io::stderr().is_terminal())
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_writer(writer)
+            .boxed(),
+    };
+    // The audit trail, when it has a file of its own: JSON, whatever the
+    // log's level and format.
+    let audit = match &config.log.audit_file {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("log.audit_file {}", path.display()))?;
+            // The audit events, and the request span that carries their
+            // request ID and cache outcome.
+            let only_audit = tracing_subscriber::filter::filter_fn(|meta| {
+                meta.target() == crate::http::AUDIT_LOG
+                    || (meta.is_span() && meta.name() == "request")
+            });
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_current_span(true)
+                    .with_span_list(false)
+                    .with_writer(std::sync::Mutex::new(file))
+                    .with_filter(only_audit),
+            )
+        }
+        None => None,
+    };
+    tracing_subscriber::registry()
+        .with(lines.with_filter(filter))
+        .with(audit)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("starting logging: {e}"))
+}

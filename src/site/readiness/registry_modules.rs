@@ -1,0 +1,125 @@
+//! Readiness of registry modules: each version a configuration needs, and
+//! the versions the held packages call in turn, held or missing and why.
+
+use super::{chosen, held_back_or_none, missing, unlisted, Finding, Needed, Report, Why};
+use crate::address::{Module, Version};
+use crate::mirror::Mirror;
+use crate::policy::Subject;
+use crate::site::selection::ModuleRequirement;
+use std::collections::{BTreeSet, VecDeque};
+
+pub(super) fn needed_module(module: &Module, version: Option<&Version>) -> Needed {
+    Needed {
+        kind: "module",
+        source: module.to_string(),
+        version: version.cloned(),
+        platform: None,
+    }
+}
+
+/// The registry modules `requirements` need, and those their held
+/// packages call, each version once.
+pub(super) async fn modules(
+    mirror: &Mirror,
+    requirements: &[ModuleRequirement],
+    report: &mut Report,
+) {
+    let mut queue: VecDeque<ModuleRequirement> = requirements.iter().cloned().collect();
+    let mut seen: BTreeSet<(Module, Version)> = BTreeSet::new();
+    while let Some(req) = queue.pop_front() {
+        let listed = match mirror.module_index(&req.module).await {
+            Ok(listed) => listed,
+            Err(e) => {
+                report.add(needed_module(&req.module, None), missing(unlisted(&e)));
+                continue;
+            }
+        };
+        let visible = mirror
+            .visible_module_index(&req.module, listed.clone())
+            .await;
+        let meets = |v: &Version| req.constraints.allows(v.semver());
+        let versions = chosen(
+            &listed.versions,
+            &visible.versions,
+            &[],
+            meets,
+            req.newest_only,
+        );
+        if versions.is_empty() {
+            let why = held_back_or_none(
+                mirror,
+                Subject::Module(&req.module),
+                &listed.versions,
+                meets,
+            )
+            .await
+            .unwrap_or(Why::NoVersionMeets {
+                constraints: req.constraints.as_str().to_owned(),
+                listed: visible.versions.len(),
+            });
+            report.add(needed_module(&req.module, None), missing(why));
+            continue;
+        }
+        for version in versions {
+            if !seen.insert((req.module.clone(), version.clone())) {
+                continue;
+            }
+            let needed = needed_module(&req.module, Some(version));
+            match module_version(mirror, &req.module, version).await {
+                Ok(calls) => {
+                    report.add(needed, Finding::Held);
+                    match crate::site::selection::requirements_of_calls(calls) {
+                        Ok(more) => queue.extend(more),
+                        Err(e) => report.add(
+                            needed_module(&req.module, Some(version)),
+                            missing(Why::Unreadable {
+                                error: format!("{e:#}"),
+                            }),
+                        ),
+                    }
+                }
+                Err(why) => report.add(needed, missing(why)),
+            }
+        }
+    }
+}
+
+/// A module version the mirror holds, as the registry modules its package
+/// calls; or why it is not held.
+pub(super) async fn module_version(
+    mirror: &Mirror,
+    module: &Module,
+    version: &Version,
+) -> Result<Vec<(Module, Option<String>)>, Why> {
+    match mirror.verdict(Subject::Module(module), version).await {
+        Ok(Ok(())) => {}
+        Ok(Err(denied)) => return Err(denied.into()),
+        Err(e) => {
+            return Err(Why::Unreadable {
+                error: e.to_string(),
+            })
+        }
+    }
+    let unreadable = |e: &dyn std::fmt::Display| Why::Unreadable {
+        error: e.to_string(),
+    };
+    let store = mirror.store();
+    if store
+        .read_module(module, version)
+        .await
+        .map_err(|e| unreadable(&e))?
+        .is_none()
+    {
+        return Err(Why::NeverFetched);
+    }
+    let Some(package) = store
+        .open_module(module, version)
+        .await
+        .map_err(|e| unreadable(&e))?
+    else {
+        return Err(Why::Evicted { at_ms: None });
+    };
+    crate::module_source::calls::calls_in_stored(package)
+        .await
+        .map_err(|e| unreadable(&e))
+}
