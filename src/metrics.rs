@@ -1,6 +1,6 @@
 //! Prometheus metrics, served at `/metrics` in the text exposition format.
 //!
-//! Every metric is named `tfmirror_…`; the README lists them with the alerts
+//! Every metric is named `tfmirror_…`; `docs/production.md` lists them with the alerts
 //! worth setting.
 
 use std::time::Duration;

@@ -62,7 +62,7 @@ pub enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
         /// A manifest (TOML) listing providers, version constraints and
-        /// platforms (see the README, "Air-gapped sites").
+        /// platforms (see `docs/air-gap.md`).
         #[arg(long, required_unless_present = "from", conflicts_with = "from")]
         manifest: Option<PathBuf>,
         /// A Terraform configuration directory: its `required_providers`
@@ -475,7 +475,7 @@ impl From<crate::store::evidence::Rejected> for Refusal {
 fn open_store(config: &Config) -> anyhow::Result<DiskStore> {
     if config.storage.backend == crate::config::StorageBackend::S3 {
         anyhow::bail!(
-            "this command works on the disk cache (storage.backend = \"disk\"); on a bucket, every other command works, and lifecycle rules rather than gc bound its size (README, \"Several instances\")"
+            "this command works on the disk cache (storage.backend = \"disk\"); on a bucket, every other command works, and lifecycle rules rather than gc bound its size (docs/several-instances.md)"
         );
     }
     DiskStore::open(&config.cache.dir)

@@ -2,7 +2,7 @@
 //! variables `TFMIRROR_<SECTION>__<KEY>`, each layer overriding the one before.
 //!
 //! Every key is documented here; `config/tfmirror.toml` is the commented
-//! example and the README's reference points to this module. Unknown keys and
+//! example and `docs/configuration.md` the reference. Unknown keys and
 //! invalid values are errors that name the key.
 
 use std::collections::BTreeMap;
@@ -47,21 +47,21 @@ pub struct Config {
     /// `[storage]`: where the cache is kept (local disk or a bucket).
     pub storage: StorageConfig,
     /// `[[trust]]`: rules pinning the keys that may sign the providers of a
-    /// registry and namespace (see the README, "Security model").
+    /// registry and namespace (see `docs/security.md`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trust: Vec<TrustRule>,
     /// `[policy]` and `[[policy.rule]]`: which provider and module versions
-    /// the mirror answers for and moves (see the README, "Policy").
+    /// the mirror answers for and moves (see `docs/policy.md`).
     #[serde(default)]
     pub policy: policy::PolicyConfig,
     /// `[watch]`, `[[watch.provider]]` and `[[watch.module]]`: what the
     /// daemon fetches ahead of time, and how often it asks the origins for
-    /// new versions (see the README, "Keeping a site ready").
+    /// new versions (see `docs/air-gap.md`).
     #[serde(default)]
     pub watch: watch::WatchConfig,
     /// `[releases]`, `[releases.terraform]` and `[releases.tofu]`: the
-    /// Terraform and OpenTofu CLI releases the mirror serves (see the
-    /// README, "CLI releases").
+    /// Terraform and OpenTofu CLI releases the mirror serves (see
+    /// `docs/releases.md`).
     #[serde(default)]
     pub releases: Box<releases::ReleasesConfig>,
 }
@@ -418,7 +418,7 @@ impl Config {
     fn validate_storage(&self) -> anyhow::Result<()> {
         if self.storage.backend == StorageBackend::S3 && self.cache.max_size.is_some() {
             bail!(
-                "cache.max_size bounds the disk cache; with storage.backend = \"s3\" bound the bucket with lifecycle rules and the local tier with storage.s3.local_cache.max_size (README, \"Several instances\")"
+                "cache.max_size bounds the disk cache; with storage.backend = \"s3\" bound the bucket with lifecycle rules and the local tier with storage.s3.local_cache.max_size (docs/several-instances.md)"
             );
         }
         let Some(s3) = &self.storage.s3 else {

@@ -106,7 +106,7 @@ struct ReleaseEntry {
     platforms: Option<Vec<String>>,
 }
 
-/// Reads a sync manifest (see the README, "Air-gapped sites").
+/// Reads a sync manifest (see `docs/air-gap.md`).
 pub fn from_manifest(path: &Path) -> anyhow::Result<Selection> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the manifest {}", path.display()))?;

@@ -63,7 +63,7 @@ impl S3Store {
             Err(e) => Err(e),
         };
         // Best effort: a bucket lifecycle rule on tmp/ removes what a crash
-        // leaves (README, "Several instances").
+        // leaves (`docs/several-instances.md`).
         let _ = self.bucket.delete(&part_key).await;
         copied
     }
