@@ -3,14 +3,16 @@
 //! thread for the daemon, and the audit trail to its own file when
 //! `log.audit_file` names one.
 
-use crate::config::{Config, LogFormat};
-use anyhow::Context;
 use std::io::IsTerminal;
 use std::path::Path;
+
+use anyhow::Context;
 use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::Layer as _;
+
+use crate::config::{Config, LogFormat};
 
 /// Loads the configuration and starts logging as it says, to standard
 /// error as each line is made (a command's lines interleave with its

@@ -1,13 +1,15 @@
 //! `[upstream]`: the origin registries, how they are reached, and each
 //! one's own settings (`[upstream.hosts."<hostname>"]`).
 
-use crate::address::Hostname;
-use crate::verify::Unsigned;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 use url::Url;
+
+use crate::address::Hostname;
+use crate::verify::Unsigned;
 
 /// `[upstream]`: the origin registries.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

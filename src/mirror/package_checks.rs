@@ -4,13 +4,14 @@
 //! the signed checksum. What cannot be checked is a [`Failure`], which
 //! says whether the origin was down or its answer was refused.
 
+use base64::Engine;
+
 use super::Mirror;
 use crate::address::{Platform, Provider};
 use crate::metrics::VerifyOutcome;
 use crate::store::{KeyDetails, PackageRecord, SignedSums, VersionRecord};
 use crate::upstream::{registry, UpstreamError};
 use crate::verify::{Sha256Sums, Verification};
-use base64::Engine;
 
 impl Mirror {
     /// Checks one package's metadata against its signed SHA256SUMS, fetching

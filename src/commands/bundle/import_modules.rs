@@ -1,6 +1,11 @@
 //! Importing module versions from a bundle: each package must match its
 //! pin, and the pin this cache holds for the version, if any.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
 use super::staging::{read_small, stage, Imported};
 use super::ROOT;
 use crate::address::{Module, Version};
@@ -8,10 +13,6 @@ use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
 use crate::module_source::tree::TreeError;
 use crate::store::ModuleRecord;
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
-use std::io::Read;
-use std::path::Path;
 
 /// The module entries of a bundle, as they are read.
 #[derive(Default)]

@@ -3,6 +3,9 @@
 //! what this cache holds and with its keyless pins; each archive must
 //! match its verified checksum before it is kept.
 
+use std::collections::BTreeMap;
+use std::io::Read;
+
 use super::staging::stage;
 use super::{Manifest, ROOT};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
@@ -11,8 +14,6 @@ use crate::commands::store::CommandStore;
 use crate::commands::Refusal;
 use crate::store::VersionRecord;
 use crate::verify::TrustPolicy;
-use std::collections::BTreeMap;
-use std::io::Read;
 
 /// Keeps in the version lists when the exporting mirror first saw each
 /// imported version (the manifest's `first_seen_ms`), so that this site's

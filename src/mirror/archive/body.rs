@@ -3,13 +3,15 @@
 //! (for connections that send files as they are), held as being read, and
 //! so safe from eviction, for as long as it is sent.
 
-use super::Mirror;
-use crate::address::ArchiveKey;
+use std::sync::Arc;
+
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
-use std::sync::Arc;
 use tokio_util::io::ReaderStream;
+
+use super::Mirror;
+use crate::address::ArchiveKey;
 
 /// Chunk size for reading archives.
 pub(super) const CHUNK: usize = 128 * 1024;

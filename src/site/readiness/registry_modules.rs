@@ -1,13 +1,16 @@
 //! Readiness of registry modules: each version a configuration needs, and
 //! the versions the held packages call in turn, held or missing and why.
 
+use std::collections::{BTreeSet, VecDeque};
+
 use super::{chosen, held_back_or_none, missing, unlisted, Finding, Needed, Report, Why};
 use crate::address::{Module, Version};
 use crate::mirror::Mirror;
 use crate::policy::Subject;
 use crate::site::selection::ModuleRequirement;
-use std::collections::{BTreeSet, VecDeque};
 
+/// What a configuration needs of a module version (any version when
+/// `None`).
 pub(super) fn needed_module(module: &Module, version: Option<&Version>) -> Needed {
     Needed {
         kind: "module",

@@ -3,6 +3,12 @@
 //! rename into place, and the listings `tfmirror ls`, `verify` and the
 //! residency index read at start.
 
+use std::io;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use tempfile::{NamedTempFile, TempPath};
+
 use super::DiskStore;
 use crate::address::{ArchiveKey, Module, Product, Provider, ReleaseFile, Version};
 use crate::store::{
@@ -10,10 +16,6 @@ use crate::store::{
     ModuleIndexRecord, ModuleRecord, PolicyDecisions, ReleaseIndexRecord, ReleaseRecord, Store,
     StoreError, StoredArchive, VersionRecord,
 };
-use async_trait::async_trait;
-use std::io;
-use std::path::{Path, PathBuf};
-use tempfile::{NamedTempFile, TempPath};
 
 #[async_trait]
 impl Store for DiskStore {

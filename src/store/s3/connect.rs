@@ -3,20 +3,22 @@
 //! and the local directories beside it. Nothing is asked of the bucket
 //! yet.
 
-use super::leases::instance_id;
-use super::tier::Tier;
-use super::S3Store;
-use crate::config::S3Config;
-use crate::store::{DiskStore, StoreError};
-use object_store::aws::{AmazonS3Builder, S3ConditionalPut, S3CopyIfNotExists};
-use object_store::path::Path as Key;
-use object_store::{ClientOptions, RetryConfig};
 use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use object_store::aws::{AmazonS3Builder, S3ConditionalPut, S3CopyIfNotExists};
+use object_store::path::Path as Key;
+use object_store::{ClientOptions, RetryConfig};
+
+use super::leases::instance_id;
+use super::tier::Tier;
+use super::S3Store;
+use crate::config::S3Config;
+use crate::store::{DiskStore, StoreError};
 
 impl S3Store {
     /// Opens the bucket `config` names; downloads are staged under

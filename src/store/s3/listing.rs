@@ -2,10 +2,11 @@
 //! sizes and last uses, the module pins with whether each package is
 //! there, and the CLI releases with their files.
 
+use std::path::PathBuf;
+
 use super::S3Store;
 use crate::address::{Hostname, Namespace, Provider, ProviderType};
 use crate::store::{CachedArchive, HeldRelease, ModuleRecord, ReleaseRecord, StoreError};
-use std::path::PathBuf;
 
 impl S3Store {
     /// The archives the bucket holds, with their `h1:` files.
