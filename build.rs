@@ -14,6 +14,7 @@ const CFGS: &[&str] = &[
     "tfmirror_no_chromium",
     "tfmirror_no_systemd_tools",
     "tfmirror_not_root",
+    "tfmirror_no_prometheus",
 ];
 
 fn main() {
@@ -41,6 +42,7 @@ fn main() {
     );
     let systemd =
         runs("systemd-analyze", "--version") && runs("systemd-socket-activate", "--version");
+    let prometheus = runs("promtool", "--version") && runs("prometheus", "--version");
     let root = Command::new("id")
         .arg("-u")
         .output()
@@ -51,6 +53,7 @@ fn main() {
         (chromium, "tfmirror_no_chromium"),
         (systemd, "tfmirror_no_systemd_tools"),
         (root, "tfmirror_not_root"),
+        (prometheus, "tfmirror_no_prometheus"),
     ] {
         if !present {
             println!("cargo::rustc-cfg={cfg}");

@@ -102,6 +102,9 @@ impl Daemon {
             app,
         } = self;
         announce(&config, &listener, tls.as_deref(), &app)?;
+        if let Some(tls) = &tls {
+            app.mirror.metrics().set_tls_expiry(tls.not_after());
+        }
         let watcher = config
             .auth
             .token_file
@@ -217,7 +220,10 @@ fn announce(
 fn reload(tls: Option<&ServerTls>, app: &App) {
     if let Some(tls) = tls {
         match tls.reload() {
-            Ok(()) => tracing::info!("reloaded the TLS certificate"),
+            Ok(()) => {
+                tracing::info!("reloaded the TLS certificate");
+                app.mirror.metrics().set_tls_expiry(tls.not_after());
+            }
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "kept the current TLS certificate: the new one is not usable");
             }

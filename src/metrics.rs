@@ -48,6 +48,11 @@ pub struct Metrics {
     archive_writes: Family<keyless::ArchiveWriteLabels, Counter>,
     keyless_pin_mismatches: Counter,
     keyless_versions: Gauge,
+    tls_expiry: Gauge,
+    evictions: Family<KindLabels, Counter>,
+    cache_max_size: Gauge,
+    store_write_failing: Gauge,
+    ready: Gauge,
     download_claims: Family<OutcomeLabels, Counter>,
     policy_decisions: Family<PolicyLabels, Counter>,
     versions_held: Gauge,
@@ -86,6 +91,11 @@ impl Metrics {
             archive_writes: Family::default(),
             keyless_pin_mismatches: Counter::default(),
             keyless_versions: Gauge::default(),
+            tls_expiry: Gauge::default(),
+            evictions: Family::default(),
+            cache_max_size: Gauge::default(),
+            store_write_failing: Gauge::default(),
+            ready: Gauge::default(),
             download_claims: Family::default(),
             policy_decisions: Family::default(),
             versions_held: Gauge::default(),
@@ -181,6 +191,7 @@ impl Metrics {
             m.release_files.clone(),
         );
         keyless::register(&mut registry, &m);
+        operations::register(&mut registry, &m);
         registry.register(
             "download_claims",
             "Claims to download an archive from its origin, by outcome: granted, or (on a bucket) waited for another instance sharing it that was downloading it",
@@ -398,5 +409,6 @@ impl Drop for InFlight<'_> {
 
 mod keyless;
 mod labels;
+mod operations;
 #[cfg(test)]
 mod tests;

@@ -266,6 +266,10 @@ async fn respond(app: &App, asked: &Asked, route: Route) -> Result<Response<Body
             .await
             .map(|()| text_response(StatusCode::OK, "ready\n")),
         Route::Metrics => {
+            let ready = mirror.ready().await.is_ok();
+            mirror
+                .metrics()
+                .set_readiness(ready, mirror.store_write_failing());
             let mut resp = text_response(StatusCode::OK, &mirror.metrics().render());
             resp.headers_mut().insert(
                 header::CONTENT_TYPE,

@@ -56,6 +56,20 @@ pub struct ServerTls {
 }
 
 impl ServerTls {
+    /// When the certificate in use stops being valid, in seconds since the
+    /// Unix epoch (`None` when it cannot be read).
+    pub fn not_after(&self) -> Option<i64> {
+        let current = self
+            .resolver
+            .current
+            .read()
+            .expect("certificate lock")
+            .clone();
+        let leaf = current.cert.first()?;
+        let (_, parsed) = x509_parser::parse_x509_certificate(leaf.as_ref()).ok()?;
+        Some(parsed.validity().not_after.timestamp())
+    }
+
     /// Re-reads the certificate and key files. On any problem the
     /// certificate in use stays and the error is returned.
     pub fn reload(&self) -> anyhow::Result<()> {

@@ -19,6 +19,7 @@ impl Mirror {
                         tracing::info!(provider = %old.provider, version = %old.version, platform = %old.platform, "evicted least recently used archive");
                         self.providers.forget_archive(&old).await;
                         self.note_evicted(&old).await;
+                        self.metrics.evicted("archive");
                     }
                     Err(e) => {
                         tracing::warn!(archive = %old, error = %e, "could not evict archive");
@@ -29,6 +30,7 @@ impl Mirror {
                 },
                 Evicted::Release(file) => match self.store.remove_release_file(&file).await {
                     Ok(()) => {
+                        self.metrics.evicted("release");
                         tracing::info!(target: crate::releases::state::RELEASES_LOG, product = %file.product, version = %file.version, file = %file.name, "evicted least recently used release file; its release's record stays");
                     }
                     Err(e) => {
@@ -38,6 +40,7 @@ impl Mirror {
                 Evicted::Module(module, version) => {
                     match self.store.remove_module(&module, &version).await {
                         Ok(()) => {
+                            self.metrics.evicted("module");
                             tracing::info!(%module, %version, "evicted least recently used module package; its pin stays");
                             self.package_gone(&module, &version).await;
                         }

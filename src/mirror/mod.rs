@@ -272,6 +272,7 @@ impl Mirror {
             .await
             .with_context(|| format!("listing the keyless pins in {}", store.location()))?;
         metrics.set_keyless_versions(keyless.len());
+        metrics.set_cache_max_size(config.cache.max_size.map(|s| s.as_u64()));
         let policy = crate::policy::Policy::new(&config.policy)?;
         let fetcher = crate::module_source::Fetcher::new(
             &config,
@@ -402,8 +403,13 @@ impl Mirror {
         self.draining.store(true, Ordering::SeqCst);
     }
 
+    /// Whether the cache is known to be unwritable now (no probe).
+    pub fn store_write_failing(&self) -> bool {
+        self.health.is_failing()
+    }
+
     /// Whether the mirror can serve: not shutting down, and the store is
-    /// writable (see [`StoreHealth`]).
+    /// writable (probed; see [`StoreHealth`]).
     pub async fn ready(&self) -> Result<(), RequestError> {
         if self.draining.load(Ordering::SeqCst) {
             return Err(RequestError::NotReady("shutting down".into()));

@@ -50,6 +50,11 @@ pub struct StoreHealth {
 }
 
 impl StoreHealth {
+    /// Whether a write has failed and no write or probe has succeeded since.
+    pub fn is_failing(&self) -> bool {
+        self.trouble.lock().expect("store health lock").is_some()
+    }
+
     /// A store in good health.
     pub fn new() -> StoreHealth {
         StoreHealth::default()

@@ -63,6 +63,21 @@ impl Client {
         }
     }
 
+    /// A client for plain `http://` URLs too (a local Prometheus), trusting
+    /// `ca_file` for `https://` ones.
+    pub fn allowing_http(ca_file: &Path) -> Client {
+        let tls = tls_client_config(ca_file);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Client {
+            inner: hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .build(connector),
+        }
+    }
+
     pub async fn request(&self, method: http::Method, url: &str) -> Answer {
         self.request_with(method, url, None).await
     }
