@@ -919,3 +919,88 @@ async fn releases_kept_on_a_bucket_serve_every_instance_and_cross_the_gap() {
         checked.stdout
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_pass_keeps_the_cli_releases_it_lists() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("release signer");
+    publish_terraform(
+        &origin,
+        &signer,
+        "1.0.3",
+        &[
+            (LINUX, zip_of("terraform", b"linux 1.0.3")),
+            ("darwin_arm64", zip_of("terraform", b"darwin 1.0.3")),
+        ],
+    );
+    publish_terraform(
+        &origin,
+        &signer,
+        "0.15.5",
+        &[(LINUX, zip_of("terraform", b"old"))],
+    );
+    publish_terraform_index(&origin, &["1.0.3", "0.15.5"]);
+    let home = setup.dir.path();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let watched = "[watch]\nplatforms = [\"linux_amd64\"]\n[[watch.release]]\nproduct = \"terraform\"\nversions = \"~> 1.0.0\"\n";
+    let config = common::daemon::config_file(
+        &setup,
+        &origin,
+        &format!(
+            "{}{watched}",
+            releases_toml(&setup, &origin, &signer, "", "releases.")
+        ),
+    );
+    let once = ["watch", "--once", "--config", &s(&config)];
+    run_ok(home, &once).await;
+    assert_eq!(origin.hits("/files/terraform_1.0.3_linux_amd64.zip"), 1);
+    assert_eq!(origin.hits("/files/terraform_1.0.3_darwin_arm64.zip"), 0);
+    assert_eq!(origin.hits("/files/terraform_0.15.5_linux_amd64.zip"), 0);
+    // A new release that matches arrives with the next pass.
+    publish_terraform(
+        &origin,
+        &signer,
+        "1.0.4",
+        &[(LINUX, zip_of("terraform", b"1.0.4"))],
+    );
+    publish_terraform_index(&origin, &["1.0.4", "1.0.3", "0.15.5"]);
+    run_ok(home, &once).await;
+    assert_eq!(origin.hits("/files/terraform_1.0.4_linux_amd64.zip"), 1);
+    assert_eq!(origin.hits("/files/terraform_1.0.3_linux_amd64.zip"), 1);
+    let listed = run_ok(
+        home,
+        &["ls", "--config", &s(&config), "--releases", "--json"],
+    )
+    .await;
+    let listed: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    let files: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "terraform_1.0.3_linux_amd64.zip",
+            "terraform_1.0.4_linux_amd64.zip"
+        ]
+    );
+    // A mistake in an entry is named.
+    let bad = common::daemon::config_file(
+        &setup,
+        &origin,
+        &format!(
+            "{}[watch]\n[[watch.release]]\nproduct = \"packer\"\nversions = \"1\"\n",
+            releases_toml(&setup, &origin, &signer, "", "releases.")
+        ),
+    );
+    let ran = run_tfmirror(home, &["watch", "--once", "--config", &s(&bad)]).await;
+    assert!(!ran.ok);
+    assert!(
+        ran.stderr.contains("watch.release 1 (packer)"),
+        "{}",
+        ran.stderr
+    );
+}

@@ -14,7 +14,7 @@ pub fn command(config: Config, once: bool, jobs: Option<usize>) -> anyhow::Resul
         );
     }
     if config.watch.is_empty() {
-        anyhow::bail!("the configuration's [watch] lists no provider and no module");
+        anyhow::bail!("the configuration's [watch] lists no provider, module or release");
     }
     let selection = config.watch.selection()?;
     let jobs = jobs.unwrap_or(config.watch.jobs);

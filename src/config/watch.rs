@@ -32,6 +32,11 @@ pub struct WatchConfig {
     /// `versions`), with the registry modules it calls.
     #[serde(default, rename = "module", skip_serializing_if = "Vec::is_empty")]
     pub modules: Vec<ModuleEntry>,
+    /// `[[watch.release]]`: Terraform or OpenTofu releases to keep
+    /// (`product`, `versions`, `platforms`), as in a sync manifest; served
+    /// when `[releases]` names the product.
+    #[serde(default, rename = "release", skip_serializing_if = "Vec::is_empty")]
+    pub releases: Vec<ReleaseEntry>,
 }
 
 impl Default for WatchConfig {
@@ -42,6 +47,7 @@ impl Default for WatchConfig {
             platforms: Vec::new(),
             providers: Vec::new(),
             modules: Vec::new(),
+            releases: Vec::new(),
         }
     }
 }
@@ -74,4 +80,21 @@ pub struct ModuleEntry {
     /// version when empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub versions: String,
+}
+
+/// A `[[release]]` entry of a sync manifest, or a `[[watch.release]]` entry
+/// of the configuration: Terraform's or OpenTofu's own binaries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseEntry {
+    /// `product`: `terraform` or `tofu`.
+    pub product: String,
+    /// `versions`: a version constraint in Terraform's syntax; required,
+    /// since every release a product ever made is seldom what a site needs.
+    #[serde(default)]
+    pub versions: String,
+    /// `platforms`: the platforms wanted, instead of the defaults given
+    /// beside the entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platforms: Option<Vec<String>>,
 }

@@ -229,13 +229,18 @@ pub const WATCH_ITEMS_SHOWN: usize = 50;
 fn watch_section(html: &mut String, app: &App, hidden: bool) {
     html.push_str("<h2>Watch</h2>\n");
     let Some(watch) = &app.watch else {
-        html.push_str("<p id=\"watch\">Nothing is watched. A <code>[watch]</code> section in the configuration lists providers and modules whose new versions the mirror fetches before anyone asks.</p>\n");
+        html.push_str("<p id=\"watch\">Nothing is watched. A <code>[watch]</code> section in the configuration lists providers, modules and CLI releases whose new versions the mirror fetches before anyone asks.</p>\n");
         return;
     };
-    let (providers, modules) = watch.watched();
+    let (providers, modules, releases) = watch.watched();
+    let releases = if releases == 0 {
+        String::new()
+    } else {
+        format!(" and {releases} CLI release entries")
+    };
     let _ = writeln!(
         html,
-        "<p id=\"watch\">{providers} providers and {modules} modules are watched: their origins are asked for new versions every {}.</p>",
+        "<p id=\"watch\">{providers} providers and {modules} modules{releases} are watched: their origins are asked for new versions every {}.</p>",
         humantime::format_duration(watch.interval())
     );
     if app.mirror.offline() {

@@ -130,23 +130,9 @@ impl Mirror {
                     });
                     return Ok::<_, RequestError>((Arc::new(list), now.saturating_add(ttl)));
                 }
-                match origin::list(self.origin_client(), &source).await {
-                    Ok(mut versions) => {
+                match self.list_releases_at_origin(&source, stored.as_ref(), now).await {
+                    Ok(list) => {
                         self.note(CacheKind::ReleaseList, CacheOutcome::Miss);
-                        versions.retain(|v, _| source.serves_version(v));
-                        // What the store holds stays listed, also when the
-                        // origin withdrew it.
-                        for held in stored.iter().flat_map(|s| s.versions.keys()) {
-                            versions.entry(held.clone()).or_default();
-                        }
-                        let list = ReleaseIndexRecord {
-                            product,
-                            fetched_at_ms: now,
-                            versions,
-                        };
-                        if let Err(e) = self.store().write_release_index(&list).await {
-                            tracing::warn!(target: RELEASES_LOG, error = %e, "could not store the {product} release list");
-                        }
                         Ok((Arc::new(list), now.saturating_add(ttl)))
                     }
                     Err(e) if stored.is_some() && e.is_outage() => {
@@ -172,6 +158,63 @@ impl Mirror {
         let (list, fresh_until) = loaded?;
         if fresh_until <= self.clock().unix_ms() {
             state.lists.invalidate(&product).await;
+        }
+        Ok(list)
+    }
+
+    /// A product's release list asked of the origin now, whatever the
+    /// stored list's age, and kept for later requests; an origin that
+    /// cannot answer is an error, not the stored list (a watch pass must
+    /// learn of it).
+    pub async fn relist_releases(
+        &self,
+        product: Product,
+    ) -> Result<Arc<ReleaseIndexRecord>, RequestError> {
+        let source = self.release_source(product)?.clone();
+        let stored = self
+            .store()
+            .read_release_index(product)
+            .await
+            .map_err(|e| self.store_failed("reading a release list", &e))?;
+        let now = self.clock().unix_ms();
+        let list = self
+            .list_releases_at_origin(&source, stored.as_ref(), now)
+            .await
+            .map_err(|e| {
+                RequestError::upstream(&e, &format!("listing {} releases", product.title()))
+            })?;
+        self.note(CacheKind::ReleaseList, CacheOutcome::Miss);
+        let ttl = u64::try_from(self.config().cache.index_ttl.as_millis()).unwrap_or(u64::MAX);
+        let list = Arc::new(list);
+        self.release_state()
+            .lists
+            .insert(product, (list.clone(), now.saturating_add(ttl)))
+            .await;
+        Ok(list)
+    }
+
+    /// Reads a product's versions from its origin, keeps those served and
+    /// those the store holds (also when the origin withdrew them), and
+    /// stores the list.
+    async fn list_releases_at_origin(
+        &self,
+        source: &Source,
+        stored: Option<&ReleaseIndexRecord>,
+        now: u64,
+    ) -> Result<ReleaseIndexRecord, crate::upstream::UpstreamError> {
+        let mut versions = origin::list(self.origin_client(), source).await?;
+        versions.retain(|v, _| source.serves_version(v));
+        for held in stored.iter().flat_map(|s| s.versions.keys()) {
+            versions.entry(held.clone()).or_default();
+        }
+        let product = source.product;
+        let list = ReleaseIndexRecord {
+            product,
+            fetched_at_ms: now,
+            versions,
+        };
+        if let Err(e) = self.store().write_release_index(&list).await {
+            tracing::warn!(target: RELEASES_LOG, error = %e, "could not store the {product} release list");
         }
         Ok(list)
     }

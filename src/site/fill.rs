@@ -268,7 +268,11 @@ impl Fill<'_> {
     async fn releases(&mut self, mirror: &Arc<Mirror>, requirements: &[ReleaseRequirement]) {
         for req in requirements {
             let product = req.product;
-            let list = match mirror.release_list(product).await {
+            let listed = match self.freshness {
+                Freshness::Cached => mirror.release_list(product).await,
+                Freshness::FromOrigin => mirror.relist_releases(product).await,
+            };
+            let list = match listed {
                 Ok(list) => list,
                 Err(e) => {
                     self.failed(format!("{} releases: {e}", product.title()));

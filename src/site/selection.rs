@@ -15,7 +15,7 @@ use serde::Deserialize;
 use crate::address::{Module, Platform, Product, Provider, Version};
 use crate::constraints::Constraints;
 
-pub use crate::config::watch::{ModuleEntry, ProviderEntry};
+pub use crate::config::watch::{ModuleEntry, ProviderEntry, ReleaseEntry};
 
 /// One provider to mirror.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,23 +89,6 @@ struct Manifest {
     release: Vec<ReleaseEntry>,
 }
 
-/// A `[[release]]` entry of a sync manifest: Terraform's or OpenTofu's own
-/// binaries.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReleaseEntry {
-    /// `product`: `terraform` or `tofu`.
-    product: String,
-    /// `versions`: a version constraint in Terraform's syntax; required,
-    /// since every release a product ever made is seldom what a site needs.
-    #[serde(default)]
-    versions: String,
-    /// `platforms`: the platforms wanted, instead of the defaults given
-    /// beside the entries.
-    #[serde(default)]
-    platforms: Option<Vec<String>>,
-}
-
 /// Reads a sync manifest (see `docs/air-gap.md`).
 pub fn from_manifest(path: &Path) -> anyhow::Result<Selection> {
     let text = std::fs::read_to_string(path)
@@ -150,7 +133,7 @@ fn entry_platforms(
 
 /// Reads a manifest's `[[release]]` entries, each with its own platforms
 /// or `platforms`; mistakes are named after the entry.
-fn release_entries(
+pub fn release_entries(
     platforms: &[String],
     entries: &[ReleaseEntry],
 ) -> anyhow::Result<Vec<ReleaseRequirement>> {

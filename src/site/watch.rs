@@ -38,11 +38,11 @@ const JITTER: f64 = 0.1;
 impl WatchConfig {
     /// Whether anything is watched.
     pub fn is_empty(&self) -> bool {
-        self.providers.is_empty() && self.modules.is_empty()
+        self.providers.is_empty() && self.modules.is_empty() && self.releases.is_empty()
     }
 
-    /// The watched providers and modules; a mistake is named after its
-    /// entry (`watch.provider 2 (…)`).
+    /// The watched providers, modules and CLI releases; a mistake is named
+    /// after its entry (`watch.provider 2 (…)`, `watch.release 1 (…)`).
     pub fn selection(&self) -> anyhow::Result<Selection> {
         if self.interval.is_zero() {
             anyhow::bail!("watch.interval must be longer than zero");
@@ -51,7 +51,11 @@ impl WatchConfig {
             anyhow::bail!("watch.jobs must be at least 1");
         }
         let platforms: Vec<String> = self.platforms.iter().map(ToString::to_string).collect();
-        super::selection::from_entries(&platforms, &self.providers, &self.modules, "watch.")
+        let mut selection =
+            super::selection::from_entries(&platforms, &self.providers, &self.modules, "watch.")?;
+        selection.releases = super::selection::release_entries(&platforms, &self.releases)
+            .map_err(|e| anyhow::anyhow!("watch.{e:#}"))?;
+        Ok(selection)
     }
 }
 
@@ -123,9 +127,13 @@ impl Watch {
         self.interval
     }
 
-    /// How many providers and modules are watched.
-    pub fn watched(&self) -> (usize, usize) {
-        (self.selection.providers.len(), self.selection.modules.len())
+    /// How many providers, modules and CLI release entries are watched.
+    pub fn watched(&self) -> (usize, usize, usize) {
+        (
+            self.selection.providers.len(),
+            self.selection.modules.len(),
+            self.selection.releases.len(),
+        )
     }
 
     /// Runs one pass now: lists every watched item afresh and fetches what
@@ -139,8 +147,8 @@ impl Watch {
             // Due now; the next one is set when this one is over.
             status.next_ms = None;
         }
-        let (providers, modules) = self.watched();
-        tracing::info!(target: WATCH_LOG, providers, modules, "watch pass started");
+        let (providers, modules, releases) = self.watched();
+        tracing::info!(target: WATCH_LOG, providers, modules, releases, "watch pass started");
         let summary = fill::fill(
             mirror.clone(),
             &self.selection,
