@@ -1317,3 +1317,100 @@ async fn terraform_installs_a_keyless_opentofu_registry_provider_checked_through
     assert_eq!(pin["packages"]["linux_amd64"]["h1"], h1);
     mirror.stop().await;
 }
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_through_two_tiers_and_from_the_lower_one_alone() {
+    let tf = terraform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::rsa("acme");
+    let platforms = ["linux_amd64", "darwin_arm64"];
+    let archives = origin.publish("acme", "gadget", "0.3.1", &platforms, &signer, &[&signer]);
+    let token = "between-the-tiers-0123456789abcdef";
+    let source = format!("{PROVIDER_HOST}/acme/gadget");
+    let providers = [("gadget", source.as_str(), "0.3.1")];
+
+    // The upper tier reaches the origin; only the token opens it.
+    let mut upper_config = setup.config(&origin, &[], &[PROVIDER_HOST]);
+    upper_config.auth.tokens = vec![token.to_owned()];
+    let upper = RunningMirror::start(upper_config).await;
+
+    // The lower tier's only upstream is the upper tier's registry facade,
+    // as docs/tiers.md configures it.
+    let lower_config = |with_token: bool| {
+        let mut c = setup.config(&origin, &[], &[PROVIDER_HOST]);
+        c.cache.dir = setup.dir.path().join("lower-cache");
+        c.server.data_dir = setup.dir.path().join("lower-data");
+        c.upstream.ca_file = Some(upper.ca_file.clone());
+        let host = c
+            .upstream
+            .hosts
+            .get_mut(&PROVIDER_HOST.parse().unwrap())
+            .unwrap();
+        host.services.insert(
+            "providers.v1".into(),
+            upper
+                .url(&format!("/v1/providers/{PROVIDER_HOST}/"))
+                .parse()
+                .unwrap(),
+        );
+        host.token = with_token.then(|| token.to_owned());
+        c
+    };
+    // Without the token, the upper tier refuses the lower one.
+    let lower = RunningMirror::start(lower_config(false)).await;
+    let ws = Workspace::new(&tf, &lower, &providers);
+    let (ok, out) = ws.init().await;
+    assert!(!ok, "the upper tier answered without its token:\n{out}");
+    assert!(out.contains("502"), "{out}");
+    lower.stop().await;
+
+    let lower = RunningMirror::start(lower_config(true)).await;
+    let ws = Workspace::new(&tf, &lower, &providers);
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init through two tiers failed:\n{out}");
+    assert!(ws
+        .installed(&source, "0.3.1", "linux_amd64")
+        .join("terraform-provider-gadget_v0.3.1")
+        .is_file());
+    // One download from the origin (and, as for any facade answer, one
+    // request for each archive's size, its body left unread); each tier
+    // keeps the archive, and the lower one checked the origin's signature
+    // itself.
+    let zip = "terraform-provider-gadget_0.3.1_linux_amd64.zip";
+    assert_eq!(origin.hits(&format!("/files/{zip}")), 2);
+    assert_eq!(
+        origin.hits("/files/terraform-provider-gadget_0.3.1_darwin_arm64.zip"),
+        1
+    );
+    assert!(files_below(&setup.cache_dir())
+        .iter()
+        .any(|f| f.ends_with(zip)));
+    let lower_cache = setup.dir.path().join("lower-cache");
+    assert!(files_below(&lower_cache).iter().any(|f| f.ends_with(zip)));
+    let record = lower
+        .mirror
+        .store()
+        .read_version(
+            &tfmirror::address::Provider::from_source(&source).unwrap(),
+            &tfmirror::address::Version::parse("0.3.1").unwrap(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.signed_by(), signer.key_id());
+    assert_eq!(record.packages.len(), archives.len());
+
+    // The upper tier goes away: the lower one serves what it holds.
+    upper.stop().await;
+    origin.stop();
+    let again = Workspace::new(&tf, &lower, &providers);
+    let (ok, out) = again.init().await;
+    assert!(ok, "terraform init with the upper tier down failed:\n{out}");
+    assert_eq!(again.lock_file(), ws.lock_file());
+    lower.stop().await;
+}
