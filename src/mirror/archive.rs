@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use tokio::io::AsyncWriteExt;
 use tracing::Instrument;
 
 use super::Mirror;
@@ -339,7 +340,12 @@ impl Mirror {
         };
         if record.verification() == Verification::Keyless {
             // Nothing signed vouches for it: its pin, and every size and
-            // hash reported, must hold before readers may finish.
+            // hash reported, must hold before readers may finish. The
+            // check reads the file by path: what tokio still buffers must
+            // reach it first.
+            file.flush()
+                .await
+                .map_err(|e| self.store_failed("writing an archive", &StoreError::from(e)))?;
             self.check_keyless_download(&record, key, &staged, &downloaded.sha256, downloaded.size)
                 .await?;
         } else if downloaded.sha256 != pkg.sha256 {
