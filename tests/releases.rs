@@ -1004,3 +1004,70 @@ async fn a_watch_pass_keeps_the_cli_releases_it_lists() {
         ran.stderr
     );
 }
+
+/// CLI releases through two tiers: the lower tier's `[releases]` source is
+/// the upper tier's release paths, behind the upper tier's `[auth]`. The
+/// lower tier is refused without the token and verifies with it (the
+/// signature checked again against its own key files); the origin sends
+/// the file once; the lower tier serves it alone once the upper one and
+/// the origin are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_releases_come_through_an_upper_tier_with_its_token() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("release signer");
+    let zip = zip_of("terraform", b"#!/bin/sh\necho tiers\n");
+    publish_terraform(&origin, &signer, "1.0.3", &[(LINUX, zip.clone())]);
+    publish_terraform_index(&origin, &["1.0.3"]);
+    let token = "between-the-tiers-0123456789abcdef";
+    let mut upper_config = releases_config(&setup, &origin, &signer, "");
+    upper_config.auth.tokens = vec![token.to_owned()];
+    let upper = RunningMirror::start(upper_config).await;
+
+    let home = setup.dir.path();
+    let lower_config = |token: Option<&str>| {
+        let mut c = releases_config(&setup, &origin, &signer, "");
+        c.cache.dir = home.join("lower-cache");
+        c.server.data_dir = home.join("lower-data");
+        c.upstream.ca_file = Some(upper.ca_file.clone());
+        c.releases.products = vec![tfmirror::address::Product::Terraform];
+        let t = &mut c.releases.terraform;
+        t.list_url = upper.url("/terraform/index.json").parse().unwrap();
+        t.download_url = upper.url("/terraform/{version}/{artifact}");
+        t.token = token.map(str::to_owned);
+        c
+    };
+    let path = "/terraform/1.0.3/terraform_1.0.3_linux_amd64.zip";
+
+    // Without the token the upper tier refuses, and the lower one says so.
+    let lower = RunningMirror::start(lower_config(None)).await;
+    let client = Client::trusting(&lower.ca_file);
+    let refused = client.get(&lower.url(path)).await;
+    assert_eq!(refused.status, 502, "{}", refused.error_text());
+    assert!(
+        refused.error_text().contains("401"),
+        "{}",
+        refused.error_text()
+    );
+    lower.stop().await;
+    assert_eq!(origin.hits("/files/terraform_1.0.3_linux_amd64.zip"), 0);
+
+    let lower = RunningMirror::start(lower_config(Some(token))).await;
+    let listed = client.get(&lower.url("/terraform/index.json")).await;
+    assert_eq!(listed.status, 200, "{}", listed.error_text());
+    assert!(listed.json()["versions"].get("1.0.3").is_some());
+    let got = client.get(&lower.url(path)).await;
+    assert_eq!(got.status, 200, "{}", got.error_text());
+    assert_eq!(got.body.as_ref(), zip.as_slice());
+    assert_eq!(origin.hits("/files/terraform_1.0.3_linux_amd64.zip"), 1);
+    assert!(files_below(&home.join("lower-cache"))
+        .iter()
+        .any(|f| f.ends_with("files/terraform_1.0.3_linux_amd64.zip")));
+
+    upper.stop().await;
+    origin.stop();
+    let got = client.get(&lower.url(path)).await;
+    assert_eq!(got.status, 200, "{}", got.error_text());
+    assert_eq!(got.body.as_ref(), zip.as_slice());
+    lower.stop().await;
+}

@@ -1414,3 +1414,64 @@ async fn terraform_installs_through_two_tiers_and_from_the_lower_one_alone() {
     assert_eq!(again.lock_file(), ws.lock_file());
     lower.stop().await;
 }
+
+/// Modules through two tiers: the lower tier's only module registry is the
+/// upper tier's module proxy (with the token between them); Terraform
+/// installs the module, its nested call and its provider from the lower
+/// tier, each repository is fetched once by the upper tier, and the lower
+/// tier serves them alone once the upper one and the origin are gone.
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_modules_through_two_tiers_and_from_the_lower_one_alone() {
+    let tf = terraform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let modules = publish_net_and_sub(&setup, &origin);
+    let token = "between-the-tiers-0123456789abcdef";
+    let mut upper_config = setup.module_config(&origin, MODULE_HOST);
+    upper_config.auth.tokens = vec![token.to_owned()];
+    let upper = RunningMirror::start(upper_config).await;
+
+    let mut lower_config = setup.module_config(&origin, MODULE_HOST);
+    lower_config.cache.dir = setup.dir.path().join("lower-cache");
+    lower_config.server.data_dir = setup.dir.path().join("lower-data");
+    lower_config.upstream.ca_file = Some(upper.ca_file.clone());
+    let host = lower_config
+        .upstream
+        .hosts
+        .get_mut(&MODULE_HOST.parse().unwrap())
+        .unwrap();
+    for (service, path) in [("providers.v1", "providers"), ("modules.v1", "modules")] {
+        let url = upper.url(&format!("/v1/{path}/{MODULE_HOST}/"));
+        host.services.insert(service.into(), url.parse().unwrap());
+    }
+    host.token = Some(token.to_owned());
+    let lower = RunningMirror::start(lower_config.clone()).await;
+
+    let ws = module_workspace(&tf, &lower.url(""), &lower.ca_file);
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init through two tiers failed:\n{out}");
+    modules.check(&ws, "through two tiers");
+    let fetches = |repo: &str| origin.hits(&format!("/git/{repo}.git/info/refs"));
+    assert_eq!((fetches("net"), fetches("sub")), (1, 1));
+    // Each tier keeps the packages; the lower one got them from the upper.
+    for cache in [setup.cache_dir(), setup.dir.path().join("lower-cache")] {
+        let held = files_below(&cache);
+        for name in ["acme/net/aws/1.0.0", "acme/sub/aws/1.0.0"] {
+            assert!(held.iter().any(|f| f.contains(name)), "{name}: {held:?}");
+        }
+    }
+
+    upper.stop().await;
+    origin.stop();
+    lower.stop().await;
+    let lower = RunningMirror::start(lower_config).await;
+    let ws = module_workspace(&tf, &lower.url(""), &lower.ca_file);
+    let (ok, out) = ws.init().await;
+    assert!(ok, "terraform init with the upper tier down failed:\n{out}");
+    modules.check(&ws, "from the lower tier alone");
+    lower.stop().await;
+}

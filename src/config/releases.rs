@@ -64,6 +64,14 @@ pub struct ProductSource {
     /// self-built binaries, or after a key rotation).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub key_files: Vec<PathBuf>,
+    /// `token`: a bearer token sent with every request to the hosts of
+    /// `list_url` and `download_url` (never after a redirect to another
+    /// host), for an upper tier's release paths behind `[auth]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// `token_file`: a file holding that token, read at start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
 }
 
 impl ProductSource {
@@ -85,6 +93,8 @@ impl ProductSource {
             versions: None,
             platforms: Vec::new(),
             key_files: Vec::new(),
+            token: None,
+            token_file: None,
         }
     }
 }

@@ -34,6 +34,18 @@ pub struct Source {
     pub platforms: Vec<Platform>,
     /// The keys that may sign the checksums.
     pub keys: Keyring,
+    /// The bearer token for the origin's hosts, if one is configured.
+    token: Option<Token>,
+}
+
+/// A bearer token, kept out of debug output.
+#[derive(Clone)]
+struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
 }
 
 impl Source {
@@ -44,6 +56,11 @@ impl Source {
             .replace("{version}", version.as_str())
             .replace("{artifact}", artifact);
         Url::parse(&url).with_context(|| format!("{url:?} is not a URL"))
+    }
+
+    /// The bearer token sent to the origin's hosts, if one is configured.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_ref().map(|t| t.0.as_str())
     }
 
     /// Whether `version` is served.
@@ -130,6 +147,18 @@ impl ReleasesConfig {
             Keyring::from_armored(texts.iter().map(String::as_str))
                 .with_context(|| format!("{what}.key_files"))?
         };
+        let token = match (&given.token, &given.token_file) {
+            (Some(t), _) => Some(t.trim().to_owned()),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("{what}.token_file: reading {}", path.display()))?
+                    .trim()
+                    .to_owned(),
+            ),
+            (None, None) => None,
+        }
+        .filter(|t| !t.is_empty())
+        .map(Token);
         Ok(Source {
             product,
             list_url: given.list_url.clone(),
@@ -137,6 +166,7 @@ impl ReleasesConfig {
             versions,
             platforms: given.platforms.clone(),
             keys,
+            token,
         })
     }
 }
@@ -181,5 +211,27 @@ mod tests {
         config.tofu.key_files = vec!["/nonexistent/key.asc".into()];
         let e = format!("{:#}", config.sources().unwrap_err());
         assert!(e.contains("releases.tofu.key_files"), "{e}");
+    }
+
+    #[test]
+    fn a_token_is_read_from_its_file_and_kept_out_of_debug_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("upper.token");
+        std::fs::write(&file, "s3cret-between-tiers\n").unwrap();
+        let mut config = ReleasesConfig {
+            products: vec![Product::Tofu],
+            ..ReleasesConfig::default()
+        };
+        assert_eq!(config.sources().unwrap()[0].token(), None);
+        config.tofu.token_file = Some(file);
+        let source = config.sources().unwrap().remove(0);
+        assert_eq!(source.token(), Some("s3cret-between-tiers"));
+        assert!(!format!("{source:?}").contains("s3cret"));
+        config.tofu.token = Some("inline ".into());
+        assert_eq!(config.sources().unwrap()[0].token(), Some("inline"));
+        config.tofu.token = None;
+        config.tofu.token_file = Some(dir.path().join("missing"));
+        let e = format!("{:#}", config.sources().unwrap_err());
+        assert!(e.contains("releases.tofu.token_file"), "{e}");
     }
 }

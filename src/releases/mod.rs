@@ -403,7 +403,7 @@ impl Mirror {
         let mut out = tokio::fs::File::from_std(std_file);
         let max_size = self.config().upstream.max_archive_size.as_u64();
         let written = async {
-            Download::start(self.origin_client(), &url, None, max_size)
+            Download::start(self.origin_client(), &url, source.token(), max_size)
                 .await?
                 .write_to(&mut out, self.metrics(), false, |_| {})
                 .await

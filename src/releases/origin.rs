@@ -23,7 +23,9 @@ pub(super) async fn list(
     client: &Client,
     source: &Source,
 ) -> Result<BTreeMap<Version, Vec<String>>, UpstreamError> {
-    let (doc, _, url) = client.get_document(&source.list_url, None).await?;
+    let (doc, _, url) = client
+        .get_document(&source.list_url, source.token())
+        .await?;
     read_list(source.product, &doc).map_err(|e| UpstreamError::from((&url, e)))
 }
 
@@ -115,7 +117,7 @@ pub(super) async fn verified_release(
             .map_err(|e| RequestError::Internal(format!("{what}: {e:#}")))
     };
     let sums_url = url_of(&sums_name)?;
-    let sums = match client.get_bytes(&sums_url, None).await {
+    let sums = match client.get_bytes(&sums_url, source.token()).await {
         Ok((bytes, _)) => bytes,
         Err(UpstreamError::NotFound { .. }) => {
             return Err(RequestError::NotAtOrigin(format!(
@@ -133,7 +135,7 @@ pub(super) async fn verified_release(
     let mut refused = Vec::new();
     for name in signature_names(source, &sums_name) {
         let url = url_of(&name)?;
-        let sig = match client.get_bytes(&url, None).await {
+        let sig = match client.get_bytes(&url, source.token()).await {
             Ok((bytes, _)) => bytes,
             Err(UpstreamError::NotFound { .. }) => continue,
             Err(e) => return Err(RequestError::upstream(&e, &format!("fetching {name}"))),
@@ -163,7 +165,7 @@ pub(super) async fn verified_release(
     let mut extras = BTreeMap::new();
     for name in extra_names(product, &sums_name) {
         let url = url_of(&name)?;
-        match client.get_bytes(&url, None).await {
+        match client.get_bytes(&url, source.token()).await {
             Ok((bytes, _)) => {
                 extras.insert(
                     name,
