@@ -618,3 +618,147 @@ async fn transfers_carry_only_what_the_site_lacks() {
     );
     assert!(!dir.join("y.tfm").exists());
 }
+
+/// Publishes `acme/app/aws` 1.0.0, which requires `acme/gadget >= 2.0`
+/// and calls `acme/deep/aws`, which requires `acme/widget ~> 1.0`; and
+/// gadget 1.0.0, 2.1.0 and 2.6.0 (widget is left to the caller).
+fn publish_modules_with_providers(setup: &Setup, origin: &FakeOrigin, signer: &Signer) {
+    let git_root = setup.dir.path().join("git");
+    let app = Repo::new(&git_root, "app");
+    app.commit(
+        &[(
+            "main.tf",
+            &format!("terraform {{\n  required_providers {{\n    gadget = {{\n      source  = \"{HOST}/acme/gadget\"\n      version = \">= 2.0\"\n    }}\n  }}\n}}\n\nmodule \"deep\" {{\n  source  = \"{HOST}/acme/deep/aws\"\n  version = \"~> 1.0\"\n}}\n"),
+        )],
+        "app v1",
+    );
+    app.tag("v1.0.0");
+    let deep = Repo::new(&git_root, "deep");
+    deep.commit(
+        &[(
+            "versions.tf",
+            &format!("terraform {{\n  required_providers {{\n    widget = {{\n      source  = \"{HOST}/acme/widget\"\n      version = \"~> 1.0\"\n    }}\n  }}\n}}\n"),
+        )],
+        "deep v1",
+    );
+    deep.tag("v1.0.0");
+    origin.serve_git(&git_root);
+    origin.publish_git_module("app", "1.0.0", "app", "v1.0.0");
+    origin.publish_git_module("deep", "1.0.0", "deep", "v1.0.0");
+    for version in ["1.0.0", "2.1.0", "2.6.0"] {
+        origin.publish("acme", "gadget", version, &[LINUX], signer, &[signer]);
+    }
+}
+
+const LINUX: &str = "linux_amd64";
+
+/// `sync --from` and `check --from` follow the providers registry modules
+/// require in their own `required_providers`, at any depth: a provider the
+/// configuration requires too meets both constraints (as `terraform init`
+/// resolves them), a provider only a nested module requires is fetched
+/// for the platforms asked for, and what is missing is named with the
+/// module that requires it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_and_check_follow_the_providers_modules_require() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    publish_modules_with_providers(&setup, &origin, &signer);
+    let dir = setup.dir.path();
+    let connected = config_file(&setup, &origin, "");
+    let conf = dir.join("conf");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("main.tf"),
+        format!("terraform {{\n  required_providers {{\n    gadget = {{\n      source  = \"{HOST}/acme/gadget\"\n      version = \"< 2.5\"\n    }}\n  }}\n}}\n\nmodule \"app\" {{\n  source  = \"{HOST}/acme/app/aws\"\n  version = \"1.0.0\"\n}}\n"),
+    )
+    .unwrap();
+    let on_conf = |verb: &'static str| {
+        let (connected, conf) = (connected.clone(), conf.clone());
+        async move {
+            let args = [
+                verb,
+                "--config",
+                s(&connected),
+                "--from",
+                s(&conf),
+                "--platform",
+                LINUX,
+            ];
+            run_tfmirror(dir, &args).await
+        }
+    };
+    let app = format!("module {HOST}/acme/app/aws 1.0.0");
+    let deep = format!("module {HOST}/acme/deep/aws 1.0.0");
+
+    // widget is not published yet: the sync fetches the rest and names
+    // the module that requires what it could not have.
+    let synced = on_conf("sync").await;
+    assert!(!synced.ok, "{}", synced.stdout);
+    let said = format!("{}{}", synced.stdout, synced.stderr);
+    assert!(
+        said.contains(&format!("{HOST}/acme/widget"))
+            && said.contains(&format!("(required by {deep})")),
+        "{said}"
+    );
+    assert_eq!(origin.hits(&zip("gadget", "2.1.0", LINUX)), 1);
+    assert_eq!(origin.hits(&zip("gadget", "2.6.0", LINUX)), 0);
+    let checked = on_conf("check").await;
+    assert!(!checked.ok);
+    assert_eq!(
+        items(&checked.stdout),
+        [
+            format!("HELD provider {HOST}/acme/gadget 2.1.0 {LINUX} (required by {app})"),
+            format!("MISSING provider {HOST}/acme/widget (required by {deep}): never listed by this mirror"),
+            format!("HELD {app}"),
+            format!("HELD {deep}"),
+        ],
+        "{}",
+        checked.stdout
+    );
+
+    // Published: the next sync fetches it and the check is satisfied.
+    origin.publish("acme", "widget", "1.3.0", &[LINUX], &signer, &[&signer]);
+    let synced = on_conf("sync").await;
+    assert!(synced.ok, "{}{}", synced.stdout, synced.stderr);
+    assert_eq!(origin.hits(&zip("widget", "1.3.0", LINUX)), 1);
+    let checked = on_conf("check").await;
+    assert!(checked.ok, "{}", checked.stdout);
+    assert!(
+        items(&checked.stdout).contains(&format!(
+            "HELD provider {HOST}/acme/widget 1.3.0 {LINUX} (required by {deep})"
+        )),
+        "{}",
+        checked.stdout
+    );
+    let args = [
+        "check",
+        "--config",
+        s(&connected),
+        "--from",
+        s(&conf),
+        "--platform",
+        LINUX,
+        "--json",
+    ];
+    let json = run_ok(dir, &args).await;
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let widget = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["source"] == format!("{HOST}/acme/widget"))
+        .unwrap()
+        .clone();
+    assert_eq!(widget["required_by"], serde_json::json!([deep]), "{widget}");
+
+    // `lock --from` locks them as `terraform init` would.
+    let locked = on_conf("lock").await;
+    assert!(locked.ok, "{}", locked.stderr);
+    for block in [
+        format!("provider \"{HOST}/acme/gadget\" {{\n  version     = \"2.1.0\"\n  constraints = \"< 2.5, >= 2.0\""),
+        format!("provider \"{HOST}/acme/widget\" {{\n  version     = \"1.3.0\"\n  constraints = \"~> 1.0\""),
+    ] {
+        assert!(locked.stdout.contains(&block), "{block}\n{}", locked.stdout);
+    }
+}

@@ -1,4 +1,5 @@
-//! `tfmirror lock`: prints `.terraform.lock.hcl` provider blocks with the
+//! `tfmirror lock`: prints `.terraform.lock.hcl` provider blocks (for a
+//! configuration, with the providers its registry modules require) with the
 //! `h1:` and `zh:` hashes of every platform asked for, and says on standard
 //! error which platforms it downloaded to hash and which `h1:` it took
 //! from the origin's `packages` field.
@@ -10,7 +11,8 @@ use anyhow::Context;
 
 use crate::config::Config;
 use crate::mirror::Mirror;
-use crate::site::fill::Freshness;
+use crate::site::fill::{self, Freshness};
+use crate::site::selection::Selection;
 
 /// `tfmirror lock`.
 pub fn command(
@@ -20,18 +22,30 @@ pub fn command(
     sources: &[String],
 ) -> anyhow::Result<()> {
     let platforms = super::platforms_or_current(platforms)?;
-    let requirements = match from {
-        Some(dir) => crate::site::selection::from_directory(&dir, &platforms)?.providers,
-        None => sources
-            .iter()
-            .map(|s| crate::site::selection::from_argument(s, &platforms))
-            .collect::<anyhow::Result<Vec<_>>>()?,
+    let selection = match from {
+        Some(dir) => crate::site::selection::from_directory(&dir, &platforms)?,
+        None => Selection {
+            providers: sources
+                .iter()
+                .map(|s| crate::site::selection::from_argument(s, &platforms))
+                .collect::<anyhow::Result<Vec<_>>>()?,
+            ..Selection::default()
+        },
     };
     let text = super::runtime()?.block_on(async {
         let mirror = Arc::new(Mirror::beside_daemon(config).await?);
+        // The providers the configuration's registry modules require are
+        // locked too, as `terraform init` locks them.
+        let progress = super::progress::Progress::new();
+        let (requirements, failures) =
+            fill::providers_needed(&mirror, &selection, Freshness::Cached, &progress).await;
+        progress.finish();
+        if !failures.is_empty() {
+            anyhow::bail!("{}", failures.join("; "));
+        }
         let mut entries = Vec::new();
         for req in &requirements {
-            let versions = crate::site::fill::select_versions(&mirror, req, Freshness::Cached)
+            let versions = fill::select_versions(&mirror, req, Freshness::Cached)
                 .await
                 .map_err(|e| anyhow::anyhow!(e))?;
             // With several pinned versions, the newest is locked.

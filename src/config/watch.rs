@@ -29,7 +29,8 @@ pub struct WatchConfig {
     #[serde(default, rename = "provider", skip_serializing_if = "Vec::is_empty")]
     pub providers: Vec<ProviderEntry>,
     /// `[[watch.module]]`: a registry module to keep (`source`,
-    /// `versions`), with the registry modules it calls.
+    /// `versions`), with the registry modules it calls and, for
+    /// `platforms`, the providers they require.
     #[serde(default, rename = "module", skip_serializing_if = "Vec::is_empty")]
     pub modules: Vec<ModuleEntry>,
     /// `[[watch.release]]`: Terraform or OpenTofu releases to keep

@@ -1,10 +1,23 @@
-//! The registry modules a Terraform configuration calls: `module` blocks
-//! whose `source` is a registry address, read from `.tf` files on disk or
+//! What a Terraform configuration asks of the registries: the registry
+//! modules its `module` blocks call and the providers its
+//! `required_providers` blocks require, read from `.tf` files on disk or
 //! inside a packaged module.
 
 use std::io::Read;
 
-use crate::address::Module;
+use anyhow::{bail, Context as _};
+
+use crate::address::{Module, Provider};
+
+/// What the `.tf` files of a packaged module ask of the registries, each
+/// with its version constraint when given.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Needs {
+    /// The registry modules its `module` blocks call.
+    pub modules: Vec<(Module, Option<String>)>,
+    /// The providers its `required_providers` blocks require.
+    pub providers: Vec<(Provider, Option<String>)>,
+}
 
 /// The registry modules the `module` blocks of one file call, with their
 /// `version` constraints when given. Other sources (local paths, git,
@@ -36,11 +49,12 @@ pub fn string_attribute(body: &hcl::Body, name: &str) -> Option<String> {
         })
 }
 
-/// The registry module calls of every `.tf` file in a packaged module
-/// (`tar.gz`). Files that are not valid HCL are skipped with a warning:
-/// Terraform itself would refuse them when the module is used.
-pub fn calls_in_package(package: impl Read) -> std::io::Result<Vec<(Module, Option<String>)>> {
-    let mut out = Vec::new();
+/// What every `.tf` file in a packaged module (`tar.gz`) asks for. Files
+/// that are not valid HCL, and `required_providers` entries that cannot be
+/// read, are skipped with a warning: Terraform itself would refuse them
+/// when the module is used.
+pub fn needs_in_package(package: impl Read) -> std::io::Result<Needs> {
+    let mut out = Needs::default();
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(package));
     for entry in archive.entries()? {
         let mut entry = entry?;
@@ -56,17 +70,25 @@ pub fn calls_in_package(package: impl Read) -> std::io::Result<Vec<(Module, Opti
             tracing::warn!(file = %name, "skipping a .tf file that is not UTF-8");
             continue;
         }
-        match hcl::parse(&text) {
-            Ok(body) => out.extend(module_calls(&body)),
+        let body = match hcl::parse(&text) {
+            Ok(body) => body,
             Err(e) => {
                 tracing::warn!(file = %name, error = %e, "skipping a .tf file that is not valid HCL");
+                continue;
+            }
+        };
+        out.modules.extend(module_calls(&body));
+        match required_providers(&body) {
+            Ok(providers) => out.providers.extend(providers),
+            Err(e) => {
+                tracing::warn!(file = %name, error = %format!("{e:#}"), "skipping the required_providers of a .tf file that cannot be read");
             }
         }
     }
     Ok(out)
 }
 
-/// Why the calls inside a stored package could not be read.
+/// Why what a stored package asks for could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum CallsError {
     /// Reading the package from the store failed.
@@ -77,11 +99,9 @@ pub enum CallsError {
     Unpack(std::io::Error),
 }
 
-/// The registry module calls of a package opened from the store; the
-/// unpacking runs off the async threads.
-pub async fn calls_in_stored(
-    package: crate::store::ArchiveReader,
-) -> Result<Vec<(Module, Option<String>)>, CallsError> {
+/// What a package opened from the store asks for; the unpacking runs off
+/// the async threads.
+pub async fn needs_in_stored(package: crate::store::ArchiveReader) -> Result<Needs, CallsError> {
     use tokio::io::AsyncReadExt;
     let mut bytes = Vec::with_capacity(usize::try_from(package.size).unwrap_or(0));
     package
@@ -89,8 +109,57 @@ pub async fn calls_in_stored(
         .read_to_end(&mut bytes)
         .await
         .map_err(CallsError::Read)?;
-    tokio::task::spawn_blocking(move || calls_in_package(&bytes[..]))
+    tokio::task::spawn_blocking(move || needs_in_package(&bytes[..]))
         .await
         .map_err(|e| CallsError::Unpack(std::io::Error::other(e)))?
         .map_err(CallsError::Unpack)
+}
+
+/// The providers of the `required_providers` blocks of one file, with their
+/// version constraints when given. An entry without `source` names
+/// `hashicorp/<local name>`, as Terraform reads it.
+pub fn required_providers(body: &hcl::Body) -> anyhow::Result<Vec<(Provider, Option<String>)>> {
+    let mut out = Vec::new();
+    for terraform in body.blocks().filter(|b| b.identifier() == "terraform") {
+        for block in terraform
+            .body()
+            .blocks()
+            .filter(|b| b.identifier() == "required_providers")
+        {
+            for attr in block.body().attributes() {
+                let local = attr.key();
+                let (source, version) = match attr.expr() {
+                    // The old form: `aws = "~> 5.0"`.
+                    hcl::Expression::String(v) => (None, Some(v.clone())),
+                    hcl::Expression::Object(fields) => {
+                        let field = |name: &str| {
+                            fields.iter().find_map(|(k, v)| {
+                                let key = match k {
+                                    hcl::ObjectKey::Identifier(i) => i.as_str().to_string(),
+                                    hcl::ObjectKey::Expression(hcl::Expression::String(s)) => {
+                                        s.clone()
+                                    }
+                                    _ => return None,
+                                };
+                                match v {
+                                    hcl::Expression::String(s) if key == name => Some(s.clone()),
+                                    _ => None,
+                                }
+                            })
+                        };
+                        (field("source"), field("version"))
+                    }
+                    _ => bail!(
+                        "required_providers entry {local:?} is neither a string nor an object"
+                    ),
+                };
+                // Without a source, Terraform assumes hashicorp/<local name>.
+                let source = source.unwrap_or_else(|| format!("hashicorp/{local}"));
+                let provider = Provider::from_source(&source)
+                    .with_context(|| format!("required_providers entry {local:?}"))?;
+                out.push((provider, version));
+            }
+        }
+    }
+    Ok(out)
 }

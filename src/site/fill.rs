@@ -18,15 +18,15 @@ use std::sync::Arc;
 
 use futures_util::stream::{self, StreamExt};
 
+use super::module_providers::{self, ModuleProvider};
 use super::selection::{ModuleRequirement, ReleaseRequirement, Requirement, Selection};
-use crate::address::{
-    ArchiveKey, ArtifactName, Module, Platform, Product, Provider, ReleaseFile, Version,
-};
+use crate::address::{ArchiveKey, ArtifactName, Module, Platform, Product, ReleaseFile, Version};
 use crate::error::RequestError;
 use crate::mirror::Mirror;
-use crate::module_source::calls::CallsError;
+use crate::module_source::calls::{CallsError, Needs};
 use crate::releases::ReleaseBody;
 
+pub use super::choose::{select_module_versions, select_versions, SelectError};
 pub use crate::mirror::Freshness;
 
 /// Who hears how a fill goes: a progress bar on a terminal, the log.
@@ -107,103 +107,6 @@ impl std::fmt::Display for Summary {
     }
 }
 
-/// Why no version of a requirement could be selected.
-#[derive(Debug, thiserror::Error)]
-pub enum SelectError {
-    /// The provider's version list could not be had.
-    #[error("{provider}: {source}")]
-    Unlisted {
-        /// The provider.
-        provider: Provider,
-        /// Why.
-        source: RequestError,
-    },
-    /// No listed version meets the constraints.
-    #[error("{provider}: no version meets {constraints:?} (the origin lists {listed})")]
-    NoneMeets {
-        /// The provider.
-        provider: Provider,
-        /// The constraints, as written.
-        constraints: String,
-        /// How many versions the origin lists.
-        listed: usize,
-    },
-}
-
-/// The versions of a requirement: those its lock files pin, else those that
-/// meet its constraints among the versions the policy lets clients see
-/// (only the newest when it asks for that).
-pub async fn select_versions(
-    mirror: &Mirror,
-    req: &Requirement,
-    freshness: Freshness,
-) -> Result<Vec<Version>, SelectError> {
-    if !req.pinned.is_empty() {
-        return Ok(req.pinned.clone());
-    }
-    let listed = match freshness {
-        Freshness::Cached => mirror.index(&req.provider).await,
-        Freshness::FromOrigin => mirror.relist(&req.provider).await,
-    }
-    .map_err(|source| SelectError::Unlisted {
-        provider: req.provider.clone(),
-        source,
-    })?;
-    // Versions the policy denies or holds back are not candidates.
-    let (index, _, _) = mirror.visible_index(&req.provider, listed).await;
-    let mut matching: Vec<Version> = index
-        .versions
-        .keys()
-        .filter(|v| req.constraints.allows(v.semver()))
-        .cloned()
-        .collect();
-    if matching.is_empty() {
-        return Err(SelectError::NoneMeets {
-            provider: req.provider.clone(),
-            constraints: req.constraints.as_str().to_owned(),
-            listed: index.versions.len(),
-        });
-    }
-    if req.newest_only {
-        matching = matching.split_off(matching.len() - 1);
-    }
-    Ok(matching)
-}
-
-/// The versions of a module requirement that meet its constraints among
-/// those the policy lets clients see (only the newest when it asks for
-/// that).
-pub async fn select_module_versions(
-    mirror: &Mirror,
-    req: &ModuleRequirement,
-    freshness: Freshness,
-) -> Result<Vec<Version>, String> {
-    let listed = match freshness {
-        Freshness::Cached => mirror.module_index(&req.module).await,
-        Freshness::FromOrigin => mirror.relist_module(&req.module).await,
-    }
-    .map_err(|e| format!("module {}: {e}", req.module))?;
-    let index = mirror.visible_module_index(&req.module, listed).await;
-    let mut matching: Vec<Version> = index
-        .versions
-        .iter()
-        .filter(|v| req.constraints.allows(v.semver()))
-        .cloned()
-        .collect();
-    if matching.is_empty() {
-        return Err(format!(
-            "module {}: no version meets {:?} (the origin lists {})",
-            req.module,
-            req.constraints.as_str(),
-            index.versions.len()
-        ));
-    }
-    if req.newest_only {
-        matching = matching.split_off(matching.len() - 1);
-    }
-    Ok(matching)
-}
-
 /// One fill's bookkeeping and its observer.
 struct Fill<'a> {
     summary: Summary,
@@ -219,8 +122,13 @@ impl Fill<'_> {
 
     /// Packages every module version `requirements` select, and the
     /// registry modules each one calls, recursively (each version once, so
-    /// cycles end).
-    async fn modules(&mut self, mirror: &Arc<Mirror>, requirements: &[ModuleRequirement]) {
+    /// cycles end); returns the providers their packages require.
+    async fn modules(
+        &mut self,
+        mirror: &Arc<Mirror>,
+        requirements: &[ModuleRequirement],
+    ) -> Vec<ModuleProvider> {
+        let mut found = Vec::new();
         let mut queue: VecDeque<ModuleRequirement> = requirements.iter().cloned().collect();
         let mut seen: BTreeSet<(Module, Version)> = BTreeSet::new();
         while let Some(req) = queue.pop_front() {
@@ -241,8 +149,8 @@ impl Fill<'_> {
                     mirror.store().open_module(module, &version).await,
                     Ok(Some(_))
                 );
-                let calls = match package_calls(mirror, module, &version).await {
-                    Ok(calls) => calls,
+                let needs = match package_needs(mirror, module, &version).await {
+                    Ok(needs) => needs,
                     Err(e) => {
                         self.failed(format!("{what}: {e}"));
                         continue;
@@ -255,12 +163,30 @@ impl Fill<'_> {
                     self.observer.line(&format!("stored {what}"));
                     self.summary.stored.push(what.clone());
                 }
-                match super::selection::requirements_of_calls(calls) {
+                found.extend(module_providers::of_module(
+                    module,
+                    &version,
+                    needs.providers,
+                    &req.platforms,
+                ));
+                match super::selection::requirements_of_calls(needs.modules, &req.platforms) {
                     Ok(more) => queue.extend(more),
                     Err(e) => self.failed(format!("{what}: {e:#}")),
                 }
             }
         }
+        found
+    }
+
+    /// Walks the selection's modules, then merges the providers they
+    /// require into its own.
+    async fn providers(&mut self, mirror: &Arc<Mirror>, selection: &Selection) -> Vec<Requirement> {
+        let found = self.modules(mirror, &selection.modules).await;
+        let (providers, unmergeable) = selection.providers_with(&found);
+        for problem in unmergeable {
+            self.failed(problem.to_string());
+        }
+        providers
     }
 
     /// Fetches the CLI release files `requirements` select: each version's
@@ -341,11 +267,13 @@ impl Fill<'_> {
         requirements: &[Requirement],
     ) -> Vec<ArchiveKey> {
         let mut work = Vec::new();
+        let mut seen = BTreeSet::new();
         for req in requirements {
+            let by = required_by(req);
             let versions = match select_versions(mirror, req, self.freshness).await {
                 Ok(v) => v,
                 Err(e) => {
-                    self.failed(format!("provider {e}"));
+                    self.failed(format!("provider {e}{by}"));
                     continue;
                 }
             };
@@ -354,18 +282,19 @@ impl Fill<'_> {
                 let record = match mirror.version(&req.provider, &version).await {
                     Ok(r) => r,
                     Err(e) => {
-                        self.failed(format!("version {} {version}: {e}", req.provider));
+                        self.failed(format!("version {} {version}: {e}{by}", req.provider));
                         continue;
                     }
                 };
                 for platform in &req.platforms {
-                    if record.packages.contains_key(platform) {
-                        work.push(ArchiveKey::new(&req.provider, &version, platform));
-                    } else {
+                    let key = ArchiveKey::new(&req.provider, &version, platform);
+                    if !record.packages.contains_key(platform) {
                         self.failed(format!(
-                            "platform {} {version} {platform}: the origin offers no verified package for it",
+                            "platform {} {version} {platform}: the origin offers no verified package for it{by}",
                             req.provider
                         ));
+                    } else if seen.insert(key.clone()) {
+                        work.push(key);
                     }
                 }
             }
@@ -374,15 +303,43 @@ impl Fill<'_> {
     }
 }
 
-/// The registry module calls inside a module version's package (fetched
-/// and pinned first when the cache lacks it).
-async fn package_calls(
+/// The providers `selection` needs, with those its registry modules
+/// require at any depth (their packages fetched and pinned when the cache
+/// lacks them), and what could not be had, one line each.
+pub async fn providers_needed(
+    mirror: &Arc<Mirror>,
+    selection: &Selection,
+    freshness: Freshness,
+    observer: &dyn Observer,
+) -> (Vec<Requirement>, Vec<String>) {
+    let mut fill = Fill {
+        summary: Summary::default(),
+        observer,
+        freshness,
+    };
+    let providers = fill.providers(mirror, selection).await;
+    (providers, fill.summary.failures)
+}
+
+/// ` (required by module …)` when modules' own `required_providers` ask
+/// for `req`, for the lines that name it.
+fn required_by(req: &Requirement) -> String {
+    if req.required_by.is_empty() {
+        String::new()
+    } else {
+        format!(" (required by {})", req.required_by.join(", "))
+    }
+}
+
+/// What a module version's package asks for (fetched and pinned first
+/// when the cache lacks it).
+async fn package_needs(
     mirror: &Arc<Mirror>,
     module: &Module,
     version: &Version,
-) -> Result<Vec<(Module, Option<String>)>, RequestError> {
+) -> Result<Needs, RequestError> {
     let package = mirror.module_package(module, version).await?;
-    crate::module_source::calls::calls_in_stored(package)
+    crate::module_source::calls::needs_in_stored(package)
         .await
         .map_err(|e| match e {
             CallsError::Read(_) => RequestError::DiskUnavailable(e.to_string()),
@@ -400,16 +357,14 @@ pub async fn fill(
     observer: &dyn Observer,
 ) -> Summary {
     let mut fill = Fill {
-        summary: Summary {
-            providers: selection.providers.len(),
-            ..Summary::default()
-        },
+        summary: Summary::default(),
         observer,
         freshness,
     };
     fill.releases(&mirror, &selection.releases).await;
-    fill.modules(&mirror, &selection.modules).await;
-    let work = fill.archives(&mirror, &selection.providers).await;
+    let providers = fill.providers(&mirror, selection).await;
+    fill.summary.providers = providers.len();
+    let work = fill.archives(&mirror, &providers).await;
     let mut summary = fill.summary;
     summary.archives = work.len();
     observer.start(work.len() as u64);

@@ -35,6 +35,10 @@ pub struct Needed {
     /// The platform, for a provider's archive.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub platform: Option<Platform>,
+    /// The module versions whose own `required_providers` ask for this
+    /// provider (`module <address> <version>`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub required_by: Vec<String>,
 }
 
 impl std::fmt::Display for Needed {
@@ -45,6 +49,9 @@ impl std::fmt::Display for Needed {
         }
         if let Some(p) = &self.platform {
             write!(f, " {p}")?;
+        }
+        if !self.required_by.is_empty() {
+            write!(f, " (required by {})", self.required_by.join(", "))?;
         }
         Ok(())
     }
@@ -95,6 +102,12 @@ pub enum Why {
         /// The error.
         error: String,
     },
+    /// The version constraints the modules requiring a provider write
+    /// cannot be read together.
+    Unmergeable {
+        /// The error, naming the modules.
+        error: String,
+    },
 }
 
 impl From<Denied> for Why {
@@ -141,6 +154,7 @@ impl std::fmt::Display for Why {
                 "imported unsigned from a static directory, and cache.allow_unsigned_imports is off",
             ),
             Why::Unreadable { error } => write!(f, "the cache cannot be read: {error}"),
+            Why::Unmergeable { error } => f.write_str(error),
         }
     }
 }
@@ -242,10 +256,30 @@ impl Report {
 /// Adds to `report` what `selection` needs and what the mirror holds of
 /// it. The mirror should be offline, so that only what it holds counts.
 pub async fn check(mirror: &Mirror, selection: &Selection, report: &mut Report) {
-    for req in &selection.providers {
+    let mut modules = Report::default();
+    let found = registry_modules::modules(mirror, &selection.modules, &mut modules).await;
+    let (providers, unmergeable) = selection.providers_with(&found);
+    for req in &providers {
         provider(mirror, req, report).await;
     }
-    registry_modules::modules(mirror, &selection.modules, report).await;
+    for problem in unmergeable {
+        let needed = Needed {
+            kind: "provider",
+            source: problem.provider.to_string(),
+            version: None,
+            platform: None,
+            required_by: Vec::new(),
+        };
+        report.add(
+            needed,
+            missing(Why::Unmergeable {
+                error: problem.error,
+            }),
+        );
+    }
+    for item in modules.items {
+        report.add(item.needed, item.finding);
+    }
 }
 
 fn needed_provider(
@@ -258,6 +292,7 @@ fn needed_provider(
         source: req.provider.to_string(),
         version: version.cloned(),
         platform: platform.cloned(),
+        required_by: req.required_by.clone(),
     }
 }
 

@@ -35,6 +35,10 @@ pub struct Requirement {
     pub locked_hashes: BTreeMap<Version, BTreeSet<String>>,
     /// The platforms wanted.
     pub platforms: Vec<Platform>,
+    /// The module versions whose own `required_providers` ask for it
+    /// (`module <address> <version>`); empty when only the configuration
+    /// or the manifest itself does.
+    pub required_by: Vec<String>,
 }
 
 /// One registry module to mirror.
@@ -47,6 +51,9 @@ pub struct ModuleRequirement {
     /// ...only the newest of them when set (what `terraform init` would
     /// pick), else all of them.
     pub newest_only: bool,
+    /// The platforms of the providers its versions require in their own
+    /// `required_providers`; none: those providers are not followed.
+    pub platforms: Vec<Platform>,
 }
 
 /// CLI releases wanted: a product's versions, for some platforms.
@@ -69,6 +76,11 @@ pub struct Selection {
     pub modules: Vec<ModuleRequirement>,
     /// The CLI releases.
     pub releases: Vec<ReleaseRequirement>,
+    /// Whether this is one configuration, whose modules' providers must
+    /// meet all their constraints at once (as `terraform init` resolves
+    /// them), rather than a list of entries whose module versions are
+    /// alternatives.
+    pub one_configuration: bool,
 }
 
 /// A sync manifest, as written by operators.
@@ -179,6 +191,7 @@ pub fn from_entries(
             pinned: Vec::new(),
             locked_hashes: BTreeMap::new(),
             platforms,
+            required_by: Vec::new(),
         });
     }
     let mut wanted = Vec::new();
@@ -193,12 +206,14 @@ pub fn from_entries(
             module,
             constraints,
             newest_only: false,
+            platforms: defaults.clone(),
         });
     }
     Ok(Selection {
         providers: out,
         modules: wanted,
         releases: Vec::new(),
+        one_configuration: false,
     })
 }
 
@@ -214,6 +229,7 @@ pub fn from_argument(given: &str, platforms: &[Platform]) -> anyhow::Result<Requ
         pinned: Vec::new(),
         locked_hashes: BTreeMap::new(),
         platforms: platforms.to_vec(),
+        required_by: Vec::new(),
     })
 }
 
@@ -268,8 +284,8 @@ pub fn from_directory(path: &Path, platforms: &[Platform]) -> anyhow::Result<Sel
                 let list = called.entry(module).or_default();
                 list.extend(version);
             }
-            for (provider, version) in
-                required(&body).with_context(|| format!("reading {}", file.display()))?
+            for (provider, version) in crate::module_source::calls::required_providers(&body)
+                .with_context(|| format!("reading {}", file.display()))?
             {
                 let list = constraints.entry(provider).or_default();
                 if let Some(v) = version {
@@ -303,33 +319,38 @@ pub fn from_directory(path: &Path, platforms: &[Platform]) -> anyhow::Result<Sel
             pinned: pins,
             locked_hashes,
             platforms: platforms.to_vec(),
+            required_by: Vec::new(),
         });
     }
-    let modules = module_requirements(called)?;
+    let modules = module_requirements(called, platforms)?;
     Ok(Selection {
         providers: out,
         modules,
         releases: Vec::new(),
+        one_configuration: true,
     })
 }
 
 /// One requirement per module that `calls` (module calls with their
 /// version constraints, as a package holds them) call, with the
-/// constraints of all its calls.
+/// constraints of all its calls; the providers they require are followed
+/// for `platforms`.
 pub fn requirements_of_calls(
     calls: Vec<(Module, Option<String>)>,
+    platforms: &[Platform],
 ) -> anyhow::Result<Vec<ModuleRequirement>> {
     let mut called: BTreeMap<Module, Vec<String>> = BTreeMap::new();
     for (callee, constraint) in calls {
         called.entry(callee).or_default().extend(constraint);
     }
-    module_requirements(called)
+    module_requirements(called, platforms)
 }
 
 /// One requirement per called module, with the constraints of all its
-/// calls.
+/// calls; the providers they require are followed for `platforms`.
 pub fn module_requirements(
     called: BTreeMap<Module, Vec<String>>,
+    platforms: &[Platform],
 ) -> anyhow::Result<Vec<ModuleRequirement>> {
     called
         .into_iter()
@@ -340,6 +361,7 @@ pub fn module_requirements(
                 module,
                 constraints,
                 newest_only: true,
+                platforms: platforms.to_vec(),
             })
         })
         .collect()
@@ -364,54 +386,6 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// The providers of the `required_providers` blocks of one file, with their
-/// version constraints when given.
-fn required(body: &hcl::Body) -> anyhow::Result<Vec<(Provider, Option<String>)>> {
-    let mut out = Vec::new();
-    for terraform in body.blocks().filter(|b| b.identifier() == "terraform") {
-        for block in terraform
-            .body()
-            .blocks()
-            .filter(|b| b.identifier() == "required_providers")
-        {
-            for attr in block.body().attributes() {
-                let local = attr.key();
-                let (source, version) = match attr.expr() {
-                    // The old form: `aws = "~> 5.0"`.
-                    hcl::Expression::String(v) => (None, Some(v.clone())),
-                    hcl::Expression::Object(fields) => {
-                        let field = |name: &str| {
-                            fields.iter().find_map(|(k, v)| {
-                                let key = match k {
-                                    hcl::ObjectKey::Identifier(i) => i.as_str().to_string(),
-                                    hcl::ObjectKey::Expression(hcl::Expression::String(s)) => {
-                                        s.clone()
-                                    }
-                                    _ => return None,
-                                };
-                                match v {
-                                    hcl::Expression::String(s) if key == name => Some(s.clone()),
-                                    _ => None,
-                                }
-                            })
-                        };
-                        (field("source"), field("version"))
-                    }
-                    _ => bail!(
-                        "required_providers entry {local:?} is neither a string nor an object"
-                    ),
-                };
-                // Without a source, Terraform assumes hashicorp/<local name>.
-                let source = source.unwrap_or_else(|| format!("hashicorp/{local}"));
-                let provider = Provider::from_source(&source)
-                    .with_context(|| format!("required_providers entry {local:?}"))?;
-                out.push((provider, version));
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// One `provider` block of a lock file.

@@ -6,7 +6,9 @@ use std::collections::{BTreeSet, VecDeque};
 use super::{chosen, held_back_or_none, missing, unlisted, Finding, Needed, Report, Why};
 use crate::address::{Module, Version};
 use crate::mirror::Mirror;
+use crate::module_source::calls::Needs;
 use crate::policy::Subject;
+use crate::site::module_providers::{self, ModuleProvider};
 use crate::site::selection::ModuleRequirement;
 
 /// What a configuration needs of a module version (any version when
@@ -17,16 +19,19 @@ pub(super) fn needed_module(module: &Module, version: Option<&Version>) -> Neede
         source: module.to_string(),
         version: version.cloned(),
         platform: None,
+        required_by: Vec::new(),
     }
 }
 
 /// The registry modules `requirements` need, and those their held
-/// packages call, each version once.
+/// packages call, each version once; returns the providers the held
+/// packages require.
 pub(super) async fn modules(
     mirror: &Mirror,
     requirements: &[ModuleRequirement],
     report: &mut Report,
-) {
+) -> Vec<ModuleProvider> {
+    let mut found = Vec::new();
     let mut queue: VecDeque<ModuleRequirement> = requirements.iter().cloned().collect();
     let mut seen: BTreeSet<(Module, Version)> = BTreeSet::new();
     while let Some(req) = queue.pop_front() {
@@ -69,9 +74,18 @@ pub(super) async fn modules(
             }
             let needed = needed_module(&req.module, Some(version));
             match module_version(mirror, &req.module, version).await {
-                Ok(calls) => {
+                Ok(needs) => {
                     report.add(needed, Finding::Held);
-                    match crate::site::selection::requirements_of_calls(calls) {
+                    found.extend(module_providers::of_module(
+                        &req.module,
+                        version,
+                        needs.providers,
+                        &req.platforms,
+                    ));
+                    match crate::site::selection::requirements_of_calls(
+                        needs.modules,
+                        &req.platforms,
+                    ) {
                         Ok(more) => queue.extend(more),
                         Err(e) => report.add(
                             needed_module(&req.module, Some(version)),
@@ -85,15 +99,16 @@ pub(super) async fn modules(
             }
         }
     }
+    found
 }
 
-/// A module version the mirror holds, as the registry modules its package
-/// calls; or why it is not held.
+/// A module version the mirror holds, as what its package asks for; or
+/// why it is not held.
 pub(super) async fn module_version(
     mirror: &Mirror,
     module: &Module,
     version: &Version,
-) -> Result<Vec<(Module, Option<String>)>, Why> {
+) -> Result<Needs, Why> {
     match mirror.verdict(Subject::Module(module), version).await {
         Ok(Ok(())) => {}
         Ok(Err(denied)) => return Err(denied.into()),
@@ -122,7 +137,7 @@ pub(super) async fn module_version(
     else {
         return Err(Why::Evicted { at_ms: None });
     };
-    crate::module_source::calls::calls_in_stored(package)
+    crate::module_source::calls::needs_in_stored(package)
         .await
         .map_err(|e| unreadable(&e))
 }

@@ -39,6 +39,7 @@ fn findings_read_as_lines_and_as_json() {
         source: "registry.example/acme/widget".into(),
         version: Some(v("1.1.0")),
         platform: Some(Platform::parse("linux_amd64").unwrap()),
+        required_by: Vec::new(),
     };
     let item = Item {
         needed: needed.clone(),
@@ -72,4 +73,27 @@ fn findings_read_as_lines_and_as_json() {
     assert!(!report.ready());
     assert_eq!(serde_json::to_value(&report).unwrap()["ready"], false);
     assert_eq!(report.counts(), (1, 1, 0));
+}
+
+#[test]
+fn a_provider_a_module_requires_names_the_module() {
+    let item = Item {
+        needed: Needed {
+            kind: "provider",
+            source: "registry.example/acme/widget".into(),
+            version: None,
+            platform: None,
+            required_by: vec!["module registry.example/acme/net/aws 1.0.0".into()],
+        },
+        finding: missing(Why::NotListed),
+    };
+    assert_eq!(
+        item.to_string(),
+        "MISSING  provider registry.example/acme/widget (required by module registry.example/acme/net/aws 1.0.0): never listed by this mirror"
+    );
+    let json = serde_json::to_value(&item).unwrap();
+    assert_eq!(
+        json["required_by"],
+        serde_json::json!(["module registry.example/acme/net/aws 1.0.0"])
+    );
 }
