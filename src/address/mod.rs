@@ -12,6 +12,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 mod module;
+pub mod oci;
 mod release;
 
 pub use module::{Module, ModuleName, ModuleNamespace, ModuleSystem};

@@ -15,16 +15,18 @@ use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use tracing::Instrument;
 
 use super::body::{self, Body};
+use super::oci;
 use super::respond::{
     json_response, registry_json, rendered_response, strip_body, text_response, with_type,
 };
-use super::routes::{self, Access, Route};
+use super::routes::{self, Access, OciRoute, Route};
 use super::sendfile::SendQueue;
 use super::App;
 use crate::address::{ArchiveKey, Platform};
 use crate::error::RequestError;
 use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
+use crate::mirror::oci::OciBlob;
 use crate::mirror::FileOrStream;
 
 /// The target of the line logged for every request: a filter can route it,
@@ -83,7 +85,7 @@ pub async fn handle<B>(
         let (endpoint, served, result) = answer(&app, &asked).await;
         let mut response = match result {
             Ok(resp) => resp,
-            Err(e) => error_response(&e),
+            Err(e) => error_response(&e, &asked.path),
         };
         // Served: answered with the bytes, or sent to the bucket for them.
         let status = response.status();
@@ -141,8 +143,8 @@ pub async fn handle<B>(
 }
 
 /// The answer for an error, logged here and nowhere else (within the
-/// request's span, so with its ID).
-fn error_response(e: &RequestError) -> Response<Body> {
+/// request's span, so with its ID); on the OCI paths, in the OCI shape.
+fn error_response(e: &RequestError, path: &str) -> Response<Body> {
     let status = e.status();
     match e {
         RequestError::VerificationFailed(_)
@@ -155,6 +157,9 @@ fn error_response(e: &RequestError) -> Response<Body> {
             tracing::warn!(status = status.as_u16(), error = %e, "request failed");
         }
         _ => {}
+    }
+    if super::oci::is_oci_path(path) {
+        return super::oci::error_response(e, path);
     }
     let mut resp = json_response(status, &e.body());
     if status == StatusCode::UNAUTHORIZED {
@@ -228,6 +233,21 @@ async fn answer(
     };
     if let Err(e) = authorize(app, route.access(), asked) {
         return (endpoint, served, Err(e));
+    }
+    if let Route::Oci(OciRoute::Blob(provider, digest)) = &route {
+        // Resolved first, so that the audit trail names the archive.
+        return match app.mirror.oci_blob(provider, digest).await {
+            Err(e) => (endpoint, None, Err(e)),
+            Ok(OciBlob::EmptyConfig) => (endpoint, None, Ok(oci::empty_config_response())),
+            Ok(OciBlob::Archive(key)) => {
+                let served = (asked.method == Method::GET).then(|| Served::Archive(key.clone()));
+                let mut answer = archive_response(app, asked, &key).await;
+                if let Ok(resp) = &mut answer {
+                    oci::with_digest(resp, digest);
+                }
+                (endpoint, served, answer)
+            }
+        };
     }
     (endpoint, served, respond(app, asked, route).await)
 }
@@ -363,35 +383,46 @@ async fn respond(app: &App, asked: &Asked, route: Route) -> Result<Response<Body
             let base = format!("{scheme}://{authority}");
             super::releases::respond(mirror, &base, release).await
         }
-        Route::Archive(key) => {
-            if let Some(url) = mirror.archive_redirect(&key).await? {
-                let mut resp = Response::new(body::empty());
-                *resp.status_mut() = StatusCode::TEMPORARY_REDIRECT;
-                let location = HeaderValue::from_str(url.as_str()).map_err(|e| {
-                    RequestError::Internal(format!("an unusable presigned URL: {e}"))
-                })?;
-                resp.headers_mut().insert(header::LOCATION, location);
-                return Ok(resp);
-            }
-            let archive = mirror.archive_body(&key).await?;
-            let size = archive.size;
-            let stream = match &asked.send_queue {
-                Some(queue) if asked.method == Method::GET => match archive.into_file_or_stream() {
-                    FileOrStream::File(stored) => queue.body(stored.file, size, stored.sent),
-                    FileOrStream::Stream(stream) => stream,
-                },
-                _ => archive.into_stream(),
-            };
-            let mut resp = Response::new(body::stream(stream));
-            let h = resp.headers_mut();
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/zip"),
-            );
-            h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
-            Ok(resp)
-        }
+        Route::Archive(key) => archive_response(app, asked, &key).await,
+        Route::Oci(OciRoute::Manifest(provider, reference)) => Ok(oci::manifest_response(
+            &mirror.oci_manifest(&provider, &reference).await?,
+        )),
+        Route::Oci(other) => oci::respond(mirror, &other, asked.query.as_deref()).await,
     }
+}
+
+/// An archive: a redirect to the bucket, or its bytes.
+async fn archive_response(
+    app: &App,
+    asked: &Asked,
+    key: &ArchiveKey,
+) -> Result<Response<Body>, RequestError> {
+    let mirror = &app.mirror;
+    if let Some(url) = mirror.archive_redirect(key).await? {
+        let mut resp = Response::new(body::empty());
+        *resp.status_mut() = StatusCode::TEMPORARY_REDIRECT;
+        let location = HeaderValue::from_str(url.as_str())
+            .map_err(|e| RequestError::Internal(format!("an unusable presigned URL: {e}")))?;
+        resp.headers_mut().insert(header::LOCATION, location);
+        return Ok(resp);
+    }
+    let archive = mirror.archive_body(key).await?;
+    let size = archive.size;
+    let stream = match &asked.send_queue {
+        Some(queue) if asked.method == Method::GET => match archive.into_file_or_stream() {
+            FileOrStream::File(stored) => queue.body(stored.file, size, stored.sent),
+            FileOrStream::Stream(stream) => stream,
+        },
+        _ => archive.into_stream(),
+    };
+    let mut resp = Response::new(body::stream(stream));
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/zip"),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
+    Ok(resp)
 }
 
 /// The query of a link the facade hands out: signed when access control

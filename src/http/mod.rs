@@ -14,6 +14,7 @@ pub mod dispatch;
 mod html;
 mod keyless_section;
 pub mod listener;
+pub mod oci;
 pub mod releases;
 mod respond;
 pub mod routes;

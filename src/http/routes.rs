@@ -33,6 +33,7 @@
 
 use percent_encoding::percent_decode_str;
 
+pub use super::oci::OciRoute;
 use crate::address::{
     ArchiveKey, ArtifactName, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem,
     Namespace, Platform, Product, Provider, ProviderType, ReleaseFile, Version,
@@ -78,6 +79,8 @@ pub enum Route {
     ModulePackage(Module, Version),
     /// A CLI release document or file.
     Release(ReleaseRoute),
+    /// OpenTofu's `oci_mirror` paths below `/v2/`.
+    Oci(OciRoute),
 }
 
 /// What a CLI release path asks for.
@@ -134,7 +137,7 @@ impl Route {
                 Access::SignedSums(provider, version, file.index)
             }
             Route::ModulePackage(module, version) => Access::SignedModule(module, version),
-            Route::Release(_) => Access::TokenOrBasic,
+            Route::Release(_) | Route::Oci(_) => Access::TokenOrBasic,
         }
     }
 
@@ -154,6 +157,7 @@ impl Route {
                 Endpoint::Module
             }
             Route::Release(_) => Endpoint::Release,
+            Route::Oci(_) => Endpoint::Oci,
         }
     }
 }
@@ -182,6 +186,16 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
     }
     if let Some(route) = release_route(raw_path)? {
         return Ok(Route::Release(route));
+    }
+    if super::oci::is_oci_path(raw_path) {
+        let below = raw_path.trim_start_matches("/v2").trim_matches('/');
+        let segments = below
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(decode_segment)
+            .collect::<Result<Vec<String>, RequestError>>()?;
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+        return super::oci::route(&segments).map(Route::Oci);
     }
     let rest = raw_path
         .strip_prefix('/')

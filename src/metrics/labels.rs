@@ -22,6 +22,8 @@ pub enum Endpoint {
     Module,
     /// CLI releases (`/terraform/…`, `/tofu/…`, `/opentofu/…`).
     Release,
+    /// OpenTofu's `oci_mirror` paths (`/v2/…`).
+    Oci,
     /// The status page.
     Home,
     /// `/healthz`, `/readyz`, `/metrics`.

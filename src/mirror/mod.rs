@@ -39,6 +39,7 @@ pub mod keyless;
 mod listing;
 pub mod lockfile;
 pub mod module_proxy;
+pub mod oci;
 mod package_checks;
 pub mod packages;
 pub mod residency;
@@ -191,6 +192,8 @@ pub struct Mirror {
     releases: crate::releases::state::ReleaseState,
     /// Keyless versions' pins and the answers that differed from them.
     keyless: keyless::KeylessState,
+    /// Which version each OCI digest answered belongs to.
+    oci: oci::OciState,
 }
 
 impl Mirror {
@@ -284,6 +287,7 @@ impl Mirror {
         let releases = crate::releases::state::ReleaseState::new(&config.releases)?;
         Ok(Mirror {
             keyless: keyless::KeylessState::new(keyless),
+            oci: oci::OciState::new(),
             releases,
             modules: module_proxy::ModuleState::new(fetcher, pins),
             health: StoreHealth::new(),

@@ -1,0 +1,438 @@
+//! OpenTofu's OCI layout of a provider version, for `oci_mirror`: a tag
+//! per version naming an image index (`artifactType`
+//! `application/vnd.opentofu.provider`) with one image manifest per
+//! platform (`application/vnd.opentofu.provider-target`), whose one
+//! `archive/zip` layer is the origin's archive byte for byte, so its
+//! digest is the `zh:` hash the signed SHA256SUMS vouch for.
+//!
+//! The index and manifests are built from the verified version record
+//! alone (every platform's SHA-256 and size; no archive is downloaded to
+//! build them), canonically (fixed field order, platforms sorted, no
+//! whitespace), and only once every platform's size is known: an index is
+//! published complete or not at all. The bytes are kept in the store
+//! (`oci/<host>/<namespace>/<type>/<version>.json`) the first time they
+//! are answered and served from there ever after, so a digest once handed
+//! out always returns the same bytes, after restarts and on every
+//! instance sharing the store.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::Mirror;
+use crate::address::oci::{tag_of, Digest, Reference};
+use crate::address::{ArchiveKey, Platform, Provider, Version};
+use crate::error::RequestError;
+use crate::store::VersionRecord;
+
+/// The image index's media type.
+pub const INDEX_TYPE: &str = "application/vnd.oci.image.index.v1+json";
+/// The image manifest's media type.
+pub const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+/// The index's artifact type, which OpenTofu requires.
+const PROVIDER_ARTIFACT: &str = "application/vnd.opentofu.provider";
+/// A platform manifest's artifact type, which OpenTofu requires.
+const TARGET_ARTIFACT: &str = "application/vnd.opentofu.provider-target";
+/// The layer's media type.
+const ZIP_LAYER: &str = "archive/zip";
+/// The empty config's media type.
+const EMPTY_TYPE: &str = "application/vnd.oci.empty.v1+json";
+/// The empty config blob: two bytes.
+pub const EMPTY_CONFIG: &[u8] = b"{}";
+/// The folder of the store the layouts are kept in.
+const TOP: &str = "oci";
+/// How many digests the mirror remembers the version of.
+const DIGESTS_REMEMBERED: usize = 100_000;
+
+/// A manifest as served.
+#[derive(Debug, Clone)]
+pub struct OciManifest {
+    /// Its media type, for `Content-Type`.
+    pub media_type: &'static str,
+    /// Its digest, for `Docker-Content-Digest`.
+    pub digest: Digest,
+    /// Its bytes.
+    pub bytes: Bytes,
+}
+
+impl OciManifest {
+    fn new(media_type: &'static str, bytes: Vec<u8>) -> OciManifest {
+        OciManifest {
+            media_type,
+            digest: Digest::of(&bytes),
+            bytes: Bytes::from(bytes),
+        }
+    }
+}
+
+/// What a blob digest names in a provider's repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OciBlob {
+    /// The two-byte empty config.
+    EmptyConfig,
+    /// A version's archive for one platform.
+    Archive(ArchiveKey),
+}
+
+/// Which version a digest (of a manifest or a layer) belongs to.
+pub(super) struct OciState {
+    versions: std::sync::Mutex<std::collections::HashMap<(Provider, Digest), Version>>,
+}
+
+impl OciState {
+    pub(super) fn new() -> OciState {
+        OciState {
+            versions: std::sync::Mutex::default(),
+        }
+    }
+
+    fn get(&self, key: &(Provider, Digest)) -> Option<Version> {
+        self.versions
+            .lock()
+            .expect("digests lock")
+            .get(key)
+            .cloned()
+    }
+
+    /// Remembers a digest's version; past the bound, what was remembered
+    /// is forgotten (the kept layouts still answer).
+    fn insert(&self, key: (Provider, Digest), version: Version) {
+        let mut versions = self.versions.lock().expect("digests lock");
+        if versions.len() >= DIGESTS_REMEMBERED {
+            versions.clear();
+        }
+        versions.insert(key, version);
+    }
+}
+
+/// A version's layout as the store keeps it: the exact bytes answered.
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredLayout {
+    index: String,
+    manifests: BTreeMap<Platform, String>,
+}
+
+/// A version's layout, parsed for answering.
+struct Layout {
+    index: OciManifest,
+    manifests: BTreeMap<Platform, OciManifest>,
+    layers: BTreeMap<Digest, Platform>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Descriptor<'a> {
+    media_type: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    artifact_type: Option<&'a str>,
+    digest: String,
+    size: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    platform: Option<OciPlatform<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct OciPlatform<'a> {
+    architecture: &'a str,
+    os: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ImageIndex<'a> {
+    schema_version: u32,
+    media_type: &'a str,
+    artifact_type: &'a str,
+    manifests: Vec<Descriptor<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ImageManifest<'a> {
+    schema_version: u32,
+    media_type: &'a str,
+    artifact_type: &'a str,
+    config: Descriptor<'a>,
+    layers: Vec<Descriptor<'a>>,
+}
+
+/// The empty config's descriptor, with its bytes inline.
+fn empty_config() -> Descriptor<'static> {
+    Descriptor {
+        media_type: EMPTY_TYPE,
+        artifact_type: None,
+        digest: Digest::of(EMPTY_CONFIG).to_string(),
+        size: EMPTY_CONFIG.len() as u64,
+        platform: None,
+        data: Some("e30="),
+    }
+}
+
+/// Builds a version's layout from each platform's SHA-256 and size.
+fn build(packages: &BTreeMap<Platform, (String, u64)>) -> StoredLayout {
+    let mut manifests = BTreeMap::new();
+    let mut entries = Vec::new();
+    for (platform, (sha256, size)) in packages {
+        let manifest = ImageManifest {
+            schema_version: 2,
+            media_type: MANIFEST_TYPE,
+            artifact_type: TARGET_ARTIFACT,
+            config: empty_config(),
+            layers: vec![Descriptor {
+                media_type: ZIP_LAYER,
+                artifact_type: None,
+                digest: format!("sha256:{sha256}"),
+                size: *size,
+                platform: None,
+                data: None,
+            }],
+        };
+        let text = serde_json::to_string(&manifest).expect("manifests serialize");
+        entries.push(Descriptor {
+            media_type: MANIFEST_TYPE,
+            artifact_type: Some(TARGET_ARTIFACT),
+            digest: Digest::of(text.as_bytes()).to_string(),
+            size: text.len() as u64,
+            platform: Some(OciPlatform {
+                architecture: platform.arch(),
+                os: platform.os(),
+            }),
+            data: None,
+        });
+        manifests.insert(platform.clone(), text);
+    }
+    let index = ImageIndex {
+        schema_version: 2,
+        media_type: INDEX_TYPE,
+        artifact_type: PROVIDER_ARTIFACT,
+        manifests: entries,
+    };
+    StoredLayout {
+        index: serde_json::to_string(&index).expect("indexes serialize"),
+        manifests,
+    }
+}
+
+impl Layout {
+    /// Reads a kept layout; the layer digests come from its manifests.
+    fn parse(stored: StoredLayout) -> Result<Layout, String> {
+        let mut layers = BTreeMap::new();
+        let mut manifests = BTreeMap::new();
+        for (platform, text) in stored.manifests {
+            let value: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| e.to_string())?;
+            let layer = value["layers"][0]["digest"]
+                .as_str()
+                .ok_or("a manifest without its layer")?;
+            layers.insert(
+                Digest::parse(layer).map_err(|e| e.to_string())?,
+                platform.clone(),
+            );
+            manifests.insert(platform, OciManifest::new(MANIFEST_TYPE, text.into_bytes()));
+        }
+        Ok(Layout {
+            index: OciManifest::new(INDEX_TYPE, stored.index.into_bytes()),
+            manifests,
+            layers,
+        })
+    }
+
+    fn digests(&self) -> impl Iterator<Item = &Digest> {
+        std::iter::once(&self.index.digest)
+            .chain(self.manifests.values().map(|m| &m.digest))
+            .chain(self.layers.keys())
+    }
+}
+
+fn store_path(provider: &Provider, version: &Version) -> [String; 5] {
+    [
+        TOP.to_owned(),
+        provider.hostname.as_str().to_owned(),
+        provider.namespace.as_str().to_owned(),
+        provider.kind.as_str().to_owned(),
+        format!("{version}.json"),
+    ]
+}
+
+impl Mirror {
+    /// A provider's versions as tags (`+` written `_`), in version order,
+    /// without those the policy denies or holds back.
+    pub async fn oci_tags(&self, provider: &Provider) -> Result<Vec<String>, RequestError> {
+        let listed = self.index(provider).await?;
+        let (visible, _, _) = self.visible_index(provider, listed).await;
+        Ok(visible.versions.keys().map(tag_of).collect())
+    }
+
+    /// The manifest a reference names: a tag's image index, or the index
+    /// or platform manifest with that digest.
+    pub async fn oci_manifest(
+        self: &Arc<Self>,
+        provider: &Provider,
+        reference: &Reference,
+    ) -> Result<OciManifest, RequestError> {
+        let (version, digest) = match reference {
+            Reference::Tag(version) => (version.clone(), None),
+            Reference::Digest(digest) => (
+                self.version_of_digest(provider, digest).await?,
+                Some(digest),
+            ),
+        };
+        let layout = self.layout(provider, &version).await?;
+        let Some(digest) = digest else {
+            return Ok(layout.index);
+        };
+        std::iter::once(layout.index)
+            .chain(layout.manifests.into_values())
+            .find(|m| &m.digest == digest)
+            .ok_or_else(|| unknown(provider, digest))
+    }
+
+    /// What a blob digest names in a provider's repository.
+    pub async fn oci_blob(
+        self: &Arc<Self>,
+        provider: &Provider,
+        digest: &Digest,
+    ) -> Result<OciBlob, RequestError> {
+        if *digest == Digest::of(EMPTY_CONFIG) {
+            return Ok(OciBlob::EmptyConfig);
+        }
+        let version = self.version_of_digest(provider, digest).await?;
+        let layout = self.layout(provider, &version).await?;
+        let platform = layout
+            .layers
+            .get(digest)
+            .ok_or_else(|| unknown(provider, digest))?;
+        Ok(OciBlob::Archive(ArchiveKey::new(
+            provider, &version, platform,
+        )))
+    }
+
+    /// A version's layout: the kept one, else built from the verified
+    /// record and kept.
+    async fn layout(
+        self: &Arc<Self>,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Layout, RequestError> {
+        // The policy and the record's verification first, as for any answer.
+        let record = self.version(provider, version).await?;
+        if let Some(layout) = self.kept_layout(provider, version).await? {
+            return Ok(layout);
+        }
+        let path = store_path(provider, version);
+        let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+        let stored = build(&self.sizes(record).await?);
+        let bytes =
+            serde_json::to_vec(&stored).map_err(|e| RequestError::Internal(e.to_string()))?;
+        self.store
+            .write_document(&parts, bytes)
+            .await
+            .map_err(|e| self.store_failed("keeping an OCI layout", &e))?;
+        self.remember(provider, version, stored)
+    }
+
+    /// The layout kept for a version, if any (remembering its digests),
+    /// whatever the policy says of it now.
+    async fn kept_layout(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Option<Layout>, RequestError> {
+        let path = store_path(provider, version);
+        let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+        let Some(bytes) = self
+            .store
+            .read_document(&parts)
+            .await
+            .map_err(|e| self.store_failed("reading an OCI layout", &e))?
+        else {
+            return Ok(None);
+        };
+        let stored = serde_json::from_slice::<StoredLayout>(&bytes).map_err(|e| {
+            RequestError::Internal(format!("the kept OCI layout of {provider} {version}: {e}"))
+        })?;
+        self.remember(provider, version, stored).map(Some)
+    }
+
+    /// Parses a layout and remembers which version its digests belong to.
+    fn remember(
+        &self,
+        provider: &Provider,
+        version: &Version,
+        stored: StoredLayout,
+    ) -> Result<Layout, RequestError> {
+        let layout = Layout::parse(stored).map_err(|e| {
+            RequestError::Internal(format!("the kept OCI layout of {provider} {version}: {e}"))
+        })?;
+        for digest in layout.digests() {
+            self.oci
+                .insert((provider.clone(), digest.clone()), version.clone());
+        }
+        Ok(layout)
+    }
+
+    /// Every platform's SHA-256 and size, or why the index cannot be
+    /// complete yet.
+    async fn sizes(
+        self: &Arc<Self>,
+        record: Arc<VersionRecord>,
+    ) -> Result<BTreeMap<Platform, (String, u64)>, RequestError> {
+        let what = format!("{} {}", record.provider, record.version);
+        let entries = self.packages_field(record.clone()).await.ok_or_else(|| {
+            RequestError::UpstreamUnreachable(format!(
+                "{what}: not every platform's archive size is known, and an OCI index is published only complete"
+            ))
+        })?;
+        Ok(record
+            .packages
+            .iter()
+            .filter_map(|(platform, pkg)| {
+                let size = entries.get(platform)?.package_size;
+                Some((platform.clone(), (pkg.sha256.clone(), size)))
+            })
+            .collect())
+    }
+
+    /// The version a manifest or layer digest belongs to: remembered from
+    /// an earlier answer, else found among the layouts kept for the
+    /// provider, else among its verified records' archives.
+    async fn version_of_digest(
+        self: &Arc<Self>,
+        provider: &Provider,
+        digest: &Digest,
+    ) -> Result<Version, RequestError> {
+        let key = (provider.clone(), digest.clone());
+        if let Some(v) = self.oci.get(&key) {
+            return Ok(v);
+        }
+        let kept = self
+            .store
+            .list_documents(TOP)
+            .await
+            .map_err(|e| self.store_failed("listing OCI layouts", &e))?;
+        let folder = &store_path(provider, &Version::parse("0.0.0").expect("a version"))[..4];
+        for path in kept.iter().filter(|p| p.len() == 5 && p[..4] == *folder) {
+            let Some(version) = path
+                .last()
+                .and_then(|leaf| leaf.strip_suffix(".json"))
+                .and_then(|v| Version::parse(v).ok())
+            else {
+                continue;
+            };
+            if self.kept_layout(provider, &version).await?.is_some() {
+                if let Some(v) = self.oci.get(&key) {
+                    return Ok(v);
+                }
+            }
+        }
+        Err(unknown(provider, digest))
+    }
+}
+
+fn unknown(provider: &Provider, digest: &Digest) -> RequestError {
+    RequestError::NotHeld(format!("{provider} has no OCI object {digest}"))
+}

@@ -1,0 +1,324 @@
+//! OpenTofu's `oci_mirror` paths (`/v2/…`), driven the way OpenTofu's
+//! client drives them (its request sequence and every check it makes on
+//! each answer, replayed from its code: `GET /v2/`, `tags/list`, `HEAD`
+//! of the tag, the index and the platform's manifest by digest, then the
+//! blob), for two platforms; `HEAD` answers; digests that stay the same
+//! after a restart and offline; unknown repositories answered
+//! `404 NAME_UNKNOWN`; a denied version absent from the tags and refused
+//! by tag and digest; a tampered archive never served as a blob.
+
+mod common;
+
+use common::*;
+use http::{Method, StatusCode};
+use tfmirror::config::Config;
+use tfmirror::policy::{Action, RuleConfig};
+
+const HOST: &str = "registry.origin.test";
+const PLATFORMS: [&str; 2] = ["linux_amd64", "darwin_arm64"];
+const INDEX: &str = "application/vnd.oci.image.index.v1+json";
+const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+
+fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+fn header(a: &Answer, name: &str) -> String {
+    a.headers
+        .get(name)
+        .unwrap_or_else(|| panic!("no {name} header"))
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// What OpenTofu checks of a manifest fetched by digest: the exact media
+/// type, the length, the digest header, the body's own digest, and the
+/// body's `mediaType` and `artifactType`.
+fn checked_manifest(
+    a: &Answer,
+    digest: &str,
+    media_type: &str,
+    artifact: &str,
+) -> serde_json::Value {
+    assert_eq!(a.status, StatusCode::OK, "{}", a.error_text());
+    assert_eq!(header(a, "content-type"), media_type);
+    assert_eq!(header(a, "content-length"), a.body.len().to_string());
+    assert_eq!(header(a, "docker-content-digest"), digest);
+    assert_eq!(sha256(&a.body), digest, "the body hashes to its digest");
+    let doc: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+    assert_eq!(doc["mediaType"], media_type);
+    assert_eq!(doc["artifactType"], artifact);
+    doc
+}
+
+/// OpenTofu 1.10–1.12 installing `version` of `repo` for `platform` from
+/// the OCI registry at `base`; returns the archive and the tag's digest.
+async fn tofu_install(
+    c: &Client,
+    base: &str,
+    repo: &str,
+    version: &str,
+    platform: &str,
+) -> (Vec<u8>, String) {
+    let ping = c.get(&format!("{base}/v2/")).await;
+    assert_eq!(ping.status, StatusCode::OK);
+    let tags = c.get(&format!("{base}/v2/{repo}/tags/list")).await;
+    assert_eq!(tags.status, StatusCode::OK, "{}", tags.error_text());
+    let tag = version.replace('+', "_");
+    assert!(
+        tags.json()["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == tag.as_str()),
+        "{}",
+        tags.json()
+    );
+    let head = c
+        .request(Method::HEAD, &format!("{base}/v2/{repo}/manifests/{tag}"))
+        .await;
+    assert_eq!(head.status, StatusCode::OK);
+    assert_eq!(header(&head, "content-type"), INDEX);
+    assert!(head.body.is_empty(), "HEAD has no body");
+    let index_digest = header(&head, "docker-content-digest");
+    let index = c
+        .get(&format!("{base}/v2/{repo}/manifests/{index_digest}"))
+        .await;
+    assert_eq!(
+        header(&head, "content-length"),
+        index.body.len().to_string()
+    );
+    let index = checked_manifest(
+        &index,
+        &index_digest,
+        INDEX,
+        "application/vnd.opentofu.provider",
+    );
+    let (os, arch) = platform.split_once('_').unwrap();
+    let matching: Vec<&serde_json::Value> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["artifactType"] == "application/vnd.opentofu.provider-target")
+        .filter(|m| {
+            assert_eq!(m["mediaType"], MANIFEST);
+            m["platform"]["os"] == os && m["platform"]["architecture"] == arch
+        })
+        .collect();
+    assert_eq!(
+        matching.len(),
+        1,
+        "exactly one manifest for {platform}: {index}"
+    );
+    let digest = matching[0]["digest"].as_str().unwrap();
+    let manifest = c.get(&format!("{base}/v2/{repo}/manifests/{digest}")).await;
+    assert_eq!(
+        manifest.body.len() as u64,
+        matching[0]["size"].as_u64().unwrap()
+    );
+    let manifest = checked_manifest(
+        &manifest,
+        digest,
+        MANIFEST,
+        "application/vnd.opentofu.provider-target",
+    );
+    let zips: Vec<&serde_json::Value> = manifest["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["mediaType"] == "archive/zip")
+        .collect();
+    assert_eq!(zips.len(), 1, "{manifest}");
+    let layer = zips[0]["digest"].as_str().unwrap();
+    assert!(layer.starts_with("sha256:"));
+    let blob = c.get(&format!("{base}/v2/{repo}/blobs/{layer}")).await;
+    assert_eq!(blob.status, StatusCode::OK, "{}", blob.error_text());
+    assert_eq!(blob.body.len() as u64, zips[0]["size"].as_u64().unwrap());
+    assert_eq!(
+        sha256(&blob.body),
+        layer,
+        "provider package does not match digest"
+    );
+    (blob.body.to_vec(), index_digest)
+}
+
+fn deny(config: &mut Config, versions: &str) {
+    config.policy.rules.push(RuleConfig {
+        verification: None,
+        source: format!("{HOST}/acme/widget"),
+        versions: Some(versions.into()),
+        action: Action::Deny,
+        reason: "withdrawn".into(),
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opentofu_installs_through_the_oci_paths_with_digests_that_never_change() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
+    let config = setup.config(&origin, &[], &[HOST]);
+    let m = RunningMirror::start(config.clone()).await;
+    let c = Client::trusting(&m.ca_file);
+    let base = m.url("").trim_end_matches('/').to_owned();
+    let repo = format!("{HOST}/acme/widget");
+
+    let mut digests = Vec::new();
+    for platform in PLATFORMS {
+        let (zip, digest) = tofu_install(&c, &base, &repo, "1.0.0", platform).await;
+        assert_eq!(
+            zip, archives[platform],
+            "{platform}: the origin's archive, byte for byte"
+        );
+        digests.push(digest);
+    }
+    assert_eq!(digests[0], digests[1]);
+    // The empty config is there for other OCI tools.
+    let empty = "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a";
+    let config_blob = c.get(&format!("{base}/v2/{repo}/blobs/{empty}")).await;
+    assert_eq!(&config_blob.body[..], b"{}");
+    let head = c
+        .request(
+            Method::HEAD,
+            &format!("{base}/v2/{repo}/manifests/{}", digests[0]),
+        )
+        .await;
+    assert_eq!(head.status, StatusCode::OK);
+    assert!(head.body.is_empty());
+    assert_eq!(header(&head, "docker-content-digest"), digests[0]);
+    assert!(header(&head, "content-length").parse::<u64>().unwrap() > 100);
+
+    // Unknown repositories send the client on to its next method.
+    for path in [
+        format!("/v2/{HOST}/acme/nothing/tags/list"),
+        format!("/v2/{HOST}/acme/net/aws/tags/list"),
+    ] {
+        let a = c.get(&format!("{base}{path}")).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(a.json()["errors"][0]["code"], "NAME_UNKNOWN", "{path}");
+    }
+    let missing = c
+        .get(&format!(
+            "{base}/v2/{repo}/manifests/sha256:{}",
+            "0".repeat(64)
+        ))
+        .await;
+    assert_eq!(missing.json()["errors"][0]["code"], "MANIFEST_UNKNOWN");
+    let served = metric_line(
+        &c,
+        &m,
+        "tfmirror_http_requests_total{endpoint=\"oci\",status=\"200\"}",
+    )
+    .await;
+    assert!(!served.is_empty());
+    m.stop().await;
+
+    // After a restart, offline with the origin gone: the same digest.
+    origin.stop();
+    let mut offline = config.clone();
+    offline.upstream.offline = true;
+    let m = RunningMirror::start(offline.clone()).await;
+    let c = Client::trusting(&m.ca_file);
+    let base = m.url("").trim_end_matches('/').to_owned();
+    let (zip, digest) = tofu_install(&c, &base, &repo, "1.0.0", "linux_amd64").await;
+    assert_eq!(digest, digests[0]);
+    assert_eq!(zip, archives["linux_amd64"]);
+    m.stop().await;
+
+    // A denied version: not listed, refused by tag and by digest.
+    let mut strict = offline;
+    deny(&mut strict, "= 1.0.0");
+    let m = RunningMirror::start(strict).await;
+    let c = Client::trusting(&m.ca_file);
+    let base = m.url("").trim_end_matches('/').to_owned();
+    let tags = c.get(&format!("{base}/v2/{repo}/tags/list")).await;
+    assert_eq!(tags.json()["tags"], serde_json::json!([]));
+    for reference in ["1.0.0", digests[0].as_str()] {
+        let a = c
+            .get(&format!("{base}/v2/{repo}/manifests/{reference}"))
+            .await;
+        assert_eq!(a.status, StatusCode::FORBIDDEN, "{reference}");
+        assert_eq!(a.json()["errors"][0]["code"], "DENIED");
+    }
+    m.stop().await;
+}
+
+async fn metric_line(c: &Client, m: &RunningMirror, prefix: &str) -> String {
+    let text = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tags_are_paged_a_tampered_archive_is_never_a_blob_and_tokens_are_asked_for() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    for version in ["1.0.0", "1.1.0", "2.0.0"] {
+        origin.publish("acme", "widget", version, &PLATFORMS, &signer, &[&signer]);
+    }
+    let mut config = setup.config(&origin, &[], &[HOST]);
+    config.auth.tokens = vec!["oci-token-0123456789abcdef".into()];
+    let m = RunningMirror::start(config).await;
+    let c = Client::trusting(&m.ca_file);
+    let base = m.url("").trim_end_matches('/').to_owned();
+    let repo = format!("{HOST}/acme/widget");
+
+    // Without credentials: 401 with a Basic challenge, in the OCI shape.
+    let refused = c.get(&format!("{base}/v2/")).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        header(&refused, "www-authenticate"),
+        "Basic realm=\"tfmirror\""
+    );
+    assert_eq!(refused.json()["errors"][0]["code"], "UNAUTHORIZED");
+    // The token as a Basic password, as `oci_credentials` sends it.
+    let basic = "Basic dGZtaXJyb3I6b2NpLXRva2VuLTAxMjM0NTY3ODlhYmNkZWY=";
+    let get = |path: String| {
+        let c = &c;
+        async move { c.request_with(Method::GET, &path, Some(basic)).await }
+    };
+    let page = get(format!("{base}/v2/{repo}/tags/list?n=2")).await;
+    assert_eq!(page.json()["tags"], serde_json::json!(["1.0.0", "1.1.0"]));
+    let link = header(&page, "link");
+    assert_eq!(
+        link,
+        format!("</v2/{repo}/tags/list?n=2&last=1.1.0>; rel=\"next\"")
+    );
+    let next = get(format!("{base}/v2/{repo}/tags/list?n=2&last=1.1.0")).await;
+    assert_eq!(next.json()["tags"], serde_json::json!(["2.0.0"]));
+    assert!(next.headers.get("link").is_none());
+
+    // A tampered archive: the blob is refused, never served.
+    let index = get(format!("{base}/v2/{repo}/manifests/2.0.0")).await;
+    let index: serde_json::Value = serde_json::from_slice(&index.body).unwrap();
+    let linux = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["platform"]["os"] == "linux")
+        .unwrap()["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let manifest = get(format!("{base}/v2/{repo}/manifests/{linux}")).await;
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest.body).unwrap();
+    let layer = manifest["layers"][0]["digest"].as_str().unwrap().to_owned();
+    origin.replace_file(
+        "terraform-provider-widget_2.0.0_linux_amd64.zip",
+        b"PK\x03\x04 not what was signed".to_vec(),
+    );
+    let blob = get(format!("{base}/v2/{repo}/blobs/{layer}")).await;
+    assert_eq!(
+        blob.status,
+        StatusCode::BAD_GATEWAY,
+        "{}",
+        blob.error_text()
+    );
+    assert_ne!(sha256(&blob.body), layer);
+    m.stop().await;
+}
