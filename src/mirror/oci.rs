@@ -44,7 +44,9 @@ pub const EMPTY_CONFIG: &[u8] = b"{}";
 /// The folder of the store the layouts are kept in.
 const TOP: &str = "oci";
 /// How many digests the mirror remembers the version of.
-const DIGESTS_REMEMBERED: usize = 100_000;
+const DIGESTS_REMEMBERED: u64 = 100_000;
+/// How many layouts the mirror keeps in memory.
+const LAYOUTS_REMEMBERED: u64 = 10_000;
 
 /// A manifest as served.
 #[derive(Debug, Clone)]
@@ -76,34 +78,19 @@ pub enum OciBlob {
     Archive(ArchiveKey),
 }
 
-/// Which version a digest (of a manifest or a layer) belongs to.
+/// The layouts answered lately, and which version each of their digests
+/// (of a manifest or a layer) belongs to.
 pub(super) struct OciState {
-    versions: std::sync::Mutex<std::collections::HashMap<(Provider, Digest), Version>>,
+    versions: moka::sync::Cache<(Provider, Digest), Version>,
+    layouts: moka::sync::Cache<(Provider, Version), Arc<Layout>>,
 }
 
 impl OciState {
     pub(super) fn new() -> OciState {
         OciState {
-            versions: std::sync::Mutex::default(),
+            versions: moka::sync::Cache::new(DIGESTS_REMEMBERED),
+            layouts: moka::sync::Cache::new(LAYOUTS_REMEMBERED),
         }
-    }
-
-    fn get(&self, key: &(Provider, Digest)) -> Option<Version> {
-        self.versions
-            .lock()
-            .expect("digests lock")
-            .get(key)
-            .cloned()
-    }
-
-    /// Remembers a digest's version; past the bound, what was remembered
-    /// is forgotten (the kept layouts still answer).
-    fn insert(&self, key: (Provider, Digest), version: Version) {
-        let mut versions = self.versions.lock().expect("digests lock");
-        if versions.len() >= DIGESTS_REMEMBERED {
-            versions.clear();
-        }
-        versions.insert(key, version);
     }
 }
 
@@ -248,14 +235,20 @@ impl Layout {
     }
 }
 
-fn store_path(provider: &Provider, version: &Version) -> [String; 5] {
+/// The folder of the store a provider's layouts are kept in.
+fn folder(provider: &Provider) -> [&str; 4] {
     [
-        TOP.to_owned(),
-        provider.hostname.as_str().to_owned(),
-        provider.namespace.as_str().to_owned(),
-        provider.kind.as_str().to_owned(),
-        format!("{version}.json"),
+        TOP,
+        provider.hostname.as_str(),
+        provider.namespace.as_str(),
+        provider.kind.as_str(),
     ]
+}
+
+/// The path of the layout kept as `leaf` in a provider's folder.
+fn path_of<'a>(provider: &'a Provider, leaf: &'a str) -> [&'a str; 5] {
+    let [top, host, namespace, kind] = folder(provider);
+    [top, host, namespace, kind, leaf]
 }
 
 impl Mirror {
@@ -283,11 +276,12 @@ impl Mirror {
         };
         let layout = self.layout(provider, &version).await?;
         let Some(digest) = digest else {
-            return Ok(layout.index);
+            return Ok(layout.index.clone());
         };
-        std::iter::once(layout.index)
-            .chain(layout.manifests.into_values())
+        std::iter::once(&layout.index)
+            .chain(layout.manifests.values())
             .find(|m| &m.digest == digest)
+            .cloned()
             .ok_or_else(|| unknown(provider, digest))
     }
 
@@ -317,36 +311,37 @@ impl Mirror {
         self: &Arc<Self>,
         provider: &Provider,
         version: &Version,
-    ) -> Result<Layout, RequestError> {
+    ) -> Result<Arc<Layout>, RequestError> {
         // The policy and the record's verification first, as for any answer.
         let record = self.version(provider, version).await?;
         if let Some(layout) = self.kept_layout(provider, version).await? {
             return Ok(layout);
         }
-        let path = store_path(provider, version);
-        let parts: Vec<&str> = path.iter().map(String::as_str).collect();
         let stored = build(&self.sizes(record).await?);
         let bytes =
             serde_json::to_vec(&stored).map_err(|e| RequestError::Internal(e.to_string()))?;
+        let leaf = format!("{version}.json");
         self.store
-            .write_document(&parts, bytes)
+            .write_document(&path_of(provider, &leaf), bytes)
             .await
             .map_err(|e| self.store_failed("keeping an OCI layout", &e))?;
         self.remember(provider, version, stored)
     }
 
-    /// The layout kept for a version, if any (remembering its digests),
-    /// whatever the policy says of it now.
+    /// The layout kept for a version, if any (from memory, else from the
+    /// store, remembering its digests), whatever the policy says of it now.
     async fn kept_layout(
         &self,
         provider: &Provider,
         version: &Version,
-    ) -> Result<Option<Layout>, RequestError> {
-        let path = store_path(provider, version);
-        let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+    ) -> Result<Option<Arc<Layout>>, RequestError> {
+        if let Some(layout) = self.oci.layouts.get(&(provider.clone(), version.clone())) {
+            return Ok(Some(layout));
+        }
+        let leaf = format!("{version}.json");
         let Some(bytes) = self
             .store
-            .read_document(&parts)
+            .read_document(&path_of(provider, &leaf))
             .await
             .map_err(|e| self.store_failed("reading an OCI layout", &e))?
         else {
@@ -358,20 +353,25 @@ impl Mirror {
         self.remember(provider, version, stored).map(Some)
     }
 
-    /// Parses a layout and remembers which version its digests belong to.
+    /// Parses a layout and remembers it, and which version its digests
+    /// belong to.
     fn remember(
         &self,
         provider: &Provider,
         version: &Version,
         stored: StoredLayout,
-    ) -> Result<Layout, RequestError> {
-        let layout = Layout::parse(stored).map_err(|e| {
+    ) -> Result<Arc<Layout>, RequestError> {
+        let layout = Arc::new(Layout::parse(stored).map_err(|e| {
             RequestError::Internal(format!("the kept OCI layout of {provider} {version}: {e}"))
-        })?;
+        })?);
         for digest in layout.digests() {
             self.oci
+                .versions
                 .insert((provider.clone(), digest.clone()), version.clone());
         }
+        self.oci
+            .layouts
+            .insert((provider.clone(), version.clone()), layout.clone());
         Ok(layout)
     }
 
@@ -406,7 +406,7 @@ impl Mirror {
         digest: &Digest,
     ) -> Result<Version, RequestError> {
         let key = (provider.clone(), digest.clone());
-        if let Some(v) = self.oci.get(&key) {
+        if let Some(v) = self.oci.versions.get(&key) {
             return Ok(v);
         }
         let kept = self
@@ -414,17 +414,16 @@ impl Mirror {
             .list_documents(TOP)
             .await
             .map_err(|e| self.store_failed("listing OCI layouts", &e))?;
-        let folder = &store_path(provider, &Version::parse("0.0.0").expect("a version"))[..4];
-        for path in kept.iter().filter(|p| p.len() == 5 && p[..4] == *folder) {
-            let Some(version) = path
-                .last()
-                .and_then(|leaf| leaf.strip_suffix(".json"))
+        let folder = folder(provider);
+        for path in kept.iter().filter(|p| p.len() == 5 && p[..4] == folder) {
+            let Some(version) = path[4]
+                .strip_suffix(".json")
                 .and_then(|v| Version::parse(v).ok())
             else {
                 continue;
             };
             if self.kept_layout(provider, &version).await?.is_some() {
-                if let Some(v) = self.oci.get(&key) {
+                if let Some(v) = self.oci.versions.get(&key) {
                     return Ok(v);
                 }
             }

@@ -147,17 +147,11 @@ impl ReleasesConfig {
             Keyring::from_armored(texts.iter().map(String::as_str))
                 .with_context(|| format!("{what}.key_files"))?
         };
-        let token = match (&given.token, &given.token_file) {
-            (Some(t), _) => Some(t.trim().to_owned()),
-            (None, Some(path)) => Some(
-                std::fs::read_to_string(path)
-                    .with_context(|| format!("{what}.token_file: reading {}", path.display()))?
-                    .trim()
-                    .to_owned(),
-            ),
-            (None, None) => None,
-        }
-        .filter(|t| !t.is_empty())
+        let token = crate::upstream::credentials::configured_token(
+            given.token.as_deref(),
+            given.token_file.as_deref(),
+            &format!("{what}.token_file"),
+        )?
         .map(Token);
         Ok(Source {
             product,

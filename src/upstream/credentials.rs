@@ -78,22 +78,12 @@ impl Credentials {
             }
         }
         for (host, hc) in &config.hosts {
-            let token = match (&hc.token, &hc.token_file) {
-                (Some(t), _) => Some(t.trim().to_owned()),
-                (None, Some(path)) => Some(
-                    std::fs::read_to_string(path)
-                        .with_context(|| {
-                            format!(
-                                "reading upstream.hosts.\"{host}\".token_file {}",
-                                path.display()
-                            )
-                        })?
-                        .trim()
-                        .to_owned(),
-                ),
-                (None, None) => None,
-            };
-            if let Some(token) = token.filter(|t| !t.is_empty()) {
+            let token = configured_token(
+                hc.token.as_deref(),
+                hc.token_file.as_deref(),
+                &format!("upstream.hosts.\"{host}\".token_file"),
+            )?;
+            if let Some(token) = token {
                 by_host.insert(host.clone(), token);
             }
         }
@@ -104,6 +94,22 @@ impl Credentials {
     pub fn token(&self, host: &Hostname) -> Option<&str> {
         self.by_host.get(host).map(String::as_str)
     }
+}
+
+/// A token given inline (`token`) or in a file (`token_file`, named
+/// `what` in errors), trimmed; `None` when neither gives one.
+pub fn configured_token(
+    token: Option<&str>,
+    file: Option<&Path>,
+    what: &str,
+) -> anyhow::Result<Option<String>> {
+    let token = match (token, file) {
+        (Some(t), _) => t.to_owned(),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading {what} {}", path.display()))?,
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(token.trim().to_owned()).filter(|t| !t.is_empty()))
 }
 
 fn read_credentials_file(path: &Path) -> anyhow::Result<Vec<(Hostname, String)>> {
