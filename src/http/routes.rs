@@ -187,7 +187,12 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
     if let Some(route) = release_route(raw_path)? {
         return Ok(Route::Release(route));
     }
-    if super::oci::is_oci_path(raw_path) {
+    // A mirror protocol path of a provider host named `v2` stays one.
+    let mirror_leaf = raw_path.split('/').count() == 5
+        && [".json", ".zip", ".lock.hcl"]
+            .iter()
+            .any(|end| raw_path.ends_with(end));
+    if super::oci::is_oci_path(raw_path) && !mirror_leaf {
         let below = raw_path.trim_start_matches("/v2").trim_matches('/');
         let segments = below
             .split('/')

@@ -165,3 +165,20 @@ fn hostile_paths_are_bad_requests() {
         assert_eq!(e.status(), http::StatusCode::BAD_REQUEST, "{path:?}");
     }
 }
+
+#[test]
+fn oci_paths_leave_a_provider_host_named_v2_to_the_mirror_protocol() {
+    assert_eq!(
+        parse("/v2/a/b/index.json").unwrap(),
+        Route::Index(provider("v2", "a", "b"))
+    );
+    assert!(matches!(
+        parse("/v2/a/b/1.0.0.json").unwrap(),
+        Route::Version(..)
+    ));
+    assert_eq!(parse("/v2/").unwrap(), Route::Oci(OciRoute::Base));
+    assert_eq!(
+        parse("/v2/r.example/a/b/tags/list").unwrap(),
+        Route::Oci(OciRoute::Tags(provider("r.example", "a", "b")))
+    );
+}
