@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::{InvalidName, Version};
+use super::{InvalidName, Module, Provider, Version};
 
 /// A `sha256:` content digest, lowercase hex: the only algorithm
 /// OpenTofu accepts.
@@ -77,6 +77,30 @@ impl Reference {
             return Digest::parse(given).map(Reference::Digest);
         }
         Version::parse(&given.replace('_', "+")).map(Reference::Tag)
+    }
+}
+
+/// An OCI repository the mirror serves: a provider's
+/// (`<hostname>/<namespace>/<type>`) or a registry module's
+/// (`<hostname>/<namespace>/<name>/<system>`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OciRepo {
+    /// A provider's versions, each an image index.
+    Provider(Provider),
+    /// A module's versions, each an image manifest.
+    Module(Module),
+}
+
+impl fmt::Display for OciRepo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OciRepo::Provider(p) => write!(f, "{}/{}/{}", p.hostname, p.namespace, p.kind),
+            OciRepo::Module(m) => write!(
+                f,
+                "{}/{}/{}/{}",
+                m.hostname, m.namespace, m.name, m.system
+            ),
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! The command line: `tfmirror serve`, `sync`, `watch`, `check`, `lock`,
-//! `export`, `import`, `inventory`, `check-config`, `check-upstream`,
+//! `export`, `import`, `push-oci`, `inventory`, `check-config`, `check-upstream`,
 //! `ls`, `gc`, `verify`, `approve`, `deny` and `policy ls`.
 
 //!
@@ -17,6 +17,7 @@ mod logging;
 pub mod ls;
 pub mod policy;
 pub mod progress;
+pub mod push_oci;
 pub mod serve;
 pub mod store;
 pub mod sync;
@@ -175,6 +176,10 @@ pub enum Command {
         #[arg(long, value_name = "BUNDLE", conflicts_with = "static_dir")]
         since: Option<PathBuf>,
     },
+    /// Fill a site's OCI registry with verified providers and module
+    /// packages, in the layouts OpenTofu's oci_mirror and oci:// sources
+    /// install from.
+    PushOci(push_oci::PushOciArgs),
     /// Verify and import a bundle written by `export`; or (--static) a
     /// directory written by `terraform providers mirror`.
     Import {
@@ -311,6 +316,9 @@ pub fn main() -> ExitCode {
             jobs,
         } => logging::load(config.as_deref())
             .and_then(|c| sync::command(c, manifest, from, &platforms, jobs)),
+        Command::PushOci(args) => {
+            logging::load(args.config.as_deref()).and_then(|c| push_oci::command(c, args))
+        }
         Command::Watch { config, once, jobs } => {
             logging::load(config.as_deref()).and_then(|c| watch::command(c, once, jobs))
         }

@@ -26,7 +26,7 @@ use crate::address::{ArchiveKey, Platform};
 use crate::error::RequestError;
 use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
-use crate::mirror::oci::OciBlob;
+use crate::address::oci::OciRepo;
 use crate::mirror::FileOrStream;
 
 /// The target of the line logged for every request: a filter can route it,
@@ -234,17 +234,18 @@ async fn answer(
     if let Err(e) = authorize(app, route.access(), asked) {
         return (endpoint, served, Err(e));
     }
-    if let Route::Oci(OciRoute::Blob(provider, digest)) = &route {
-        // Resolved first, so that the audit trail names the archive.
-        return match app.mirror.oci_blob(provider, digest).await {
+    if let Route::Oci(OciRoute::Blob(repo, digest)) = &route {
+        // Resolved first, so that the audit trail names what is served.
+        let get = asked.method == Method::GET;
+        return match oci::blob(&app.mirror, repo, digest).await {
             Err(e) => (endpoint, None, Err(e)),
-            Ok(OciBlob::EmptyConfig) => (endpoint, None, Ok(oci::empty_config_response())),
-            Ok(OciBlob::Archive(key)) => {
-                let served = (asked.method == Method::GET).then(|| Served::Archive(key.clone()));
-                let mut answer = archive_response(app, asked, &key).await;
-                if let Ok(resp) = &mut answer {
-                    oci::with_digest(resp, digest);
-                }
+            Ok(oci::Blob::Ready(served, resp)) => (endpoint, served.filter(|_| get), Ok(resp)),
+            Ok(oci::Blob::Archive(key)) => {
+                let served = get.then(|| Served::Archive(key.clone()));
+                let answer = archive_response(app, asked, &key).await.map(|mut resp| {
+                    oci::with_digest(&mut resp, digest);
+                    resp
+                });
                 (endpoint, served, answer)
             }
         };
@@ -384,9 +385,12 @@ async fn respond(app: &App, asked: &Asked, route: Route) -> Result<Response<Body
             super::releases::respond(mirror, &base, release).await
         }
         Route::Archive(key) => archive_response(app, asked, &key).await,
-        Route::Oci(OciRoute::Manifest(provider, reference)) => Ok(oci::manifest_response(
-            &mirror.oci_manifest(&provider, &reference).await?,
-        )),
+        Route::Oci(OciRoute::Manifest(OciRepo::Provider(provider), reference)) => Ok(
+            oci::manifest_response(&mirror.oci_manifest(&provider, &reference).await?),
+        ),
+        Route::Oci(OciRoute::Manifest(OciRepo::Module(module), reference)) => {
+            oci::module_manifest(mirror, &module, &reference).await
+        }
         Route::Oci(other) => oci::respond(mirror, &other, asked.query.as_deref()).await,
     }
 }

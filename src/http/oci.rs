@@ -9,12 +9,18 @@
 
 use http::{header, HeaderValue, Response, StatusCode};
 
+use std::sync::Arc;
+
+use super::audit::Served;
 use super::body::Body;
 use super::respond::with_type;
-use crate::address::oci::{Digest, Reference};
-use crate::address::{Hostname, Namespace, Provider, ProviderType};
+use crate::address::oci::{Digest, OciRepo, Reference};
+use crate::address::{
+    ArchiveKey, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace, Provider,
+    ProviderType,
+};
 use crate::error::RequestError;
-use crate::mirror::oci::{OciManifest, EMPTY_CONFIG};
+use crate::mirror::oci::{OciBlob, OciManifest, EMPTY_CONFIG};
 use crate::mirror::Mirror;
 
 /// What an OCI path asks for.
@@ -22,12 +28,12 @@ use crate::mirror::Mirror;
 pub enum OciRoute {
     /// `/v2/`: the API's root, answered 200.
     Base,
-    /// `/v2/<repo>/tags/list`: a provider's versions as tags.
-    Tags(Provider),
+    /// `/v2/<repo>/tags/list`: the versions as tags.
+    Tags(OciRepo),
     /// `/v2/<repo>/manifests/<reference>`.
-    Manifest(Provider, Reference),
+    Manifest(OciRepo, Reference),
     /// `/v2/<repo>/blobs/<digest>`.
-    Blob(Provider, Digest),
+    Blob(OciRepo, Digest),
 }
 
 /// Whether a path is on the OCI API.
@@ -35,29 +41,41 @@ pub fn is_oci_path(path: &str) -> bool {
     path == "/v2" || path.starts_with("/v2/")
 }
 
-/// Parses a path below `/v2/`, its segments already decoded.
-pub fn route(segments: &[&str]) -> Result<OciRoute, RequestError> {
-    let provider = |host: &str, namespace: &str, kind: &str| {
-        Ok::<_, RequestError>(Provider {
+/// The repository named by the segments before the route's own.
+fn repo(names: &[&str]) -> Result<OciRepo, RequestError> {
+    match names {
+        [host, namespace, kind] => Ok(OciRepo::Provider(Provider {
             hostname: Hostname::parse(host)?,
             namespace: Namespace::parse(namespace)?,
             kind: ProviderType::parse(kind)?,
-        })
-    };
+        })),
+        [host, namespace, name, system] => Ok(OciRepo::Module(Module {
+            hostname: Hostname::parse(host)?,
+            namespace: ModuleNamespace::parse(namespace)?,
+            name: ModuleName::parse(name)?,
+            system: ModuleSystem::parse(system)?,
+        })),
+        _ => Err(RequestError::NotAtOrigin(
+            "no such repository: this mirror serves providers at /v2/<hostname>/<namespace>/<type> and modules at /v2/<hostname>/<namespace>/<name>/<system>".into(),
+        )),
+    }
+}
+
+/// Parses a path below `/v2/`, its segments already decoded.
+pub fn route(segments: &[&str]) -> Result<OciRoute, RequestError> {
     match segments {
         [] => Ok(OciRoute::Base),
-        [host, ns, kind, "tags", "list"] => Ok(OciRoute::Tags(provider(host, ns, kind)?)),
-        [host, ns, kind, "manifests", reference] => Ok(OciRoute::Manifest(
-            provider(host, ns, kind)?,
+        [names @ .., "tags", "list"] => Ok(OciRoute::Tags(repo(names)?)),
+        [names @ .., "manifests", reference] => Ok(OciRoute::Manifest(
+            repo(names)?,
             Reference::parse(reference)?,
         )),
-        [host, ns, kind, "blobs", digest] => Ok(OciRoute::Blob(
-            provider(host, ns, kind)?,
-            Digest::parse(digest)?,
-        )),
-        _ => Err(RequestError::NotAtOrigin(
-            "no such repository: this mirror serves /v2/<hostname>/<namespace>/<type>".into(),
-        )),
+        [names @ .., "blobs", digest] => {
+            Ok(OciRoute::Blob(repo(names)?, Digest::parse(digest)?))
+        }
+        names => Err(repo(names).err().unwrap_or_else(|| {
+            RequestError::NotAtOrigin("no such OCI path: tags/list, manifests or blobs".into())
+        })),
     }
 }
 
@@ -77,13 +95,64 @@ pub async fn respond(
             );
             Ok(resp)
         }
-        OciRoute::Tags(provider) => {
-            let tags = mirror.oci_tags(provider).await?;
-            Ok(tags_page(provider, &tags, query))
+        OciRoute::Tags(repo) => {
+            let tags = match repo {
+                OciRepo::Provider(provider) => mirror.oci_tags(provider).await?,
+                OciRepo::Module(module) => mirror.oci_module_tags(module).await?,
+            };
+            Ok(tags_page(repo, &tags, query))
         }
         OciRoute::Manifest(..) | OciRoute::Blob(..) => Err(RequestError::Internal(
             "an OCI manifest or blob reached the plain responder".into(),
         )),
+    }
+}
+
+/// A blob, found.
+pub enum Blob {
+    /// A provider's archive, which the caller serves as any archive.
+    Archive(ArchiveKey),
+    /// An answer ready to send, and what it serves for the audit trail.
+    Ready(Option<Served>, Response<Body>),
+}
+
+/// Finds the blob a digest names in a repository.
+pub async fn blob(mirror: &Arc<Mirror>, repo: &OciRepo, digest: &Digest) -> Result<Blob, RequestError> {
+    if *digest == Digest::of(EMPTY_CONFIG) {
+        return Ok(Blob::Ready(None, empty_config_response()));
+    }
+    match repo {
+        OciRepo::Provider(provider) => match mirror.oci_blob(provider, digest).await? {
+            OciBlob::EmptyConfig => Ok(Blob::Ready(None, empty_config_response())),
+            OciBlob::Archive(key) => Ok(Blob::Archive(key)),
+        },
+        OciRepo::Module(module) => {
+            let reference = Reference::Digest(digest.clone());
+            let (version, artifact) = mirror.oci_module_find(module, &reference).await?;
+            if artifact.layer != *digest {
+                return Err(RequestError::NotHeld(format!(
+                    "{digest} is a manifest of module {module}, not a blob"
+                )));
+            }
+            let mut resp = with_type(StatusCode::OK, artifact.zip.to_vec(), "archive/zip");
+            with_digest(&mut resp, digest);
+            Ok(Blob::Ready(Some(Served::Package(module.clone(), version)), resp))
+        }
+    }
+}
+
+/// A module version's manifest, by tag or by its own digest.
+pub async fn module_manifest(
+    mirror: &Arc<Mirror>,
+    module: &Module,
+    reference: &Reference,
+) -> Result<Response<Body>, RequestError> {
+    let (_, artifact) = mirror.oci_module_find(module, reference).await?;
+    match reference {
+        Reference::Digest(digest) if *digest != artifact.manifest.digest => Err(
+            RequestError::NotHeld(format!("{digest} is a blob of module {module}, not a manifest")),
+        ),
+        _ => Ok(manifest_response(&artifact.manifest)),
     }
 }
 
@@ -114,7 +183,7 @@ pub fn with_digest(resp: &mut Response<Body>, digest: &Digest) {
 
 /// One page of tags: all of them, or `n` after `last` with a `Link` to
 /// the next page.
-fn tags_page(provider: &Provider, tags: &[String], query: Option<&str>) -> Response<Body> {
+fn tags_page(repo: &OciRepo, tags: &[String], query: Option<&str>) -> Response<Body> {
     let mut n = None;
     let mut last = None;
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
@@ -133,10 +202,7 @@ fn tags_page(provider: &Provider, tags: &[String], query: Option<&str>) -> Respo
         Some(n) if n < remaining.len() => (&remaining[..n], true),
         _ => (remaining, false),
     };
-    let name = format!(
-        "{}/{}/{}",
-        provider.hostname, provider.namespace, provider.kind
-    );
+    let name = repo.to_string();
     let body = serde_json::json!({ "name": name, "tags": page });
     let mut resp = with_type(
         StatusCode::OK,

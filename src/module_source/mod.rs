@@ -11,6 +11,7 @@
 
 pub mod calls;
 pub mod git;
+pub mod oci_zip;
 pub mod source;
 pub mod tree;
 

@@ -10,6 +10,7 @@ mod choose;
 pub mod fill;
 pub mod inventory;
 pub mod module_providers;
+pub mod oci_push;
 pub mod readiness;
 pub mod selection;
 pub mod watch;

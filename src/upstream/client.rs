@@ -55,7 +55,7 @@ pub struct Client {
 impl Client {
     /// Builds the client from the `[upstream]` settings.
     pub fn new(config: &UpstreamConfig, metrics: Arc<Metrics>) -> anyhow::Result<Client> {
-        let roots = root_store(config.ca_file.as_deref())?;
+        let roots = root_store(config.ca_file.as_deref(), "upstream.ca_file")?;
         let tls = rustls::ClientConfig::builder_with_provider(
             rustls::crypto::ring::default_provider().into(),
         )
@@ -429,8 +429,9 @@ fn same_origin(a: &Url, b: &Url) -> bool {
         && a.port_or_known_default() == b.port_or_known_default()
 }
 
-/// The roots trusted for upstream TLS.
-fn root_store(ca_file: Option<&Path>) -> anyhow::Result<rustls::RootCertStore> {
+/// The roots trusted for outgoing TLS: the built-in Mozilla roots, the
+/// system's, and those of `ca_file` (the setting named `setting`).
+pub fn root_store(ca_file: Option<&Path>, setting: &str) -> anyhow::Result<rustls::RootCertStore> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let native = rustls_native_certs::load_native_certs();
@@ -442,17 +443,17 @@ fn root_store(ca_file: Option<&Path>) -> anyhow::Result<rustls::RootCertStore> {
         use rustls_pki_types::pem::PemObject;
         let mut added = 0;
         for cert in rustls_pki_types::CertificateDer::pem_file_iter(path)
-            .with_context(|| format!("reading upstream.ca_file {}", path.display()))?
+            .with_context(|| format!("reading {setting} {}", path.display()))?
         {
             let cert =
-                cert.with_context(|| format!("parsing upstream.ca_file {}", path.display()))?;
+                cert.with_context(|| format!("parsing {setting} {}", path.display()))?;
             roots.add(cert).with_context(|| {
-                format!("using a certificate of upstream.ca_file {}", path.display())
+                format!("using a certificate of {setting} {}", path.display())
             })?;
             added += 1;
         }
         if added == 0 {
-            anyhow::bail!("upstream.ca_file {} holds no certificate", path.display());
+            anyhow::bail!("{setting} {} holds no certificate", path.display());
         }
     }
     Ok(roots)

@@ -19,28 +19,19 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 
+mod layout;
+mod modules;
+
+pub use layout::{module_manifest, provider_layout, ProviderLayout, MODULE_ARTIFACT};
 use super::Mirror;
 use crate::address::oci::{tag_of, Digest, Reference};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::store::VersionRecord;
 
-/// The image index's media type.
-pub const INDEX_TYPE: &str = "application/vnd.oci.image.index.v1+json";
-/// The image manifest's media type.
-pub const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
-/// The index's artifact type, which OpenTofu requires.
-const PROVIDER_ARTIFACT: &str = "application/vnd.opentofu.provider";
-/// A platform manifest's artifact type, which OpenTofu requires.
-const TARGET_ARTIFACT: &str = "application/vnd.opentofu.provider-target";
-/// The layer's media type.
-const ZIP_LAYER: &str = "archive/zip";
-/// The empty config's media type.
-const EMPTY_TYPE: &str = "application/vnd.oci.empty.v1+json";
-/// The empty config blob: two bytes.
-pub const EMPTY_CONFIG: &[u8] = b"{}";
+pub use layout::{EMPTY_CONFIG, INDEX_TYPE, MANIFEST_TYPE};
+
 /// The folder of the store the layouts are kept in.
 const TOP: &str = "oci";
 /// How many digests the mirror remembers the version of.
@@ -94,13 +85,6 @@ impl OciState {
     }
 }
 
-/// A version's layout as the store keeps it: the exact bytes answered.
-#[derive(Debug, Serialize, Deserialize)]
-struct StoredLayout {
-    index: String,
-    manifests: BTreeMap<Platform, String>,
-}
-
 /// A version's layout, parsed for answering.
 struct Layout {
     index: OciManifest,
@@ -108,105 +92,9 @@ struct Layout {
     layers: BTreeMap<Digest, Platform>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Descriptor<'a> {
-    media_type: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    artifact_type: Option<&'a str>,
-    digest: String,
-    size: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    platform: Option<OciPlatform<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct OciPlatform<'a> {
-    architecture: &'a str,
-    os: &'a str,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ImageIndex<'a> {
-    schema_version: u32,
-    media_type: &'a str,
-    artifact_type: &'a str,
-    manifests: Vec<Descriptor<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ImageManifest<'a> {
-    schema_version: u32,
-    media_type: &'a str,
-    artifact_type: &'a str,
-    config: Descriptor<'a>,
-    layers: Vec<Descriptor<'a>>,
-}
-
-/// The empty config's descriptor, with its bytes inline.
-fn empty_config() -> Descriptor<'static> {
-    Descriptor {
-        media_type: EMPTY_TYPE,
-        artifact_type: None,
-        digest: Digest::of(EMPTY_CONFIG).to_string(),
-        size: EMPTY_CONFIG.len() as u64,
-        platform: None,
-        data: Some("e30="),
-    }
-}
-
-/// Builds a version's layout from each platform's SHA-256 and size.
-fn build(packages: &BTreeMap<Platform, (String, u64)>) -> StoredLayout {
-    let mut manifests = BTreeMap::new();
-    let mut entries = Vec::new();
-    for (platform, (sha256, size)) in packages {
-        let manifest = ImageManifest {
-            schema_version: 2,
-            media_type: MANIFEST_TYPE,
-            artifact_type: TARGET_ARTIFACT,
-            config: empty_config(),
-            layers: vec![Descriptor {
-                media_type: ZIP_LAYER,
-                artifact_type: None,
-                digest: format!("sha256:{sha256}"),
-                size: *size,
-                platform: None,
-                data: None,
-            }],
-        };
-        let text = serde_json::to_string(&manifest).expect("manifests serialize");
-        entries.push(Descriptor {
-            media_type: MANIFEST_TYPE,
-            artifact_type: Some(TARGET_ARTIFACT),
-            digest: Digest::of(text.as_bytes()).to_string(),
-            size: text.len() as u64,
-            platform: Some(OciPlatform {
-                architecture: platform.arch(),
-                os: platform.os(),
-            }),
-            data: None,
-        });
-        manifests.insert(platform.clone(), text);
-    }
-    let index = ImageIndex {
-        schema_version: 2,
-        media_type: INDEX_TYPE,
-        artifact_type: PROVIDER_ARTIFACT,
-        manifests: entries,
-    };
-    StoredLayout {
-        index: serde_json::to_string(&index).expect("indexes serialize"),
-        manifests,
-    }
-}
-
 impl Layout {
     /// Reads a kept layout; the layer digests come from its manifests.
-    fn parse(stored: StoredLayout) -> Result<Layout, String> {
+    fn parse(stored: ProviderLayout) -> Result<Layout, String> {
         let mut layers = BTreeMap::new();
         let mut manifests = BTreeMap::new();
         for (platform, text) in stored.manifests {
@@ -317,7 +205,7 @@ impl Mirror {
         if let Some(layout) = self.kept_layout(provider, version).await? {
             return Ok(layout);
         }
-        let stored = build(&self.sizes(record).await?);
+        let stored = provider_layout(&self.sizes(record).await?);
         let bytes =
             serde_json::to_vec(&stored).map_err(|e| RequestError::Internal(e.to_string()))?;
         let leaf = format!("{version}.json");
@@ -347,7 +235,7 @@ impl Mirror {
         else {
             return Ok(None);
         };
-        let stored = serde_json::from_slice::<StoredLayout>(&bytes).map_err(|e| {
+        let stored = serde_json::from_slice::<ProviderLayout>(&bytes).map_err(|e| {
             RequestError::Internal(format!("the kept OCI layout of {provider} {version}: {e}"))
         })?;
         self.remember(provider, version, stored).map(Some)
@@ -359,7 +247,7 @@ impl Mirror {
         &self,
         provider: &Provider,
         version: &Version,
-        stored: StoredLayout,
+        stored: ProviderLayout,
     ) -> Result<Arc<Layout>, RequestError> {
         let layout = Arc::new(Layout::parse(stored).map_err(|e| {
             RequestError::Internal(format!("the kept OCI layout of {provider} {version}: {e}"))
