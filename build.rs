@@ -15,13 +15,14 @@ const CFGS: &[&str] = &[
     "tfmirror_no_systemd_tools",
     "tfmirror_not_root",
     "tfmirror_no_prometheus",
+    "tfmirror_no_oci_tools",
 ];
 
 fn main() {
     for cfg in CFGS {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
-    for var in ["CI", "TERRAFORM_BIN", "WEED_BIN", "CHROMIUM", "PATH"] {
+    for var in ["CI", "TERRAFORM_BIN", "WEED_BIN", "CHROMIUM", "PATH", "ORAS_PY"] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rerun-if-changed=build.rs");
@@ -43,6 +44,9 @@ fn main() {
     let systemd =
         runs("systemd-analyze", "--version") && runs("systemd-socket-activate", "--version");
     let prometheus = runs("promtool", "--version") && runs("prometheus", "--version");
+    // Debian's docker-registry and PyPI's oras SDK (the push-oci tests).
+    let oci = Path::new("/usr/bin/docker-registry").is_file()
+        && std::env::var_os("ORAS_PY").is_some_and(|p| Path::new(&p).join("oras").is_dir());
     let root = Command::new("id")
         .arg("-u")
         .output()
@@ -54,6 +58,7 @@ fn main() {
         (systemd, "tfmirror_no_systemd_tools"),
         (root, "tfmirror_not_root"),
         (prometheus, "tfmirror_no_prometheus"),
+        (oci, "tfmirror_no_oci_tools"),
     ] {
         if !present {
             println!("cargo::rustc-cfg={cfg}");

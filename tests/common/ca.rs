@@ -19,12 +19,20 @@ impl TestCa {
     pub fn new() -> TestCa {
         let ca_key = KeyPair::generate().unwrap();
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        // Names of their own, so that OpenSSL-based clients (the oras SDK)
+        // do not take the leaf, whose issuer would otherwise equal its
+        // empty subject, for a self-signed certificate.
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "tfmirror test CA");
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
         let ca_cert = ca.self_signed(&ca_key).unwrap();
         let issuer = Issuer::new(ca, ca_key);
         let key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+        let mut leaf =
+            CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+        leaf.distinguished_name
+            .push(rcgen::DnType::CommonName, "localhost");
         let cert = leaf.signed_by(&key, &issuer).unwrap();
         TestCa {
             ca_pem: ca_cert.pem(),

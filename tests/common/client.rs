@@ -89,9 +89,20 @@ impl Client {
         url: &str,
         authorization: Option<&str>,
     ) -> Answer {
+        let auth = authorization.map(|a| ("authorization", a));
+        self.request_headers(method, url, auth.as_slice()).await
+    }
+
+    /// A request with these headers.
+    pub async fn request_headers(
+        &self,
+        method: http::Method,
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let mut req = Request::builder().method(method).uri(url);
-        if let Some(a) = authorization {
-            req = req.header(http::header::AUTHORIZATION, a);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
         }
         let req = req.body(http_body_util::Empty::new()).unwrap();
         let resp = tokio::time::timeout(Duration::from_secs(60), self.inner.request(req))

@@ -15,6 +15,7 @@ mod client;
 pub mod daemon;
 mod git;
 mod keys;
+pub mod oci;
 mod origin;
 mod running;
 pub mod seaweed;
