@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::oci::{digest_of as sha256, header, Tofu};
 use common::*;
 use http::{Method, StatusCode};
 use tfmirror::config::Config;
@@ -16,133 +17,6 @@ use tfmirror::policy::{Action, RuleConfig};
 
 const HOST: &str = "registry.origin.test";
 const PLATFORMS: [&str; 2] = ["linux_amd64", "darwin_arm64"];
-const INDEX: &str = "application/vnd.oci.image.index.v1+json";
-const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-
-fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", sha256_hex(bytes))
-}
-
-fn header(a: &Answer, name: &str) -> String {
-    a.headers
-        .get(name)
-        .unwrap_or_else(|| panic!("no {name} header"))
-        .to_str()
-        .unwrap()
-        .to_owned()
-}
-
-/// What OpenTofu checks of a manifest fetched by digest: the exact media
-/// type, the length, the digest header, the body's own digest, and the
-/// body's `mediaType` and `artifactType`.
-fn checked_manifest(
-    a: &Answer,
-    digest: &str,
-    media_type: &str,
-    artifact: &str,
-) -> serde_json::Value {
-    assert_eq!(a.status, StatusCode::OK, "{}", a.error_text());
-    assert_eq!(header(a, "content-type"), media_type);
-    assert_eq!(header(a, "content-length"), a.body.len().to_string());
-    assert_eq!(header(a, "docker-content-digest"), digest);
-    assert_eq!(sha256(&a.body), digest, "the body hashes to its digest");
-    let doc: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
-    assert_eq!(doc["mediaType"], media_type);
-    assert_eq!(doc["artifactType"], artifact);
-    doc
-}
-
-/// OpenTofu 1.10–1.12 installing `version` of `repo` for `platform` from
-/// the OCI registry at `base`; returns the archive and the tag's digest.
-async fn tofu_install(
-    c: &Client,
-    base: &str,
-    repo: &str,
-    version: &str,
-    platform: &str,
-) -> (Vec<u8>, String) {
-    let ping = c.get(&format!("{base}/v2/")).await;
-    assert_eq!(ping.status, StatusCode::OK);
-    let tags = c.get(&format!("{base}/v2/{repo}/tags/list")).await;
-    assert_eq!(tags.status, StatusCode::OK, "{}", tags.error_text());
-    let tag = version.replace('+', "_");
-    assert!(
-        tags.json()["tags"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t == tag.as_str()),
-        "{}",
-        tags.json()
-    );
-    let head = c
-        .request(Method::HEAD, &format!("{base}/v2/{repo}/manifests/{tag}"))
-        .await;
-    assert_eq!(head.status, StatusCode::OK);
-    assert_eq!(header(&head, "content-type"), INDEX);
-    assert!(head.body.is_empty(), "HEAD has no body");
-    let index_digest = header(&head, "docker-content-digest");
-    let index = c
-        .get(&format!("{base}/v2/{repo}/manifests/{index_digest}"))
-        .await;
-    assert_eq!(
-        header(&head, "content-length"),
-        index.body.len().to_string()
-    );
-    let index = checked_manifest(
-        &index,
-        &index_digest,
-        INDEX,
-        "application/vnd.opentofu.provider",
-    );
-    let (os, arch) = platform.split_once('_').unwrap();
-    let matching: Vec<&serde_json::Value> = index["manifests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["artifactType"] == "application/vnd.opentofu.provider-target")
-        .filter(|m| {
-            assert_eq!(m["mediaType"], MANIFEST);
-            m["platform"]["os"] == os && m["platform"]["architecture"] == arch
-        })
-        .collect();
-    assert_eq!(
-        matching.len(),
-        1,
-        "exactly one manifest for {platform}: {index}"
-    );
-    let digest = matching[0]["digest"].as_str().unwrap();
-    let manifest = c.get(&format!("{base}/v2/{repo}/manifests/{digest}")).await;
-    assert_eq!(
-        manifest.body.len() as u64,
-        matching[0]["size"].as_u64().unwrap()
-    );
-    let manifest = checked_manifest(
-        &manifest,
-        digest,
-        MANIFEST,
-        "application/vnd.opentofu.provider-target",
-    );
-    let zips: Vec<&serde_json::Value> = manifest["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|l| l["mediaType"] == "archive/zip")
-        .collect();
-    assert_eq!(zips.len(), 1, "{manifest}");
-    let layer = zips[0]["digest"].as_str().unwrap();
-    assert!(layer.starts_with("sha256:"));
-    let blob = c.get(&format!("{base}/v2/{repo}/blobs/{layer}")).await;
-    assert_eq!(blob.status, StatusCode::OK, "{}", blob.error_text());
-    assert_eq!(blob.body.len() as u64, zips[0]["size"].as_u64().unwrap());
-    assert_eq!(
-        sha256(&blob.body),
-        layer,
-        "provider package does not match digest"
-    );
-    (blob.body.to_vec(), index_digest)
-}
-
 fn deny(config: &mut Config, versions: &str) {
     config.policy.rules.push(RuleConfig {
         verification: None,
@@ -164,10 +38,15 @@ async fn opentofu_installs_through_the_oci_paths_with_digests_that_never_change(
     let c = Client::trusting(&m.ca_file);
     let base = m.url("").trim_end_matches('/').to_owned();
     let repo = format!("{HOST}/acme/widget");
+    let tofu = Tofu {
+        client: &c,
+        base: base.clone(),
+        authorization: None,
+    };
 
     let mut digests = Vec::new();
     for platform in PLATFORMS {
-        let (zip, digest) = tofu_install(&c, &base, &repo, "1.0.0", platform).await;
+        let (zip, digest) = tofu.install(&repo, "1.0.0", platform).await;
         assert_eq!(
             zip, archives[platform],
             "{platform}: the origin's archive, byte for byte"
@@ -193,10 +72,11 @@ async fn opentofu_installs_through_the_oci_paths_with_digests_that_never_change(
     // Unknown repositories send the client on to its next method.
     for path in [
         format!("/v2/{HOST}/acme/nothing/tags/list"),
-        format!("/v2/{HOST}/acme/net/aws/tags/list"),
+        format!("/v2/{HOST}/acme/tags/list"),
+        format!("/v2/{HOST}/a/b/c/d/tags/list"),
     ] {
         let a = c.get(&format!("{base}{path}")).await;
-        assert_eq!(a.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(a.status, StatusCode::NOT_FOUND, "{path}: {}", a.error_text());
         assert_eq!(a.json()["errors"][0]["code"], "NAME_UNKNOWN", "{path}");
     }
     let missing = c
@@ -222,7 +102,12 @@ async fn opentofu_installs_through_the_oci_paths_with_digests_that_never_change(
     let m = RunningMirror::start(offline.clone()).await;
     let c = Client::trusting(&m.ca_file);
     let base = m.url("").trim_end_matches('/').to_owned();
-    let (zip, digest) = tofu_install(&c, &base, &repo, "1.0.0", "linux_amd64").await;
+    let tofu = Tofu {
+        client: &c,
+        base: base.clone(),
+        authorization: None,
+    };
+    let (zip, digest) = tofu.install(&repo, "1.0.0", "linux_amd64").await;
     assert_eq!(digest, digests[0]);
     assert_eq!(zip, archives["linux_amd64"]);
     m.stop().await;

@@ -160,3 +160,53 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
     assert!(anonymous.stdout.contains("credentials: none (anonymous)"), "{}", anonymous.stdout);
     assert!(anonymous.stdout.contains("asks for a username and password (Basic)"), "{}", anonymous.stdout);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    tfmirror_no_oci_tools,
+    ignore = "needs Debian's docker-registry and ORAS_PY (the README's test command installs both)"
+)]
+async fn watch_passes_bring_new_versions_to_the_sites_registry() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
+    let registry = DockerRegistry::start(&setup.ca).await;
+    let extra = format!(
+        "[watch]\nplatforms = [\"linux_amd64\"]\n[[watch.provider]]\nsource = \"{HOST}/acme/widget\"\nversions = \">= 1.0\"\n[[watch.oci]]\ntarget = \"{}/site\"\nusername = \"{REGISTRY_USER}\"\ntoken = \"{REGISTRY_PASSWORD}\"\nca_file = \"{}\"\n",
+        registry.host,
+        registry.ca_file().display()
+    );
+    let config = config_file(&setup, &origin, &extra);
+    let home = setup.dir.path().join("home");
+    let config_arg = config.display().to_string();
+    let shown = run_tfmirror(&home, &["check-config", "--config", &config_arg]).await;
+    assert!(shown.ok, "{}", shown.stderr);
+    assert!(!shown.stdout.contains(REGISTRY_PASSWORD), "{}", shown.stdout);
+    assert!(shown.stdout.contains("(hidden)"), "{}", shown.stdout);
+
+    let once = run_tfmirror(&home, &["watch", "--once", "--config", &config_arg]).await;
+    assert!(once.ok, "{}{}", once.stdout, once.stderr);
+    assert!(once.stdout.contains("tags pushed: 1, already there: 0"), "{}", once.stdout);
+
+    let newer = origin.publish("acme", "widget", "1.1.0", &PLATFORMS, &signer, &[&signer]);
+    let again = run_tfmirror(&home, &["watch", "--once", "--config", &config_arg]).await;
+    assert!(again.ok, "{}{}", again.stdout, again.stderr);
+    assert!(again.stdout.contains("tags pushed: 1, already there: 1"), "{}", again.stdout);
+
+    let client = Client::trusting(&registry.ca_file());
+    let tofu = Tofu {
+        client: &client,
+        base: format!("https://{}", registry.host),
+        authorization: Some(registry.basic()),
+    };
+    let repo = format!("site/{HOST}/acme/widget");
+    let (zip, _) = tofu.install(&repo, "1.1.0", "linux_amd64").await;
+    assert_eq!(zip, newer["linux_amd64"]);
+
+    // A mistake in an entry is named at once.
+    let bad = config_file(&setup, &origin, "[[watch.oci]]\ntarget = \"https://x.example/a\"\n");
+    let refused = run_tfmirror(&home, &["check-config", "--config", &bad.display().to_string()]).await;
+    assert!(!refused.ok);
+    assert!(refused.stderr.contains("watch.oci 1 (https://x.example/a)"), "{}", refused.stderr);
+}

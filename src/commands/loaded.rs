@@ -19,6 +19,7 @@ pub fn load_checked(file: Option<&Path>) -> anyhow::Result<Config> {
 pub fn check_sections(config: &Config) -> anyhow::Result<()> {
     crate::policy::Policy::new(&config.policy)?;
     config.watch.selection()?;
+    config.watch.oci_registries()?;
     config.releases.sources()?;
     Ok(())
 }

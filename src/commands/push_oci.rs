@@ -92,17 +92,40 @@ pub fn command(config: Config, args: PushOciArgs) -> anyhow::Result<()> {
         pushed.failures = failures;
         anyhow::Ok(pushed)
     })?;
+    report(&pushed);
+    if pushed.failures.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("{} failures", pushed.failures.len())
+    }
+}
+
+/// Pushes what `selection` selects to one registry, with a progress bar,
+/// and prints the report; for `watch --once`.
+pub fn push_selection(
+    config: &Config,
+    registry: &Registry,
+    target: &Target,
+    selection: &selection::Selection,
+) -> anyhow::Result<oci_push::Pushed> {
+    let pushed = super::runtime()?.block_on(async {
+        let mirror = Arc::new(Mirror::beside_daemon(config.clone()).await?);
+        let (items, _) =
+            oci_push::items_of_selection(&mirror, selection, &[], Freshness::Cached).await;
+        let progress = Versions(Progress::new());
+        anyhow::Ok(oci_push::push(&mirror, registry, target, &items, &progress).await)
+    })?;
+    report(&pushed);
+    Ok(pushed)
+}
+
+fn report(pushed: &oci_push::Pushed) {
     for line in &pushed.pushed {
         println!("pushed {line}");
     }
     println!("{pushed}");
     for failure in &pushed.failures {
         println!("FAILED {failure}");
-    }
-    if pushed.failures.is_empty() {
-        Ok(())
-    } else {
-        anyhow::bail!("{} failures", pushed.failures.len())
     }
 }
 

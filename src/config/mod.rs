@@ -459,9 +459,20 @@ impl Config {
             .iter()
             .map(|_| "(hidden)".to_string())
             .collect();
+        let hidden = || Some("(hidden)".to_string());
         for host in shown.upstream.hosts.values_mut() {
             if host.token.is_some() {
-                host.token = Some("(hidden)".into());
+                host.token = hidden();
+            }
+        }
+        for source in [&mut shown.releases.terraform, &mut shown.releases.tofu] {
+            if source.token.is_some() {
+                source.token = hidden();
+            }
+        }
+        for target in &mut shown.watch.oci {
+            if target.token.is_some() {
+                target.token = hidden();
             }
         }
         let value = serde_json::to_value(&shown).context("serializing configuration")?;

@@ -2,6 +2,7 @@
 //! form of a sync manifest's entries (read and run by
 //! [`crate::site::watch`]).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -38,6 +39,45 @@ pub struct WatchConfig {
     /// when `[releases]` names the product.
     #[serde(default, rename = "release", skip_serializing_if = "Vec::is_empty")]
     pub releases: Vec<ReleaseEntry>,
+    /// `[[watch.oci]]`: an OCI registry of the site's that every pass
+    /// fills with the watched providers and modules (`target`,
+    /// `username`, `token` or `token_file`, `ca_file`), as `tfmirror
+    /// push-oci` does.
+    #[serde(default, rename = "oci", skip_serializing_if = "Vec::is_empty")]
+    pub oci: Vec<OciTarget>,
+}
+
+/// A `[[watch.oci]]` entry: a site's OCI registry kept filled.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OciTarget {
+    /// `target`: `REGISTRY[/PREFIX]`, e.g. `"registry.site.example/opentofu"`.
+    pub target: String,
+    /// `username`: the username that goes with the token; without one the
+    /// token is sent as a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// `token`: the registry password or token, inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// `token_file`: a file holding the registry password or token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    /// `ca_file`: extra CA certificates (PEM) to trust for the registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for OciTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OciTarget")
+            .field("target", &self.target)
+            .field("username", &self.username)
+            .field("token", &self.token.as_ref().map(|_| "<hidden>"))
+            .field("token_file", &self.token_file)
+            .field("ca_file", &self.ca_file)
+            .finish()
+    }
 }
 
 impl Default for WatchConfig {
@@ -49,6 +89,7 @@ impl Default for WatchConfig {
             providers: Vec::new(),
             modules: Vec::new(),
             releases: Vec::new(),
+            oci: Vec::new(),
         }
     }
 }

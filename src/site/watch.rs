@@ -6,7 +6,8 @@
 //! downloads, the fetch limits, the policy's rules and cooldown). A pass
 //! that fails in part is tried again sooner, backing off from a minute up
 //! to the interval; nothing about it is fatal. The schedule runs on the
-//! mirror's clock.
+//! mirror's clock. After the fill, each `[[watch.oci]]` registry is given
+//! what the watch selects that it lacks, as `tfmirror push-oci` gives it.
 //!
 //! What the passes did is kept for the status page, counted in the metrics
 //! (`tfmirror_watch_runs_total{outcome}`, `tfmirror_watch_fetched_total{kind}`,
@@ -21,6 +22,7 @@ use serde::Serialize;
 pub use crate::config::watch::WatchConfig;
 
 use super::fill::{self, Freshness, Observer, Summary};
+use super::oci_push::{self, auth, client::Registry, Target};
 use super::selection::Selection;
 use crate::mirror::Mirror;
 
@@ -93,6 +95,31 @@ pub struct WatchStatus {
     pub passes: u64,
 }
 
+impl WatchConfig {
+    /// The `[[watch.oci]]` registries, their credentials read; a mistake
+    /// is named after its entry (`watch.oci 1 (…)`).
+    pub fn oci_registries(&self) -> anyhow::Result<Vec<(Target, Registry)>> {
+        let mut out = Vec::new();
+        for (i, entry) in self.oci.iter().enumerate() {
+            let named = |e: anyhow::Error| anyhow::anyhow!("watch.oci {} ({}): {e:#}", i + 1, entry.target);
+            let target = Target::parse(&entry.target).map_err(named)?;
+            let token = crate::upstream::credentials::configured_token(
+                entry.token.as_deref(),
+                entry.token_file.as_deref(),
+                "token_file",
+            )
+            .map_err(named)?;
+            let (credential, _) =
+                auth::resolve(&target.registry, &target.prefix, entry.username.as_deref(), token)
+                    .map_err(named)?;
+            let registry =
+                Registry::new(&target.registry, credential, entry.ca_file.as_deref()).map_err(named)?;
+            out.push((target, registry));
+        }
+        Ok(out)
+    }
+}
+
 /// The watch of a running daemon: what it watches, how often, and what
 /// its passes did.
 #[derive(Debug)]
@@ -100,7 +127,15 @@ pub struct Watch {
     selection: Selection,
     interval: Duration,
     jobs: usize,
+    /// The `[[watch.oci]]` registries, each with its client.
+    oci: Vec<(Target, Registry)>,
     status: Mutex<WatchStatus>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Registry({})", self.host())
+    }
 }
 
 impl Watch {
@@ -113,6 +148,7 @@ impl Watch {
             selection: config.selection()?,
             interval: config.interval,
             jobs: config.jobs,
+            oci: config.oci_registries()?,
             status: Mutex::default(),
         })))
     }
@@ -157,6 +193,8 @@ impl Watch {
             &LogObserver,
         )
         .await;
+        let mut summary = summary;
+        self.push_oci(mirror, &mut summary).await;
         let finished_ms = clock.unix_ms();
         let metrics = mirror.metrics();
         let archives = summary.downloaded;
@@ -188,6 +226,24 @@ impl Watch {
             failures: summary.failures.clone(),
         });
         summary
+    }
+
+    /// Gives each `[[watch.oci]]` registry what the watch selects that it
+    /// lacks; its failures become the pass's.
+    async fn push_oci(&self, mirror: &Arc<Mirror>, summary: &mut Summary) {
+        if self.oci.is_empty() {
+            return;
+        }
+        // Selection failures are the fill's already.
+        let (items, _) =
+            oci_push::items_of_selection(mirror, &self.selection, &[], Freshness::Cached).await;
+        for (target, registry) in &self.oci {
+            let pushed = oci_push::push(mirror, registry, target, &items, &LogObserver).await;
+            tracing::info!(target: WATCH_LOG, registry = %target, "pushed to the site's OCI registry: {pushed}");
+            summary
+                .failures
+                .extend(pushed.failures.iter().map(|f| format!("watch.oci {target}: {f}")));
+        }
     }
 
     /// Passes, one now and then one every `watch.interval` (jittered), or

@@ -31,7 +31,7 @@ pub struct Registry {
 }
 
 /// A request, built afresh for each attempt.
-type Build<'a> = &'a dyn Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder;
+type Build<'a> = &'a (dyn Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder + Sync);
 
 impl Registry {
     /// A client for the registry at `host[:port]`, trusting the built-in
