@@ -22,7 +22,14 @@ fn main() {
     for cfg in CFGS {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
-    for var in ["CI", "TERRAFORM_BIN", "WEED_BIN", "CHROMIUM", "PATH", "ORAS_PY"] {
+    for var in [
+        "CI",
+        "TERRAFORM_BIN",
+        "WEED_BIN",
+        "CHROMIUM",
+        "PATH",
+        "ORAS_PY",
+    ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rerun-if-changed=build.rs");

@@ -76,7 +76,12 @@ async fn opentofu_installs_through_the_oci_paths_with_digests_that_never_change(
         format!("/v2/{HOST}/a/b/c/d/tags/list"),
     ] {
         let a = c.get(&format!("{base}{path}")).await;
-        assert_eq!(a.status, StatusCode::NOT_FOUND, "{path}: {}", a.error_text());
+        assert_eq!(
+            a.status,
+            StatusCode::NOT_FOUND,
+            "{path}: {}",
+            a.error_text()
+        );
         assert_eq!(a.json()["errors"][0]["code"], "NAME_UNKNOWN", "{path}");
     }
     let missing = c

@@ -2,7 +2,7 @@
 //! `docker-registry`, over TLS with Basic authentication from a Docker
 //! auth file): OpenTofu's client, replayed from its code, installs the
 //! pushed provider for two platforms and the pushed module package, and
-//! PyPI's oras SDK pulls both and checks every digest; the digests are the
+//! `PyPI`'s oras SDK pulls both and checks every digest; the digests are the
 //! same as those of the mirror's own `/v2/`; a second push sends nothing;
 //! a tag is never overwritten with other content; a registry that wants
 //! credentials and gets none is named in the failure.
@@ -51,8 +51,13 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
     let target = format!("{}/site", registry.host);
     let ca = registry.ca_file();
     let push = |extra: &'static [&'static str]| {
-        let (home, config, manifest, target, ca) =
-            (home.clone(), config.clone(), manifest.clone(), target.clone(), ca.clone());
+        let (home, config, manifest, target, ca) = (
+            home.clone(),
+            config.clone(),
+            manifest.clone(),
+            target.clone(),
+            ca.clone(),
+        );
         async move {
             let mut args = vec![
                 "push-oci".to_owned(),
@@ -73,9 +78,15 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
     let first = push(&[]).await;
     assert!(first.ok, "{}{}", first.stdout, first.stderr);
     assert!(first.stdout.contains("credentials: "), "{}", first.stdout);
-    assert!(first.stdout.contains(".docker/config.json"), "{}", first.stdout);
     assert!(
-        first.stdout.contains("tags pushed: 2, already there: 0, blobs sent: 5"),
+        first.stdout.contains(".docker/config.json"),
+        "{}",
+        first.stdout
+    );
+    assert!(
+        first
+            .stdout
+            .contains("tags pushed: 2, already there: 0, blobs sent: 5"),
         "{}",
         first.stdout
     );
@@ -85,7 +96,7 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
     let tofu = Tofu {
         client: &client,
         base: format!("https://{}", registry.host),
-        authorization: Some(registry.basic()),
+        authorization: Some(DockerRegistry::basic()),
     };
     let provider_repo = format!("site/{HOST}/acme/widget");
     let module_repo = format!("site/{HOST}/acme/net/aws");
@@ -104,17 +115,31 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
 
     // An independent client agrees on every digest.
     let basic = Some((REGISTRY_USER, REGISTRY_PASSWORD));
-    let pulled = oras_pull(&registry.host, &provider_repo, "1.0.0", "provider", &ca, basic);
+    let pulled = oras_pull(
+        &registry.host,
+        &provider_repo,
+        "1.0.0",
+        "provider",
+        &ca,
+        basic,
+    );
     assert_eq!(pulled["digest"], index.as_str());
     assert_eq!(pulled["tags"], serde_json::json!(["1.0.0"]));
     for platform in PLATFORMS {
         let layer = &pulled["layers"][platform];
-        assert_eq!(layer["sha256"], digest_of(&archives[platform]).as_str(), "{platform}");
+        assert_eq!(
+            layer["sha256"],
+            digest_of(&archives[platform]).as_str(),
+            "{platform}"
+        );
         assert_eq!(layer["digest"], layer["sha256"]);
     }
     let pulled = oras_pull(&registry.host, &module_repo, "1.0.0", "module", &ca, basic);
     assert_eq!(pulled["digest"], module_digest.as_str());
-    assert_eq!(pulled["layers"]["module"]["sha256"], digest_of(&module_zip).as_str());
+    assert_eq!(
+        pulled["layers"]["module"]["sha256"],
+        digest_of(&module_zip).as_str()
+    );
 
     // The mirror's own /v2/ hands out the same digests for the same content.
     let m = RunningMirror::start(setup.module_config(&origin, HOST)).await;
@@ -124,10 +149,14 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
         base: m.url("").trim_end_matches('/').to_owned(),
         authorization: None,
     };
-    let (zip, digest) = at_mirror.install(&format!("{HOST}/acme/widget"), "1.0.0", "darwin_arm64").await;
+    let (zip, digest) = at_mirror
+        .install(&format!("{HOST}/acme/widget"), "1.0.0", "darwin_arm64")
+        .await;
     assert_eq!(digest, index);
     assert_eq!(zip, archives["darwin_arm64"]);
-    let (zip, digest) = at_mirror.module(&format!("{HOST}/acme/net/aws"), "1.0.0").await;
+    let (zip, digest) = at_mirror
+        .module(&format!("{HOST}/acme/net/aws"), "1.0.0")
+        .await;
     assert_eq!(digest, module_digest);
     assert_eq!(zip, module_zip);
     m.stop().await;
@@ -136,7 +165,9 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
     let second = push(&[]).await;
     assert!(second.ok, "{}{}", second.stdout, second.stderr);
     assert!(
-        second.stdout.contains("tags pushed: 0, already there: 2, blobs sent: 0"),
+        second
+            .stdout
+            .contains("tags pushed: 0, already there: 2, blobs sent: 0"),
         "{}",
         second.stdout
     );
@@ -145,11 +176,17 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
     let narrower = push(&["--platform", "linux_amd64"]).await;
     assert!(!narrower.ok);
     assert!(
-        narrower.stdout.contains(&format!("FAILED {HOST}/acme/widget 1.0.0: {provider_repo}:1.0.0 holds {index}")),
+        narrower.stdout.contains(&format!(
+            "FAILED {HOST}/acme/widget 1.0.0: {provider_repo}:1.0.0 holds {index}"
+        )),
         "{}",
         narrower.stdout
     );
-    assert!(narrower.stdout.contains("never overwritten"), "{}", narrower.stdout);
+    assert!(
+        narrower.stdout.contains("never overwritten"),
+        "{}",
+        narrower.stdout
+    );
     let (_, digest) = tofu.install(&provider_repo, "1.0.0", "linux_amd64").await;
     assert_eq!(digest, index);
 
@@ -157,8 +194,18 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
     std::fs::remove_file(home.join(".docker/config.json")).unwrap();
     let anonymous = push(&[]).await;
     assert!(!anonymous.ok);
-    assert!(anonymous.stdout.contains("credentials: none (anonymous)"), "{}", anonymous.stdout);
-    assert!(anonymous.stdout.contains("asks for a username and password (Basic)"), "{}", anonymous.stdout);
+    assert!(
+        anonymous.stdout.contains("credentials: none (anonymous)"),
+        "{}",
+        anonymous.stdout
+    );
+    assert!(
+        anonymous
+            .stdout
+            .contains("asks for a username and password (Basic)"),
+        "{}",
+        anonymous.stdout
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,31 +229,55 @@ async fn watch_passes_bring_new_versions_to_the_sites_registry() {
     let config_arg = config.display().to_string();
     let shown = run_tfmirror(&home, &["check-config", "--config", &config_arg]).await;
     assert!(shown.ok, "{}", shown.stderr);
-    assert!(!shown.stdout.contains(REGISTRY_PASSWORD), "{}", shown.stdout);
+    assert!(
+        !shown.stdout.contains(REGISTRY_PASSWORD),
+        "{}",
+        shown.stdout
+    );
     assert!(shown.stdout.contains("(hidden)"), "{}", shown.stdout);
 
     let once = run_tfmirror(&home, &["watch", "--once", "--config", &config_arg]).await;
     assert!(once.ok, "{}{}", once.stdout, once.stderr);
-    assert!(once.stdout.contains("tags pushed: 1, already there: 0"), "{}", once.stdout);
+    assert!(
+        once.stdout.contains("tags pushed: 1, already there: 0"),
+        "{}",
+        once.stdout
+    );
 
     let newer = origin.publish("acme", "widget", "1.1.0", &PLATFORMS, &signer, &[&signer]);
     let again = run_tfmirror(&home, &["watch", "--once", "--config", &config_arg]).await;
     assert!(again.ok, "{}{}", again.stdout, again.stderr);
-    assert!(again.stdout.contains("tags pushed: 1, already there: 1"), "{}", again.stdout);
+    assert!(
+        again.stdout.contains("tags pushed: 1, already there: 1"),
+        "{}",
+        again.stdout
+    );
 
     let client = Client::trusting(&registry.ca_file());
     let tofu = Tofu {
         client: &client,
         base: format!("https://{}", registry.host),
-        authorization: Some(registry.basic()),
+        authorization: Some(DockerRegistry::basic()),
     };
     let repo = format!("site/{HOST}/acme/widget");
     let (zip, _) = tofu.install(&repo, "1.1.0", "linux_amd64").await;
     assert_eq!(zip, newer["linux_amd64"]);
 
     // A mistake in an entry is named at once.
-    let bad = config_file(&setup, &origin, "[[watch.oci]]\ntarget = \"https://x.example/a\"\n");
-    let refused = run_tfmirror(&home, &["check-config", "--config", &bad.display().to_string()]).await;
+    let bad = config_file(
+        &setup,
+        &origin,
+        "[[watch.oci]]\ntarget = \"https://x.example/a\"\n",
+    );
+    let refused = run_tfmirror(
+        &home,
+        &["check-config", "--config", &bad.display().to_string()],
+    )
+    .await;
     assert!(!refused.ok);
-    assert!(refused.stderr.contains("watch.oci 1 (https://x.example/a)"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("watch.oci 1 (https://x.example/a)"),
+        "{}",
+        refused.stderr
+    );
 }

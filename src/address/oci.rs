@@ -95,11 +95,9 @@ impl fmt::Display for OciRepo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OciRepo::Provider(p) => write!(f, "{}/{}/{}", p.hostname, p.namespace, p.kind),
-            OciRepo::Module(m) => write!(
-                f,
-                "{}/{}/{}/{}",
-                m.hostname, m.namespace, m.name, m.system
-            ),
+            OciRepo::Module(m) => {
+                write!(f, "{}/{}/{}/{}", m.hostname, m.namespace, m.name, m.system)
+            }
         }
     }
 }

@@ -177,7 +177,7 @@ pub enum Command {
         since: Option<PathBuf>,
     },
     /// Fill a site's OCI registry with verified providers and module
-    /// packages, in the layouts OpenTofu's oci_mirror and oci:// sources
+    /// packages, in the layouts OpenTofu's `oci_mirror` and `oci://` sources
     /// install from.
     PushOci(push_oci::PushOciArgs),
     /// Verify and import a bundle written by `export`; or (--static) a
@@ -317,10 +317,10 @@ pub fn main() -> ExitCode {
         } => logging::load(config.as_deref())
             .and_then(|c| sync::command(c, manifest, from, &platforms, jobs)),
         Command::PushOci(args) => {
-            logging::load(args.config.as_deref()).and_then(|c| push_oci::command(c, args))
+            logging::load(args.config.as_deref()).and_then(|c| push_oci::command(c, &args))
         }
         Command::Watch { config, once, jobs } => {
-            logging::load(config.as_deref()).and_then(|c| watch::command(c, once, jobs))
+            logging::load(config.as_deref()).and_then(|c| watch::command(&c, once, jobs))
         }
         Command::Check {
             config,

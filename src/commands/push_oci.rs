@@ -18,10 +18,10 @@ use crate::site::selection;
 /// `tfmirror push-oci`'s arguments.
 #[derive(Debug, clap::Args)]
 pub struct PushOciArgs {
-    /// Where to push: the registry's host[:port] and a path prefix, as
+    /// Where to push: the registry's `host[:port]` and a path prefix, as
     /// `registry.example:5000/opentofu`. Providers go to
-    /// PREFIX/<hostname>/<namespace>/<type>, modules to
-    /// PREFIX/<hostname>/<namespace>/<name>/<system>.
+    /// `PREFIX/<hostname>/<namespace>/<type>`, modules to
+    /// `PREFIX/<hostname>/<namespace>/<name>/<system>`.
     pub target: String,
     /// Configuration file (TOML).
     #[arg(long, short)]
@@ -51,7 +51,7 @@ pub struct PushOciArgs {
 }
 
 /// `tfmirror push-oci`.
-pub fn command(config: Config, args: PushOciArgs) -> anyhow::Result<()> {
+pub fn command(config: Config, args: &PushOciArgs) -> anyhow::Result<()> {
     let target = Target::parse(&args.target)?;
     let platforms = selection::parse_platforms(&args.platforms, "--platform")?;
     let token = match &args.token_file {
@@ -63,8 +63,12 @@ pub fn command(config: Config, args: PushOciArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let (credential, from) =
-        auth::resolve(&target.registry, &target.prefix, args.username.as_deref(), token)?;
+    let (credential, from) = auth::resolve(
+        &target.registry,
+        &target.prefix,
+        args.username.as_deref(),
+        token,
+    )?;
     println!("pushing to {target} (credentials: {from})");
     let registry = Registry::new(&target.registry, credential, args.ca_file.as_deref())?;
     let selection = match (&args.manifest, &args.from) {
@@ -78,7 +82,9 @@ pub fn command(config: Config, args: PushOciArgs) -> anyhow::Result<()> {
     let pushed = super::runtime()?.block_on(async {
         let mirror = Arc::new(Mirror::beside_daemon(config).await?);
         let (items, mut failures): (Vec<Item>, Vec<String>) = match &selection {
-            Some(s) => oci_push::items_of_selection(&mirror, s, &platforms, Freshness::Cached).await,
+            Some(s) => {
+                oci_push::items_of_selection(&mirror, s, &platforms, Freshness::Cached).await
+            }
             None => (
                 oci_push::items_in_store(mirror.store(), &platforms)
                     .await

@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::site::fill::Freshness;
 
 /// `tfmirror watch --once`.
-pub fn command(config: Config, once: bool, jobs: Option<usize>) -> anyhow::Result<()> {
+pub fn command(config: &Config, once: bool, jobs: Option<usize>) -> anyhow::Result<()> {
     if !once {
         anyhow::bail!(
             "the daemon (tfmirror serve) watches on its own schedule; give --once for one pass now"
@@ -22,7 +22,7 @@ pub fn command(config: Config, once: bool, jobs: Option<usize>) -> anyhow::Resul
     let mut summary = super::sync::run(config.clone(), &selection, jobs, Freshness::FromOrigin)?;
     for (target, registry) in &registries {
         println!("pushing to {target} ([[watch.oci]])");
-        let pushed = super::push_oci::push_selection(&config, registry, target, &selection)?;
+        let pushed = super::push_oci::push_selection(config, registry, target, &selection)?;
         summary.failures.extend(pushed.failures);
     }
     if summary.failures.is_empty() {

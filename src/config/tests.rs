@@ -66,3 +66,21 @@ fn unknown_keys_and_bad_values_name_the_key() {
         Ok(())
     });
 }
+
+#[test]
+fn the_shown_configuration_hides_every_token() {
+    let mut c = Config::default();
+    c.releases.terraform.token = Some("release-secret".into());
+    c.watch.oci.push(crate::config::watch::OciTarget {
+        target: "registry.example/a".into(),
+        username: Some("robot".into()),
+        token: Some("oci-secret".into()),
+        token_file: None,
+        ca_file: None,
+    });
+    let shown = c.to_toml().unwrap();
+    assert!(!shown.contains("release-secret"), "{shown}");
+    assert!(!shown.contains("oci-secret"), "{shown}");
+    assert!(shown.contains("registry.example/a"), "{shown}");
+    assert!(!format!("{:?}", c.watch.oci).contains("oci-secret"));
+}

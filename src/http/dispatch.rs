@@ -22,11 +22,11 @@ use super::respond::{
 use super::routes::{self, Access, OciRoute, Route};
 use super::sendfile::SendQueue;
 use super::App;
+use crate::address::oci::OciRepo;
 use crate::address::{ArchiveKey, Platform};
 use crate::error::RequestError;
 use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
-use crate::address::oci::OciRepo;
 use crate::mirror::FileOrStream;
 
 /// The target of the line logged for every request: a filter can route it,

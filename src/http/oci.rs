@@ -70,9 +70,7 @@ pub fn route(segments: &[&str]) -> Result<OciRoute, RequestError> {
             repo(names)?,
             Reference::parse(reference)?,
         )),
-        [names @ .., "blobs", digest] => {
-            Ok(OciRoute::Blob(repo(names)?, Digest::parse(digest)?))
-        }
+        [names @ .., "blobs", digest] => Ok(OciRoute::Blob(repo(names)?, Digest::parse(digest)?)),
         names => Err(repo(names).err().unwrap_or_else(|| {
             RequestError::NotAtOrigin("no such OCI path: tags/list, manifests or blobs".into())
         })),
@@ -117,7 +115,11 @@ pub enum Blob {
 }
 
 /// Finds the blob a digest names in a repository.
-pub async fn blob(mirror: &Arc<Mirror>, repo: &OciRepo, digest: &Digest) -> Result<Blob, RequestError> {
+pub async fn blob(
+    mirror: &Arc<Mirror>,
+    repo: &OciRepo,
+    digest: &Digest,
+) -> Result<Blob, RequestError> {
     if *digest == Digest::of(EMPTY_CONFIG) {
         return Ok(Blob::Ready(None, empty_config_response()));
     }
@@ -136,7 +138,10 @@ pub async fn blob(mirror: &Arc<Mirror>, repo: &OciRepo, digest: &Digest) -> Resu
             }
             let mut resp = with_type(StatusCode::OK, artifact.zip.to_vec(), "archive/zip");
             with_digest(&mut resp, digest);
-            Ok(Blob::Ready(Some(Served::Package(module.clone(), version)), resp))
+            Ok(Blob::Ready(
+                Some(Served::Package(module.clone(), version)),
+                resp,
+            ))
         }
     }
 }
@@ -149,9 +154,11 @@ pub async fn module_manifest(
 ) -> Result<Response<Body>, RequestError> {
     let (_, artifact) = mirror.oci_module_find(module, reference).await?;
     match reference {
-        Reference::Digest(digest) if *digest != artifact.manifest.digest => Err(
-            RequestError::NotHeld(format!("{digest} is a blob of module {module}, not a manifest")),
-        ),
+        Reference::Digest(digest) if *digest != artifact.manifest.digest => {
+            Err(RequestError::NotHeld(format!(
+                "{digest} is a blob of module {module}, not a manifest"
+            )))
+        }
         _ => Ok(manifest_response(&artifact.manifest)),
     }
 }

@@ -31,7 +31,9 @@ pub fn package_to_zip(package: &Path, out: &Path) -> Result<(), TreeError> {
         let path = entry.path().map_err(unreadable)?;
         let name = path
             .to_str()
-            .ok_or_else(|| TreeError::Refused(format!("a name that is not UTF-8: {path:?}")))?
+            .ok_or_else(|| {
+                TreeError::Refused(format!("a name that is not UTF-8: {}", path.display()))
+            })?
             .trim_end_matches('/')
             .to_owned();
         let mode = entry.header().mode().map_err(unreadable)? & 0o777;
@@ -60,7 +62,12 @@ pub fn package_to_zip(package: &Path, out: &Path) -> Result<(), TreeError> {
             )));
         }
     }
-    writer.finish().map_err(zipped)?.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    writer
+        .finish()
+        .map_err(zipped)?
+        .into_inner()
+        .map_err(io::IntoInnerError::into_error)?
+        .sync_all()?;
     Ok(())
 }
 
@@ -84,7 +91,10 @@ mod tests {
 
     #[test]
     fn the_same_package_always_gives_the_same_zip_with_every_file() {
-        let files = [("main.tf", "variable \"a\" {}\n"), ("modules/b/main.tf", "# b\n")];
+        let files = [
+            ("main.tf", "variable \"a\" {}\n"),
+            ("modules/b/main.tf", "# b\n"),
+        ];
         let one = tempfile::tempdir().unwrap();
         let two = tempfile::tempdir().unwrap();
         let (a, b) = (packed(one.path(), &files), packed(two.path(), &files));

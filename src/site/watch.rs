@@ -101,7 +101,8 @@ impl WatchConfig {
     pub fn oci_registries(&self) -> anyhow::Result<Vec<(Target, Registry)>> {
         let mut out = Vec::new();
         for (i, entry) in self.oci.iter().enumerate() {
-            let named = |e: anyhow::Error| anyhow::anyhow!("watch.oci {} ({}): {e:#}", i + 1, entry.target);
+            let named =
+                |e: anyhow::Error| anyhow::anyhow!("watch.oci {} ({}): {e:#}", i + 1, entry.target);
             let target = Target::parse(&entry.target).map_err(named)?;
             let token = crate::upstream::credentials::configured_token(
                 entry.token.as_deref(),
@@ -109,11 +110,15 @@ impl WatchConfig {
                 "token_file",
             )
             .map_err(named)?;
-            let (credential, _) =
-                auth::resolve(&target.registry, &target.prefix, entry.username.as_deref(), token)
-                    .map_err(named)?;
-            let registry =
-                Registry::new(&target.registry, credential, entry.ca_file.as_deref()).map_err(named)?;
+            let (credential, _) = auth::resolve(
+                &target.registry,
+                &target.prefix,
+                entry.username.as_deref(),
+                token,
+            )
+            .map_err(named)?;
+            let registry = Registry::new(&target.registry, credential, entry.ca_file.as_deref())
+                .map_err(named)?;
             out.push((target, registry));
         }
         Ok(out)
@@ -240,9 +245,12 @@ impl Watch {
         for (target, registry) in &self.oci {
             let pushed = oci_push::push(mirror, registry, target, &items, &LogObserver).await;
             tracing::info!(target: WATCH_LOG, registry = %target, "pushed to the site's OCI registry: {pushed}");
-            summary
-                .failures
-                .extend(pushed.failures.iter().map(|f| format!("watch.oci {target}: {f}")));
+            summary.failures.extend(
+                pushed
+                    .failures
+                    .iter()
+                    .map(|f| format!("watch.oci {target}: {f}")),
+            );
         }
     }
 
@@ -334,6 +342,7 @@ mod tests {
             selection: Selection::default(),
             interval,
             jobs: 1,
+            oci: Vec::new(),
             status: Mutex::default(),
         }
     }

@@ -445,11 +445,10 @@ pub fn root_store(ca_file: Option<&Path>, setting: &str) -> anyhow::Result<rustl
         for cert in rustls_pki_types::CertificateDer::pem_file_iter(path)
             .with_context(|| format!("reading {setting} {}", path.display()))?
         {
-            let cert =
-                cert.with_context(|| format!("parsing {setting} {}", path.display()))?;
-            roots.add(cert).with_context(|| {
-                format!("using a certificate of {setting} {}", path.display())
-            })?;
+            let cert = cert.with_context(|| format!("parsing {setting} {}", path.display()))?;
+            roots
+                .add(cert)
+                .with_context(|| format!("using a certificate of {setting} {}", path.display()))?;
             added += 1;
         }
         if added == 0 {

@@ -2,7 +2,7 @@
 //! distribution registry) run on loopback over TLS with Basic
 //! authentication; OpenTofu's OCI client replayed from its code (the
 //! requests it sends, with their `Accept` headers, and every check it
-//! makes of the answers) for a provider and a module package; and PyPI's
+//! makes of the answers) for a provider and a module package; and `PyPI`'s
 //! oras SDK pulling the same artifacts as an independent client.
 
 use std::net::TcpListener;
@@ -57,9 +57,19 @@ impl Tofu<'_> {
     /// What OpenTofu checks of a manifest fetched by digest: the exact
     /// media type, the length, the digest header, the body's own digest,
     /// and the body's `mediaType` and `artifactType`.
-    async fn manifest(&self, repo: &str, digest: &str, media_type: &str, artifact: &str) -> serde_json::Value {
+    async fn manifest(
+        &self,
+        repo: &str,
+        digest: &str,
+        media_type: &str,
+        artifact: &str,
+    ) -> serde_json::Value {
         let a = self
-            .send(Method::GET, &format!("/v2/{repo}/manifests/{digest}"), Some(media_type))
+            .send(
+                Method::GET,
+                &format!("/v2/{repo}/manifests/{digest}"),
+                Some(media_type),
+            )
             .await;
         assert_eq!(a.status, StatusCode::OK, "{}", a.error_text());
         assert_eq!(header(&a, "content-type"), media_type);
@@ -76,7 +86,11 @@ impl Tofu<'_> {
     /// manifest.
     async fn resolve(&self, repo: &str, tag: &str, media_type: &str) -> String {
         let head = self
-            .send(Method::HEAD, &format!("/v2/{repo}/manifests/{tag}"), Some(RESOLVE_ACCEPT))
+            .send(
+                Method::HEAD,
+                &format!("/v2/{repo}/manifests/{tag}"),
+                Some(RESOLVE_ACCEPT),
+            )
             .await;
         assert_eq!(head.status, StatusCode::OK, "HEAD {repo}:{tag}");
         assert_eq!(header(&head, "content-type"), media_type);
@@ -96,10 +110,16 @@ impl Tofu<'_> {
         assert_eq!(zips.len(), 1, "{manifest}");
         let layer = zips[0]["digest"].as_str().unwrap();
         assert!(layer.starts_with("sha256:"));
-        let blob = self.send(Method::GET, &format!("/v2/{repo}/blobs/{layer}"), None).await;
+        let blob = self
+            .send(Method::GET, &format!("/v2/{repo}/blobs/{layer}"), None)
+            .await;
         assert_eq!(blob.status, StatusCode::OK, "{}", blob.error_text());
         assert_eq!(blob.body.len() as u64, zips[0]["size"].as_u64().unwrap());
-        assert_eq!(digest_of(&blob.body), layer, "package does not match digest");
+        assert_eq!(
+            digest_of(&blob.body),
+            layer,
+            "package does not match digest"
+        );
         blob.body.to_vec()
     }
 
@@ -108,14 +128,24 @@ impl Tofu<'_> {
     pub async fn install(&self, repo: &str, version: &str, platform: &str) -> (Vec<u8>, String) {
         let ping = self.send(Method::GET, "/v2/", None).await;
         assert_eq!(ping.status, StatusCode::OK);
-        let tags = self.send(Method::GET, &format!("/v2/{repo}/tags/list"), None).await;
+        let tags = self
+            .send(Method::GET, &format!("/v2/{repo}/tags/list"), None)
+            .await;
         assert_eq!(tags.status, StatusCode::OK, "{}", tags.error_text());
         let tag = version.replace('+', "_");
         let listed = tags.json()["tags"].clone();
-        assert!(listed.as_array().unwrap().iter().any(|t| t == tag.as_str()), "{listed}");
+        assert!(
+            listed.as_array().unwrap().iter().any(|t| t == tag.as_str()),
+            "{listed}"
+        );
         let index_digest = self.resolve(repo, &tag, INDEX).await;
         let index = self
-            .manifest(repo, &index_digest, INDEX, "application/vnd.opentofu.provider")
+            .manifest(
+                repo,
+                &index_digest,
+                INDEX,
+                "application/vnd.opentofu.provider",
+            )
             .await;
         let (os, arch) = platform.split_once('_').unwrap();
         let matching: Vec<&serde_json::Value> = index["manifests"]
@@ -128,10 +158,19 @@ impl Tofu<'_> {
                 m["platform"]["os"] == os && m["platform"]["architecture"] == arch
             })
             .collect();
-        assert_eq!(matching.len(), 1, "exactly one manifest for {platform}: {index}");
+        assert_eq!(
+            matching.len(),
+            1,
+            "exactly one manifest for {platform}: {index}"
+        );
         let digest = matching[0]["digest"].as_str().unwrap();
         let manifest = self
-            .manifest(repo, digest, MANIFEST, "application/vnd.opentofu.provider-target")
+            .manifest(
+                repo,
+                digest,
+                MANIFEST,
+                "application/vnd.opentofu.provider-target",
+            )
             .await;
         (self.zip_layer(repo, &manifest).await, index_digest)
     }
@@ -143,7 +182,12 @@ impl Tofu<'_> {
         assert_eq!(ping.status, StatusCode::OK);
         let digest = self.resolve(repo, tag, MANIFEST).await;
         let manifest = self
-            .manifest(repo, &digest, MANIFEST, "application/vnd.opentofu.modulepkg")
+            .manifest(
+                repo,
+                &digest,
+                MANIFEST,
+                "application/vnd.opentofu.modulepkg",
+            )
             .await;
         (self.zip_layer(repo, &manifest).await, digest)
     }
@@ -180,14 +224,21 @@ pub const REGISTRY_PASSWORD: &str = "push-secret-0123";
 impl DockerRegistry {
     pub async fn start(ca: &TestCa) -> DockerRegistry {
         let program = Path::new("/usr/bin/docker-registry");
-        assert!(program.is_file(), "Debian's docker-registry is not installed; run the README's test command");
+        assert!(
+            program.is_file(),
+            "Debian's docker-registry is not installed; run the README's test command"
+        );
         let dir = tempfile::tempdir().unwrap();
         let p = |name: &str| dir.path().join(name);
         std::fs::write(p("cert.pem"), &ca.cert_pem).unwrap();
         std::fs::write(p("key.pem"), &ca.key_pem).unwrap();
         let hash = bcrypt::hash(REGISTRY_PASSWORD, 4).unwrap();
         std::fs::write(p("htpasswd"), format!("{REGISTRY_USER}:{hash}\n")).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let host = format!("127.0.0.1:{port}");
         let config = format!(
             "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root}\nhttp:\n  addr: {host}\n  tls:\n    certificate: {cert}\n    key: {key}\nauth:\n  htpasswd:\n    realm: test-registry\n    path: {htpasswd}\n",
@@ -226,10 +277,13 @@ impl DockerRegistry {
         self.dir.path().join("ca.pem")
     }
 
-    pub fn basic(&self) -> String {
+    pub fn basic() -> String {
         use base64::Engine;
         let pair = format!("{REGISTRY_USER}:{REGISTRY_PASSWORD}");
-        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair))
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(pair)
+        )
     }
 
     /// A Docker auth file (`$HOME/.docker/config.json`) with this
@@ -238,7 +292,8 @@ impl DockerRegistry {
         use base64::Engine;
         let pair = format!("{REGISTRY_USER}:{REGISTRY_PASSWORD}");
         let auth = base64::engine::general_purpose::STANDARD.encode(pair);
-        let doc = serde_json::json!({ "auths": { format!("https://{}", self.host): { "auth": auth } } });
+        let doc =
+            serde_json::json!({ "auths": { format!("https://{}", self.host): { "auth": auth } } });
         std::fs::create_dir_all(home.join(".docker")).unwrap();
         std::fs::write(home.join(".docker/config.json"), doc.to_string()).unwrap();
     }
@@ -251,10 +306,18 @@ impl Drop for DockerRegistry {
     }
 }
 
-/// PyPI's oras SDK pulling `repo:tag` (`kind` "provider" or "module")
+/// `PyPI`'s oras SDK pulling `repo:tag` (`kind` "provider" or "module")
 /// from `host` and checking every digest; what it found.
-pub fn oras_pull(host: &str, repo: &str, tag: &str, kind: &str, ca_file: &Path, basic: Option<(&str, &str)>) -> serde_json::Value {
-    let oras = std::env::var_os("ORAS_PY").expect("ORAS_PY names the oras SDK; run the README's test command");
+pub fn oras_pull(
+    host: &str,
+    repo: &str,
+    tag: &str,
+    kind: &str,
+    ca_file: &Path,
+    basic: Option<(&str, &str)>,
+) -> serde_json::Value {
+    let oras = std::env::var_os("ORAS_PY")
+        .expect("ORAS_PY names the oras SDK; run the README's test command");
     let out = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oci/oras_pull.py");
     let mut cmd = Command::new("python3");

@@ -1,6 +1,6 @@
 use super::*;
-use crate::address::Platform;
 use crate::address::oci::OciRepo;
+use crate::address::Platform;
 
 fn provider(h: &str, n: &str, t: &str) -> Provider {
     Provider {
@@ -180,7 +180,11 @@ fn oci_paths_leave_a_provider_host_named_v2_to_the_mirror_protocol() {
     assert_eq!(parse("/v2/").unwrap(), Route::Oci(OciRoute::Base));
     assert_eq!(
         parse("/v2/r.example/a/b/tags/list").unwrap(),
-        Route::Oci(OciRoute::Tags(OciRepo::Provider(provider("r.example", "a", "b"))))
+        Route::Oci(OciRoute::Tags(OciRepo::Provider(provider(
+            "r.example",
+            "a",
+            "b"
+        ))))
     );
     match parse("/v2/r.example/a/net/aws/manifests/1.0.0").unwrap() {
         Route::Oci(OciRoute::Manifest(OciRepo::Module(m), _)) => {

@@ -23,12 +23,12 @@ use bytes::Bytes;
 mod layout;
 mod modules;
 
-pub use layout::{module_manifest, provider_layout, ProviderLayout, MODULE_ARTIFACT};
 use super::Mirror;
 use crate::address::oci::{tag_of, Digest, Reference};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::store::VersionRecord;
+pub use layout::{module_manifest, provider_layout, ProviderLayout, MODULE_ARTIFACT};
 
 pub use layout::{EMPTY_CONFIG, INDEX_TYPE, MANIFEST_TYPE};
 

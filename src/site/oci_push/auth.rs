@@ -98,25 +98,37 @@ pub fn resolve(
     token: Option<String>,
 ) -> anyhow::Result<(Credential, String)> {
     if let Some(token) = token {
-        return Ok((Credential::configured(username, token), "the configured token".into()));
+        return Ok((
+            Credential::configured(username, token),
+            "the configured token".into(),
+        ));
     }
     let repository = if prefix.is_empty() { "x" } else { prefix };
-    Ok(match from_auth_files(&auth_files(), registry, repository)? {
-        Some((credential, file)) => (credential, file.display().to_string()),
-        None => (Credential::Anonymous, "none (anonymous)".into()),
-    })
+    Ok(
+        match from_auth_files(&auth_files(), registry, repository)? {
+            Some((credential, file)) => (credential, file.display().to_string()),
+            None => (Credential::Anonymous, "none (anonymous)".into()),
+        },
+    )
 }
 
 /// The auth files looked in, in order.
 pub fn auth_files() -> Vec<PathBuf> {
-    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     let home = env("HOME");
     let mut files = Vec::new();
     files.extend(env("REGISTRY_AUTH_FILE"));
     files.extend(env("XDG_RUNTIME_DIR").map(|d| d.join("containers/auth.json")));
     match env("XDG_CONFIG_HOME") {
         Some(d) => files.push(d.join("containers/auth.json")),
-        None => files.extend(home.as_ref().map(|h| h.join(".config/containers/auth.json"))),
+        None => files.extend(
+            home.as_ref()
+                .map(|h| h.join(".config/containers/auth.json")),
+        ),
     }
     match env("DOCKER_CONFIG") {
         Some(d) => files.push(d.join("config.json")),
@@ -153,8 +165,12 @@ fn entry_in(
     registry: &str,
     repository: &str,
 ) -> anyhow::Result<Option<Credential>> {
-    let parsed: AuthFile = serde_json::from_slice(text)
-        .with_context(|| format!("{} is not an auth file (JSON with \"auths\")", file.display()))?;
+    let parsed: AuthFile = serde_json::from_slice(text).with_context(|| {
+        format!(
+            "{} is not an auth file (JSON with \"auths\")",
+            file.display()
+        )
+    })?;
     let wanted = format!("{registry}/{repository}");
     let best = parsed
         .auths
@@ -245,7 +261,10 @@ mod tests {
         let file = Path::new("auth.json");
         for (entry, says) in [
             (serde_json::json!({ "auth": "%%%" }), "not base64"),
-            (serde_json::json!({ "identitytoken": "t" }), "identity token"),
+            (
+                serde_json::json!({ "identitytoken": "t" }),
+                "identity token",
+            ),
             (serde_json::json!({}), "neither auth"),
         ] {
             let text = serde_json::json!({ "auths": { "reg.example": entry } }).to_string();
@@ -261,9 +280,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = dir.path().join("first.json");
         let second = dir.path().join("second.json");
-        std::fs::write(&second, r#"{"auths":{"reg.example":{"username":"u","password":"p"}}}"#).unwrap();
+        std::fs::write(
+            &second,
+            r#"{"auths":{"reg.example":{"username":"u","password":"p"}}}"#,
+        )
+        .unwrap();
         let found = from_auth_files(&[first, second.clone()], "reg.example", "a/b").unwrap();
         assert_eq!(found, Some((basic("u", "p"), second)));
-        assert!(format!("{:?}", basic("u", "secret")).find("secret").is_none());
+        assert!(format!("{:?}", basic("u", "secret"))
+            .find("secret")
+            .is_none());
     }
 }

@@ -36,7 +36,11 @@ type Build<'a> = &'a (dyn Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder
 impl Registry {
     /// A client for the registry at `host[:port]`, trusting the built-in
     /// and system roots and those of `ca_file`.
-    pub fn new(host: &str, credential: Credential, ca_file: Option<&Path>) -> anyhow::Result<Registry> {
+    pub fn new(
+        host: &str,
+        credential: Credential,
+        ca_file: Option<&Path>,
+    ) -> anyhow::Result<Registry> {
         let roots = crate::upstream::client::root_store(ca_file, "the registry's ca_file")?;
         let tls = rustls::ClientConfig::builder_with_provider(
             rustls::crypto::ring::default_provider().into(),
@@ -71,9 +75,22 @@ impl Registry {
 
     /// Sends a request for `repo`, answering the registry's challenge
     /// once when it asks for credentials.
-    async fn send(&self, repo: &str, method: Method, url: Url, build: Build<'_>) -> anyhow::Result<reqwest::Response> {
-        let granted = self.granted.lock().expect("granted lock").get(repo).cloned();
-        let first = self.attempt(&method, &url, granted.as_deref(), build).await?;
+    async fn send(
+        &self,
+        repo: &str,
+        method: Method,
+        url: Url,
+        build: Build<'_>,
+    ) -> anyhow::Result<reqwest::Response> {
+        let granted = self
+            .granted
+            .lock()
+            .expect("granted lock")
+            .get(repo)
+            .cloned();
+        let first = self
+            .attempt(&method, &url, granted.as_deref(), build)
+            .await?;
         if first.status() != StatusCode::UNAUTHORIZED {
             return Ok(first);
         }
@@ -162,7 +179,11 @@ impl Registry {
     }
 
     /// The digest of the manifest `reference` names in `repo`, if any.
-    pub async fn manifest_digest(&self, repo: &str, reference: &str) -> anyhow::Result<Option<Digest>> {
+    pub async fn manifest_digest(
+        &self,
+        repo: &str,
+        reference: &str,
+    ) -> anyhow::Result<Option<Digest>> {
         let url = self.url(&format!("v2/{repo}/manifests/{reference}"));
         let accept = format!("{INDEX_TYPE}, {MANIFEST_TYPE}");
         let build = |r: reqwest::RequestBuilder| r.header(ACCEPT, accept.as_str());
@@ -203,7 +224,9 @@ impl Registry {
     ) -> anyhow::Result<()> {
         let start = self.url(&format!("v2/{repo}/blobs/uploads/"));
         let begun = self
-            .send(repo, Method::POST, start.clone(), &|r| r.header(CONTENT_LENGTH, "0"))
+            .send(repo, Method::POST, start.clone(), &|r| {
+                r.header(CONTENT_LENGTH, "0")
+            })
             .await?;
         if begun.status() != StatusCode::ACCEPTED {
             bail!("POST {start}: {} (an upload was not begun)", begun.status());
@@ -221,7 +244,12 @@ impl Registry {
             .header(CONTENT_TYPE, "application/octet-stream")
             .header(CONTENT_LENGTH, size)
             .body(body);
-        let granted = self.granted.lock().expect("granted lock").get(repo).cloned();
+        let granted = self
+            .granted
+            .lock()
+            .expect("granted lock")
+            .get(repo)
+            .cloned();
         if let Some(value) = granted {
             request = request.header(AUTHORIZATION, value);
         }
@@ -244,9 +272,8 @@ impl Registry {
     ) -> anyhow::Result<()> {
         let url = self.url(&format!("v2/{repo}/manifests/{reference}"));
         let body = bytes.to_vec();
-        let build = |r: reqwest::RequestBuilder| {
-            r.header(CONTENT_TYPE, media_type).body(body.clone())
-        };
+        let build =
+            |r: reqwest::RequestBuilder| r.header(CONTENT_TYPE, media_type).body(body.clone());
         let put = self.send(repo, Method::PUT, url.clone(), &build).await?;
         if put.status() != StatusCode::CREATED {
             let status = put.status();
@@ -266,11 +293,18 @@ fn digest_header(headers: &HeaderMap) -> Option<Digest> {
 
 /// A `WWW-Authenticate` challenge's scheme and parameters.
 fn parse_challenge(challenge: &str) -> (String, HashMap<String, String>) {
-    let (scheme, rest) = challenge.trim().split_once(' ').unwrap_or((challenge.trim(), ""));
+    let (scheme, rest) = challenge
+        .trim()
+        .split_once(' ')
+        .unwrap_or((challenge.trim(), ""));
     let mut params = HashMap::new();
     let mut rest = rest.trim();
     while let Some((key, after)) = rest.split_once('=') {
-        let key = key.trim().trim_start_matches(',').trim().to_ascii_lowercase();
+        let key = key
+            .trim()
+            .trim_start_matches(',')
+            .trim()
+            .to_ascii_lowercase();
         let (value, next) = if let Some(quoted) = after.strip_prefix('"') {
             let end = quoted.find('"').unwrap_or(quoted.len());
             (&quoted[..end], quoted.get(end + 1..).unwrap_or(""))

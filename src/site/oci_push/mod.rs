@@ -49,22 +49,36 @@ impl Target {
     pub fn parse(given: &str) -> anyhow::Result<Target> {
         let bad = |why: &str| anyhow::anyhow!("{given:?} is not REGISTRY/PREFIX: {why}");
         if given.contains("://") {
-            return Err(bad("give it without a scheme (the registry is spoken to over https)"));
+            return Err(bad(
+                "give it without a scheme (the registry is spoken to over https)",
+            ));
         }
-        let (registry, prefix) = given.trim_end_matches('/').split_once('/').unwrap_or((given, ""));
+        let (registry, prefix) = given
+            .trim_end_matches('/')
+            .split_once('/')
+            .unwrap_or((given, ""));
         let host = registry.rsplit_once(':').map_or(registry, |(h, port)| {
-            if port.parse::<u16>().is_ok() { h } else { registry }
+            if port.parse::<u16>().is_ok() {
+                h
+            } else {
+                registry
+            }
         });
         if host.is_empty() || url::Host::parse(host).is_err() {
-            return Err(bad("the registry must be a host name or address, with an optional :port"));
+            return Err(bad(
+                "the registry must be a host name or address, with an optional :port",
+            ));
         }
         let component = |c: &str| {
             !c.is_empty()
-                && c.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+                && c.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
                 && c.as_bytes()[0].is_ascii_alphanumeric()
         };
         if !prefix.is_empty() && !prefix.split('/').all(component) {
-            return Err(bad("the prefix must be lowercase letters, digits and . _ - between slashes"));
+            return Err(bad(
+                "the prefix must be lowercase letters, digits and . _ - between slashes",
+            ));
         }
         Ok(Target {
             registry: registry.to_owned(),
@@ -153,7 +167,11 @@ pub async fn items_of_selection(
     for req in &selection.providers {
         match select_versions(mirror, req, freshness).await {
             Ok(versions) => {
-                let chosen = if platforms.is_empty() { &req.platforms } else { platforms };
+                let chosen = if platforms.is_empty() {
+                    &req.platforms
+                } else {
+                    platforms
+                };
                 for v in versions {
                     items.insert(Item::Provider(req.provider.clone(), v, chosen.to_vec()));
                 }
@@ -164,7 +182,11 @@ pub async fn items_of_selection(
     for req in &selection.modules {
         match select_module_versions(mirror, req, freshness).await {
             Ok(versions) => {
-                items.extend(versions.into_iter().map(|v| Item::Module(req.module.clone(), v)));
+                items.extend(
+                    versions
+                        .into_iter()
+                        .map(|v| Item::Module(req.module.clone(), v)),
+                );
             }
             Err(line) => failures.push(line),
         }
@@ -182,13 +204,19 @@ pub async fn items_in_store(
     let mut held: BTreeMap<(Provider, Version), Vec<Platform>> = BTreeMap::new();
     for archive in store.list_archives().await? {
         let key = archive.key();
-        held.entry((key.provider, key.version)).or_default().push(key.platform);
+        held.entry((key.provider, key.version))
+            .or_default()
+            .push(key.platform);
     }
     let mut items: Vec<Item> = held
         .into_iter()
         .map(|((p, v), mut held)| {
             held.sort();
-            let chosen = if platforms.is_empty() { held } else { platforms.to_vec() };
+            let chosen = if platforms.is_empty() {
+                held
+            } else {
+                platforms.to_vec()
+            };
             Item::Provider(p, v, chosen)
         })
         .collect();
@@ -213,12 +241,20 @@ pub async fn push(
     let mut pushed = Pushed::default();
     observer.start(items.len() as u64);
     for item in items {
-        let one = One { mirror, registry, pushed: &mut pushed };
+        let one = One {
+            mirror,
+            registry,
+            pushed: &mut pushed,
+        };
         let outcome = match item {
             Item::Provider(p, v, platforms) => {
-                one.provider(&target.repo(&OciRepo::Provider(p.clone())), p, v, platforms).await
+                one.provider(&target.repo(&OciRepo::Provider(p.clone())), p, v, platforms)
+                    .await
             }
-            Item::Module(m, v) => one.module(&target.repo(&OciRepo::Module(m.clone())), m, v).await,
+            Item::Module(m, v) => {
+                one.module(&target.repo(&OciRepo::Module(m.clone())), m, v)
+                    .await
+            }
         };
         match outcome {
             Ok(Some(line)) => {
@@ -257,7 +293,11 @@ impl One<'_> {
         version: &Version,
         platforms: &[Platform],
     ) -> Result<Option<String>, String> {
-        let record = self.mirror.version(provider, version).await.map_err(|e| e.to_string())?;
+        let record = self
+            .mirror
+            .version(provider, version)
+            .await
+            .map_err(|e| e.to_string())?;
         let chosen: Vec<Platform> = if platforms.is_empty() {
             record.packages.keys().cloned().collect()
         } else {
@@ -289,7 +329,12 @@ impl One<'_> {
         self.small_blob(repo, EMPTY_CONFIG.into()).await?;
         for (platform, (sha256, size)) in &packages {
             let layer = Digest::from_sha256_hex(sha256).map_err(|e| e.to_string())?;
-            if !self.registry.has_blob(repo, &layer).await.map_err(|e| format!("{e:#}"))? {
+            if !self
+                .registry
+                .has_blob(repo, &layer)
+                .await
+                .map_err(|e| format!("{e:#}"))?
+            {
                 let key = ArchiveKey::new(provider, version, platform);
                 let reader = self
                     .mirror
@@ -297,7 +342,9 @@ impl One<'_> {
                     .open_archive(&key)
                     .await
                     .map_err(|e| e.to_string())?
-                    .ok_or_else(|| format!("{key} left the cache while it was pushed; push again"))?;
+                    .ok_or_else(|| {
+                        format!("{key} left the cache while it was pushed; push again")
+                    })?;
                 let body = reqwest::Body::wrap_stream(ReaderStream::new(reader.into_reader()));
                 self.registry
                     .upload_blob(repo, &layer, *size, body)
@@ -317,12 +364,24 @@ impl One<'_> {
             .put_manifest(repo, &tag, INDEX_TYPE, layout.index.as_bytes())
             .await
             .map_err(|e| format!("{e:#}"))?;
-        Ok(Some(format!("{}/{repo}:{tag} {index}", self.registry_name())))
+        Ok(Some(format!(
+            "{}/{repo}:{tag} {index}",
+            self.registry_name()
+        )))
     }
 
     /// Pushes a module version; `None` when the tag was there already.
-    async fn module(mut self, repo: &str, module: &Module, version: &Version) -> Result<Option<String>, String> {
-        let artifact = self.mirror.oci_module(module, version).await.map_err(|e| e.to_string())?;
+    async fn module(
+        mut self,
+        repo: &str,
+        module: &Module,
+        version: &Version,
+    ) -> Result<Option<String>, String> {
+        let artifact = self
+            .mirror
+            .oci_module(module, version)
+            .await
+            .map_err(|e| e.to_string())?;
         let tag = tag_of(version);
         let digest = artifact.manifest.digest.clone();
         if !self.tag_free(repo, &tag, &digest).await? {
@@ -334,7 +393,10 @@ impl One<'_> {
             .put_manifest(repo, &tag, MANIFEST_TYPE, &artifact.manifest.bytes)
             .await
             .map_err(|e| format!("{e:#}"))?;
-        Ok(Some(format!("{}/{repo}:{tag} {digest}", self.registry_name())))
+        Ok(Some(format!(
+            "{}/{repo}:{tag} {digest}",
+            self.registry_name()
+        )))
     }
 
     fn registry_name(&self) -> String {
@@ -344,7 +406,12 @@ impl One<'_> {
     /// Whether the tag is free to write: `false` when it names `digest`
     /// already, an error when it names anything else.
     async fn tag_free(&self, repo: &str, tag: &str, digest: &Digest) -> Result<bool, String> {
-        match self.registry.manifest_digest(repo, tag).await.map_err(|e| format!("{e:#}"))? {
+        match self
+            .registry
+            .manifest_digest(repo, tag)
+            .await
+            .map_err(|e| format!("{e:#}"))?
+        {
             None => Ok(true),
             Some(there) if there == *digest => Ok(false),
             Some(there) => Err(format!(
@@ -356,7 +423,12 @@ impl One<'_> {
     /// Sends a blob held in memory unless the registry holds it.
     async fn small_blob(&mut self, repo: &str, bytes: bytes::Bytes) -> Result<(), String> {
         let digest = Digest::of(&bytes);
-        if self.registry.has_blob(repo, &digest).await.map_err(|e| format!("{e:#}"))? {
+        if self
+            .registry
+            .has_blob(repo, &digest)
+            .await
+            .map_err(|e| format!("{e:#}"))?
+        {
             return Ok(());
         }
         let size = bytes.len() as u64;
