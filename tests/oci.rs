@@ -212,3 +212,88 @@ async fn tags_are_paged_a_tampered_archive_is_never_a_blob_and_tokens_are_asked_
     assert_ne!(sha256(&blob.body), layer);
     m.stop().await;
 }
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digests_are_the_same_on_a_second_instance_sharing_a_bucket_and_across_an_air_gap() {
+    use common::daemon::{config_file, run_ok, site_config};
+    use common::seaweed::{use_bucket, Seaweed};
+    let weed = Seaweed::start().await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
+    let git_root = setup.dir.path().join("git");
+    let net = Repo::new(&git_root, "net");
+    net.commit(&[("main.tf", "variable \"a\" {}\n")], "v1");
+    net.tag("v1.0.0");
+    origin.serve_git(&git_root);
+    origin.publish_git_module("net", "1.0.0", "net", "v1.0.0");
+    weed.create_bucket("oci").await;
+    let mut config = setup.module_config(&origin, HOST);
+    use_bucket(&mut config, weed.s3_config("oci", setup.dir.path()));
+    let provider_repo = format!("{HOST}/acme/widget");
+    let module_repo = format!("{HOST}/acme/net/aws");
+
+    // Instance a installs one platform; the other's size comes from the
+    // origin without its archive.
+    let a = RunningMirror::start(config.clone()).await;
+    let ca = Client::trusting(&a.ca_file);
+    let tofu = Tofu {
+        client: &ca,
+        base: a.url("").trim_end_matches('/').to_owned(),
+        authorization: None,
+    };
+    let (zip, index) = tofu.install(&provider_repo, "1.0.0", "linux_amd64").await;
+    assert_eq!(zip, archives["linux_amd64"]);
+    let (module_zip, module) = tofu.module(&module_repo, "1.0.0").await;
+    a.stop().await;
+
+    // Instance b: its own directories, the same bucket, offline.
+    let mut second = config.clone();
+    second.cache.dir = setup.dir.path().join("b-cache");
+    second.server.data_dir = setup.dir.path().join("b-data");
+    second.upstream.offline = true;
+    let b = RunningMirror::start(second).await;
+    let cb = Client::trusting(&b.ca_file);
+    let tofu = Tofu {
+        client: &cb,
+        base: b.url("").trim_end_matches('/').to_owned(),
+        authorization: None,
+    };
+    let (zip, digest) = tofu.install(&provider_repo, "1.0.0", "linux_amd64").await;
+    assert_eq!((digest.as_str(), &zip), (index.as_str(), &archives["linux_amd64"]));
+    let (zip, digest) = tofu.module(&module_repo, "1.0.0").await;
+    assert_eq!((digest.as_str(), &zip), (module.as_str(), &module_zip));
+    b.stop().await;
+
+    // Across an air gap: export from the bucket, import into a site's
+    // disk cache, answered offline there.
+    let home = setup.dir.path();
+    let s = |p: &std::path::Path| p.display().to_string();
+    let connected = config_file(&setup, &origin, &weed.storage_toml("oci", home));
+    let bundle = home.join("oci.tar");
+    run_ok(home, &["export", "--config", &s(&connected), "--output", &s(&bundle)]).await;
+    let site = site_config(home, "site", "");
+    run_ok(home, &["import", "--config", &s(&site), &s(&bundle)]).await;
+    let mut offline = setup.module_config(&origin, HOST);
+    offline.cache.dir = home.join("site-cache");
+    offline.server.data_dir = home.join("site-mirror-data");
+    offline.upstream.offline = true;
+    origin.stop();
+    let m = RunningMirror::start(offline).await;
+    let cm = Client::trusting(&m.ca_file);
+    let tofu = Tofu {
+        client: &cm,
+        base: m.url("").trim_end_matches('/').to_owned(),
+        authorization: None,
+    };
+    let (zip, digest) = tofu.install(&provider_repo, "1.0.0", "linux_amd64").await;
+    assert_eq!((digest.as_str(), &zip), (index.as_str(), &archives["linux_amd64"]));
+    let (zip, digest) = tofu.module(&module_repo, "1.0.0").await;
+    assert_eq!((digest.as_str(), &zip), (module.as_str(), &module_zip));
+    m.stop().await;
+}
