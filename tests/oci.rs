@@ -265,7 +265,10 @@ async fn digests_are_the_same_on_a_second_instance_sharing_a_bucket_and_across_a
         authorization: None,
     };
     let (zip, digest) = tofu.install(&provider_repo, "1.0.0", "linux_amd64").await;
-    assert_eq!((digest.as_str(), &zip), (index.as_str(), &archives["linux_amd64"]));
+    assert_eq!(
+        (digest.as_str(), &zip),
+        (index.as_str(), &archives["linux_amd64"])
+    );
     let (zip, digest) = tofu.module(&module_repo, "1.0.0").await;
     assert_eq!((digest.as_str(), &zip), (module.as_str(), &module_zip));
     b.stop().await;
@@ -276,7 +279,17 @@ async fn digests_are_the_same_on_a_second_instance_sharing_a_bucket_and_across_a
     let s = |p: &std::path::Path| p.display().to_string();
     let connected = config_file(&setup, &origin, &weed.storage_toml("oci", home));
     let bundle = home.join("oci.tar");
-    run_ok(home, &["export", "--config", &s(&connected), "--output", &s(&bundle)]).await;
+    run_ok(
+        home,
+        &[
+            "export",
+            "--config",
+            &s(&connected),
+            "--output",
+            &s(&bundle),
+        ],
+    )
+    .await;
     let site = site_config(home, "site", "");
     run_ok(home, &["import", "--config", &s(&site), &s(&bundle)]).await;
     let mut offline = setup.module_config(&origin, HOST);
@@ -292,7 +305,10 @@ async fn digests_are_the_same_on_a_second_instance_sharing_a_bucket_and_across_a
         authorization: None,
     };
     let (zip, digest) = tofu.install(&provider_repo, "1.0.0", "linux_amd64").await;
-    assert_eq!((digest.as_str(), &zip), (index.as_str(), &archives["linux_amd64"]));
+    assert_eq!(
+        (digest.as_str(), &zip),
+        (index.as_str(), &archives["linux_amd64"])
+    );
     let (zip, digest) = tofu.module(&module_repo, "1.0.0").await;
     assert_eq!((digest.as_str(), &zip), (module.as_str(), &module_zip));
     m.stop().await;

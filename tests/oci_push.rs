@@ -159,6 +159,36 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
         .await;
     assert_eq!(digest, module_digest);
     assert_eq!(zip, module_zip);
+    // And the independent client pulls the same from the mirror.
+    let mirror_host = m
+        .url("")
+        .trim_start_matches("https://")
+        .trim_end_matches('/')
+        .to_owned();
+    let pulled = oras_pull(
+        &mirror_host,
+        &format!("{HOST}/acme/widget"),
+        "1.0.0",
+        "provider",
+        &m.ca_file,
+        None,
+    );
+    assert_eq!(pulled["digest"], index.as_str());
+    for platform in PLATFORMS {
+        assert_eq!(
+            pulled["layers"][platform]["sha256"],
+            digest_of(&archives[platform]).as_str()
+        );
+    }
+    let pulled = oras_pull(
+        &mirror_host,
+        &format!("{HOST}/acme/net/aws"),
+        "1.0.0",
+        "module",
+        &m.ca_file,
+        None,
+    );
+    assert_eq!(pulled["digest"], module_digest.as_str());
     m.stop().await;
 
     // Again: nothing is sent.
@@ -280,4 +310,73 @@ async fn watch_passes_bring_new_versions_to_the_sites_registry() {
         "{}",
         refused.stderr
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    tfmirror_no_oci_tools,
+    ignore = "needs Debian's docker-registry and ORAS_PY (the README's test command installs both)"
+)]
+async fn push_oci_asks_a_token_service_when_the_registry_names_one() {
+    use common::token_gateway::TokenGateway;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archives = origin.publish("acme", "widget", "1.0.0", &PLATFORMS, &signer, &[&signer]);
+    let registry = DockerRegistry::start(&setup.ca).await;
+    let gateway = TokenGateway::start(&setup.ca, &registry).await;
+    let config = config_file(&setup, &origin, "");
+    let home = setup.dir.path().join("home");
+    // Podman's auth file, where `podman login` writes it.
+    let pair = format!("{REGISTRY_USER}:{REGISTRY_PASSWORD}");
+    let auth = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    };
+    let file = home.join(".config/containers/auth.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let doc = serde_json::json!({ "auths": { gateway.host.clone(): { "auth": auth } } });
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let manifest = setup.dir.path().join("site.toml");
+    std::fs::write(
+        &manifest,
+        format!("platforms = [\"linux_amd64\"]\n[[provider]]\nsource = \"{HOST}/acme/widget\"\nversions = \"1.0.0\"\n"),
+    )
+    .unwrap();
+    let s = |p: &std::path::Path| p.display().to_string();
+    let target = format!("{}/site", gateway.host);
+    let ran = run_tfmirror(
+        &home,
+        &[
+            "push-oci",
+            &target,
+            "--config",
+            &s(&config),
+            "--manifest",
+            &s(&manifest),
+            "--ca-file",
+            &s(&registry.ca_file()),
+        ],
+    )
+    .await;
+    assert!(ran.ok, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.contains("containers/auth.json"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("tags pushed: 1"), "{}", ran.stdout);
+    assert!(gateway.tokens.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+
+    // What went through the gateway is in the registry behind it.
+    let client = Client::trusting(&registry.ca_file());
+    let tofu = Tofu {
+        client: &client,
+        base: format!("https://{}", registry.host),
+        authorization: Some(DockerRegistry::basic()),
+    };
+    let (zip, _) = tofu
+        .install(&format!("site/{HOST}/acme/widget"), "1.0.0", "linux_amd64")
+        .await;
+    assert_eq!(zip, archives["linux_amd64"]);
 }

@@ -20,6 +20,7 @@ mod origin;
 mod running;
 pub mod seaweed;
 mod shapes;
+pub mod token_gateway;
 mod wait;
 
 pub use archives::*;
