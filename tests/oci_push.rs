@@ -191,6 +191,37 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
     assert_eq!(pulled["digest"], module_digest.as_str());
     m.stop().await;
 
+    // From what the cache holds, under another prefix: the same content,
+    // so the same digests, and the blobs already in the registry's
+    // storage are still sent to the new repositories.
+    let cached = run_tfmirror(
+        &home,
+        &[
+            "push-oci",
+            &format!("{}/from-cache", registry.host),
+            "--config",
+            &config.display().to_string(),
+            "--ca-file",
+            &ca.display().to_string(),
+        ],
+    )
+    .await;
+    assert!(cached.ok, "{}{}", cached.stdout, cached.stderr);
+    assert!(
+        cached
+            .stdout
+            .contains(&format!("from-cache/{HOST}/acme/widget:1.0.0 {index}")),
+        "{}",
+        cached.stdout
+    );
+    assert!(
+        cached.stdout.contains(&format!(
+            "from-cache/{HOST}/acme/net/aws:1.0.0 {module_digest}"
+        )),
+        "{}",
+        cached.stdout
+    );
+
     // Again: nothing is sent.
     let second = push(&[]).await;
     assert!(second.ok, "{}{}", second.stdout, second.stderr);
