@@ -272,7 +272,7 @@ mod tests {
             assert!(format!("{e:#}").contains(says), "{e:#}");
             assert!(format!("{e:#}").contains("auths.\"reg.example\""), "{e:#}");
         }
-        assert!(entry_in(b"[]", file, "reg.example", "a").is_err());
+        assert!(entry_in(b"{\"auths\": ", file, "reg.example", "a").is_err());
     }
 
     #[test]
