@@ -6,7 +6,7 @@
 //! is what the stack can do on this machine; tfmirror's figures are read
 //! against it in BENCHMARKS.md.
 //!
-//! Usage: bench-ceiling PORT CERT_PEM KEY_PEM STATIC_DIR
+//! Usage: `bench-ceiling PORT CERT_PEM KEY_PEM STATIC_DIR`
 //! (serves every `.json` file below `STATIC_DIR` at its path; prints
 //! `ready` once listening).
 
@@ -48,13 +48,14 @@ fn main() {
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
     let key = rustls_pki_types::PrivateKeyDer::from_pem_file(key).unwrap();
-    let mut tls =
-        rustls::ServerConfig::builder_with_provider(rustls::crypto::ring::default_provider().into())
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap();
+    let mut tls = rustls::ServerConfig::builder_with_provider(
+        rustls::crypto::ring::default_provider().into(),
+    )
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
     // The same runtime as tfmirror's: multi-threaded, one worker per core.

@@ -49,13 +49,12 @@ fn free_port_pair(taken: &[u16]) -> u16 {
 
 impl Seaweed {
     /// Starts a server with its own data directory and waits until its S3
-    /// gateway answers.
+    /// gateway answers. Its ports are free when chosen, but another
+    /// process (another test's server) may take one before it binds; the
+    /// server then exits, and it is started again on other ports.
     pub async fn start() -> Seaweed {
         let dir = tempfile::tempdir().unwrap();
-        let mut ports = [0u16; 4];
-        for i in 0..4 {
-            ports[i] = free_port_pair(&ports[..i]);
-        }
+        let ports = [0u16; 4];
         let config = serde_json::json!({
             "identities": [{
                 "name": "tfmirror",
@@ -72,11 +71,29 @@ impl Seaweed {
             ports,
             log,
         };
-        s.spawn().await;
-        s
+        for attempt in 1..=3 {
+            for i in 0..4 {
+                s.ports[i] = free_port_pair(&s.ports[..i]);
+            }
+            s.spawn_process();
+            if s.wait_ready().await {
+                return s;
+            }
+            eprintln!("SeaweedFS exited at start (attempt {attempt}, a port taken meanwhile); again on other ports");
+            s.stop();
+        }
+        panic!(
+            "SeaweedFS exited at start three times; see {}",
+            s.log.display()
+        );
     }
 
     async fn spawn(&mut self) {
+        self.spawn_process();
+        assert!(self.wait_ready().await, "SeaweedFS exited at restart");
+    }
+
+    fn spawn_process(&mut self) {
         let [master, volume, filer, s3] = self.ports;
         let dir = self.dir.path();
         let log = std::fs::OpenOptions::new()
@@ -108,27 +125,37 @@ impl Seaweed {
             .spawn()
             .unwrap();
         self.child = Some(child);
-        self.wait_ready().await;
     }
 
     /// Waits until the S3 gateway answers HTTP and a bucket write succeeds
-    /// (the volume servers have registered); panics with the end of the
-    /// server's log when it does not within a minute.
-    async fn wait_ready(&self) {
+    /// (the volume servers have registered): `false` when the server
+    /// exits first; panics with the end of the server's log when neither
+    /// happens within a minute.
+    async fn wait_ready(&mut self) -> bool {
         let addr = self.s3_addr();
-        let store = &self.object_store("readiness");
-        let ready = super::answered_within(Duration::from_secs(60), || async move {
-            TcpStream::connect(addr).is_ok()
-                && object_store::ObjectStoreExt::put(
-                    store,
-                    &object_store::path::Path::from("ready"),
-                    object_store::PutPayload::from_static(b"ok"),
-                )
-                .await
-                .is_ok()
+        let store = self.object_store("readiness");
+        let child = self.child.as_mut().expect("started");
+        let exited = std::cell::Cell::new(false);
+        let settled = super::answered_within(Duration::from_secs(60), || {
+            exited.set(child.try_wait().ok().flatten().is_some());
+            let (store, exited) = (&store, exited.get());
+            async move {
+                exited
+                    || (TcpStream::connect(addr).is_ok()
+                        && object_store::ObjectStoreExt::put(
+                            store,
+                            &object_store::path::Path::from("ready"),
+                            object_store::PutPayload::from_static(b"ok"),
+                        )
+                        .await
+                        .is_ok())
+            }
         })
         .await;
-        if !ready {
+        if exited.get() {
+            return false;
+        }
+        if !settled {
             let log = std::fs::read_to_string(&self.log).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(40).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
@@ -137,6 +164,7 @@ impl Seaweed {
                 tail.join("\n")
             );
         }
+        true
     }
 
     pub fn s3_addr(&self) -> SocketAddr {
