@@ -1,15 +1,16 @@
-//! OpenTofu's `oci_mirror` paths: the read side of the OCI Distribution
-//! API under `/v2/`, with one repository per provider,
-//! `/v2/<hostname>/<namespace>/<type>` (a `repository_template` of
-//! `"mirror.example/${hostname}/${namespace}/${type}"`): `GET /v2/`,
+//! OpenTofu's `oci_mirror` paths and `oci://` module sources: the read
+//! side of the OCI Distribution API under `/v2/`, with one repository per
+//! provider, `/v2/<hostname>/<namespace>/<type>` (a `repository_template`
+//! of `"mirror.example/${hostname}/${namespace}/${type}"`), and one per
+//! registry module, `/v2/<hostname>/<namespace>/<name>/<system>`: `GET /v2/`,
 //! `tags/list`, manifests by tag or digest and blobs by digest, `GET` and
 //! `HEAD`. Errors carry the OCI error body (`{"errors":[{"code",
 //! "message"}]}`); an unknown repository is `404 NAME_UNKNOWN`, which
 //! sends OpenTofu on to its next installation method.
 
-use http::{header, HeaderValue, Response, StatusCode};
-
 use std::sync::Arc;
+
+use http::{header, HeaderValue, Response, StatusCode};
 
 use super::audit::Served;
 use super::body::Body;
