@@ -242,11 +242,7 @@ async fn digests_are_the_same_on_a_second_instance_sharing_a_bucket_and_across_a
     // origin without its archive.
     let a = RunningMirror::start(config.clone()).await;
     let ca = Client::trusting(&a.ca_file);
-    let tofu = Tofu {
-        client: &ca,
-        base: a.url("").trim_end_matches('/').to_owned(),
-        authorization: None,
-    };
+    let tofu = Tofu::at_mirror(&ca, &a);
     let (zip, index) = tofu.install(&provider_repo, "1.0.0", "linux_amd64").await;
     assert_eq!(zip, archives["linux_amd64"]);
     let (module_zip, module) = tofu.module(&module_repo, "1.0.0").await;
@@ -259,11 +255,7 @@ async fn digests_are_the_same_on_a_second_instance_sharing_a_bucket_and_across_a
     second.upstream.offline = true;
     let b = RunningMirror::start(second).await;
     let cb = Client::trusting(&b.ca_file);
-    let tofu = Tofu {
-        client: &cb,
-        base: b.url("").trim_end_matches('/').to_owned(),
-        authorization: None,
-    };
+    let tofu = Tofu::at_mirror(&cb, &b);
     let (zip, digest) = tofu.install(&provider_repo, "1.0.0", "linux_amd64").await;
     assert_eq!(
         (digest.as_str(), &zip),
@@ -299,11 +291,7 @@ async fn digests_are_the_same_on_a_second_instance_sharing_a_bucket_and_across_a
     origin.stop();
     let m = RunningMirror::start(offline).await;
     let cm = Client::trusting(&m.ca_file);
-    let tofu = Tofu {
-        client: &cm,
-        base: m.url("").trim_end_matches('/').to_owned(),
-        authorization: None,
-    };
+    let tofu = Tofu::at_mirror(&cm, &m);
     let (zip, digest) = tofu.install(&provider_repo, "1.0.0", "linux_amd64").await;
     assert_eq!(
         (digest.as_str(), &zip),

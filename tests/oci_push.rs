@@ -144,11 +144,7 @@ async fn push_oci_fills_a_real_registry_that_opentofu_and_oras_install_from() {
     // The mirror's own /v2/ hands out the same digests for the same content.
     let m = RunningMirror::start(setup.module_config(&origin, HOST)).await;
     let mirror_client = Client::trusting(&m.ca_file);
-    let at_mirror = Tofu {
-        client: &mirror_client,
-        base: m.url("").trim_end_matches('/').to_owned(),
-        authorization: None,
-    };
+    let at_mirror = Tofu::at_mirror(&mirror_client, &m);
     let (zip, digest) = at_mirror
         .install(&format!("{HOST}/acme/widget"), "1.0.0", "darwin_arm64")
         .await;

@@ -40,7 +40,16 @@ pub struct Tofu<'a> {
     pub authorization: Option<String>,
 }
 
-impl Tofu<'_> {
+impl<'a> Tofu<'a> {
+    /// OpenTofu without credentials, asking a running mirror.
+    pub fn at_mirror(client: &'a Client, mirror: &super::RunningMirror) -> Tofu<'a> {
+        Tofu {
+            client,
+            base: mirror.url("").trim_end_matches('/').to_owned(),
+            authorization: None,
+        }
+    }
+
     async fn send(&self, method: Method, path: &str, accept: Option<&str>) -> Answer {
         let mut headers = Vec::new();
         if let Some(a) = &self.authorization {

@@ -64,6 +64,15 @@ impl Registry {
         })
     }
 
+    /// The `Authorization` value that worked for `repo`, if any.
+    fn granted(&self, repo: &str) -> Option<String> {
+        self.granted
+            .lock()
+            .expect("granted lock")
+            .get(repo)
+            .cloned()
+    }
+
     /// The registry's `host[:port]`.
     pub fn host(&self) -> &str {
         &self.base[url::Position::BeforeHost..url::Position::AfterPort]
@@ -82,12 +91,7 @@ impl Registry {
         url: Url,
         build: Build<'_>,
     ) -> anyhow::Result<reqwest::Response> {
-        let granted = self
-            .granted
-            .lock()
-            .expect("granted lock")
-            .get(repo)
-            .cloned();
+        let granted = self.granted(repo);
         let first = self
             .attempt(&method, &url, granted.as_deref(), build)
             .await?;
@@ -244,22 +248,12 @@ impl Registry {
             .header(CONTENT_TYPE, "application/octet-stream")
             .header(CONTENT_LENGTH, size)
             .body(body);
-        let granted = self
-            .granted
-            .lock()
-            .expect("granted lock")
-            .get(repo)
-            .cloned();
+        let granted = self.granted(repo);
         if let Some(value) = granted {
             request = request.header(AUTHORIZATION, value);
         }
         let put = request.send().await.with_context(|| format!("PUT {url}"))?;
-        if put.status() != StatusCode::CREATED {
-            let status = put.status();
-            let text = put.text().await.unwrap_or_default();
-            bail!("PUT {url}: {status} {}", text.trim());
-        }
-        Ok(())
+        created(put, &url).await
     }
 
     /// Puts a manifest into `repo` under `reference` (a tag or its digest).
@@ -275,13 +269,19 @@ impl Registry {
         let build =
             |r: reqwest::RequestBuilder| r.header(CONTENT_TYPE, media_type).body(body.clone());
         let put = self.send(repo, Method::PUT, url.clone(), &build).await?;
-        if put.status() != StatusCode::CREATED {
-            let status = put.status();
-            let text = put.text().await.unwrap_or_default();
-            bail!("PUT {url}: {status} {}", text.trim());
-        }
-        Ok(())
+        created(put, &url).await
     }
+}
+
+/// Whether a `PUT` to `url` was answered `201 Created`; else the status
+/// and the registry's own words.
+async fn created(put: reqwest::Response, url: &Url) -> anyhow::Result<()> {
+    if put.status() == StatusCode::CREATED {
+        return Ok(());
+    }
+    let status = put.status();
+    let text = put.text().await.unwrap_or_default();
+    bail!("PUT {url}: {status} {}", text.trim())
 }
 
 fn digest_header(headers: &HeaderMap) -> Option<Digest> {
