@@ -59,6 +59,7 @@ impl Daemon {
         let auth = Auth::new(&config.auth, &config.server.data_dir, clock.clone())?;
         let watch = crate::site::watch::Watch::new(&config.watch)?;
         let mirror = Arc::new(Mirror::new(config.clone()).await?.with_clock(clock));
+        give_back_start_up_memory();
         Ok(Daemon {
             config,
             listener,
@@ -267,3 +268,24 @@ fn public_authority(config: &Config, addr: std::net::SocketAddr) -> String {
         .map_or("localhost", String::as_str);
     format!("{host}:{}", addr.port())
 }
+
+/// Hands back to the system the memory that start-up needed only while it
+/// read the cache and built its index: at 100,000 archives, tens of MiB
+/// freed on the threads that walked the cache, which the C library's
+/// allocator otherwise keeps in those threads' arenas for good (RSS at
+/// rest 74 MiB instead of 44 in `benches/scale/run`'s cache).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn give_back_start_up_memory() {
+    // SAFETY: malloc_trim takes no pointers and only releases memory the
+    // allocator holds free; glibc documents it as safe to call at any time
+    // from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Elsewhere the allocator gives freed memory back on its own, or keeps
+/// nothing worth asking for.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn give_back_start_up_memory() {}

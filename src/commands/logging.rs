@@ -7,7 +7,6 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::Context;
-use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::Layer as _;
@@ -23,28 +22,19 @@ pub(super) fn load(file: Option<&Path>) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-/// How many log lines the daemon queues for its logging thread before a
-/// request that logs waits for the writer (a few MiB at most).
-pub const LOG_QUEUE_LINES: usize = 16_384;
-
 /// Loads the configuration for the daemon, whose log lines (one per
-/// request at `info`) are handed to a logging thread that writes them to
-/// standard error in batches, off the request path. Nothing is dropped: a
-/// stalled reader of standard error holds requests back once
-/// [`LOG_QUEUE_LINES`] lines wait. The returned guard writes what is left
-/// when it is dropped.
-pub(super) fn load_daemon(file: Option<&Path>) -> anyhow::Result<(Config, WorkerGuard)> {
+/// request at `info`) are gathered in a buffer that a logging thread
+/// writes to standard error in batches, off the request path (see
+/// [`super::log_writer`]). Nothing is dropped. The returned guard writes
+/// what is left when it is dropped.
+pub(super) fn load_daemon(
+    file: Option<&Path>,
+) -> anyhow::Result<(Config, super::log_writer::Flushed)> {
     let config = super::loaded::load_checked(file)?;
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .buffered_lines_limit(LOG_QUEUE_LINES)
-        .thread_name("tfmirror-log")
-        .finish(std::io::BufWriter::with_capacity(
-            64 * 1024,
-            std::io::stderr(),
-        ));
+    let (writer, flushed) =
+        super::log_writer::start(std::io::stderr()).context("starting the logging thread")?;
     init_logging(&config, writer)?;
-    Ok((config, guard))
+    Ok((config, flushed))
 }
 
 pub(super) fn init_logging<W>(config: &Config, writer: W) -> anyhow::Result<()>

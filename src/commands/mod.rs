@@ -13,6 +13,7 @@ pub mod inventory;
 pub mod keyless;
 pub mod loaded;
 pub mod lock;
+mod log_writer;
 mod logging;
 pub mod ls;
 pub mod policy;

@@ -93,7 +93,10 @@ pub async fn run(
                 if let Some(queue) = &queue {
                     req.extensions_mut().insert(queue.clone());
                 }
-                dispatch::handle(app.clone(), peer.ip(), req)
+                // Boxed: the answer's future holds every route's state, and
+                // hyper moves a request's future whole (HTTP/2 spawns one
+                // task per stream); a box is one pointer to move.
+                Box::pin(dispatch::handle(app.clone(), peer.ip(), req))
             })
         };
         let builder = builder.clone();

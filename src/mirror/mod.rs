@@ -35,6 +35,7 @@ pub mod documents;
 mod eviction;
 pub mod facade;
 mod gate;
+mod held;
 pub mod keyless;
 mod listing;
 pub mod lockfile;
@@ -50,7 +51,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use moka::ops::compute::Op;
 
 use crate::address::{Hostname, Provider, Version};
 use crate::clock::SharedClock;
@@ -64,42 +64,12 @@ use crate::upstream::Origin;
 use crate::verify::TrustPolicy;
 
 pub use archive::{Archive, ArchiveBody, FileOrStream, StoredFile};
+use held::{Held, Timed};
 pub use listing::Freshness;
 pub use residency::Residency;
 
 /// How soon a stale or incomplete answer is retried against the origin.
 pub(crate) const RETRY_AFTER_TROUBLE: Duration = Duration::from_secs(30);
-
-/// A loaded value and how long it may be held in memory (`None`: until
-/// memory is needed for others).
-#[derive(Debug)]
-struct Timed<T> {
-    value: Arc<T>,
-    ttl: Option<Duration>,
-}
-
-/// A value held in memory, and when it expires by the mirror's clock
-/// (milliseconds since the Unix epoch).
-#[derive(Debug)]
-struct Held<T> {
-    value: Arc<T>,
-    expires_ms: Option<u64>,
-}
-
-impl<T> Clone for Held<T> {
-    fn clone(&self) -> Self {
-        Held {
-            value: self.value.clone(),
-            expires_ms: self.expires_ms,
-        }
-    }
-}
-
-impl<T> Held<T> {
-    fn live_at(&self, now_ms: u64) -> bool {
-        self.expires_ms.is_none_or(|e| now_ms < e)
-    }
-}
 
 /// What the provider mirror keeps, apart from the module proxy's state:
 /// version lists and records, archives known to be held, the documents as
@@ -315,61 +285,6 @@ impl Mirror {
     pub fn with_clock(mut self, clock: SharedClock) -> Mirror {
         self.clock = clock;
         self
-    }
-
-    /// The value of `key` in `cache`, loaded by `load` when absent or
-    /// expired by the mirror's clock. However many requests ask at once,
-    /// one load runs and its result (or error) is shared. Also says
-    /// whether the value was found held in memory.
-    async fn held<K, T, F, Fut>(
-        &self,
-        cache: &moka::future::Cache<K, Held<T>>,
-        key: K,
-        load: F,
-    ) -> Result<(Arc<T>, bool), RequestError>
-    where
-        K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
-        T: Send + Sync + 'static,
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<Timed<T>, RequestError>>,
-    {
-        let mut attempts = 0;
-        loop {
-            let entry = cache
-                .entry(key.clone())
-                // Boxed: a load (fetching and verifying) is a large future,
-                // and lookups that find the value need none of it.
-                .or_try_insert_with(Box::pin(async {
-                    let loaded = load().await?;
-                    Ok::<_, RequestError>(Held {
-                        value: loaded.value,
-                        expires_ms: loaded.ttl.map(|ttl| {
-                            self.clock
-                                .unix_ms()
-                                .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
-                        }),
-                    })
-                }))
-                .await
-                .map_err(|e| (*e).clone())?;
-            let loaded_now = entry.is_fresh();
-            let held = entry.into_value();
-            attempts += 1;
-            if loaded_now || held.live_at(self.clock.unix_ms()) || attempts == 3 {
-                return Ok((held.value, !loaded_now));
-            }
-            // Expired: drop it, unless another request already replaced it.
-            let stale = held.value;
-            cache
-                .entry(key.clone())
-                .and_compute_with(|current| async move {
-                    match current {
-                        Some(c) if Arc::ptr_eq(&c.value().value, &stale) => Op::Remove,
-                        _ => Op::Nop,
-                    }
-                })
-                .await;
-        }
     }
 
     /// The CLI releases' state: the enabled products and their sources.

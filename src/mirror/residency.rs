@@ -33,10 +33,42 @@ struct Entry {
 /// A module version, as the index knows its package.
 pub type ModuleKey = (Module, Version);
 
+/// An archive as the index holds it: its address in one string,
+/// `hostname/namespace/type/version/platform` (no part can hold a `/`).
+/// At a hundred thousand archives this is a third of what the parsed key
+/// would take.
+type Compact = Arc<str>;
+
+/// The compact form of `key`.
+fn compact(key: &ArchiveKey) -> String {
+    format!("{}/{}/{}", key.provider, key.version, key.platform)
+}
+
+/// The parts of a compact key: the provider as written, the version, the
+/// platform.
+fn parts(compact: &str) -> (&str, &str, &str) {
+    let (rest, platform) = compact.rsplit_once('/').unwrap_or(("", compact));
+    let (provider, version) = rest.rsplit_once('/').unwrap_or(("", rest));
+    (provider, version, platform)
+}
+
+/// The key a compact form was made from.
+fn expand(compact: &str) -> ArchiveKey {
+    let (provider, version, platform) = parts(compact);
+    let parsed = (|| {
+        Some(ArchiveKey {
+            provider: crate::address::Provider::from_source(provider).ok()?,
+            version: Version::parse(version).ok()?,
+            platform: crate::address::Platform::parse(platform).ok()?,
+        })
+    })();
+    parsed.expect("the index holds only compact forms of valid keys")
+}
+
 /// What the cache holds, as `by_age` names it.
 #[derive(Debug, Clone)]
 enum Aged {
-    Archive(Arc<ArchiveKey>),
+    Archive(Compact),
     Module(Arc<ModuleKey>),
     Release(Arc<ReleaseFile>),
 }
@@ -58,7 +90,7 @@ pub enum Evicted {
 /// which turns make unique, so it never compares keys.
 #[derive(Default)]
 struct Index {
-    entries: HashMap<Arc<ArchiveKey>, Entry>,
+    entries: HashMap<Compact, Entry>,
     /// Module packages.
     modules: HashMap<Arc<ModuleKey>, Entry>,
     /// CLI release files.
@@ -69,9 +101,9 @@ struct Index {
     generation: u64,
     /// Archives being sent to clients, with how many readers each: never
     /// evicted.
-    readers: HashMap<ArchiveKey, usize>,
+    readers: HashMap<Compact, usize>,
     /// When each archive's last use was last written to the store.
-    touched: HashMap<ArchiveKey, Instant>,
+    touched: HashMap<Compact, Instant>,
 }
 
 /// The order of last use and the totals that archives and module
@@ -89,17 +121,18 @@ struct Order {
 impl Order {
     /// Indexes `key` in `map`, named in `by_age` by `aged`. Returns
     /// whether it was new.
-    fn place<K: Eq + std::hash::Hash + Clone>(
+    fn place<K: Eq + std::hash::Hash + ?Sized>(
         &mut self,
         map: &mut HashMap<Arc<K>, Entry>,
         key: &K,
+        make: impl FnOnce(&K) -> Arc<K>,
         size: u64,
         last_used: u64,
         aged: fn(Arc<K>) -> Aged,
     ) -> bool {
         let (key, new) = match map.get_key_value(key) {
             Some((held, _)) => (held.clone(), false),
-            None => (Arc::new(key.clone()), true),
+            None => (make(key), true),
         };
         if let Some(old) = map.remove(&key) {
             self.bytes -= old.size;
@@ -119,7 +152,7 @@ impl Order {
     }
 
     /// Takes `key` out of `map` and of the order.
-    fn unplace<K: Eq + std::hash::Hash>(
+    fn unplace<K: Eq + std::hash::Hash + ?Sized>(
         &mut self,
         map: &mut HashMap<Arc<K>, Entry>,
         key: &K,
@@ -133,16 +166,20 @@ impl Order {
 
 impl Index {
     /// Indexes an archive of `size` bytes last used at `last_used`.
-    fn insert(&mut self, key: &ArchiveKey, size: u64, last_used: u64) {
-        if self
-            .order
-            .place(&mut self.entries, key, size, last_used, Aged::Archive)
-        {
+    fn insert(&mut self, key: &str, size: u64, last_used: u64) {
+        if self.order.place(
+            &mut self.entries,
+            key,
+            |k: &str| Compact::from(k),
+            size,
+            last_used,
+            Aged::Archive,
+        ) {
             self.generation += 1;
         }
     }
 
-    fn remove(&mut self, key: &ArchiveKey) -> Option<Entry> {
+    fn remove(&mut self, key: &str) -> Option<Entry> {
         let old = self.order.unplace(&mut self.entries, key)?;
         self.generation += 1;
         Some(old)
@@ -150,8 +187,14 @@ impl Index {
 
     /// Indexes a module package of `size` bytes last used at `last_used`.
     fn insert_module(&mut self, key: &ModuleKey, size: u64, last_used: u64) {
-        self.order
-            .place(&mut self.modules, key, size, last_used, Aged::Module);
+        self.order.place(
+            &mut self.modules,
+            key,
+            |k| Arc::new(k.clone()),
+            size,
+            last_used,
+            Aged::Module,
+        );
     }
 
     fn remove_module(&mut self, key: &ModuleKey) -> Option<Entry> {
@@ -160,8 +203,14 @@ impl Index {
 
     /// Indexes a release file of `size` bytes last used at `last_used`.
     fn insert_release(&mut self, key: &ReleaseFile, size: u64, last_used: u64) {
-        self.order
-            .place(&mut self.releases, key, size, last_used, Aged::Release);
+        self.order.place(
+            &mut self.releases,
+            key,
+            |k| Arc::new(k.clone()),
+            size,
+            last_used,
+            Aged::Release,
+        );
     }
 
     /// Takes the least recently used archives and packages out of the
@@ -179,10 +228,7 @@ impl Index {
                     if self.readers.get(k.as_ref()).is_some_and(|n| *n > 0) {
                         continue;
                     }
-                    (
-                        Evicted::Archive(ArchiveKey::clone(k)),
-                        self.entries[k.as_ref()].size,
-                    )
+                    (Evicted::Archive(expand(k)), self.entries[k.as_ref()].size)
                 }
                 Aged::Module(k) => (
                     Evicted::Module(k.0.clone(), k.1.clone()),
@@ -202,8 +248,9 @@ impl Index {
         for named in &picked {
             match named {
                 Evicted::Archive(k) => {
-                    self.remove(k);
-                    self.touched.remove(k);
+                    let k = compact(k);
+                    self.remove(&k);
+                    self.touched.remove(k.as_str());
                 }
                 Evicted::Module(m, v) => {
                     self.remove_module(&(m.clone(), v.clone()));
@@ -243,7 +290,7 @@ impl Residency {
     ) -> Residency {
         let mut index = Index::default();
         for a in held {
-            index.insert(&a.key(), a.size, a.last_used);
+            index.insert(&compact(&a.key()), a.size, a.last_used);
         }
         for (key, size, last_used) in modules {
             index.insert_module(&key, size, last_used);
@@ -278,12 +325,16 @@ impl Residency {
         }
         let mut grouped = Holdings::new();
         for key in index.entries.keys() {
+            let (provider, version, platform) = parts(key);
+            let Ok(version) = Version::parse(version) else {
+                continue;
+            };
             grouped
-                .entry(key.provider.to_string())
+                .entry(provider.to_owned())
                 .or_default()
-                .entry(key.version.clone())
+                .entry(version)
                 .or_default()
-                .push(key.platform.to_string());
+                .push(platform.to_owned());
         }
         let generation = index.generation;
         drop(index);
@@ -319,16 +370,17 @@ impl Residency {
     /// Marks an archive as being read: it is not evicted until
     /// [`Residency::done_reading`].
     pub fn reading(&self, key: &ArchiveKey) {
-        *self.lock().readers.entry(key.clone()).or_default() += 1;
+        *self.lock().readers.entry(compact(key).into()).or_default() += 1;
     }
 
     /// Ends one [`Residency::reading`].
     pub fn done_reading(&self, key: &ArchiveKey) {
+        let key = compact(key);
         let mut index = self.lock();
-        if let Some(n) = index.readers.get_mut(key) {
+        if let Some(n) = index.readers.get_mut(key.as_str()) {
             *n -= 1;
             if *n == 0 {
-                index.readers.remove(key);
+                index.readers.remove(key.as_str());
             }
         }
     }
@@ -337,15 +389,16 @@ impl Residency {
     /// was not). Returns whether its last-use time should be written to
     /// the store now (at most once per `TOUCH_EVERY`).
     pub fn used(&self, key: &ArchiveKey, size: u64) -> bool {
+        let key = compact(key);
         let mut index = self.lock();
-        let known = index.entries.contains_key(key);
-        index.insert(key, size, now_secs());
+        let known = index.entries.contains_key(key.as_str());
+        index.insert(&key, size, now_secs());
         let due = index
             .touched
-            .get(key)
+            .get(key.as_str())
             .is_none_or(|t| t.elapsed() >= TOUCH_EVERY);
         if due {
-            index.touched.insert(key.clone(), Instant::now());
+            index.touched.insert(key.into(), Instant::now());
         }
         drop(index);
         if !known {
@@ -360,7 +413,7 @@ impl Residency {
     /// index at once; the caller removes them from the store.
     pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<Evicted> {
         self.stored_then_evict(&Evicted::Archive(key.clone()), |index| {
-            index.insert(key, size, now_secs());
+            index.insert(&compact(key), size, now_secs());
         })
     }
 
@@ -413,7 +466,7 @@ impl Residency {
 
     /// Forgets an archive that is no longer in the store.
     pub fn forget(&self, key: &ArchiveKey) {
-        let removed = self.lock().remove(key).is_some();
+        let removed = self.lock().remove(&compact(key)).is_some();
         if removed {
             self.publish();
         }
@@ -421,7 +474,7 @@ impl Residency {
 
     /// Puts back an archive whose eviction failed.
     pub fn restore(&self, key: &ArchiveKey, size: u64) {
-        self.lock().insert(key, size, 0);
+        self.lock().insert(&compact(key), size, 0);
         self.publish();
     }
 }

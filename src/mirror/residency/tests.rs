@@ -168,3 +168,50 @@ fn release_files_take_their_turn_and_a_new_one_stays() {
     r.release_used(&file(1), 10);
     assert_eq!(r.stored_release(&file(2), 10), vec![old(0)]);
 }
+
+#[test]
+fn the_compact_form_gives_back_the_key_and_its_parts() {
+    for (source, version, platform) in [
+        (
+            "registry.terraform.io/hashicorp/aws",
+            "5.1.0",
+            "linux_amd64",
+        ),
+        (
+            "mirror.example:8443/acme/x",
+            "2.0.0-beta.1+build.7",
+            "darwin_arm64",
+        ),
+    ] {
+        let key = ArchiveKey::new(
+            &Provider::from_source(source).unwrap(),
+            &Version::parse(version).unwrap(),
+            &Platform::parse(platform).unwrap(),
+        );
+        let c = compact(&key);
+        assert_eq!(expand(&c), key);
+        assert_eq!(parts(&c), (source, version, platform));
+    }
+}
+
+#[test]
+fn archives_being_read_are_named_by_their_compact_form_and_never_evicted() {
+    let r = Residency::new(
+        held(2, 10),
+        Vec::new(),
+        Vec::new(),
+        Some(bytesize::ByteSize(20)),
+        Arc::new(Metrics::new()),
+    );
+    r.reading(&key(0));
+    // Archive 0 is the oldest but is being read: archive 1 goes instead.
+    assert_eq!(r.stored(&key(2), 10), vec![old(1)]);
+    r.done_reading(&key(0));
+    assert_eq!(r.stored(&key(3), 10), vec![old(0)]);
+    let holdings = r.holdings();
+    let versions: Vec<String> = holdings["r.example/ns/t"]
+        .keys()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(versions, ["1.0.2", "1.0.3"]);
+}

@@ -1,0 +1,107 @@
+//! Values held in memory with an expiry by the mirror's clock, and the
+//! one way they are read: found live, or loaded once however many
+//! requests ask at the same time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use moka::ops::compute::Op;
+
+use super::Mirror;
+use crate::error::RequestError;
+
+/// A loaded value and how long it may be held in memory (`None`: until
+/// memory is needed for others).
+#[derive(Debug)]
+pub(super) struct Timed<T> {
+    pub(super) value: Arc<T>,
+    pub(super) ttl: Option<Duration>,
+}
+
+/// A value held in memory, and when it expires by the mirror's clock
+/// (milliseconds since the Unix epoch).
+#[derive(Debug)]
+pub(super) struct Held<T> {
+    pub(super) value: Arc<T>,
+    pub(super) expires_ms: Option<u64>,
+}
+
+impl<T> Clone for Held<T> {
+    fn clone(&self) -> Self {
+        Held {
+            value: self.value.clone(),
+            expires_ms: self.expires_ms,
+        }
+    }
+}
+
+impl<T> Held<T> {
+    pub(super) fn live_at(&self, now_ms: u64) -> bool {
+        self.expires_ms.is_none_or(|e| now_ms < e)
+    }
+}
+
+impl Mirror {
+    /// The value of `key` in `cache`, loaded by `load` when absent or
+    /// expired by the mirror's clock. However many requests ask at once,
+    /// one load runs and its result (or error) is shared. Also says
+    /// whether the value was found held in memory.
+    pub(super) async fn held<K, T, F, Fut>(
+        &self,
+        cache: &moka::future::Cache<K, Held<T>>,
+        key: K,
+        load: F,
+    ) -> Result<(Arc<T>, bool), RequestError>
+    where
+        K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+        T: Send + Sync + 'static,
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<Timed<T>, RequestError>>,
+    {
+        // Held and live: no load future is made (it is boxed, and large).
+        if let Some(held) = cache
+            .get(&key)
+            .await
+            .filter(|h| h.live_at(self.clock.unix_ms()))
+        {
+            return Ok((held.value, true));
+        }
+        let mut attempts = 0;
+        loop {
+            let entry = cache
+                .entry(key.clone())
+                // Boxed: a load (fetching and verifying) is a large future,
+                // and lookups that find the value need none of it.
+                .or_try_insert_with(Box::pin(async {
+                    let loaded = load().await?;
+                    Ok::<_, RequestError>(Held {
+                        value: loaded.value,
+                        expires_ms: loaded.ttl.map(|ttl| {
+                            self.clock
+                                .unix_ms()
+                                .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+                        }),
+                    })
+                }))
+                .await
+                .map_err(|e| (*e).clone())?;
+            let loaded_now = entry.is_fresh();
+            let held = entry.into_value();
+            attempts += 1;
+            if loaded_now || held.live_at(self.clock.unix_ms()) || attempts == 3 {
+                return Ok((held.value, !loaded_now));
+            }
+            // Expired: drop it, unless another request already replaced it.
+            let stale = held.value;
+            cache
+                .entry(key.clone())
+                .and_compute_with(|current| async move {
+                    match current {
+                        Some(c) if Arc::ptr_eq(&c.value().value, &stale) => Op::Remove,
+                        _ => Op::Nop,
+                    }
+                })
+                .await;
+        }
+    }
+}
