@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::address::{ArchiveKey, Module, Product, ReleaseFile, Version};
+use crate::address::{ArchiveKey, Module, Platform, Product, Provider, ReleaseFile, Version};
 use crate::metrics::Metrics;
 use crate::store::CachedArchive;
 
@@ -41,7 +41,12 @@ type Compact = Arc<str>;
 
 /// The compact form of `key`.
 fn compact(key: &ArchiveKey) -> String {
-    format!("{}/{}/{}", key.provider, key.version, key.platform)
+    compact_of(&key.provider, &key.version, &key.platform)
+}
+
+/// The compact form of an archive named by its parts.
+fn compact_of(provider: &Provider, version: &Version, platform: &Platform) -> String {
+    format!("{provider}/{version}/{platform}")
 }
 
 /// The parts of a compact key: the provider as written, the version, the
@@ -295,7 +300,11 @@ impl Residency {
     ) -> Residency {
         let mut index = Index::default();
         for a in held {
-            index.insert(&compact(&a.key()), a.size, a.last_used);
+            index.insert(
+                &compact_of(&a.provider, &a.version, &a.platform),
+                a.size,
+                a.last_used,
+            );
         }
         for (key, size, last_used) in modules {
             index.insert_module(&key, size, last_used);

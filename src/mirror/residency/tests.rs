@@ -50,6 +50,17 @@ fn module_packages_take_their_turn_with_archives() {
     assert_eq!(r.usage(), (10, 1));
 }
 
+/// A residency of archives alone, kept under `max` bytes.
+fn archives_only(held: Vec<CachedArchive>, max: Option<u64>) -> Residency {
+    Residency::new(
+        held,
+        Vec::new(),
+        Vec::new(),
+        max.map(bytesize::ByteSize),
+        Arc::new(Metrics::new()),
+    )
+}
+
 fn held(n: usize, size: u64) -> Vec<CachedArchive> {
     (0..n)
         .map(|i| {
@@ -68,13 +79,7 @@ fn held(n: usize, size: u64) -> Vec<CachedArchive> {
 
 #[test]
 fn evicts_the_least_recently_used_that_no_one_reads() {
-    let r = Residency::new(
-        held(5, 10),
-        Vec::new(),
-        Vec::new(),
-        Some(bytesize::ByteSize(50)),
-        Arc::new(Metrics::new()),
-    );
+    let r = archives_only(held(5, 10), Some(50));
     assert_eq!(r.usage(), (50, 5));
     r.reading(&key(0));
     // Archive 1 is used now: it becomes the most recent.
@@ -92,13 +97,7 @@ fn evicts_the_least_recently_used_that_no_one_reads() {
 
 #[test]
 fn uses_in_the_same_second_evict_in_the_order_they_happened() {
-    let r = Residency::new(
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Some(bytesize::ByteSize(20)),
-        Arc::new(Metrics::new()),
-    );
+    let r = archives_only(Vec::new(), Some(20));
     // Archive 2 is used before archive 1 (which sorts first by name).
     r.used(&key(2), 10);
     r.used(&key(1), 10);
@@ -107,13 +106,7 @@ fn uses_in_the_same_second_evict_in_the_order_they_happened() {
 
 #[test]
 fn holdings_are_grouped_again_only_when_archives_come_or_go() {
-    let r = Residency::new(
-        held(3, 10),
-        Vec::new(),
-        Vec::new(),
-        None,
-        Arc::new(Metrics::new()),
-    );
+    let r = archives_only(held(3, 10), None);
     let first = r.holdings();
     assert_eq!(first["r.example/ns/t"].len(), 3);
     r.used(&key(1), 10);
@@ -127,13 +120,7 @@ fn holdings_are_grouped_again_only_when_archives_come_or_go() {
 
 #[test]
 fn use_is_written_to_the_store_at_most_hourly() {
-    let r = Residency::new(
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        None,
-        Arc::new(Metrics::new()),
-    );
+    let r = archives_only(Vec::new(), None);
     assert!(r.used(&key(1), 5), "first use is written");
     assert!(!r.used(&key(1), 5), "a second use within the hour is not");
     assert_eq!(r.usage(), (5, 1), "an unknown archive joins the index");
@@ -196,13 +183,7 @@ fn the_compact_form_gives_back_the_key_and_its_parts() {
 
 #[test]
 fn archives_being_read_are_named_by_their_compact_form_and_never_evicted() {
-    let r = Residency::new(
-        held(2, 10),
-        Vec::new(),
-        Vec::new(),
-        Some(bytesize::ByteSize(20)),
-        Arc::new(Metrics::new()),
-    );
+    let r = archives_only(held(2, 10), Some(20));
     r.reading(&key(0));
     // Archive 0 is the oldest but is being read: archive 1 goes instead.
     assert_eq!(r.stored(&key(2), 10), vec![old(1)]);
