@@ -14,9 +14,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::address::{ArchiveKey, Module, Platform, Product, Provider, ReleaseFile, Version};
+use crate::address::{ArchiveKey, Module, Product, ReleaseFile, Version};
 use crate::metrics::Metrics;
 use crate::store::CachedArchive;
+use compact::{compact, compact_of, expand, parts, Compact};
 
 /// How long between two updates of an archive's last-use time in the store.
 const TOUCH_EVERY: Duration = Duration::from_secs(3600);
@@ -32,42 +33,6 @@ struct Entry {
 
 /// A module version, as the index knows its package.
 pub type ModuleKey = (Module, Version);
-
-/// An archive as the index holds it: its address in one string,
-/// `hostname/namespace/type/version/platform` (no part can hold a `/`).
-/// At a hundred thousand archives this is a third of what the parsed key
-/// would take.
-type Compact = Arc<str>;
-
-/// The compact form of `key`.
-fn compact(key: &ArchiveKey) -> String {
-    compact_of(&key.provider, &key.version, &key.platform)
-}
-
-/// The compact form of an archive named by its parts.
-fn compact_of(provider: &Provider, version: &Version, platform: &Platform) -> String {
-    format!("{provider}/{version}/{platform}")
-}
-
-/// The parts of a compact key: the provider as written, the version, the
-/// platform.
-fn parts(compact: &str) -> (&str, &str, &str) {
-    let (rest, platform) = compact.rsplit_once('/').unwrap_or(("", compact));
-    let (provider, version) = rest.rsplit_once('/').unwrap_or(("", rest));
-    (provider, version, platform)
-}
-
-/// The key a compact form was made from (always, for the forms the index
-/// makes: each part is written in its normalized form, which parses back
-/// to itself).
-fn expand(compact: &str) -> Option<ArchiveKey> {
-    let (provider, version, platform) = parts(compact);
-    Some(ArchiveKey {
-        provider: crate::address::Provider::from_source(provider).ok()?,
-        version: Version::parse(version).ok()?,
-        platform: crate::address::Platform::parse(platform).ok()?,
-    })
-}
 
 /// What the cache holds, as `by_age` names it.
 #[derive(Debug, Clone)]
@@ -499,5 +464,6 @@ fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+mod compact;
 #[cfg(test)]
 mod tests;
