@@ -49,9 +49,17 @@ where
         })?,
     };
     let lines = match config.log.format {
+        // A terminal gets colours; anything else the same line without
+        // them, written by tfmirror's own formatter (one per request).
+        LogFormat::Pretty if std::io::stderr().is_terminal() => tracing_subscriber::fmt::layer()
+            .with_writer(writer)
+            .with_ansi(true)
+            .boxed(),
         LogFormat::Pretty => tracing_subscriber::fmt::layer()
             .with_writer(writer)
-            .with_ansi(std::io::stderr().is_terminal())
+            .with_ansi(false)
+            .fmt_fields(super::line_format::PlainFields)
+            .event_format(super::line_format::PlainLine)
             .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()

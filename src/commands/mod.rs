@@ -11,6 +11,7 @@ pub mod check_upstream;
 pub mod gc;
 pub mod inventory;
 pub mod keyless;
+mod line_format;
 pub mod loaded;
 pub mod lock;
 mod log_writer;

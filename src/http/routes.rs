@@ -31,6 +31,8 @@
 //! percent-decoded and parsed into its validated type; anything else is a
 //! bad request.
 
+use std::borrow::Cow;
+
 use percent_encoding::percent_decode_str;
 
 pub use super::oci::OciRoute;
@@ -198,33 +200,25 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
             .split('/')
             .filter(|s| !s.is_empty())
             .map(decode_segment)
-            .collect::<Result<Vec<String>, RequestError>>()?;
-        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+            .collect::<Result<Vec<_>, RequestError>>()?;
+        let segments: Vec<&str> = segments.iter().map(AsRef::as_ref).collect();
         return super::oci::route(&segments).map(Route::Oci);
     }
     let rest = raw_path
         .strip_prefix('/')
         .ok_or_else(|| bad("request path must start with /"))?;
-    let segments = rest
+    // Segments without escapes are borrowed from the path, not copied.
+    let decoded = rest
         .split('/')
         .map(decode_segment)
-        .collect::<Result<Vec<String>, RequestError>>()?;
-    if let ["v1", "providers", host, namespace, kind, rest @ ..] = segments
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
+        .collect::<Result<Vec<_>, RequestError>>()?;
+    let segments: Vec<&str> = decoded.iter().map(AsRef::as_ref).collect();
+    if let ["v1", "providers", host, namespace, kind, rest @ ..] = segments.as_slice() {
         if !rest.is_empty() {
             return registry_route(host, namespace, kind, rest);
         }
     }
-    if let ["v1", "modules", host, namespace, name, system, rest @ ..] = segments
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
+    if let ["v1", "modules", host, namespace, name, system, rest @ ..] = segments.as_slice() {
         if !rest.is_empty() {
             return module_route(host, namespace, name, system, rest);
         }
@@ -235,7 +229,7 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
         ));
     };
     let provider = provider(host, namespace, kind)?;
-    if leaf == "index.json" {
+    if *leaf == "index.json" {
         return Ok(Route::Index(provider));
     }
     if let Some((version, platform)) = provider.parse_archive_name(leaf) {
@@ -352,13 +346,13 @@ fn release_route(raw_path: &str) -> Result<Option<ReleaseRoute>, RequestError> {
         .split('/')
         .map(|s| {
             if s.is_empty() {
-                Ok(String::new())
+                Ok(Cow::Borrowed(""))
             } else {
                 decode_segment(s)
             }
         })
-        .collect::<Result<Vec<String>, RequestError>>()?;
-    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+        .collect::<Result<Vec<_>, RequestError>>()?;
+    let segments: Vec<&str> = segments.iter().map(AsRef::as_ref).collect();
     let version = |given: &str| {
         let given = match style {
             ListingStyle::GithubTags => given.strip_prefix('v').ok_or_else(|| {
@@ -393,7 +387,7 @@ fn release_route(raw_path: &str) -> Result<Option<ReleaseRoute>, RequestError> {
 
 /// Percent-decodes one segment and refuses what no valid name contains:
 /// separators (including encoded ones), dot segments, control characters.
-fn decode_segment(raw: &str) -> Result<String, RequestError> {
+fn decode_segment(raw: &str) -> Result<Cow<'_, str>, RequestError> {
     let bad = |m: &str| Err(RequestError::InvalidRequest(m.to_owned()));
     if raw.is_empty() {
         return bad("empty path segment");
@@ -410,7 +404,7 @@ fn decode_segment(raw: &str) -> Result<String, RequestError> {
     {
         return bad("path segment holds a separator or control character");
     }
-    Ok(decoded.into_owned())
+    Ok(decoded)
 }
 
 #[cfg(test)]

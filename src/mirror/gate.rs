@@ -28,6 +28,10 @@ impl Mirror {
     /// [`DECISIONS_TTL`]. A record that cannot be read counts as none
     /// (logged at error) until it can.
     async fn decisions(&self) -> Arc<PolicyDecisions> {
+        // A live copy without preparing the load (see `Mirror::held`).
+        if let Some(live) = self.decisions.get(&()).await {
+            return live;
+        }
         self.decisions
             .get_with((), async {
                 match self.store.read_decisions().await {

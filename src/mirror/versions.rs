@@ -44,8 +44,12 @@ impl Mirror {
     /// else from the origin; the stored copy when the origin is down.
     pub async fn index(&self, provider: &Provider) -> Result<Arc<IndexRecord>, RequestError> {
         self.check_host(&provider.hostname)?;
-        if let Some(message) = self.providers.missing.get(provider).await {
-            return Err(RequestError::NotAtOrigin(message));
+        // Checked without a read (nearly always absent) before the value
+        // is taken.
+        if self.providers.missing.contains_key(provider) {
+            if let Some(message) = self.providers.missing.get(provider).await {
+                return Err(RequestError::NotAtOrigin(message));
+            }
         }
         let held = self
             .held(&self.providers.indexes, provider.clone(), || {

@@ -1,0 +1,222 @@
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt as _;
+
+use super::{
+    micros, second_prefix, write_timestamp, PlainFields, PlainLine, LAST_FORMATTED_SECOND,
+};
+
+/// Lines written to memory.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Lines {
+    type Writer = Lines;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+impl Lines {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+/// Logs a spread of events: every level, spans nested and empty, a field
+/// recorded on a span later, display, debug, string, number and boolean
+/// values, a value with quotes and a newline, and a record from the `log`
+/// crate.
+fn log_a_spread() {
+    tracing::trace!(target: "tfmirror::a", "at trace");
+    tracing::debug!("at debug {}", 2);
+    let request = tracing::info_span!("request", id = %"7f3a", cache = tracing::field::Empty);
+    let _entered = request.enter();
+    tracing::info!(
+        target: "tfmirror::access",
+        client = %"192.0.2.1",
+        method = %http::Method::GET,
+        path = %"/registry.terraform.io/hashicorp/aws/index.json",
+        status = 200_u16,
+        ms = 3_u64,
+        "answered"
+    );
+    request.record("cache", "hit");
+    {
+        let inner = tracing::warn_span!("inner");
+        let _inner = inner.enter();
+        tracing::warn!(reason = "said \"no\"\nthen left", ok = false, "refused");
+        let fielded = tracing::error_span!("fetch", url = ?"https://example.test/x");
+        let _fielded = fielded.enter();
+        tracing::error!(bytes = 12_i64, "failed");
+        // A message with characters that drive a terminal; a raw
+        // identifier; a field from the `log` crate's namespace; errors
+        // with and without sources; a string field and a debug field.
+        let plain = std::io::Error::other("gone \x1b[31mred");
+        let wrapped = Wrapped(std::io::Error::other("inner \u{9b}cause"));
+        tracing::info!(
+            r#type = "zip",
+            log.extra = 1,
+            error = &plain as &(dyn std::error::Error + 'static),
+            chain = &wrapped as &(dyn std::error::Error + 'static),
+            name = "say \x07",
+            shown = ?Some("x"),
+            "bell \x07 esc \x1b c1 \u{85} del \x7f {} end",
+            3
+        );
+        tracing::info!(message = "only a message field \x08");
+        tracing::info!(empty = "");
+    }
+    tracing_log::format_trace(
+        &log::Record::builder()
+            .args(format_args!("from the log crate"))
+            .target("rustls::server")
+            .level(log::Level::Info)
+            .module_path(Some("rustls::server"))
+            .file(Some("server.rs"))
+            .line(Some(12))
+            .build(),
+    )
+    .unwrap();
+}
+
+/// An error with a source.
+#[derive(Debug)]
+struct Wrapped(std::io::Error);
+
+impl std::fmt::Display for Wrapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("wrapper")
+    }
+}
+
+impl std::error::Error for Wrapped {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// The lines without their timestamps, and the timestamps.
+fn split(text: &str) -> (Vec<&str>, Vec<&str>) {
+    text.lines()
+        .map(|line| {
+            let (time, rest) = line.split_once(' ').unwrap();
+            (rest, time)
+        })
+        .unzip()
+}
+
+#[test]
+fn the_plain_line_is_the_default_format_without_colours() {
+    // One subscriber each: layers of one registry would share the spans'
+    // formatted fields.
+    let default = Lines::default();
+    let plain = Lines::default();
+    tracing::subscriber::with_default(
+        tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(default.clone()),
+        ),
+        log_a_spread,
+    );
+    tracing::subscriber::with_default(
+        tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .fmt_fields(PlainFields)
+                .event_format(PlainLine)
+                .with_writer(plain.clone()),
+        ),
+        log_a_spread,
+    );
+    let (default_text, plain_text) = (default.text(), plain.text());
+    let (expected, expected_times) = split(&default_text);
+    let (got, got_times) = split(&plain_text);
+    assert_eq!(got, expected);
+    assert_eq!(got.len(), 9, "{plain_text}");
+    assert!(
+        plain_text.contains(r"bell \x07 esc \x1b c1 \u{85} del \x7f 3 end type="),
+        "{plain_text}"
+    );
+    assert!(
+        plain_text.contains(r"chain=wrapper chain.sources=[inner \u{9b}cause]"),
+        "{plain_text}"
+    );
+    assert!(
+        got.iter()
+            .any(|l| l.ends_with("}: rustls::server: from the log crate")),
+        "{plain_text}"
+    );
+    assert!(got.iter().any(|l| l.starts_with(
+        "ERROR request{id=7f3a cache=\"hit\"}:inner:fetch{url=\"https://example.test/x\"}: tfmirror::commands::line_format::tests: failed bytes=12"
+    )));
+    // Same shape of timestamp, and the same instant within the test's run.
+    for (ours, theirs) in got_times.iter().zip(&expected_times) {
+        assert_eq!(ours.len(), theirs.len(), "{ours} vs {theirs}");
+        let ours = humantime::parse_rfc3339(ours).unwrap();
+        let theirs = humantime::parse_rfc3339(theirs).unwrap();
+        let apart = ours
+            .duration_since(theirs)
+            .or_else(|_| theirs.duration_since(ours))
+            .unwrap();
+        assert!(apart < Duration::from_secs(60), "{apart:?}");
+    }
+}
+
+fn timestamp(at: SystemTime) -> String {
+    let mut text = String::new();
+    write_timestamp(&mut Writer::new(&mut text), at).unwrap();
+    text
+}
+
+#[test]
+fn timestamps_are_utc_with_microseconds() {
+    let at = UNIX_EPOCH + Duration::new(1_000_000_000, 4_005_000);
+    assert_eq!(timestamp(at), "2001-09-09T01:46:40.004005Z");
+    // The second's prefix is reused only within that second.
+    assert_eq!(
+        timestamp(at + Duration::from_micros(995_994)),
+        "2001-09-09T01:46:40.999999Z"
+    );
+    assert_eq!(
+        timestamp(at + Duration::from_micros(995_995)),
+        "2001-09-09T01:46:41.000000Z"
+    );
+    assert_eq!(timestamp(UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
+    assert_eq!(
+        timestamp(UNIX_EPOCH + Duration::new(LAST_FORMATTED_SECOND, 123_000)),
+        "9999-12-31T23:59:59.000123Z"
+    );
+    assert_eq!(second_prefix(86_400 * 365), "1971-01-01T00:00:00.");
+    assert_eq!(micros(42), *b"000042");
+}
+
+#[test]
+fn a_clock_out_of_range_still_gives_a_timestamp() {
+    // Before the epoch or past year 9999, the line starts with the time
+    // `tracing-subscriber`'s timer reads, never an error.
+    for at in [
+        UNIX_EPOCH - Duration::from_secs(86_400),
+        UNIX_EPOCH + Duration::from_secs(LAST_FORMATTED_SECOND + 1),
+    ] {
+        let text = timestamp(at);
+        let read = humantime::parse_rfc3339(&text).unwrap();
+        let apart = SystemTime::now().duration_since(read).unwrap();
+        assert!(apart < Duration::from_secs(60), "{text}");
+    }
+}
