@@ -173,6 +173,9 @@ pub struct SumsFile {
     pub signature: bool,
 }
 
+/// A path's segments, held inline for any path a client sends.
+type Segments<T> = smallvec::SmallVec<[T; 10]>;
+
 /// Parses a raw (still percent-encoded) request path.
 pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
     let bad = |m: &str| RequestError::InvalidRequest(m.to_owned());
@@ -190,18 +193,20 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
         return Ok(Route::Release(route));
     }
     // A mirror protocol path of a provider host named `v2` stays one.
-    let mirror_leaf = raw_path.split('/').count() == 5
-        && [".json", ".zip", ".lock.hcl"]
-            .iter()
-            .any(|end| raw_path.ends_with(end));
-    if super::oci::is_oci_path(raw_path) && !mirror_leaf {
+    let mirror_leaf = || {
+        raw_path.split('/').count() == 5
+            && [".json", ".zip", ".lock.hcl"]
+                .iter()
+                .any(|end| raw_path.ends_with(end))
+    };
+    if super::oci::is_oci_path(raw_path) && !mirror_leaf() {
         let below = raw_path.trim_start_matches("/v2").trim_matches('/');
         let segments = below
             .split('/')
             .filter(|s| !s.is_empty())
             .map(decode_segment)
-            .collect::<Result<Vec<_>, RequestError>>()?;
-        let segments: Vec<&str> = segments.iter().map(AsRef::as_ref).collect();
+            .collect::<Result<Segments<Cow<str>>, RequestError>>()?;
+        let segments: Segments<&str> = segments.iter().map(AsRef::as_ref).collect();
         return super::oci::route(&segments).map(Route::Oci);
     }
     let rest = raw_path
@@ -211,8 +216,8 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
     let decoded = rest
         .split('/')
         .map(decode_segment)
-        .collect::<Result<Vec<_>, RequestError>>()?;
-    let segments: Vec<&str> = decoded.iter().map(AsRef::as_ref).collect();
+        .collect::<Result<Segments<Cow<str>>, RequestError>>()?;
+    let segments: Segments<&str> = decoded.iter().map(AsRef::as_ref).collect();
     if let ["v1", "providers", host, namespace, kind, rest @ ..] = segments.as_slice() {
         if !rest.is_empty() {
             return registry_route(host, namespace, kind, rest);
@@ -351,8 +356,8 @@ fn release_route(raw_path: &str) -> Result<Option<ReleaseRoute>, RequestError> {
                 decode_segment(s)
             }
         })
-        .collect::<Result<Vec<_>, RequestError>>()?;
-    let segments: Vec<&str> = segments.iter().map(AsRef::as_ref).collect();
+        .collect::<Result<Segments<Cow<str>>, RequestError>>()?;
+    let segments: Segments<&str> = segments.iter().map(AsRef::as_ref).collect();
     let version = |given: &str| {
         let given = match style {
             ListingStyle::GithubTags => given.strip_prefix('v').ok_or_else(|| {
@@ -392,6 +397,22 @@ fn decode_segment(raw: &str) -> Result<Cow<'_, str>, RequestError> {
     if raw.is_empty() {
         return bad("empty path segment");
     }
+    // Nearly every segment: nothing to decode and nothing to refuse but a
+    // dot segment.
+    if raw != "."
+        && raw != ".."
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'+'))
+    {
+        return Ok(Cow::Borrowed(raw));
+    }
+    decode_any_segment(raw)
+}
+
+/// [`decode_segment`] for any non-empty segment, escapes and all.
+fn decode_any_segment(raw: &str) -> Result<Cow<'_, str>, RequestError> {
+    let bad = |m: &str| Err(RequestError::InvalidRequest(m.to_owned()));
     let Ok(decoded) = percent_decode_str(raw).decode_utf8() else {
         return bad("path segment is not UTF-8");
     };

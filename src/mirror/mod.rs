@@ -389,7 +389,18 @@ impl Mirror {
             CacheOutcome::Miss => "miss",
             CacheOutcome::Stale => "stale",
         };
-        tracing::Span::current().record("cache", word);
+        // What `Span::current().record("cache", word)` does, without
+        // taking (and then releasing) a handle on the span.
+        tracing::dispatcher::get_default(|dispatch| {
+            if let Some((id, meta)) = dispatch.current_span().into_inner() {
+                if let Some(field) = meta.fields().field("cache") {
+                    let value: &dyn tracing::field::Value = &word;
+                    let values = [(&field, Some(value))];
+                    let values = meta.fields().value_set(&values);
+                    dispatch.record(&id, &tracing::span::Record::new(&values));
+                }
+            }
+        });
     }
 
     /// Refuses hostnames that are neither allowed nor configured, before any

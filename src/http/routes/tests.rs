@@ -194,3 +194,44 @@ fn oci_paths_leave_a_provider_host_named_v2_to_the_mirror_protocol() {
     }
     assert!(parse("/v2/r.example/a/tags/list").is_err());
 }
+
+#[test]
+fn plain_segments_decode_as_escaped_ones_do() {
+    let outcome =
+        |r: Result<Cow<'_, str>, RequestError>| r.map(Cow::into_owned).map_err(|e| e.to_string());
+    for raw in [
+        "aws",
+        "5.31.0",
+        "1.0.0-beta+exp.sha.5114f85",
+        "a_b~c",
+        "-",
+        "+",
+        "...",
+        ".a",
+        ".",
+        "..",
+        "%2e",
+        "%2E%2e",
+        "a%2Fb",
+        "a%5Cb",
+        "a\\b",
+        "a%00",
+        "é",
+        "%C3%A9",
+        "%FF",
+        "a b",
+        "a%20b",
+    ] {
+        assert_eq!(
+            outcome(decode_segment(raw)),
+            outcome(decode_any_segment(raw)),
+            "{raw:?}"
+        );
+    }
+    // The plain ones are borrowed.
+    assert!(matches!(
+        decode_segment("hashicorp"),
+        Ok(Cow::Borrowed("hashicorp"))
+    ));
+    assert!(decode_segment("").is_err());
+}
