@@ -86,8 +86,8 @@ impl VersionDocument {
 pub struct Rendered {
     /// The JSON bytes.
     pub bytes: bytes::Bytes,
-    /// The `ETag`, quotes included.
-    pub etag: String,
+    /// The `ETag`, quotes included, ready to send (a copy shares it).
+    pub etag: http::HeaderValue,
 }
 
 impl Rendered {
@@ -95,8 +95,10 @@ impl Rendered {
     pub fn new<T: Serialize>(doc: &T) -> Rendered {
         let bytes = serde_json::to_vec(doc).expect("documents always serialize");
         let digest = verify::Sha256::digest(&bytes);
+        let tag = format!("\"{}\"", verify::hex(&digest[..16]));
         Rendered {
-            etag: format!("\"{}\"", verify::hex(&digest[..16])),
+            etag: http::HeaderValue::from_str(&tag)
+                .expect("quotes and hexadecimal digits are a valid header value"),
             bytes: bytes.into(),
         }
     }

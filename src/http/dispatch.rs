@@ -23,11 +23,14 @@ use super::routes::{self, Access, OciRoute, Route};
 use super::sendfile::SendQueue;
 use super::App;
 use crate::address::oci::OciRepo;
-use crate::address::{ArchiveKey, Platform};
+use crate::address::ArchiveKey;
 use crate::error::RequestError;
 use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
 use crate::mirror::FileOrStream;
+
+mod links;
+use links::{link_query, lock_platforms, module_location};
 
 /// The target of the line logged for every request: a filter can route it,
 /// or switch it off (`log.level = "info,tfmirror::access=off"`) and keep
@@ -43,12 +46,10 @@ pub async fn handle<B>(
 ) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let id = next_request_id();
-    let header = |name: &str| {
-        req.headers()
-            .get(name)
-            .and_then(|h| h.to_str().ok())
-            .map(str::to_owned)
-    };
+    // The request's parts are read where they are, not copied; its body
+    // (none, for the methods answered) lives as long as the request.
+    let (req, _body) = req.into_parts();
+    let header = |name: &str| req.headers.get(name).and_then(|h| h.to_str().ok());
     // Forwarded headers count only from a trusted proxy.
     let proxied = app
         .mirror
@@ -58,25 +59,26 @@ pub async fn handle<B>(
         .iter()
         .any(|net| net.contains(&peer));
     let forwarded = |name: &str| header(name).filter(|_| proxied);
-    let client = forwarded("x-forwarded-for")
-        .and_then(|v| v.split(',').next().map(|c| c.trim().to_owned()))
-        .unwrap_or_else(|| peer.to_string());
+    let client = match forwarded("x-forwarded-for").and_then(|v| v.split(',').next()) {
+        Some(forwarded) => Client::Forwarded(forwarded.trim()),
+        None => Client::Peer(peer),
+    };
     // The span carries what diagnostics logged within the request need
     // (its ID, and the cache outcome once the mirror notes it); the rest
     // goes on the request line alone, so it is formatted once.
     let span = tracing::info_span!("request", id = %id, cache = tracing::field::Empty);
     let asked = Asked {
-        method: req.method().clone(),
-        path: req.uri().path().to_owned(),
-        query: req.uri().query().map(str::to_owned),
+        method: req.method.clone(),
+        path: req.uri.path(),
+        query: req.uri.query(),
         host: forwarded("x-forwarded-host")
             .or_else(|| header("host"))
-            .or_else(|| req.uri().authority().map(ToString::to_string)),
-        scheme: forwarded("x-forwarded-proto").filter(|p| p == "https" || p == "http"),
+            .or_else(|| req.uri.authority().map(http::uri::Authority::as_str)),
+        scheme: forwarded("x-forwarded-proto").filter(|p| *p == "https" || *p == "http"),
         authorization: header("authorization"),
         if_none_match: header("if-none-match"),
-        send_queue: if req.version() <= http::Version::HTTP_11 {
-            req.extensions().get::<SendQueue>().cloned()
+        send_queue: if req.version <= http::Version::HTTP_11 {
+            req.extensions.get::<SendQueue>().cloned()
         } else {
             None
         },
@@ -85,7 +87,7 @@ pub async fn handle<B>(
         let (endpoint, served, result) = answer(&app, &asked).await;
         let mut response = match result {
             Ok(resp) => resp,
-            Err(e) => error_response(&e, &asked.path),
+            Err(e) => error_response(&e, asked.path),
         };
         // Served: answered with the bytes, or sent to the bucket for them.
         let status = response.status();
@@ -93,7 +95,7 @@ pub async fn handle<B>(
             served.filter(|_| status.is_success() || status == StatusCode::TEMPORARY_REDIRECT)
         {
             // Only a token that authenticates is named.
-            let presented = asked.authorization.as_deref();
+            let presented = asked.authorization;
             let token = if app.auth.enabled() && app.auth.check(presented).is_ok() {
                 super::audit::token_fingerprint(presented)
             } else {
@@ -112,7 +114,13 @@ pub async fn handle<B>(
                 }
                 super::audit::Served::Package(..) => None,
             };
-            super::audit::record(&served, &client, token.as_deref(), bytes, verification);
+            super::audit::record(
+                &served,
+                &client.to_string(),
+                token.as_deref(),
+                bytes,
+                verification,
+            );
         }
         let took = started.elapsed();
         let status = response.status().as_u16();
@@ -189,18 +197,33 @@ fn next_request_id() -> String {
     )
 }
 
+/// Who asked: the peer, or the client a trusted proxy forwarded for.
+enum Client<'r> {
+    Peer(IpAddr),
+    Forwarded(&'r str),
+}
+
+impl std::fmt::Display for Client<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Client::Peer(ip) => ip.fmt(f),
+            Client::Forwarded(name) => f.write_str(name),
+        }
+    }
+}
+
 /// The parts of a request that decide its answer.
-struct Asked {
+struct Asked<'r> {
     method: Method,
-    path: String,
-    query: Option<String>,
+    path: &'r str,
+    query: Option<&'r str>,
     /// The host the client asked for: `Host`, or `X-Forwarded-Host` from
     /// a trusted proxy.
-    host: Option<String>,
+    host: Option<&'r str>,
     /// The scheme the client used, as a trusted proxy forwarded it.
-    scheme: Option<String>,
-    authorization: Option<String>,
-    if_none_match: Option<String>,
+    scheme: Option<&'r str>,
+    authorization: Option<&'r str>,
+    if_none_match: Option<&'r str>,
     /// Where an HTTP/1 request on a plain connection queues files to be
     /// sent as they are (`sendfile`).
     send_queue: Option<SendQueue>,
@@ -208,7 +231,7 @@ struct Asked {
 
 async fn answer(
     app: &App,
-    asked: &Asked,
+    asked: &Asked<'_>,
 ) -> (
     Endpoint,
     Option<super::audit::Served>,
@@ -218,7 +241,7 @@ async fn answer(
     if asked.method != Method::GET && asked.method != Method::HEAD {
         return (Endpoint::Invalid, None, Err(RequestError::MethodNotAllowed));
     }
-    let route = match routes::parse(&asked.path) {
+    let route = match routes::parse(asked.path) {
         Ok(r) => r,
         Err(e) => return (Endpoint::Invalid, None, Err(e)),
     };
@@ -254,32 +277,34 @@ async fn answer(
 }
 
 /// The one access check: what the route declares it needs.
-fn authorize(app: &App, access: Access<'_>, asked: &Asked) -> Result<(), RequestError> {
-    let query = asked.query.as_deref();
+fn authorize(app: &App, access: Access<'_>, asked: &Asked<'_>) -> Result<(), RequestError> {
+    let query = asked.query;
     match access {
         Access::Open => Ok(()),
-        Access::Token => app.auth.check(asked.authorization.as_deref()),
+        Access::Token => app.auth.check(asked.authorization),
         Access::SignedArchive(key) => app.auth.check_archive(key, query),
         Access::SignedSums(provider, version, index) => {
             app.auth.check_sums(provider, version, index, query)
         }
         Access::SignedModule(module, version) => app.auth.check_module(module, version, query),
-        Access::TokenOrBasic => app
-            .auth
-            .check_token_or_basic(asked.authorization.as_deref()),
+        Access::TokenOrBasic => app.auth.check_token_or_basic(asked.authorization),
     }
 }
 
 /// The answer to a route whose access was checked.
-async fn respond(app: &App, asked: &Asked, route: Route) -> Result<Response<Body>, RequestError> {
+async fn respond(
+    app: &App,
+    asked: &Asked<'_>,
+    route: Route,
+) -> Result<Response<Body>, RequestError> {
     let mirror = &app.mirror;
     match route {
         Route::Home => Ok(super::status_page::page(
             app,
-            asked.scheme.as_deref(),
-            asked.host.as_deref(),
-            app.auth.check(asked.authorization.as_deref()).is_ok(),
-            asked.query.as_deref(),
+            asked.scheme,
+            asked.host,
+            app.auth.check(asked.authorization).is_ok(),
+            asked.query,
         )),
         Route::Health => Ok(text_response(StatusCode::OK, "ok\n")),
         Route::Ready => mirror
@@ -302,7 +327,7 @@ async fn respond(app: &App, asked: &Asked, route: Route) -> Result<Response<Body
         }
         Route::Index(provider) => {
             let doc = mirror.index_document(&provider).await?;
-            Ok(rendered_response(doc, asked.if_none_match.as_deref()))
+            Ok(rendered_response(doc, asked.if_none_match))
         }
         Route::Version(provider, version) => {
             // With access control on, archive links carry signatures made
@@ -311,10 +336,10 @@ async fn respond(app: &App, asked: &Asked, route: Route) -> Result<Response<Body
             let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
                 app.auth.enabled().then_some(&sign);
             let doc = mirror.version_document(&provider, &version, sign).await?;
-            Ok(rendered_response(doc, asked.if_none_match.as_deref()))
+            Ok(rendered_response(doc, asked.if_none_match))
         }
         Route::Lock(provider, version) => {
-            let platforms = lock_platforms(asked.query.as_deref())?;
+            let platforms = lock_platforms(asked.query)?;
             let entry =
                 crate::mirror::lockfile::entry(mirror, &provider, &version, None, &platforms)
                     .await?;
@@ -376,11 +401,8 @@ async fn respond(app: &App, asked: &Asked, route: Route) -> Result<Response<Body
             Ok(resp)
         }
         Route::Release(release) => {
-            let (scheme, authority) = super::status_page::public_address(
-                app,
-                asked.scheme.as_deref(),
-                asked.host.as_deref(),
-            );
+            let (scheme, authority) =
+                super::status_page::public_address(app, asked.scheme, asked.host);
             let base = format!("{scheme}://{authority}");
             super::releases::respond(mirror, &base, release).await
         }
@@ -391,14 +413,14 @@ async fn respond(app: &App, asked: &Asked, route: Route) -> Result<Response<Body
         Route::Oci(OciRoute::Manifest(OciRepo::Module(module), reference)) => {
             oci::module_manifest(mirror, &module, &reference).await
         }
-        Route::Oci(other) => oci::respond(mirror, &other, asked.query.as_deref()).await,
+        Route::Oci(other) => oci::respond(mirror, &other, asked.query).await,
     }
 }
 
 /// An archive: a redirect to the bucket, or its bytes.
 async fn archive_response(
     app: &App,
-    asked: &Asked,
+    asked: &Asked<'_>,
     key: &ArchiveKey,
 ) -> Result<Response<Body>, RequestError> {
     let mirror = &app.mirror;
@@ -427,66 +449,4 @@ async fn archive_response(
     );
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
     Ok(resp)
-}
-
-/// The query of a link the facade hands out: signed when access control
-/// is on (clients send no credentials when they follow these links).
-fn link_query(app: &App, key: &ArchiveKey, link: Link<'_>) -> String {
-    if !app.auth.enabled() {
-        return String::new();
-    }
-    match link {
-        Link::Archive(archive) => app.auth.sign_archive(archive),
-        Link::Sums(index) => app.auth.sign_sums(&key.provider, &key.version, index),
-    }
-}
-
-/// Characters of a subdirectory that must be escaped in a module
-/// location: those that would end the path or start a query or fragment.
-const SUBDIR_ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'%')
-    .add(b'<')
-    .add(b'>')
-    .add(b'?')
-    .add(b'\\');
-
-/// The location a module download answer gives: the package beside the
-/// download endpoint (relative, so it holds behind any proxy), then the
-/// origin's `//subdir`, then the link's signature.
-fn module_location(subdir: Option<&str>, query: &str) -> String {
-    let mut location = String::from("./package.tar.gz");
-    if let Some(subdir) = subdir {
-        location.push_str("//");
-        location.extend(percent_encoding::utf8_percent_encode(
-            subdir,
-            SUBDIR_ESCAPED,
-        ));
-    }
-    if !query.is_empty() {
-        location.push('?');
-        location.push_str(query);
-    }
-    location
-}
-
-/// The `platform` parameters of a lock request: at least one.
-fn lock_platforms(query: Option<&str>) -> Result<Vec<Platform>, RequestError> {
-    let mut platforms = Vec::new();
-    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        if key == "platform" {
-            let platform = Platform::parse(&value)?;
-            if !platforms.contains(&platform) {
-                platforms.push(platform);
-            }
-        }
-    }
-    if platforms.is_empty() {
-        return Err(RequestError::InvalidRequest(
-            "name the platforms to lock with ?platform=linux_amd64&platform=…".into(),
-        ));
-    }
-    Ok(platforms)
 }

@@ -22,7 +22,7 @@ pub(super) fn rendered_response(doc: Rendered, if_none_match: Option<&str>) -> R
     let matches = if_none_match.is_some_and(|tags| {
         tags.split(',')
             .map(|t| t.trim().trim_start_matches("W/"))
-            .any(|t| t == doc.etag || t == "*")
+            .any(|t| doc.etag == t || t == "*")
     });
     let mut resp = if matches {
         let mut r = Response::new(body::empty());
@@ -40,9 +40,7 @@ pub(super) fn rendered_response(doc: Rendered, if_none_match: Option<&str>) -> R
         r
     };
     let h = resp.headers_mut();
-    if let Ok(tag) = HeaderValue::from_str(&doc.etag) {
-        h.insert(header::ETAG, tag);
-    }
+    h.insert(header::ETAG, doc.etag);
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     resp
 }

@@ -1,0 +1,70 @@
+//! What the answers of some routes are made of: the signed query of a link
+//! the facade hands out, a module download's location, the platforms of a
+//! lock request.
+
+use crate::address::{ArchiveKey, Platform};
+use crate::error::RequestError;
+use crate::http::App;
+use crate::mirror::facade::Link;
+
+/// The query of a link the facade hands out: signed when access control
+/// is on (clients send no credentials when they follow these links).
+pub(super) fn link_query(app: &App, key: &ArchiveKey, link: Link<'_>) -> String {
+    if !app.auth.enabled() {
+        return String::new();
+    }
+    match link {
+        Link::Archive(archive) => app.auth.sign_archive(archive),
+        Link::Sums(index) => app.auth.sign_sums(&key.provider, &key.version, index),
+    }
+}
+
+/// Characters of a subdirectory that must be escaped in a module
+/// location: those that would end the path or start a query or fragment.
+const SUBDIR_ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'\\');
+
+/// The location a module download answer gives: the package beside the
+/// download endpoint (relative, so it holds behind any proxy), then the
+/// origin's `//subdir`, then the link's signature.
+pub(super) fn module_location(subdir: Option<&str>, query: &str) -> String {
+    let mut location = String::from("./package.tar.gz");
+    if let Some(subdir) = subdir {
+        location.push_str("//");
+        location.extend(percent_encoding::utf8_percent_encode(
+            subdir,
+            SUBDIR_ESCAPED,
+        ));
+    }
+    if !query.is_empty() {
+        location.push('?');
+        location.push_str(query);
+    }
+    location
+}
+
+/// The `platform` parameters of a lock request: at least one.
+pub(super) fn lock_platforms(query: Option<&str>) -> Result<Vec<Platform>, RequestError> {
+    let mut platforms = Vec::new();
+    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if key == "platform" {
+            let platform = Platform::parse(&value)?;
+            if !platforms.contains(&platform) {
+                platforms.push(platform);
+            }
+        }
+    }
+    if platforms.is_empty() {
+        return Err(RequestError::InvalidRequest(
+            "name the platforms to lock with ?platform=linux_amd64&platform=…".into(),
+        ));
+    }
+    Ok(platforms)
+}
