@@ -173,7 +173,8 @@ pub struct SumsFile {
     pub signature: bool,
 }
 
-/// A path's segments, held inline for any path a client sends.
+/// A path's segments, held inline up to ten (more than any path tfmirror
+/// answers has).
 type Segments<T> = smallvec::SmallVec<[T; 10]>;
 
 /// Parses a raw (still percent-encoded) request path.
