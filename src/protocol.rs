@@ -88,6 +88,8 @@ pub struct Rendered {
     pub bytes: bytes::Bytes,
     /// The `ETag`, quotes included, ready to send (a copy shares it).
     pub etag: http::HeaderValue,
+    /// The bytes' length as a `Content-Length` value (a copy shares it).
+    pub length: http::HeaderValue,
 }
 
 impl Rendered {
@@ -99,6 +101,7 @@ impl Rendered {
         Rendered {
             etag: http::HeaderValue::from_str(&tag)
                 .expect("quotes and hexadecimal digits are a valid header value"),
+            length: http::HeaderValue::from(bytes.len()),
             bytes: bytes.into(),
         }
     }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 mod module;
 pub mod oci;
+mod plain;
 mod release;
 
 pub use module::{Module, ModuleName, ModuleNamespace, ModuleSystem};
@@ -136,16 +137,20 @@ impl Hostname {
                 }
             }
         };
-        if host
-            .chars()
-            .any(|c| c.is_control() || c.is_whitespace() || "/\\@?#%[]".contains(c))
-        {
-            return Err(err(
-                "contains a character that is not allowed in a hostname",
-            ));
-        }
-        let ascii = idna::domain_to_ascii_strict(host)
-            .map_err(|_| err("not a valid internationalized domain name"))?;
+        let ascii = if plain::normalized_hostname(host) {
+            host.to_owned()
+        } else {
+            if host
+                .chars()
+                .any(|c| c.is_control() || c.is_whitespace() || "/\\@?#%[]".contains(c))
+            {
+                return Err(err(
+                    "contains a character that is not allowed in a hostname",
+                ));
+            }
+            idna::domain_to_ascii_strict(host)
+                .map_err(|_| err("not a valid internationalized domain name"))?
+        };
         if ascii.is_empty() || ascii.starts_with('.') || ascii.ends_with('.') {
             return Err(err("not a valid domain name"));
         }
@@ -175,6 +180,15 @@ impl Hostname {
 /// address parts: letters, digits and single dashes, no leading or trailing
 /// dash, case-folded with the IDNA mapping rules.
 fn parse_part(what: &'static str, given: &str) -> Result<String, InvalidName> {
+    if plain::normalized_part(given, MAX_PART_LEN) {
+        return Ok(given.to_owned());
+    }
+    map_part(what, given)
+}
+
+/// [`parse_part`] through the IDNA mapping, for a part not already in its
+/// normalized form.
+fn map_part(what: &'static str, given: &str) -> Result<String, InvalidName> {
     let err = |reason| InvalidName::new(what, given, reason);
     if given.is_empty() {
         return Err(err("must not be empty"));

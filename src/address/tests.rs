@@ -126,3 +126,81 @@ fn platforms_and_archive_names_round_trip() {
         None
     );
 }
+
+/// Names that are already normalized skip the IDNA machinery; for each, the
+/// machinery would have given the same name.
+mod plain_names {
+    use super::super::{map_part, plain, MAX_PART_LEN};
+    use proptest::prelude::*;
+
+    fn agrees(s: &str) -> Result<(), TestCaseError> {
+        if plain::normalized_hostname(s) {
+            let ascii = idna::domain_to_ascii_strict(s).ok();
+            prop_assert_eq!(ascii.as_deref(), Some(s));
+        }
+        if plain::normalized_part(s, MAX_PART_LEN) {
+            let mapped = map_part("part", s).ok();
+            prop_assert_eq!(mapped.as_deref(), Some(s));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_edges_of_plain_names() {
+        let long_label = "a".repeat(63);
+        let name_253 = [
+            &"a".repeat(63)[..],
+            &"b".repeat(63),
+            &"c".repeat(63),
+            &"d".repeat(61),
+        ]
+        .join(".");
+        assert_eq!(name_253.len(), 253);
+        for (name, host, part) in [
+            ("registry.terraform.io", true, false),
+            ("example-1.com", true, false),
+            ("a", true, true),
+            ("hashicorp", true, true),
+            ("my-provider", true, true),
+            ("1.2.3.4", true, false),
+            (&long_label, true, true),
+            (&name_253, true, false),
+            ("xn--bcher-kva.example", false, false),
+            ("xn--bcher-kva", false, false),
+            ("ab--cd", false, false),
+            ("-a", false, false),
+            ("a-", false, false),
+            ("a..b", false, false),
+            (".a", false, false),
+            ("a.", false, false),
+            ("", false, false),
+            ("Example.com", false, false),
+            ("bücher", false, false),
+            ("a_b", false, false),
+        ] {
+            assert_eq!(
+                plain::normalized_hostname(name),
+                host,
+                "{name:?} as a hostname"
+            );
+            assert_eq!(
+                plain::normalized_part(name, MAX_PART_LEN),
+                part,
+                "{name:?} as a part"
+            );
+            agrees(name).unwrap();
+        }
+        assert!(!plain::normalized_hostname(&format!("{long_label}a.com")));
+        assert!(!plain::normalized_hostname(&format!("{name_253}d")));
+        assert!(!plain::normalized_part(&"a".repeat(65), MAX_PART_LEN));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn plain_names_are_what_idna_makes_of_them(s in "[a-z0-9.-]{0,12}|[a-zA-Z0-9.ßü_-]{0,12}|(xn--)?[a-z0-9-]{1,8}(\\.[a-z0-9-]{1,8}){0,3}") {
+            agrees(&s)?;
+        }
+    }
+}

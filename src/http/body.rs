@@ -4,22 +4,22 @@
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Empty, Full, StreamBody};
+use http_body_util::{BodyExt, Either, Full, StreamBody};
 use hyper::body::Frame;
 
-/// The body type of every answer.
-pub type Body = UnsyncBoxBody<Bytes, std::io::Error>;
+/// The body type of every answer: bytes held in memory (the documents,
+/// nearly every answer; no allocation beyond the bytes' own), or a boxed
+/// stream.
+pub type Body = Either<Full<Bytes>, UnsyncBoxBody<Bytes, std::io::Error>>;
 
 /// An empty body.
 pub fn empty() -> Body {
-    Empty::new().map_err(|never| match never {}).boxed_unsync()
+    full(Bytes::new())
 }
 
 /// A body of bytes held in memory.
 pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into())
-        .map_err(|never| match never {})
-        .boxed_unsync()
+    Either::Left(Full::new(bytes.into()))
 }
 
 /// A body streamed from `chunks`; an error ends the response early.
@@ -27,5 +27,5 @@ pub fn stream<S>(chunks: S) -> Body
 where
     S: Stream<Item = std::io::Result<Bytes>> + Send + 'static,
 {
-    StreamBody::new(chunks.map(|chunk| chunk.map(Frame::data))).boxed_unsync()
+    Either::Right(StreamBody::new(chunks.map(|chunk| chunk.map(Frame::data))).boxed_unsync())
 }

@@ -6,8 +6,6 @@
 //! and metrics.
 
 use std::convert::Infallible;
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,7 +27,12 @@ use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
 use crate::mirror::FileOrStream;
 
+mod ids;
 mod links;
+#[cfg(test)]
+mod tests;
+use ids::next_request_id;
+pub use ids::Peer;
 use links::{link_query, lock_platforms, module_location};
 
 /// The target of the line logged for every request: a filter can route it,
@@ -37,11 +40,14 @@ use links::{link_query, lock_platforms, module_location};
 /// the diagnostics.
 pub const ACCESS_LOG: &str = "tfmirror::access";
 
+/// The header that returns a request's ID.
+const X_REQUEST_ID: http::HeaderName = http::HeaderName::from_static("x-request-id");
+
 /// Answers one request from `peer`. Never fails: errors become JSON error
 /// answers.
 pub async fn handle<B>(
     app: Arc<App>,
-    peer: IpAddr,
+    peer: Peer,
     req: Request<B>,
 ) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
@@ -57,11 +63,12 @@ pub async fn handle<B>(
         .server
         .trusted_proxies
         .iter()
-        .any(|net| net.contains(&peer));
+        .any(|net| net.contains(&peer.ip));
     let forwarded = |name: &str| header(name).filter(|_| proxied);
+    // Who asked: the peer, or the client a trusted proxy forwarded for.
     let client = match forwarded("x-forwarded-for").and_then(|v| v.split(',').next()) {
-        Some(forwarded) => Client::Forwarded(forwarded.trim()),
-        None => Client::Peer(peer),
+        Some(forwarded) => forwarded.trim(),
+        None => peer.as_str(),
     };
     // The span carries what diagnostics logged within the request need
     // (its ID, and the cache outcome once the mirror notes it); the rest
@@ -108,19 +115,11 @@ pub async fn handle<B>(
                 .or_else(|| http_body::Body::size_hint(response.body()).exact());
             let verification = match &served {
                 super::audit::Served::Archive(key) => {
-                    app.mirror
-                        .held_verification(&key.provider, &key.version)
-                        .await
+                    Box::pin(app.mirror.held_verification(&key.provider, &key.version)).await
                 }
                 super::audit::Served::Package(..) => None,
             };
-            super::audit::record(
-                &served,
-                &client.to_string(),
-                token.as_deref(),
-                bytes,
-                verification,
-            );
+            super::audit::record(&served, client, token.as_deref(), bytes, verification);
         }
         let took = started.elapsed();
         let status = response.status().as_u16();
@@ -134,12 +133,9 @@ pub async fn handle<B>(
             ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
             "answered"
         );
-        if let Ok(mut v) = HeaderValue::from_str(&id) {
-            // Never indexed by HTTP/2's header compression: a value used
-            // once would only push reusable entries out of its table.
-            v.set_sensitive(true);
-            response.headers_mut().insert("x-request-id", v);
-        }
+        response
+            .headers_mut()
+            .insert(X_REQUEST_ID, id.header_value());
         Ok(if asked.method == Method::HEAD {
             strip_body(response)
         } else {
@@ -177,39 +173,6 @@ fn error_response(e: &RequestError, path: &str) -> Response<Body> {
         );
     }
     resp
-}
-
-/// A request ID: unique within this process, and unlikely to repeat across
-/// restarts because the counter starts from the clock.
-fn next_request_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let start = *START.get_or_init(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| {
-                u64::try_from(d.as_nanos() & u128::from(u64::MAX)).unwrap_or(0)
-            })
-    });
-    format!(
-        "{:016x}",
-        start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed))
-    )
-}
-
-/// Who asked: the peer, or the client a trusted proxy forwarded for.
-enum Client<'r> {
-    Peer(IpAddr),
-    Forwarded(&'r str),
-}
-
-impl std::fmt::Display for Client<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Client::Peer(ip) => ip.fmt(f),
-            Client::Forwarded(name) => f.write_str(name),
-        }
-    }
 }
 
 /// The parts of a request that decide its answer.
@@ -260,15 +223,17 @@ async fn answer(
     if let Route::Oci(OciRoute::Blob(repo, digest)) = &route {
         // Resolved first, so that the audit trail names what is served.
         let get = asked.method == Method::GET;
-        return match oci::blob(&app.mirror, repo, digest).await {
+        return match Box::pin(oci::blob(&app.mirror, repo, digest)).await {
             Err(e) => (endpoint, None, Err(e)),
             Ok(oci::Blob::Ready(served, resp)) => (endpoint, served.filter(|_| get), Ok(resp)),
             Ok(oci::Blob::Archive(key)) => {
                 let served = get.then(|| Served::Archive(key.clone()));
-                let answer = archive_response(app, asked, &key).await.map(|mut resp| {
-                    oci::with_digest(&mut resp, digest);
-                    resp
-                });
+                let answer = Box::pin(archive_response(app, asked, &key))
+                    .await
+                    .map(|mut resp| {
+                        oci::with_digest(&mut resp, digest);
+                        resp
+                    });
                 (endpoint, served, answer)
             }
         };
@@ -291,7 +256,11 @@ fn authorize(app: &App, access: Access<'_>, asked: &Asked<'_>) -> Result<(), Req
     }
 }
 
-/// The answer to a route whose access was checked.
+/// The answer to a route whose access was checked. The documents
+/// (`index.json`, `:version.json`; nearly every request) are answered
+/// inline; every other route's work is boxed, so that a request's future
+/// stays small (hyper moves it whole) instead of carrying the state of the
+/// largest route.
 async fn respond(
     app: &App,
     asked: &Asked<'_>,
@@ -307,12 +276,11 @@ async fn respond(
             asked.query,
         )),
         Route::Health => Ok(text_response(StatusCode::OK, "ok\n")),
-        Route::Ready => mirror
-            .ready()
+        Route::Ready => Box::pin(mirror.ready())
             .await
             .map(|()| text_response(StatusCode::OK, "ready\n")),
         Route::Metrics => {
-            let ready = mirror.ready().await.is_ok();
+            let ready = Box::pin(mirror.ready()).await.is_ok();
             mirror
                 .metrics()
                 .set_readiness(ready, mirror.store_write_failing());
@@ -340,26 +308,29 @@ async fn respond(
         }
         Route::Lock(provider, version) => {
             let platforms = lock_platforms(asked.query)?;
-            let entry =
-                crate::mirror::lockfile::entry(mirror, &provider, &version, None, &platforms)
-                    .await?;
+            let entry = Box::pin(crate::mirror::lockfile::entry(
+                mirror, &provider, &version, None, &platforms,
+            ))
+            .await?;
             Ok(with_type(
                 StatusCode::OK,
                 crate::mirror::lockfile::render(&[entry]).into_bytes(),
                 "text/plain; charset=utf-8",
             ))
         }
-        Route::RegistryVersions(provider) => {
-            Ok(registry_json(mirror.registry_versions(&provider).await?))
-        }
+        Route::RegistryVersions(provider) => Ok(registry_json(
+            Box::pin(mirror.registry_versions(&provider)).await?,
+        )),
         Route::RegistryPackage(key) => {
             let query = |link: Link<'_>| link_query(app, &key, link);
-            Ok(registry_json(mirror.registry_package(&key, &query).await?))
+            Ok(registry_json(
+                Box::pin(mirror.registry_package(&key, &query)).await?,
+            ))
         }
         Route::RegistrySums(provider, version, file) => {
-            let bytes = mirror
-                .registry_sums(&provider, &version, file.index, file.signature)
-                .await?;
+            let bytes =
+                Box::pin(mirror.registry_sums(&provider, &version, file.index, file.signature))
+                    .await?;
             let kind = if file.signature {
                 "application/octet-stream"
             } else {
@@ -367,9 +338,11 @@ async fn respond(
             };
             Ok(with_type(StatusCode::OK, bytes, kind))
         }
-        Route::ModuleVersions(module) => Ok(registry_json(mirror.module_versions(&module).await?)),
+        Route::ModuleVersions(module) => Ok(registry_json(
+            Box::pin(mirror.module_versions(&module)).await?,
+        )),
         Route::ModuleDownload(module, version) => {
-            let subdir = mirror.module_download(&module, &version).await?;
+            let subdir = Box::pin(mirror.module_download(&module, &version)).await?;
             let query = if app.auth.enabled() {
                 app.auth.sign_module(&module, &version)
             } else {
@@ -387,7 +360,7 @@ async fn respond(
             Ok(resp)
         }
         Route::ModulePackage(module, version) => {
-            let package = mirror.module_package(&module, &version).await?;
+            let package = Box::pin(mirror.module_package(&module, &version)).await?;
             let size = package.size;
             let mut resp = Response::new(body::stream(tokio_util::io::ReaderStream::new(
                 package.into_reader(),
@@ -404,16 +377,16 @@ async fn respond(
             let (scheme, authority) =
                 super::status_page::public_address(app, asked.scheme, asked.host);
             let base = format!("{scheme}://{authority}");
-            super::releases::respond(mirror, &base, release).await
+            Box::pin(super::releases::respond(mirror, &base, release)).await
         }
-        Route::Archive(key) => archive_response(app, asked, &key).await,
+        Route::Archive(key) => Box::pin(archive_response(app, asked, &key)).await,
         Route::Oci(OciRoute::Manifest(OciRepo::Provider(provider), reference)) => Ok(
-            oci::manifest_response(&mirror.oci_manifest(&provider, &reference).await?),
+            oci::manifest_response(&Box::pin(mirror.oci_manifest(&provider, &reference)).await?),
         ),
         Route::Oci(OciRoute::Manifest(OciRepo::Module(module), reference)) => {
-            oci::module_manifest(mirror, &module, &reference).await
+            Box::pin(oci::module_manifest(mirror, &module, &reference)).await
         }
-        Route::Oci(other) => oci::respond(mirror, &other, asked.query).await,
+        Route::Oci(other) => Box::pin(oci::respond(mirror, &other, asked.query)).await,
     }
 }
 

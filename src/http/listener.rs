@@ -87,16 +87,18 @@ pub async fn run(
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let queue = plain.then(SendQueue::default);
+        let client = dispatch::Peer::new(peer.ip());
         let service = {
             let queue = queue.clone();
             service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 if let Some(queue) = &queue {
                     req.extensions_mut().insert(queue.clone());
                 }
-                // Boxed: the answer's future holds every route's state, and
-                // hyper moves a request's future whole (HTTP/2 spawns one
-                // task per stream); a box is one pointer to move.
-                Box::pin(dispatch::handle(app.clone(), peer.ip(), req))
+                // Not boxed: the future holds the documents' state alone
+                // (every other route's is boxed), and hyper keeps it in a
+                // place made once per connection (HTTP/1) or in the task
+                // of its stream (HTTP/2).
+                dispatch::handle(app.clone(), client, req)
             })
         };
         let builder = builder.clone();

@@ -29,10 +29,8 @@ pub(super) fn rendered_response(doc: Rendered, if_none_match: Option<&str>) -> R
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
     } else {
-        let len = doc.bytes.len();
         let mut r = Response::new(body::full(doc.bytes));
-        r.headers_mut()
-            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        r.headers_mut().insert(header::CONTENT_LENGTH, doc.length);
         r.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),

@@ -32,6 +32,15 @@ impl Mirror {
         if let Some(live) = self.decisions.get(&()).await {
             return live;
         }
+        // Boxed, as `Mirror::held`'s load is: the cache's entry machinery
+        // and reading the store are a large future that every reader's
+        // would otherwise carry.
+        Box::pin(self.load_decisions()).await
+    }
+
+    /// The operator's decisions read from the store, once however many
+    /// requests ask at the same time.
+    async fn load_decisions(&self) -> Arc<PolicyDecisions> {
         self.decisions
             .get_with((), async {
                 match self.store.read_decisions().await {

@@ -49,6 +49,49 @@ impl Mirror {
     pub(super) async fn held<K, T, F, Fut>(
         &self,
         cache: &moka::future::Cache<K, Held<T>>,
+        key: &K,
+        load: F,
+    ) -> Result<(Arc<T>, bool), RequestError>
+    where
+        K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+        T: Send + Sync + 'static,
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<Timed<T>, RequestError>>,
+    {
+        // Held and live: the key is not copied and no load is prepared.
+        if let Some(value) = self.live(cache, key).await {
+            return Ok((value, true));
+        }
+        // Boxed: the load's state (the cache's entry machinery, fetching
+        // and verifying) is large, and every caller's future would
+        // otherwise carry it (and be copied whole) even when the value is
+        // found.
+        Box::pin(self.load_held(cache, key.clone(), load)).await
+    }
+
+    /// The value of `key` in `cache` if it is held and live by the mirror's
+    /// clock.
+    pub(super) async fn live<K, T>(
+        &self,
+        cache: &moka::future::Cache<K, Held<T>>,
+        key: &K,
+    ) -> Option<Arc<T>>
+    where
+        K: std::hash::Hash + Eq + Send + Sync + 'static,
+        T: Send + Sync + 'static,
+    {
+        cache
+            .get(key)
+            .await
+            .filter(|h| h.live_at(self.clock.unix_ms()))
+            .map(|h| h.value)
+    }
+
+    /// The slow half of [`Mirror::held`]: the value loaded (or waited for)
+    /// through the cache's entry, an expired one dropped and loaded again.
+    async fn load_held<K, T, F, Fut>(
+        &self,
+        cache: &moka::future::Cache<K, Held<T>>,
         key: K,
         load: F,
     ) -> Result<(Arc<T>, bool), RequestError>
@@ -58,20 +101,12 @@ impl Mirror {
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<Timed<T>, RequestError>>,
     {
-        // Held and live: no load future is made (it is boxed, and large).
-        if let Some(held) = cache
-            .get(&key)
-            .await
-            .filter(|h| h.live_at(self.clock.unix_ms()))
-        {
-            return Ok((held.value, true));
-        }
         let mut attempts = 0;
         loop {
             let entry = cache
                 .entry(key.clone())
                 // Boxed: a load (fetching and verifying) is a large future,
-                // and lookups that find the value need none of it.
+                // moved about by the cache's machinery.
                 .or_try_insert_with(Box::pin(async {
                     let loaded = load().await?;
                     Ok::<_, RequestError>(Held {

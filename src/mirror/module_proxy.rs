@@ -125,7 +125,7 @@ impl Mirror {
     ) -> Result<Arc<ModuleIndexRecord>, RequestError> {
         self.check_host(&module.hostname)?;
         let (value, found) = self
-            .held(&self.modules.indexes, module.clone(), || {
+            .held(&self.modules.indexes, module, || {
                 self.load_module_index(module, Freshness::Cached)
             })
             .await?;
@@ -226,7 +226,7 @@ impl Mirror {
     ) -> Result<Arc<Located>, RequestError> {
         let key = (module.clone(), version.clone());
         let (located, _) = self
-            .held(&self.modules.locations, key, || async {
+            .held(&self.modules.locations, &key, || async {
                 let what = format!("module {module} {version}");
                 let base = self
                     .origin
@@ -280,7 +280,7 @@ impl Mirror {
         let key = (module.clone(), version.clone());
         for _ in 0..2 {
             let (pin, found) = self
-                .held(&self.modules.packages, key.clone(), || {
+                .held(&self.modules.packages, &key, || {
                     self.load_module_package(module, version)
                 })
                 .await?;

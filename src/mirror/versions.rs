@@ -44,6 +44,13 @@ impl Mirror {
     /// else from the origin; the stored copy when the origin is down.
     pub async fn index(&self, provider: &Provider) -> Result<Arc<IndexRecord>, RequestError> {
         self.check_host(&provider.hostname)?;
+        // A live list answers at once: the origin's "no such provider" is
+        // only remembered while none is held (and forgotten when one is
+        // listed again).
+        if let Some(value) = self.live(&self.providers.indexes, provider).await {
+            self.note(CacheKind::Index, CacheOutcome::Hit);
+            return Ok(value);
+        }
         // Checked without a read (nearly always absent) before the value
         // is taken.
         if self.providers.missing.contains_key(provider) {
@@ -52,7 +59,7 @@ impl Mirror {
             }
         }
         let held = self
-            .held(&self.providers.indexes, provider.clone(), || {
+            .held(&self.providers.indexes, provider, || {
                 self.load_index(provider, Freshness::Cached)
             })
             .await;
@@ -139,7 +146,7 @@ impl Mirror {
         self.permit(Subject::Provider(provider), version).await?;
         let key = (provider.clone(), version.clone());
         let (value, found) = self
-            .held(&self.providers.versions, key, || {
+            .held(&self.providers.versions, &key, || {
                 self.load_version(provider, version)
             })
             .await?;

@@ -1,0 +1,74 @@
+use std::net::IpAddr;
+
+use super::ids::{next_request_id, Peer, RequestId};
+use super::*;
+
+/// The size of the future `f` returns, without making one.
+fn future_size<A, B, C, F: std::future::Future>(_: impl FnOnce(A, B, C) -> F) -> usize {
+    std::mem::size_of::<F>()
+}
+
+#[test]
+fn request_ids_are_sixteen_lowercase_hexadecimal_digits() {
+    for n in [
+        0,
+        1,
+        0xf,
+        0x10,
+        0xabc_def,
+        0x0123_4567_89ab_cdef,
+        u64::MAX - 1,
+        u64::MAX,
+    ] {
+        let id = RequestId::new(n);
+        assert_eq!(id.as_str(), format!("{n:016x}"));
+        assert_eq!(id.to_string(), format!("{n:016x}"));
+        let value = id.header_value();
+        assert_eq!(value.to_str().unwrap(), format!("{n:016x}"));
+        assert!(value.is_sensitive(), "never indexed by HTTP/2");
+    }
+    let (a, b) = (next_request_id(), next_request_id());
+    assert_ne!(a.as_str(), b.as_str());
+}
+
+/// A request's future is moved whole (into its box, and by hyper), and
+/// holds the state of every route it answers inline: the documents, not
+/// the archives, modules, OCI paths or releases, whose work is boxed.
+/// Their state inline makes every request's future some 11 KiB.
+#[test]
+fn a_request_future_holds_only_the_documents_state() {
+    let handle = future_size(handle::<()>);
+    let respond = future_size(respond);
+    let archive = future_size(archive_response);
+    assert!(
+        archive > 6 * 1024,
+        "an archive's answer is large ({archive} bytes): the bound below means something"
+    );
+    assert!(
+        respond < archive,
+        "respond ({respond} bytes) holds an archive's answer ({archive} bytes) inline"
+    );
+    assert!(
+        handle <= 6 * 1024,
+        "a request's future is {handle} bytes: a route's work is no longer boxed"
+    );
+}
+
+#[test]
+fn a_peer_reads_as_its_address() {
+    for ip in [
+        "127.0.0.1",
+        "255.255.255.255",
+        "0.0.0.0",
+        "::1",
+        "::",
+        "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        "::ffff:255.255.255.255",
+        "fe80::1:2:3:4",
+    ] {
+        let ip: IpAddr = ip.parse().unwrap();
+        let peer = Peer::new(ip);
+        assert_eq!(peer.as_str(), ip.to_string());
+        assert_eq!(peer.ip, ip);
+    }
+}
