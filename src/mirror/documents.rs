@@ -11,7 +11,7 @@ use super::Mirror;
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::protocol::{IndexDocument, Rendered, VersionDocument};
-use crate::store::VersionRecord;
+use crate::store::{IndexRecord, VersionRecord};
 
 impl Mirror {
     /// A provider's `index.json`, rendered once per version list: of what
@@ -30,12 +30,25 @@ impl Mirror {
                 return Ok(rendered);
             }
         }
-        let rendered = Rendered::new(&IndexDocument::from_record(&visible));
+        // Boxed: keeping the rendering is a large future, and a document
+        // found rendered needs none of it.
+        Ok(Box::pin(self.render_index(provider, record, &visible)).await)
+    }
+
+    /// Renders a version list's document (`visible`, as clients may see
+    /// `record`) and keeps it for the next request.
+    async fn render_index(
+        &self,
+        provider: &Provider,
+        record: Arc<IndexRecord>,
+        visible: &IndexRecord,
+    ) -> Rendered {
+        let rendered = Rendered::new(&IndexDocument::from_record(visible));
         self.providers
             .rendered_indexes
             .insert(provider.clone(), (record, rendered.clone()))
             .await;
-        Ok(rendered)
+        rendered
     }
 
     /// A version's `:version.json`. With `sign`, each archive link carries
@@ -48,23 +61,39 @@ impl Mirror {
         version: &Version,
         sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)>,
     ) -> Result<Rendered, RequestError> {
-        let record = self.version(provider, version).await?;
-        if let Some(sign) = sign {
-            let h1 = self.known_h1(&record).await;
-            let query =
-                |platform: &Platform| Some(sign(&ArchiveKey::new(provider, version, platform)));
-            return Ok(Rendered::new(&VersionDocument::from_record(
-                &record, &h1, query,
-            )));
-        }
         let key = (provider.clone(), version.clone());
-        if let Some((seen, complete, rendered)) = self.providers.rendered_versions.get(&key).await {
-            // Complete: every archive's h1: is in it, so nothing can change.
-            if complete && Arc::ptr_eq(&seen, &record) {
-                return Ok(rendered);
+        let record = self.version_at(&key).await?;
+        if sign.is_none() {
+            if let Some((seen, complete, rendered)) =
+                self.providers.rendered_versions.get(&key).await
+            {
+                // Complete: every archive's h1: is in it, so nothing can
+                // change.
+                if complete && Arc::ptr_eq(&seen, &record) {
+                    return Ok(rendered);
+                }
             }
         }
+        // Boxed: reading which archives are cached is a large future, and
+        // a document found rendered needs none of it.
+        Ok(Box::pin(self.render_version(key, record, sign)).await)
+    }
+
+    /// Renders a version's document: with `sign`'s links, for this answer
+    /// alone; without, kept for the next request.
+    async fn render_version(
+        &self,
+        key: (Provider, Version),
+        record: Arc<VersionRecord>,
+        sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)>,
+    ) -> Rendered {
         let h1 = self.known_h1(&record).await;
+        if let Some(sign) = sign {
+            let (provider, version) = (&key.0, &key.1);
+            let query =
+                |platform: &Platform| Some(sign(&ArchiveKey::new(provider, version, platform)));
+            return Rendered::new(&VersionDocument::from_record(&record, &h1, query));
+        }
         // Complete once every platform has an h1:; a cached archive's own
         // hash that disagrees with a reported one amends the record, which
         // renders it again.
@@ -74,7 +103,7 @@ impl Mirror {
             .rendered_versions
             .insert(key, (record, complete, rendered.clone()))
             .await;
-        Ok(rendered)
+        rendered
     }
 
     /// The `h1:` hashes of the archives of `record` that are in the cache.

@@ -142,11 +142,20 @@ impl Mirror {
         provider: &Provider,
         version: &Version,
     ) -> Result<Arc<VersionRecord>, RequestError> {
+        self.version_at(&(provider.clone(), version.clone())).await
+    }
+
+    /// [`Mirror::version`] by the key of the caches of versions, for a
+    /// caller that looks up more by the same key.
+    pub(super) async fn version_at(
+        self: &Arc<Self>,
+        key: &(Provider, Version),
+    ) -> Result<Arc<VersionRecord>, RequestError> {
+        let (provider, version) = (&key.0, &key.1);
         self.check_host(&provider.hostname)?;
         self.permit(Subject::Provider(provider), version).await?;
-        let key = (provider.clone(), version.clone());
         let (value, found) = self
-            .held(&self.providers.versions, &key, || {
+            .held(&self.providers.versions, key, || {
                 self.load_version(provider, version)
             })
             .await?;
