@@ -193,12 +193,19 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
     if let Some(route) = release_route(raw_path)? {
         return Ok(Route::Release(route));
     }
-    // A mirror protocol path of a provider host named `v2` stays one.
+    // A mirror protocol path of a provider host named `v2` stays one,
+    // whether or not its leaf is percent-encoded.
     let mirror_leaf = || {
         raw_path.split('/').count() == 5
-            && [".json", ".zip", ".lock.hcl"]
-                .iter()
-                .any(|end| raw_path.ends_with(end))
+            && raw_path
+                .rsplit('/')
+                .next()
+                .and_then(|leaf| decode_segment(leaf).ok())
+                .is_some_and(|leaf| {
+                    [".json", ".zip", ".lock.hcl"]
+                        .iter()
+                        .any(|end| leaf.ends_with(end))
+                })
     };
     if super::oci::is_oci_path(raw_path) && !mirror_leaf() {
         let below = raw_path.trim_start_matches("/v2").trim_matches('/');

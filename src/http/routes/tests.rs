@@ -177,6 +177,15 @@ fn oci_paths_leave_a_provider_host_named_v2_to_the_mirror_protocol() {
         parse("/v2/a/b/1.0.0.json").unwrap(),
         Route::Version(..)
     ));
+    // The leaf may be percent-encoded, as any segment may.
+    assert!(matches!(
+        parse("/v2/a/b/terraform%2Dprovider%2Db%5F1%2E0%2E0%5Flinux%5Famd64%2Ezip").unwrap(),
+        Route::Archive(..)
+    ));
+    assert!(matches!(
+        parse("/v2/a/b/1%2E0%2E0%2Ejson").unwrap(),
+        Route::Version(..)
+    ));
     assert_eq!(parse("/v2/").unwrap(), Route::Oci(OciRoute::Base));
     assert_eq!(
         parse("/v2/r.example/a/b/tags/list").unwrap(),
