@@ -366,6 +366,10 @@ impl Mirror {
             Ok(kept) => {
                 self.metrics
                     .archive_written(kept.created, record.verification());
+                // Documents rendered before it are rendered again with its h1:.
+                self.providers
+                    .archives_kept
+                    .fetch_add(1, std::sync::atomic::Ordering::Release);
                 kept.h1
             }
             Err(StoreError::NotAnArchive(e)) => {

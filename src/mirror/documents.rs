@@ -1,17 +1,42 @@
 //! The protocol's JSON documents, rendered once per record: `index.json`
 //! per version list, and `:version.json` per version record and set of
-//! cached archives (an archive arriving in the cache adds its `h1:`). Each
+//! cached archives (an archive this mirror stores adds its `h1:` at once;
+//! one stored by another process shows within [`UNHELD_RECHECK`]). Each
 //! platform's `h1:` is the cached archive's own, or the one the origin
 //! reported in its `packages` field.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::Mirror;
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::protocol::{IndexDocument, Rendered, VersionDocument};
 use crate::store::{IndexRecord, VersionRecord};
+
+/// How long a `:version.json` that lacks some archive's `h1:` is answered
+/// as rendered before the store is asked again which archives it holds.
+/// An archive this mirror stores renders the document again at once; this
+/// bounds how long one stored by another process (`tfmirror import`,
+/// another instance on the same bucket) goes unseen, and spares the store
+/// a lookup per archive not held on every request.
+pub const UNHELD_RECHECK: Duration = Duration::from_secs(10);
+
+/// A `:version.json` (unsigned links) as last rendered.
+#[derive(Clone)]
+pub(super) struct RenderedVersion {
+    /// The record it was rendered from.
+    record: Arc<VersionRecord>,
+    /// Whether every platform's `h1:` is in it: then nothing can change.
+    complete: bool,
+    /// How many archives the mirror had stored when it was rendered.
+    kept: u64,
+    /// When it was rendered, by the mirror's clock (Unix milliseconds).
+    at_ms: u64,
+    rendered: Rendered,
+}
 
 impl Mirror {
     /// A provider's `index.json`, rendered once per version list: of what
@@ -64,19 +89,30 @@ impl Mirror {
         let key = (provider.clone(), version.clone());
         let record = self.version_at(&key).await?;
         if sign.is_none() {
-            if let Some((seen, complete, rendered)) =
-                self.providers.rendered_versions.get(&key).await
-            {
-                // Complete: every archive's h1: is in it, so nothing can
-                // change.
-                if complete && Arc::ptr_eq(&seen, &record) {
-                    return Ok(rendered);
+            if let Some(kept) = self.providers.rendered_versions.get(&key).await {
+                if Arc::ptr_eq(&kept.record, &record) && self.still_current(&kept) {
+                    return Ok(kept.rendered);
                 }
             }
         }
         // Boxed: reading which archives are cached is a large future, and
         // a document found rendered needs none of it.
         Ok(Box::pin(self.render_version(key, record, sign)).await)
+    }
+
+    /// Whether a rendering of the current record still says what the
+    /// store holds: it is complete, or no archive has been stored here
+    /// since and it is younger than [`UNHELD_RECHECK`] (a clock that went
+    /// back counts as older).
+    fn still_current(&self, kept: &RenderedVersion) -> bool {
+        if kept.complete {
+            return true;
+        }
+        let now = self.clock.unix_ms();
+        let recheck = u64::try_from(UNHELD_RECHECK.as_millis()).unwrap_or(u64::MAX);
+        kept.kept == self.providers.archives_kept.load(Ordering::Acquire)
+            && now >= kept.at_ms
+            && now - kept.at_ms < recheck
     }
 
     /// Renders a version's document: with `sign`'s links, for this answer
@@ -87,6 +123,10 @@ impl Mirror {
         record: Arc<VersionRecord>,
         sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)>,
     ) -> Rendered {
+        // Read before the store is: an archive stored while this renders
+        // makes the rendering out of date.
+        let kept = self.providers.archives_kept.load(Ordering::Acquire);
+        let at_ms = self.clock.unix_ms();
         let h1 = self.known_h1(&record).await;
         if let Some(sign) = sign {
             let (provider, version) = (&key.0, &key.1);
@@ -99,10 +139,14 @@ impl Mirror {
         // renders it again.
         let complete = h1.len() == record.packages.len();
         let rendered = Rendered::new(&VersionDocument::from_record(&record, &h1, |_| None));
-        self.providers
-            .rendered_versions
-            .insert(key, (record, complete, rendered.clone()))
-            .await;
+        let kept = RenderedVersion {
+            record,
+            complete,
+            kept,
+            at_ms,
+            rendered: rendered.clone(),
+        };
+        self.providers.rendered_versions.insert(key, kept).await;
         rendered
     }
 

@@ -46,7 +46,7 @@ pub mod packages;
 pub mod residency;
 pub mod versions;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -87,10 +87,11 @@ struct ProviderState {
     archives: moka::future::Cache<crate::address::ArchiveKey, Arc<Archive>>,
     /// `index.json` as last rendered, with the record it rendered.
     rendered_indexes: moka::future::Cache<Provider, (Arc<IndexRecord>, Rendered)>,
-    /// `:version.json` (unsigned links) as last rendered, with the record
-    /// and whether every platform's `h1:` was in it.
-    rendered_versions:
-        moka::future::Cache<(Provider, Version), (Arc<VersionRecord>, bool, Rendered)>,
+    /// `:version.json` (unsigned links) as last rendered.
+    rendered_versions: moka::future::Cache<(Provider, Version), documents::RenderedVersion>,
+    /// How many archives this mirror has stored since it started: a
+    /// `:version.json` rendered before the last one may lack its `h1:`.
+    archives_kept: AtomicU64,
     /// Versions whose archive sizes are being learned from the origin (one
     /// asking per version, however many requests wait for it).
     sizing: moka::future::Cache<(Provider, Version), Arc<VersionRecord>>,
@@ -112,6 +113,7 @@ impl ProviderState {
             archives: moka::future::Cache::builder().max_capacity(100_000).build(),
             rendered_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
             rendered_versions: moka::future::Cache::builder().max_capacity(20_000).build(),
+            archives_kept: AtomicU64::new(0),
             sizing: moka::future::Cache::builder()
                 .max_capacity(1_000)
                 .time_to_live(RETRY_AFTER_TROUBLE)
