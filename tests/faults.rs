@@ -184,7 +184,12 @@ async fn every_fault_fails_every_waiter_cleanly_and_then_recovers() {
                 String::from_utf8_lossy(&a.body)
             );
             let text = a.error_text();
-            assert!(text.contains(c.says), "{label}: {text}");
+            // Over HTTP/2 the origin's reset of a truncated answer can
+            // reach the mirror before the answer's headers are read: the
+            // request fails rather than its body, with the same status.
+            let reset_first =
+                matches!(c.fault, Fault::Truncate) && text.contains("stream error received");
+            assert!(text.contains(c.says) || reset_first, "{label}: {text}");
         }
         assert_eq!(stored(&scene), before, "{label}: something was stored");
 
