@@ -62,7 +62,7 @@ async fn an_archive_stored_elsewhere_shows_in_the_document_within_the_recheck() 
         .advance(UNHELD_RECHECK.saturating_sub(std::time::Duration::from_millis(1)));
     assert!(h1s(&get_doc().await, "linux_amd64").is_empty());
 
-    // Past the recheck it asks, and lists the stored archive's h1:.
+    // At the recheck it asks, and lists the stored archive's h1:.
     scene
         .mirror
         .clock
