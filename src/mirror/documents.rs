@@ -108,11 +108,12 @@ impl Mirror {
         if kept.complete {
             return true;
         }
-        let now = self.clock.unix_ms();
-        let recheck = u64::try_from(UNHELD_RECHECK.as_millis()).unwrap_or(u64::MAX);
         kept.kept == self.providers.archives_kept.load(Ordering::Acquire)
-            && now >= kept.at_ms
-            && now - kept.at_ms < recheck
+            && self
+                .clock
+                .unix_ms()
+                .checked_sub(kept.at_ms)
+                .is_some_and(|age| Duration::from_millis(age) < UNHELD_RECHECK)
     }
 
     /// Renders a version's document: with `sign`'s links, for this answer
