@@ -6,10 +6,11 @@
 //! and metrics.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use tracing::Instrument;
 
 use super::body::{self, Body};
@@ -41,7 +42,13 @@ use links::{link_query, lock_platforms, module_location};
 pub const ACCESS_LOG: &str = "tfmirror::access";
 
 /// The header that returns a request's ID.
-const X_REQUEST_ID: http::HeaderName = http::HeaderName::from_static("x-request-id");
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+/// The client a trusted proxy forwarded for.
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+/// The host a client asked a trusted proxy for.
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+/// The scheme a client used to reach a trusted proxy.
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
 /// Answers one request from `peer`. Never fails: errors become JSON error
 /// answers.
@@ -55,8 +62,10 @@ pub async fn handle<B>(
     // The request's parts are read where they are, not copied; its body
     // (none, for the methods answered) lives as long as the request.
     let (req, _body) = req.into_parts();
-    let header = |name: &str| req.headers.get(name).and_then(|h| h.to_str().ok());
-    // Forwarded headers count only from a trusted proxy.
+    // Names as constants: a name given as text is parsed at each lookup.
+    let header = |name: &HeaderName| req.headers.get(name).and_then(|h| h.to_str().ok());
+    // Forwarded headers count only from a trusted proxy (and are looked
+    // up only then).
     let proxied = app
         .mirror
         .config()
@@ -64,9 +73,9 @@ pub async fn handle<B>(
         .trusted_proxies
         .iter()
         .any(|net| net.contains(&peer.ip));
-    let forwarded = |name: &str| header(name).filter(|_| proxied);
+    let forwarded = |name: &HeaderName| if proxied { header(name) } else { None };
     // Who asked: the peer, or the client a trusted proxy forwarded for.
-    let client = match forwarded("x-forwarded-for").and_then(|v| v.split(',').next()) {
+    let client = match forwarded(&X_FORWARDED_FOR).and_then(|v| v.split(',').next()) {
         Some(forwarded) => forwarded.trim(),
         None => peer.as_str(),
     };
@@ -78,12 +87,12 @@ pub async fn handle<B>(
         method: req.method.clone(),
         path: req.uri.path(),
         query: req.uri.query(),
-        host: forwarded("x-forwarded-host")
-            .or_else(|| header("host"))
+        host: forwarded(&X_FORWARDED_HOST)
+            .or_else(|| header(&header::HOST))
             .or_else(|| req.uri.authority().map(http::uri::Authority::as_str)),
-        scheme: forwarded("x-forwarded-proto").filter(|p| *p == "https" || *p == "http"),
-        authorization: header("authorization"),
-        if_none_match: header("if-none-match"),
+        scheme: forwarded(&X_FORWARDED_PROTO).filter(|p| *p == "https" || *p == "http"),
+        authorization: header(&header::AUTHORIZATION),
+        if_none_match: header(&header::IF_NONE_MATCH),
         send_queue: if req.version <= http::Version::HTTP_11 {
             req.extensions.get::<SendQueue>().cloned()
         } else {
@@ -144,6 +153,17 @@ pub async fn handle<B>(
     }
     .instrument(span)
     .await
+}
+
+/// [`handle`] in a box: for hyper's HTTP/2 server, which spawns a task for
+/// each stream and moves the request's future into it (and within it)
+/// several times; boxed, a pointer moves.
+pub fn handle_boxed(
+    app: Arc<App>,
+    peer: Peer,
+    req: Request<hyper::body::Incoming>,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>> {
+    Box::pin(handle(app, peer, req))
 }
 
 /// The answer for an error, logged here and nowhere else (within the

@@ -86,21 +86,7 @@ pub async fn run(
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
-        let queue = plain.then(SendQueue::default);
         let client = dispatch::Peer::new(peer.ip());
-        let service = {
-            let queue = queue.clone();
-            service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-                if let Some(queue) = &queue {
-                    req.extensions_mut().insert(queue.clone());
-                }
-                // Not boxed: the future holds the documents' state alone
-                // (every other route's is boxed), and hyper keeps it in a
-                // place made once per connection (HTTP/1) or in the task
-                // of its stream (HTTP/2).
-                dispatch::handle(app.clone(), client, req)
-            })
-        };
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let acceptor = acceptor.clone();
@@ -119,10 +105,34 @@ pub async fn run(
                         return;
                     }
                 };
-                let conn = builder.serve_connection(TokioIo::new(tls), service);
-                watcher.watch(conn.into_owned()).await
+                let io = TokioIo::new(tls);
+                if io.inner().get_ref().1.alpn_protocol() == Some(b"h2") {
+                    // Boxed: see `dispatch::handle_boxed`.
+                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                        dispatch::handle_boxed(app.clone(), client, req)
+                    });
+                    watcher
+                        .watch(builder.serve_connection(io, service).into_owned())
+                        .await
+                } else {
+                    // Not boxed: an HTTP/1 request's future is kept in a
+                    // place hyper makes once per connection.
+                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                        dispatch::handle(app.clone(), client, req)
+                    });
+                    watcher
+                        .watch(builder.serve_connection(io, service).into_owned())
+                        .await
+                }
             } else {
-                let conn = Conn::new(stream, queue.unwrap_or_default());
+                // Behind a proxy, HTTP/1 (HTTP/2 needs prior knowledge
+                // here): unboxed, with the queue for `sendfile`.
+                let queue = SendQueue::default();
+                let conn = Conn::new(stream, queue.clone());
+                let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                    req.extensions_mut().insert(queue.clone());
+                    dispatch::handle(app.clone(), client, req)
+                });
                 let conn = builder.serve_connection(TokioIo::new(conn), service);
                 watcher.watch(conn.into_owned()).await
             };
