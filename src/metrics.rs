@@ -19,6 +19,8 @@ use labels::{
     PrefetchLabels, RequestLabels, SourceLabels, UpstreamLabels, VerifyLabels,
 };
 
+use kept::Kept;
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -32,6 +34,9 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     request_seconds: HistogramFamily<EndpointLabels>,
     cache: Family<CacheLabels, Counter>,
+    kept_requests: Kept<Counter, { kept::STATUS_SLOTS }>,
+    kept_request_seconds: Kept<Histogram, { Endpoint::COUNT }>,
+    kept_cache: Kept<Counter, { kept::CACHE_SLOTS }>,
     upstream: Family<UpstreamLabels, Counter>,
     upstream_seconds: HistogramFamily<HostLabels>,
     bytes_served: Counter,
@@ -75,6 +80,9 @@ impl Metrics {
             requests: Family::default(),
             request_seconds: Family::new_with_constructor(latency_histogram),
             cache: Family::default(),
+            kept_requests: Kept::new(),
+            kept_request_seconds: Kept::new(),
+            kept_cache: Kept::new(),
             upstream: Family::default(),
             upstream_seconds: Family::new_with_constructor(latency_histogram),
             bytes_served: Counter::default(),
@@ -291,18 +299,29 @@ impl Metrics {
 
     /// Counts an answered request.
     pub fn request(&self, endpoint: Endpoint, status: u16, took: Duration) {
-        self.requests
-            .get_or_create(&RequestLabels { endpoint, status })
-            .inc();
-        self.request_seconds
-            .get_or_create(&EndpointLabels { endpoint })
+        let labels = RequestLabels { endpoint, status };
+        match kept::status_slot(endpoint, status) {
+            Some(slot) => self
+                .kept_requests
+                .get(slot, || self.requests.get_or_create_owned(&labels))
+                .inc(),
+            None => self.requests.get_or_create(&labels).inc(),
+        };
+        self.kept_request_seconds
+            .get(endpoint as usize, || {
+                self.request_seconds
+                    .get_or_create_owned(&EndpointLabels { endpoint })
+            })
             .observe(took.as_secs_f64());
     }
 
     /// Counts a cache lookup.
     pub fn cache(&self, kind: CacheKind, outcome: CacheOutcome) {
-        self.cache
-            .get_or_create(&CacheLabels { kind, outcome })
+        self.kept_cache
+            .get(kept::cache_slot(kind, outcome), || {
+                self.cache
+                    .get_or_create_owned(&CacheLabels { kind, outcome })
+            })
             .inc();
     }
 
@@ -407,6 +426,7 @@ impl Drop for InFlight<'_> {
     }
 }
 
+mod kept;
 mod keyless;
 mod labels;
 mod operations;

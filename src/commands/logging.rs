@@ -7,9 +7,13 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::Context;
-use tracing_subscriber::layer::SubscriberExt as _;
+use tracing::subscriber::Interest;
+use tracing::Metadata;
+use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::layer::{self, Filter, SubscriberExt as _};
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::Layer as _;
+use tracing_subscriber::Registry;
 
 use crate::config::{Config, LogFormat};
 
@@ -37,14 +41,48 @@ pub(super) fn load_daemon(
     Ok((config, flushed))
 }
 
+/// The filter of the log's lines for `spec` (`log.level` or `RUST_LOG`).
+/// A spec of targets and levels alone (`info,tfmirror::access=off`; span
+/// and field directives are written in `[…]`) is decided by target and
+/// level only; see [`ByTargetAndLevel`].
+fn line_filter(spec: &str) -> anyhow::Result<Box<dyn Filter<Registry> + Send + Sync>> {
+    let filter = EnvFilter::try_new(spec)?;
+    if spec.contains('[') {
+        return Ok(Box::new(filter));
+    }
+    Ok(Box::new(ByTargetAndLevel(filter)))
+}
+
+/// A filter without span directives, asked only what it decides: whether
+/// a callsite, span or event is enabled. Its span hooks are left out:
+/// they keep the state that span directives need, and take a shared lock
+/// each time a span is made, entered, left, recorded or closed (several
+/// times for every request) to find there is none.
+struct ByTargetAndLevel(EnvFilter);
+
+impl<S> Filter<S> for ByTargetAndLevel {
+    fn enabled(&self, meta: &Metadata<'_>, cx: &layer::Context<'_, S>) -> bool {
+        Filter::<S>::enabled(&self.0, meta, cx)
+    }
+
+    fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
+        Filter::<S>::callsite_enabled(&self.0, meta)
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        Filter::<S>::max_level_hint(&self.0)
+    }
+}
+
 pub(super) fn init_logging<W>(config: &Config, writer: W) -> anyhow::Result<()>
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
     let filter = match std::env::var("RUST_LOG") {
-        Ok(spec) if !spec.is_empty() => tracing_subscriber::EnvFilter::try_new(spec)
-            .context("RUST_LOG is not a valid log filter")?,
-        _ => tracing_subscriber::EnvFilter::try_new(&config.log.level).with_context(|| {
+        Ok(spec) if !spec.is_empty() => {
+            line_filter(&spec).context("RUST_LOG is not a valid log filter")?
+        }
+        _ => line_filter(&config.log.level).with_context(|| {
             format!("log.level {:?} is not a valid log filter", config.log.level)
         })?,
     };
@@ -99,3 +137,6 @@ where
         .try_init()
         .map_err(|e| anyhow::anyhow!("starting logging: {e}"))
 }
+
+#[cfg(test)]
+mod tests;

@@ -93,6 +93,7 @@ pub async fn handle<B>(
         scheme: forwarded(&X_FORWARDED_PROTO).filter(|p| *p == "https" || *p == "http"),
         authorization: header(&header::AUTHORIZATION),
         if_none_match: header(&header::IF_NONE_MATCH),
+        version: req.version,
         send_queue: if req.version <= http::Version::HTTP_11 {
             req.extensions.get::<SendQueue>().cloned()
         } else {
@@ -207,6 +208,8 @@ struct Asked<'r> {
     scheme: Option<&'r str>,
     authorization: Option<&'r str>,
     if_none_match: Option<&'r str>,
+    /// The HTTP version the request came over.
+    version: http::Version,
     /// Where an HTTP/1 request on a plain connection queues files to be
     /// sent as they are (`sendfile`).
     send_queue: Option<SendQueue>,
@@ -315,7 +318,7 @@ async fn respond(
         }
         Route::Index(provider) => {
             let doc = mirror.index_document(&provider).await?;
-            Ok(rendered_response(doc, asked.if_none_match))
+            Ok(rendered_response(doc, asked.if_none_match, asked.version))
         }
         Route::Version(provider, version) => {
             // With access control on, archive links carry signatures made
@@ -324,7 +327,7 @@ async fn respond(
             let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
                 app.auth.enabled().then_some(&sign);
             let doc = mirror.version_document(&provider, &version, sign).await?;
-            Ok(rendered_response(doc, asked.if_none_match))
+            Ok(rendered_response(doc, asked.if_none_match, asked.version))
         }
         Route::Lock(provider, version) => {
             let platforms = lock_platforms(asked.query)?;

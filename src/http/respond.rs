@@ -3,7 +3,7 @@
 //! (and 304 when the client holds them), plain text, and HEAD's answer
 //! without a body. The dispatcher and the status page both use these.
 
-use http::{header, HeaderValue, Response, StatusCode};
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode, Version};
 
 use super::body::{self, Body};
 use crate::protocol::Rendered;
@@ -18,18 +18,22 @@ pub(super) fn registry_json(bytes: Vec<u8>) -> Response<Body> {
 
 /// A rendered document, or 304 when the client holds it already. Clients
 /// must revalidate (`no-cache`): the version list and the hashes change.
-pub(super) fn rendered_response(doc: Rendered, if_none_match: Option<&str>) -> Response<Body> {
+pub(super) fn rendered_response(
+    doc: Rendered,
+    if_none_match: Option<&str>,
+    version: Version,
+) -> Response<Body> {
     let matches = if_none_match.is_some_and(|tags| {
         tags.split(',')
             .map(|t| t.trim().trim_start_matches("W/"))
             .any(|t| doc.etag == t || t == "*")
     });
     let mut resp = if matches {
-        let mut r = Response::new(body::empty());
+        let mut r = answer(body::empty(), version);
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
     } else {
-        let mut r = Response::new(body::full(doc.bytes));
+        let mut r = answer(body::full(doc.bytes), version);
         r.headers_mut().insert(header::CONTENT_LENGTH, doc.length);
         r.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -72,8 +76,60 @@ pub(super) fn with_type(
     resp
 }
 
+/// Headers an HTTP/2 answer has room for without growing its map. It gets
+/// five here and from the dispatcher (`Content-Length`, `Content-Type`,
+/// `ETag`, `Cache-Control`, `X-Request-Id`), then hyper adds `Date` and
+/// looks up `Content-Length` through the map's entry API, which makes room
+/// for one more before it looks: at the default size (six) a grow for
+/// every answer (a new table, every header hashed again and moved). HTTP/1
+/// answers keep the default size: hyper writes their `Date` on the wire,
+/// and the smaller map is one allocation half the size.
+const HTTP2_ANSWER_HEADERS: usize = 8;
+
+/// A 200 answer with `body`, with room for its headers over `version`.
+fn answer(body: Body, version: Version) -> Response<Body> {
+    let mut resp = Response::new(body);
+    if version >= Version::HTTP_2 {
+        *resp.headers_mut() = HeaderMap::with_capacity(HTTP2_ANSWER_HEADERS);
+    }
+    resp
+}
+
 /// Keeps status and headers (Content-Length included) and drops the body.
 pub(super) fn strip_body(resp: Response<Body>) -> Response<Body> {
     let (parts, _) = resp.into_parts();
     Response::from_parts(parts, body::empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_have_room_for_every_header_they_get() {
+        let doc = Rendered::new(&serde_json::json!({"versions": {}}));
+        let etag = doc.etag.to_str().unwrap().to_owned();
+        for version in [Version::HTTP_11, Version::HTTP_2] {
+            for mut resp in [
+                rendered_response(doc.clone(), None, version),
+                rendered_response(doc.clone(), Some(&etag), version),
+            ] {
+                let h = resp.headers_mut();
+                let room = h.capacity();
+                // What the dispatcher adds, and then hyper over HTTP/2.
+                h.insert("x-request-id", HeaderValue::from_static("0123456789abcdef"));
+                if version == Version::HTTP_2 {
+                    h.entry(header::DATE)
+                        .or_insert(HeaderValue::from_static("Thu, 26 Nov 2026 15:03:58 GMT"));
+                    h.entry(header::CONTENT_LENGTH)
+                        .or_insert(HeaderValue::from_static("0"));
+                }
+                assert_eq!(h.capacity(), room, "{version:?}: the map grew: {h:?}");
+            }
+        }
+        // HTTP/1 answers keep the smaller default.
+        let h1 = rendered_response(doc.clone(), None, Version::HTTP_11);
+        let h2 = rendered_response(doc, None, Version::HTTP_2);
+        assert!(h1.headers().capacity() < h2.headers().capacity());
+    }
 }

@@ -32,6 +32,11 @@ pub enum Endpoint {
     Invalid,
 }
 
+impl Endpoint {
+    /// How many endpoints there are (`Invalid` is the last).
+    pub(super) const COUNT: usize = Endpoint::Invalid as usize + 1;
+}
+
 /// What the cache held for a request.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
 pub enum CacheOutcome {
@@ -41,6 +46,11 @@ pub enum CacheOutcome {
     Miss,
     /// The origin was down; the stored copy was served.
     Stale,
+}
+
+impl CacheOutcome {
+    /// How many outcomes there are (`Stale` is the last).
+    pub(super) const COUNT: usize = CacheOutcome::Stale as usize + 1;
 }
 
 /// What kind of cached thing.
@@ -62,6 +72,11 @@ pub enum CacheKind {
     ReleaseRecord,
     /// CLI release files.
     ReleaseFile,
+}
+
+impl CacheKind {
+    /// How many kinds there are (`ReleaseFile` is the last).
+    pub(super) const COUNT: usize = CacheKind::ReleaseFile as usize + 1;
 }
 
 /// How an upstream request ended.

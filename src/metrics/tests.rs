@@ -31,3 +31,107 @@ fn renders_prometheus_text() {
     }
     assert_eq!(m.hit_rate(), (1, 2));
 }
+
+#[test]
+fn kept_series_are_the_familys_series() {
+    let m = Metrics::new();
+    for _ in 0..3 {
+        m.request(Endpoint::Version, 200, Duration::from_millis(2));
+    }
+    // A status that is not kept is counted through the family.
+    m.request(Endpoint::Version, 502, Duration::from_millis(40));
+    m.request(Endpoint::Oci, 404, Duration::from_millis(1));
+    for _ in 0..2 {
+        m.cache(CacheKind::ReleaseFile, CacheOutcome::Stale);
+    }
+    let text = m.render();
+    for want in [
+        "tfmirror_http_requests_total{endpoint=\"version\",status=\"200\"} 3",
+        "tfmirror_http_requests_total{endpoint=\"version\",status=\"502\"} 1",
+        "tfmirror_http_requests_total{endpoint=\"oci\",status=\"404\"} 1",
+        "tfmirror_http_request_duration_seconds_count{endpoint=\"version\"} 4",
+        "tfmirror_http_request_duration_seconds_count{endpoint=\"oci\"} 1",
+        "tfmirror_cache_lookups_total{kind=\"release_file\",outcome=\"stale\"} 2",
+    ] {
+        assert!(text.contains(want), "{want} missing from\n{text}");
+    }
+    // Series are created by their first count, not before.
+    assert!(!text.contains("endpoint=\"index\""), "{text}");
+    assert!(!text.contains("outcome=\"miss\""), "{text}");
+}
+
+#[test]
+fn every_label_value_has_a_slot_of_its_own() {
+    use std::collections::HashSet;
+    // Exhaustive: a new variant fails to compile here until it is listed.
+    let endpoint = |e: Endpoint| match e {
+        Endpoint::Index
+        | Endpoint::Version
+        | Endpoint::Archive
+        | Endpoint::Lock
+        | Endpoint::Registry
+        | Endpoint::Module
+        | Endpoint::Release
+        | Endpoint::Oci
+        | Endpoint::Home
+        | Endpoint::Operations
+        | Endpoint::Invalid => e,
+    };
+    let endpoints = [
+        Endpoint::Index,
+        Endpoint::Version,
+        Endpoint::Archive,
+        Endpoint::Lock,
+        Endpoint::Registry,
+        Endpoint::Module,
+        Endpoint::Release,
+        Endpoint::Oci,
+        Endpoint::Home,
+        Endpoint::Operations,
+        Endpoint::Invalid,
+    ]
+    .map(endpoint);
+    assert_eq!(endpoints.len(), Endpoint::COUNT);
+    let mut slots = HashSet::new();
+    for e in endpoints {
+        assert!((e as usize) < Endpoint::COUNT);
+        for status in [200, 304, 307, 404] {
+            let slot = kept::status_slot(e, status).expect("kept status");
+            assert!(slot < kept::STATUS_SLOTS && slots.insert(slot));
+        }
+        assert_eq!(kept::status_slot(e, 500), None);
+    }
+    let kind = |k: CacheKind| match k {
+        CacheKind::Index
+        | CacheKind::Version
+        | CacheKind::Archive
+        | CacheKind::ModuleIndex
+        | CacheKind::ModulePackage
+        | CacheKind::ReleaseList
+        | CacheKind::ReleaseRecord
+        | CacheKind::ReleaseFile => k,
+    };
+    let outcome = |o: CacheOutcome| match o {
+        CacheOutcome::Hit | CacheOutcome::Miss | CacheOutcome::Stale => o,
+    };
+    let kinds = [
+        CacheKind::Index,
+        CacheKind::Version,
+        CacheKind::Archive,
+        CacheKind::ModuleIndex,
+        CacheKind::ModulePackage,
+        CacheKind::ReleaseList,
+        CacheKind::ReleaseRecord,
+        CacheKind::ReleaseFile,
+    ]
+    .map(kind);
+    let outcomes = [CacheOutcome::Hit, CacheOutcome::Miss, CacheOutcome::Stale].map(outcome);
+    assert_eq!(kinds.len() * outcomes.len(), kept::CACHE_SLOTS);
+    let mut slots = HashSet::new();
+    for k in kinds {
+        for o in outcomes {
+            let slot = kept::cache_slot(k, o);
+            assert!(slot < kept::CACHE_SLOTS && slots.insert(slot));
+        }
+    }
+}

@@ -29,12 +29,11 @@ impl Mirror {
     /// (logged at error) until it can.
     async fn decisions(&self) -> Arc<PolicyDecisions> {
         // A live copy without preparing the load (see `Mirror::held`).
-        if let Some(live) = self.decisions.get(&()).await {
+        if let Some(live) = self.decisions.live() {
             return live;
         }
-        // Boxed, as `Mirror::held`'s load is: the cache's entry machinery
-        // and reading the store are a large future that every reader's
-        // would otherwise carry.
+        // Boxed, as `Mirror::held`'s load is: reading the store is a
+        // large future that every reader's would otherwise carry.
         Box::pin(self.load_decisions()).await
     }
 
@@ -42,7 +41,7 @@ impl Mirror {
     /// requests ask at the same time.
     async fn load_decisions(&self) -> Arc<PolicyDecisions> {
         self.decisions
-            .get_with((), async {
+            .get_or_load(|| async {
                 match self.store.read_decisions().await {
                     Ok(found) => {
                         let found = found.unwrap_or_default();

@@ -43,6 +43,7 @@ pub mod module_proxy;
 pub mod oci;
 mod package_checks;
 pub mod packages;
+mod refreshed;
 pub mod residency;
 pub mod versions;
 
@@ -144,7 +145,7 @@ pub struct Mirror {
     policy: crate::policy::Policy,
     /// The operator's decisions on single versions, read from the store
     /// at most every few seconds.
-    decisions: moka::future::Cache<(), Arc<crate::store::PolicyDecisions>>,
+    decisions: refreshed::Refreshed<crate::store::PolicyDecisions>,
     /// What the policy left out of the version lists last made, by
     /// provider or module, for the status page.
     held_back: std::sync::Mutex<std::collections::BTreeMap<String, Vec<crate::policy::Denied>>>,
@@ -267,9 +268,7 @@ impl Mirror {
             origin,
             trust,
             policy,
-            decisions: moka::future::Cache::builder()
-                .time_to_live(gate::DECISIONS_TTL)
-                .build(),
+            decisions: refreshed::Refreshed::new(gate::DECISIONS_TTL),
             held_back: std::sync::Mutex::default(),
             metrics,
             draining: AtomicBool::new(false),

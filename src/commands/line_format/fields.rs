@@ -90,6 +90,14 @@ struct Escaping<'a, W: ?Sized>(&'a mut W);
 
 impl<W: fmt::Write + ?Sized> fmt::Write for Escaping<'_, W> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
+        // Most text has none of them: written whole. (0xC2 leads every
+        // character from U+0080 to U+00BF in UTF-8.)
+        if !s
+            .bytes()
+            .any(|b| matches!(b, 0x07 | 0x08 | 0x0c | 0x1b | 0x7f | 0xc2))
+        {
+            return self.0.write_str(s);
+        }
         for ch in s.chars() {
             match ch {
                 '\x1b' => self.0.write_str("\\x1b")?,
