@@ -198,16 +198,52 @@ proptest! {
         let listed = VersionsResponse::read(&doc, &url).unwrap();
         let provider = Provider::from_source("registry.example/acme/widget").unwrap();
         let usable = listed.usable(&provider);
-        for (v, ps) in &entries {
+        for (at, (v, ps)) in entries.iter().enumerate() {
             match tfmirror::address::Version::parse(v) {
                 Ok(version) => {
-                    let platforms = &usable[&version];
-                    prop_assert!(platforms.len() <= ps.len());
+                    // A version listed twice keeps its last entry.
+                    let last = entries
+                        .iter()
+                        .rposition(|(w, _)| tfmirror::address::Version::parse(w).ok().as_ref() == Some(&version));
+                    if last == Some(at) {
+                        prop_assert!(usable[&version].len() <= ps.len());
+                    }
                 }
                 Err(_) => prop_assert!(!usable.keys().any(|k| k.as_str() == v)),
             }
         }
     }
+}
+
+/// A version the registry lists twice is kept with its last entry's
+/// platforms (the case that found the property's assumption above).
+#[test]
+fn a_version_listed_twice_keeps_its_last_entry() {
+    let url =
+        url::Url::parse("https://registry.example/v1/providers/acme/widget/versions").unwrap();
+    let provider = Provider::from_source("registry.example/acme/widget").unwrap();
+    let platforms = |doc: serde_json::Value| {
+        let listed = VersionsResponse::read(&doc, &url).unwrap();
+        let usable = listed.usable(&provider);
+        let version = tfmirror::address::Version::parse("3.3.5").unwrap();
+        usable[&version]
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    };
+    let linux = serde_json::json!([{"os": "linux", "arch": "amd64"}]);
+    assert_eq!(
+        platforms(serde_json::json!({"versions": [
+            {"version": "3.3.5", "platforms": []},
+            {"version": "3.3.5", "platforms": linux},
+        ]})),
+        ["linux_amd64"]
+    );
+    assert!(platforms(serde_json::json!({"versions": [
+        {"version": "3.3.5", "platforms": linux},
+        {"version": "3.3.5", "platforms": []},
+    ]}))
+    .is_empty());
 }
 
 /// The fields of a provider download answer a mutation may touch.
