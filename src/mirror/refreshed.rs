@@ -33,8 +33,9 @@ impl<T> Refreshed<T> {
         (loaded.elapsed() < self.lifetime).then(|| value.clone())
     }
 
-    /// The held copy, or a new one from `load` once it is older than its
-    /// lifetime. One load runs at a time; requests that ask meanwhile get
+    /// The slow half of a read, for when [`Refreshed::live`] found no
+    /// copy: a new one from `load`, or the one another request loaded
+    /// meanwhile. One load runs at a time; requests that ask meanwhile get
     /// its result. A load given up (its request dropped) leaves the next
     /// request to load.
     pub(super) async fn get_or_load<F, Fut>(&self, load: F) -> Arc<T>
@@ -42,11 +43,9 @@ impl<T> Refreshed<T> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Arc<T>>,
     {
-        if let Some(value) = self.live() {
-            return value;
-        }
         let _loading = self.loading.lock().await;
-        // Loaded by another request while this one waited.
+        // Loaded by another request while this one waited (or since the
+        // caller looked).
         if let Some(value) = self.live() {
             return value;
         }
