@@ -5,6 +5,10 @@
 //! drive a terminal escaped (`\x1b`, `\u{9b}`); fields of a forwarded `log`
 //! record's metadata (`log.target`, …) are left out, its line names them
 //! already; an error is followed by the list of its sources.
+//!
+//! Numbers, booleans and plain strings (a request line's status and
+//! duration, a span's cache outcome) are written without the formatting
+//! machinery: the same text, with a fraction of the work.
 
 use std::error::Error;
 use std::fmt::{self, Write as _};
@@ -38,18 +42,49 @@ struct Visitor<'w> {
 
 impl Visitor<'_> {
     fn write(&mut self, name: &str, value: &dyn fmt::Debug) -> fmt::Result {
+        if name == "message" {
+            self.separate()?;
+            return write!(Escaping(&mut self.writer), "{value:?}");
+        }
+        self.name(name)?;
+        write!(self.writer, "{value:?}")
+    }
+
+    /// The space before every field but the first.
+    fn separate(&mut self) -> fmt::Result {
         if !self.first {
             self.writer.write_char(' ')?;
         }
         self.first = false;
-        if name == "message" {
-            return write!(Escaping(&mut self.writer), "{value:?}");
-        }
+        Ok(())
+    }
+
+    /// The space before a field other than the message, and `name=`.
+    fn name(&mut self, name: &str) -> fmt::Result {
+        self.separate()?;
         self.writer
             .write_str(name.strip_prefix("r#").unwrap_or(name))?;
-        self.writer.write_char('=')?;
-        write!(self.writer, "{value:?}")
+        self.writer.write_char('=')
     }
+
+    /// Whether `field` is written as text of its own: a field other than
+    /// the message and the `log` crate's metadata, while nothing failed.
+    fn plain_field(&self, field: &Field) -> bool {
+        self.result.is_ok() && field.name() != "message" && !field.name().starts_with("log.")
+    }
+
+    /// Writes `name=` and `text`, a value's `Debug` form.
+    fn write_text(&mut self, name: &str, text: &str) {
+        self.result = self.name(name).and_then(|()| self.writer.write_str(text));
+    }
+}
+
+/// Whether a string's `Debug` form is the string in quotes: no quote,
+/// backslash or character outside printable ASCII to escape.
+fn quotes_alone(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
 }
 
 impl Visit for Visitor<'_> {
@@ -64,6 +99,36 @@ impl Visit for Visitor<'_> {
         // A message is its text; any other string is quoted.
         if field.name() == "message" {
             self.record_debug(field, &format_args!("{value}"));
+        } else if self.plain_field(field) && quotes_alone(value) {
+            self.result = self.name(field.name()).and_then(|()| {
+                self.writer.write_char('"')?;
+                self.writer.write_str(value)?;
+                self.writer.write_char('"')
+            });
+        } else {
+            self.record_debug(field, &value);
+        }
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        if self.plain_field(field) {
+            self.write_text(field.name(), itoa::Buffer::new().format(value));
+        } else {
+            self.record_debug(field, &value);
+        }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        if self.plain_field(field) {
+            self.write_text(field.name(), itoa::Buffer::new().format(value));
+        } else {
+            self.record_debug(field, &value);
+        }
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        if self.plain_field(field) {
+            self.write_text(field.name(), if value { "true" } else { "false" });
         } else {
             self.record_debug(field, &value);
         }

@@ -39,8 +39,8 @@ impl Lines {
 
 /// Logs a spread of events: every level, spans nested and empty, a field
 /// recorded on a span later, display, debug, string, number and boolean
-/// values, a value with quotes and a newline, and a record from the `log`
-/// crate.
+/// values (at their edges, and as the message), a value with quotes and a
+/// newline, and a record from the `log` crate.
 fn log_a_spread() {
     tracing::trace!(target: "tfmirror::a", "at trace");
     tracing::debug!("at debug {}", 2);
@@ -80,6 +80,23 @@ fn log_a_spread() {
         );
         tracing::info!(message = "only a message field \x08");
         tracing::info!(empty = "");
+        // Numbers, booleans and strings at their edges.
+        tracing::info!(
+            most = u64::MAX,
+            least = i64::MIN,
+            zero = 0_u64,
+            r#yes = true,
+            plain = "it's a plain string ~",
+            tab = "a\tb",
+            slash = r"a\b",
+            quoted = "say \"hi\"",
+            unicode = "café",
+            wide = 1_u128 << 100,
+            half = 0.5_f64,
+            "edges"
+        );
+        tracing::info!(message = 42_u64, after = 7_u64);
+        tracing::info!(message = true);
     }
     tracing_log::format_trace(
         &log::Record::builder()
@@ -148,7 +165,7 @@ fn the_plain_line_is_the_default_format_without_colours() {
     let (expected, expected_times) = split(&default_text);
     let (got, got_times) = split(&plain_text);
     assert_eq!(got, expected);
-    assert_eq!(got.len(), 9, "{plain_text}");
+    assert_eq!(got.len(), 12, "{plain_text}");
     assert!(
         plain_text.contains(r"bell \x07 esc \x1b c1 \u{85} del \x7f 3 end type="),
         "{plain_text}"
@@ -157,6 +174,13 @@ fn the_plain_line_is_the_default_format_without_colours() {
         plain_text.contains(r"chain=wrapper chain.sources=[inner \u{9b}cause]"),
         "{plain_text}"
     );
+    assert!(
+        plain_text.contains(
+            r#"edges most=18446744073709551615 least=-9223372036854775808 zero=0 yes=true plain="it's a plain string ~" tab="a\tb" slash="a\\b" quoted="say \"hi\"" unicode="café""#
+        ),
+        "{plain_text}"
+    );
+    assert!(plain_text.contains(": 42 after=7\n"), "{plain_text}");
     assert!(
         got.iter()
             .any(|l| l.ends_with("}: rustls::server: from the log crate")),
