@@ -20,6 +20,7 @@ pub mod constraints;
 pub mod daemon;
 pub mod error;
 pub mod http;
+pub mod log_context;
 pub mod metrics;
 pub mod mirror;
 pub mod module_source;

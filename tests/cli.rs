@@ -86,13 +86,8 @@ async fn every_request_is_logged_once_and_the_request_lines_can_be_switched_off(
         assert_eq!(c.get(&d.url).await.status, StatusCode::OK);
         let refused = format!("{}example.com/acme/x/index.json", d.url);
         assert_eq!(c.get(&refused).await.status, StatusCode::FORBIDDEN);
-        d.signal("TERM");
-        let (status, log) = d.wait().await;
-        assert!(status.success(), "exit status {status:?}\n{log}");
-        let lines: Vec<&str> = log
-            .lines()
-            .filter(|l| l.contains("tfmirror::access: answered"))
-            .collect();
+        let log = stopped(d).await;
+        let lines = request_lines(&log);
         if logged {
             assert_eq!(lines.len(), 2, "{log}");
             assert!(lines[0].contains("path=/ ") && lines[0].contains("status=200"));
@@ -165,6 +160,94 @@ async fn sigterm_lets_a_slow_download_finish_and_systemd_hears_of_it() {
         log.lines().any(|l| l.contains("\"answered\"")
             && l.contains("\"cache\":\"miss\"")
             && l.contains("\"status\":200")),
+        "{log}"
+    );
+}
+
+/// Stops a daemon with `SIGTERM` and returns its log, once it has exited
+/// successfully.
+async fn stopped(d: Daemon) -> String {
+    d.signal("TERM");
+    let (status, log) = d.wait().await;
+    assert!(status.success(), "exit status {status:?}\n{log}");
+    log
+}
+
+/// The request lines of a log.
+fn request_lines(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| l.contains("tfmirror::access: answered"))
+        .collect()
+}
+
+/// The daemon's plain lines name each request by the ID its answer
+/// carried, with the cache outcomes noted while it was answered, in the
+/// lines it logs and in the request line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_lines_name_the_request_and_its_cache_outcome() {
+    let (setup, origin, _signer, _archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
+    let config = config_file(&setup, &origin, "");
+    let mut cmd = tfmirror(setup.dir.path());
+    cmd.args(["serve", "--config"]).arg(&config);
+    let d = Daemon::start(cmd);
+    let c = Client::trusting(&setup.dir.path().join("data/tls/ca.pem"));
+    let index = format!("{}registry.origin.test/acme/widget/index.json", d.url);
+    let first = c.get(&index).await;
+    let second = c.get(&index).await;
+    let missing = c
+        .get(&format!(
+            "{}registry.origin.test/acme/nothing/index.json",
+            d.url
+        ))
+        .await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(second.status, StatusCode::OK);
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    let log = stopped(d).await;
+    let line_of = |answer: &Answer| -> String {
+        let id = answer.headers["x-request-id"].to_str().unwrap().to_owned();
+        let lines: Vec<&str> = request_lines(&log)
+            .into_iter()
+            .filter(|l| l.contains(&format!("request{{id={id}")))
+            .collect();
+        assert_eq!(lines.len(), 1, "{id}\n{log}");
+        lines[0].split_once(' ').unwrap().1.to_owned()
+    };
+    let first_line = line_of(&first);
+    let id = first.headers["x-request-id"].to_str().unwrap();
+    assert!(
+        first_line.starts_with(&format!(
+            " INFO request{{id={id} cache=\"miss\"}}: tfmirror::access: answered client=127.0.0.1 method=GET path=/registry.origin.test/acme/widget/index.json status=200 ms="
+        )),
+        "{first_line}"
+    );
+    let id = second.headers["x-request-id"].to_str().unwrap();
+    assert!(
+        line_of(&second).starts_with(&format!(" INFO request{{id={id} cache=\"hit\"}}: ")),
+        "{log}"
+    );
+    // Nothing noted: the ID alone.
+    let id = missing.headers["x-request-id"].to_str().unwrap();
+    assert!(
+        line_of(&missing).starts_with(&format!(" INFO request{{id={id}}}: ")),
+        "{log}"
+    );
+
+    // Where the filter leaves out the request's span (its target,
+    // `tfmirror::http::dispatch`, below `info`), lines name no request.
+    let mut cmd = tfmirror(setup.dir.path());
+    cmd.args(["serve", "--config"]).arg(&config).env(
+        "RUST_LOG",
+        "warn,tfmirror::access=info,tfmirror::daemon=info",
+    );
+    let d = Daemon::start(cmd);
+    let index = format!("{}registry.origin.test/acme/widget/index.json", d.url);
+    assert_eq!(c.get(&index).await.status, StatusCode::OK);
+    let log = stopped(d).await;
+    let lines = request_lines(&log);
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(
+        lines[0].contains(" INFO tfmirror::access: answered "),
         "{log}"
     );
 }

@@ -10,7 +10,8 @@
 //! are five characters wide, right-aligned. Span and event fields are
 //! formatted by the layer's field formatter, [`PlainFields`] (written the
 //! default way, without its styling). A terminal still gets the coloured
-//! default format (see [`super::logging`]).
+//! default format (see [`super::logging`]). A request's context
+//! ([`crate::log_context`]) is written as its span would be.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -48,8 +49,13 @@ where
         writer.write_char(' ')?;
         writer.write_str(level_word(*meta.level()))?;
         writer.write_char(' ')?;
+        // The request's context, where the request has one instead of a
+        // span: written as its span would be, first.
+        let mut any = crate::log_context::with_current(|context| match context {
+            Some(context) => context.write_prefix(&mut writer).map(|()| true),
+            None => Ok(false),
+        })?;
         if let Some(scope) = ctx.event_scope() {
-            let mut any = false;
             for span in scope.from_root() {
                 any = true;
                 writer.write_str(span.metadata().name())?;
@@ -63,9 +69,9 @@ where
                 }
                 writer.write_char(':')?;
             }
-            if any {
-                writer.write_char(' ')?;
-            }
+        }
+        if any {
+            writer.write_char(' ')?;
         }
         writer.write_str(meta.target())?;
         writer.write_str(": ")?;

@@ -78,18 +78,26 @@ pub(super) fn init_logging<W>(config: &Config, writer: W) -> anyhow::Result<()>
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(spec) if !spec.is_empty() => {
-            line_filter(&spec).context("RUST_LOG is not a valid log filter")?
-        }
-        _ => line_filter(&config.log.level).with_context(|| {
-            format!("log.level {:?} is not a valid log filter", config.log.level)
-        })?,
+    let (spec, what) = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.is_empty() => (spec, "RUST_LOG is not a valid log filter".to_owned()),
+        _ => (
+            config.log.level.clone(),
+            format!("log.level {:?} is not a valid log filter", config.log.level),
+        ),
     };
+    let filter = line_filter(&spec).context(what)?;
+    let terminal = std::io::stderr().is_terminal();
+    // Whether the filter enables the request's span, asked before it is
+    // handed to the layer.
+    let contexts = contexts_in_lines(config, terminal, &spec).then(|| {
+        filter
+            .callsite_enabled(crate::log_context::request_span())
+            .is_always()
+    });
     let lines = match config.log.format {
         // A terminal gets colours; anything else the same line without
         // them, written by tfmirror's own formatter (one per request).
-        LogFormat::Pretty if std::io::stderr().is_terminal() => tracing_subscriber::fmt::layer()
+        LogFormat::Pretty if terminal => tracing_subscriber::fmt::layer()
             .with_writer(writer)
             .with_ansi(true)
             .boxed(),
@@ -135,7 +143,23 @@ where
         .with(lines.with_filter(filter))
         .with(audit)
         .try_init()
-        .map_err(|e| anyhow::anyhow!("starting logging: {e}"))
+        .map_err(|e| anyhow::anyhow!("starting logging: {e}"))?;
+    if let Some(shown) = contexts {
+        crate::log_context::show_in_lines(shown);
+    }
+    Ok(())
+}
+
+/// Whether requests are given a [`crate::log_context::RequestContext`]
+/// instead of a span: when the lines are tfmirror's plain text (the
+/// `pretty` format, not on a `terminal`) and nothing else reads spans: no
+/// audit file (its JSON names the request's span) and no span directive
+/// in the filter's `spec` (written in `[…]`).
+fn contexts_in_lines(config: &Config, terminal: bool, spec: &str) -> bool {
+    config.log.format == LogFormat::Pretty
+        && !terminal
+        && config.log.audit_file.is_none()
+        && !spec.contains('[')
 }
 
 #[cfg(test)]

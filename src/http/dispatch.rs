@@ -24,6 +24,7 @@ use super::App;
 use crate::address::oci::OciRepo;
 use crate::address::ArchiveKey;
 use crate::error::RequestError;
+use crate::log_context::{self, next_request_id, WithRequest};
 use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
 use crate::mirror::FileOrStream;
@@ -32,7 +33,6 @@ mod ids;
 mod links;
 #[cfg(test)]
 mod tests;
-use ids::next_request_id;
 pub use ids::Peer;
 use links::{link_query, lock_platforms, module_location};
 
@@ -81,8 +81,20 @@ pub async fn handle<B>(
     };
     // The span carries what diagnostics logged within the request need
     // (its ID, and the cache outcome once the mirror notes it); the rest
-    // goes on the request line alone, so it is formatted once.
-    let span = tracing::info_span!("request", id = %id, cache = tracing::field::Empty);
+    // goes on the request line alone, so it is formatted once. When the
+    // log's lines show a request context instead (see `log_context`), the
+    // request gets one where the filter enables its span, and no span.
+    let (span, context) = if log_context::shown_in_lines() {
+        (tracing::Span::none(), log_context::context_for(id))
+    } else {
+        let span = tracing::info_span!(
+            target: log_context::REQUEST_TARGET,
+            "request",
+            id = %id,
+            cache = tracing::field::Empty
+        );
+        (span, None)
+    };
     let asked = Asked {
         method: req.method.clone(),
         path: req.uri.path(),
@@ -100,7 +112,7 @@ pub async fn handle<B>(
             None
         },
     };
-    async move {
+    let answered = async move {
         let (endpoint, served, result) = answer(&app, &asked).await;
         let mut response = match result {
             Ok(resp) => resp,
@@ -152,8 +164,8 @@ pub async fn handle<B>(
             response
         })
     }
-    .instrument(span)
-    .await
+    .instrument(span);
+    WithRequest::new(context, answered).await
 }
 
 /// [`handle`] in a box: for hyper's HTTP/2 server, which spawns a task for

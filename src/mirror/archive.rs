@@ -122,14 +122,14 @@ impl Mirror {
         if cached || self.offline() {
             return self.open_stored(key).await;
         }
-        let mut fetch = tokio::spawn(
+        // Cache outcomes are noted on the request's span or context.
+        let mut fetch = tokio::spawn(crate::log_context::in_current_request(
             {
                 let (this, key) = (self.clone(), key.clone());
                 async move { this.open_stored(&key).await }
             }
-            // Cache outcomes are noted on the request's span.
             .in_current_span(),
-        );
+        ));
         loop {
             let added = self.providers.arriving.added.notified();
             tokio::pin!(added);

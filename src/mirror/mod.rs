@@ -382,7 +382,8 @@ impl Mirror {
         self.config.upstream.offline
     }
 
-    /// Counts a cache lookup and notes its outcome on the request's span.
+    /// Counts a cache lookup and notes its outcome on the request's span,
+    /// or on its context where the log's lines show one instead.
     pub(crate) fn note(&self, kind: CacheKind, outcome: CacheOutcome) {
         self.metrics.cache(kind, outcome);
         let word = match outcome {
@@ -390,6 +391,10 @@ impl Mirror {
             CacheOutcome::Miss => "miss",
             CacheOutcome::Stale => "stale",
         };
+        if crate::log_context::shown_in_lines() {
+            crate::log_context::note_cache(word);
+            return;
+        }
         // What `Span::current().record("cache", word)` does, without
         // taking (and then releasing) a handle on the span.
         tracing::dispatcher::get_default(|dispatch| {

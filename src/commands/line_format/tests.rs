@@ -137,31 +137,43 @@ fn split(text: &str) -> (Vec<&str>, Vec<&str>) {
         .unzip()
 }
 
-#[test]
-fn the_plain_line_is_the_default_format_without_colours() {
-    // One subscriber each: layers of one registry would share the spans'
-    // formatted fields.
-    let default = Lines::default();
-    let plain = Lines::default();
+/// What `log` writes through `tracing-subscriber`'s default format without
+/// colours, with a subscriber of its own.
+fn default_lines(log: impl FnOnce()) -> String {
+    let lines = Lines::default();
     tracing::subscriber::with_default(
         tracing_subscriber::registry().with(
             tracing_subscriber::fmt::layer()
                 .with_ansi(false)
-                .with_writer(default.clone()),
+                .with_writer(lines.clone()),
         ),
-        log_a_spread,
+        log,
     );
+    lines.text()
+}
+
+/// What `log` writes through tfmirror's plain line, with a subscriber of
+/// its own.
+fn plain_lines(log: impl FnOnce()) -> String {
+    let lines = Lines::default();
     tracing::subscriber::with_default(
         tracing_subscriber::registry().with(
             tracing_subscriber::fmt::layer()
                 .with_ansi(false)
                 .fmt_fields(PlainFields)
                 .event_format(PlainLine)
-                .with_writer(plain.clone()),
+                .with_writer(lines.clone()),
         ),
-        log_a_spread,
+        log,
     );
-    let (default_text, plain_text) = (default.text(), plain.text());
+    lines.text()
+}
+
+#[test]
+fn the_plain_line_is_the_default_format_without_colours() {
+    // One subscriber each: layers of one registry would share the spans'
+    // formatted fields.
+    let (default_text, plain_text) = (default_lines(log_a_spread), plain_lines(log_a_spread));
     let (expected, expected_times) = split(&default_text);
     let (got, got_times) = split(&plain_text);
     assert_eq!(got, expected);
@@ -243,4 +255,56 @@ fn a_clock_out_of_range_still_gives_a_timestamp() {
         let apart = SystemTime::now().duration_since(read).unwrap();
         assert!(apart < Duration::from_secs(60), "{text}");
     }
+}
+
+/// Events logged within a request and outside it, with cache outcomes
+/// noted by `note` (on the request's span, or on its context).
+fn within_a_request(note: &dyn Fn(&'static str)) {
+    tracing::info!(
+        target: "tfmirror::access",
+        client = %"192.0.2.1",
+        status = 200_u16,
+        "answered"
+    );
+    note("hit");
+    let inner = tracing::warn_span!("inner", step = 2_u64);
+    let _inner = inner.enter();
+    tracing::warn!(reason = "said \"no\"", "refused");
+    note("miss");
+    tracing::error!(bytes = 12_i64, "failed");
+}
+
+#[test]
+fn a_request_context_is_written_as_the_request_span_is() {
+    use crate::log_context::{note_cache, RequestContext, RequestId, WithRequest};
+    use futures_util::FutureExt as _;
+
+    let id = RequestId::new(0x7f3a);
+    let spans_text = default_lines(|| {
+        let request = tracing::info_span!("request", id = %id, cache = tracing::field::Empty);
+        request.in_scope(|| {
+            within_a_request(&|word| {
+                request.record("cache", word);
+            });
+        });
+        tracing::info!("after the request");
+    });
+    let contexts_text = plain_lines(|| {
+        let context = Arc::new(RequestContext::new(id));
+        WithRequest::new(Some(context), async { within_a_request(&note_cache) })
+            .now_or_never()
+            .unwrap();
+        tracing::info!("after the request");
+    });
+    let (expected, _) = split(&spans_text);
+    let (got, _) = split(&contexts_text);
+    assert_eq!(got, expected);
+    assert_eq!(got.len(), 4, "{contexts_text}");
+    assert!(
+        got[2].starts_with(
+            "ERROR request{id=0000000000007f3a cache=\"hit\" cache=\"miss\"}:inner{step=2}: "
+        ),
+        "{contexts_text}"
+    );
+    assert!(got[3].starts_with(" INFO tfmirror::"), "{contexts_text}");
 }

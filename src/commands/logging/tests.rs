@@ -112,3 +112,43 @@ fn a_spec_that_does_not_parse_is_refused() {
         assert!(line_filter(spec).is_err(), "{spec:?}");
     }
 }
+
+#[test]
+fn requests_get_a_context_only_where_plain_lines_alone_read_them() {
+    let plain = Config::default();
+    assert_eq!(plain.log.format, LogFormat::Pretty);
+    assert!(contexts_in_lines(&plain, false, "info"));
+    assert!(contexts_in_lines(
+        &plain,
+        false,
+        "info,tfmirror::access=off"
+    ));
+    // Coloured lines are tracing-subscriber's, which show spans only.
+    assert!(!contexts_in_lines(&plain, true, "info"));
+    // A span directive needs the request's span.
+    assert!(!contexts_in_lines(&plain, false, "warn,[request]=info"));
+    let mut json = Config::default();
+    json.log.format = LogFormat::Json;
+    assert!(!contexts_in_lines(&json, false, "info"));
+    // The audit file's JSON names the request's span.
+    let mut audited = Config::default();
+    audited.log.audit_file = Some("/var/log/tfmirror/audit.json".into());
+    assert!(!contexts_in_lines(&audited, false, "info"));
+}
+
+#[test]
+fn a_request_is_named_in_lines_where_the_filter_enables_its_span() {
+    let shown = |spec: &str| {
+        line_filter(spec)
+            .unwrap()
+            .callsite_enabled(crate::log_context::request_span())
+            .is_always()
+    };
+    assert!(shown("info"));
+    assert!(shown("debug"));
+    assert!(shown("info,tfmirror::access=off"));
+    assert!(shown("warn,tfmirror::http=info"));
+    assert!(!shown("warn"));
+    assert!(!shown("warn,tfmirror::access=info"));
+    assert!(!shown("info,tfmirror::http::dispatch=warn"));
+}

@@ -1,7 +1,8 @@
 use std::net::IpAddr;
 
-use super::ids::{next_request_id, Peer, RequestId};
+use super::ids::Peer;
 use super::*;
+use crate::log_context::RequestId;
 
 /// The size of the future `f` returns, without making one.
 fn future_size<A, B, C, F: std::future::Future>(_: impl FnOnce(A, B, C) -> F) -> usize {
