@@ -205,26 +205,30 @@ pub fn note_cache(word: &'static str) {
 
 /// Calls `f` with the current request's context, if there is one.
 pub fn with_current<R>(f: impl FnOnce(Option<&RequestContext>) -> R) -> R {
+    with_held(|held| f(held.map(|context| &**context)))
+}
+
+/// Calls `f` with the thread's slot's context, taken out for the call and
+/// put back after it (even if `f` panics).
+fn with_held<R>(f: impl FnOnce(Option<&Arc<RequestContext>>) -> R) -> R {
     CURRENT.with(|cell| {
-        let current = cell.take();
-        // Put back even if `f` panics.
         let restore = Restore {
             cell,
-            previous: current,
+            held: cell.take(),
         };
-        f(restore.previous.as_deref())
+        f(restore.held.as_ref())
     })
 }
 
 /// Puts a context back in the thread's slot when dropped.
 struct Restore<'a> {
     cell: &'a Cell<Option<Arc<RequestContext>>>,
-    previous: Option<Arc<RequestContext>>,
+    held: Option<Arc<RequestContext>>,
 }
 
 impl Drop for Restore<'_> {
     fn drop(&mut self) {
-        self.cell.set(self.previous.take());
+        self.cell.set(self.held.take());
     }
 }
 
@@ -248,12 +252,7 @@ impl<F> WithRequest<F> {
 /// `future`, polled within the current request's context (for work a
 /// request spawns, whose notes belong to that request).
 pub fn in_current_request<F>(future: F) -> WithRequest<F> {
-    let context = CURRENT.with(|cell| {
-        let current = cell.take();
-        let copy = current.clone();
-        cell.set(current);
-        copy
-    });
+    let context = with_held(|held| held.map(Arc::clone));
     WithRequest::new(context, future)
 }
 
