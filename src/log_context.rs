@@ -110,7 +110,7 @@ pub fn next_request_id() -> RequestId {
 
 /// A request's ID as it is shown: 16 lowercase hexadecimal digits, held
 /// without an allocation.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub struct RequestId([u8; 16]);
 
 impl RequestId {
@@ -141,12 +141,6 @@ impl RequestId {
 }
 
 impl fmt::Display for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl fmt::Debug for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }

@@ -47,7 +47,7 @@ pub(super) fn load_daemon(
 /// level only; see [`ByTargetAndLevel`].
 fn line_filter(spec: &str) -> anyhow::Result<Box<dyn Filter<Registry> + Send + Sync>> {
     let filter = EnvFilter::try_new(spec)?;
-    if spec.contains('[') {
+    if has_span_directives(spec) {
         return Ok(Box::new(filter));
     }
     Ok(Box::new(ByTargetAndLevel(filter)))
@@ -159,7 +159,13 @@ fn contexts_in_lines(config: &Config, terminal: bool, spec: &str) -> bool {
     config.log.format == LogFormat::Pretty
         && !terminal
         && config.log.audit_file.is_none()
-        && !spec.contains('[')
+        && !has_span_directives(spec)
+}
+
+/// Whether a filter spec has span or field directives (written in `[…]`),
+/// which depend on spans.
+fn has_span_directives(spec: &str) -> bool {
+    spec.contains('[')
 }
 
 #[cfg(test)]
