@@ -239,13 +239,14 @@ async fn answer(
     if asked.method != Method::GET && asked.method != Method::HEAD {
         return (Endpoint::Invalid, None, Err(RequestError::MethodNotAllowed));
     }
-    let route = match routes::parse(asked.path) {
+    let route = match routes::parse_kept(asked.path) {
         Ok(r) => r,
         Err(e) => return (Endpoint::Invalid, None, Err(e)),
     };
+    let route = &*route;
     let endpoint = route.endpoint();
     // What goes on the audit trail when it is answered (not a HEAD).
-    let served = match &route {
+    let served = match route {
         Route::Archive(key) if asked.method == Method::GET => Some(Served::Archive(key.clone())),
         Route::ModulePackage(m, v) if asked.method == Method::GET => {
             Some(Served::Package(m.clone(), v.clone()))
@@ -255,7 +256,7 @@ async fn answer(
     if let Err(e) = authorize(app, route.access(), asked) {
         return (endpoint, served, Err(e));
     }
-    if let Route::Oci(OciRoute::Blob(repo, digest)) = &route {
+    if let Route::Oci(OciRoute::Blob(repo, digest)) = route {
         // Resolved first, so that the audit trail names what is served.
         let get = asked.method == Method::GET;
         return match Box::pin(oci::blob(&app.mirror, repo, digest)).await {
@@ -299,7 +300,7 @@ fn authorize(app: &App, access: Access<'_>, asked: &Asked<'_>) -> Result<(), Req
 async fn respond(
     app: &App,
     asked: &Asked<'_>,
-    route: Route,
+    route: &Route,
 ) -> Result<Response<Body>, RequestError> {
     let mirror = &app.mirror;
     match route {
@@ -329,7 +330,7 @@ async fn respond(
             Ok(resp)
         }
         Route::Index(provider) => {
-            let doc = mirror.index_document(&provider).await?;
+            let doc = mirror.index_document(provider).await?;
             Ok(rendered_response(doc, asked.if_none_match, asked.version))
         }
         Route::Version(provider, version) => {
@@ -338,13 +339,13 @@ async fn respond(
             let sign = |key: &ArchiveKey| app.auth.sign_archive(key);
             let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
                 app.auth.enabled().then_some(&sign);
-            let doc = mirror.version_document(&provider, &version, sign).await?;
+            let doc = mirror.version_document(provider, version, sign).await?;
             Ok(rendered_response(doc, asked.if_none_match, asked.version))
         }
         Route::Lock(provider, version) => {
             let platforms = lock_platforms(asked.query)?;
             let entry = Box::pin(crate::mirror::lockfile::entry(
-                mirror, &provider, &version, None, &platforms,
+                mirror, provider, version, None, &platforms,
             ))
             .await?;
             Ok(with_type(
@@ -354,17 +355,17 @@ async fn respond(
             ))
         }
         Route::RegistryVersions(provider) => Ok(registry_json(
-            Box::pin(mirror.registry_versions(&provider)).await?,
+            Box::pin(mirror.registry_versions(provider)).await?,
         )),
         Route::RegistryPackage(key) => {
-            let query = |link: Link<'_>| link_query(app, &key, link);
+            let query = |link: Link<'_>| link_query(app, key, link);
             Ok(registry_json(
-                Box::pin(mirror.registry_package(&key, &query)).await?,
+                Box::pin(mirror.registry_package(key, &query)).await?,
             ))
         }
         Route::RegistrySums(provider, version, file) => {
             let bytes =
-                Box::pin(mirror.registry_sums(&provider, &version, file.index, file.signature))
+                Box::pin(mirror.registry_sums(provider, version, file.index, file.signature))
                     .await?;
             let kind = if file.signature {
                 "application/octet-stream"
@@ -374,12 +375,12 @@ async fn respond(
             Ok(with_type(StatusCode::OK, bytes, kind))
         }
         Route::ModuleVersions(module) => Ok(registry_json(
-            Box::pin(mirror.module_versions(&module)).await?,
+            Box::pin(mirror.module_versions(module)).await?,
         )),
         Route::ModuleDownload(module, version) => {
-            let subdir = Box::pin(mirror.module_download(&module, &version)).await?;
+            let subdir = Box::pin(mirror.module_download(module, version)).await?;
             let query = if app.auth.enabled() {
-                app.auth.sign_module(&module, &version)
+                app.auth.sign_module(module, version)
             } else {
                 String::new()
             };
@@ -395,7 +396,7 @@ async fn respond(
             Ok(resp)
         }
         Route::ModulePackage(module, version) => {
-            let package = Box::pin(mirror.module_package(&module, &version)).await?;
+            let package = Box::pin(mirror.module_package(module, version)).await?;
             let size = package.size;
             let mut resp = Response::new(body::stream(tokio_util::io::ReaderStream::new(
                 package.into_reader(),
@@ -412,16 +413,16 @@ async fn respond(
             let (scheme, authority) =
                 super::status_page::public_address(app, asked.scheme, asked.host);
             let base = format!("{scheme}://{authority}");
-            Box::pin(super::releases::respond(mirror, &base, release)).await
+            Box::pin(super::releases::respond(mirror, &base, release.clone())).await
         }
-        Route::Archive(key) => Box::pin(archive_response(app, asked, &key)).await,
+        Route::Archive(key) => Box::pin(archive_response(app, asked, key)).await,
         Route::Oci(OciRoute::Manifest(OciRepo::Provider(provider), reference)) => Ok(
-            oci::manifest_response(&Box::pin(mirror.oci_manifest(&provider, &reference)).await?),
+            oci::manifest_response(&Box::pin(mirror.oci_manifest(provider, reference)).await?),
         ),
         Route::Oci(OciRoute::Manifest(OciRepo::Module(module), reference)) => {
-            Box::pin(oci::module_manifest(mirror, &module, &reference)).await
+            Box::pin(oci::module_manifest(mirror, module, reference)).await
         }
-        Route::Oci(other) => Box::pin(oci::respond(mirror, &other, asked.query)).await,
+        Route::Oci(other) => Box::pin(oci::respond(mirror, other, asked.query)).await,
     }
 }
 

@@ -41,8 +41,11 @@ use crate::address::{
     Namespace, Platform, Product, Provider, ProviderType, ReleaseFile, Version,
 };
 use crate::error::RequestError;
+
+mod kept;
 use crate::metrics::Endpoint;
 use crate::releases::layouts::ListingStyle;
+pub use kept::parse_kept;
 
 /// The longest request path accepted.
 const MAX_PATH_LEN: usize = 1024;
