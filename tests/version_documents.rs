@@ -1,7 +1,9 @@
-//! `:version.json` of a version whose archives are not all held: kept as
-//! rendered between requests, rendered again as soon as this mirror stores
-//! one of its archives, and at most `UNHELD_RECHECK` after that when
-//! another instance on the same cache stored it.
+//! Documents kept as rendered between requests. `index.json`: kept with
+//! the version list it was rendered from, and rendered again when a new
+//! list is held. `:version.json` of a version whose archives are not all
+//! held: rendered again as soon as this mirror stores one of its archives,
+//! and at most `UNHELD_RECHECK` after that when another instance on the
+//! same cache stored it.
 
 mod common;
 
@@ -82,4 +84,56 @@ async fn an_archive_stored_elsewhere_shows_in_the_document_within_the_recheck() 
     assert_eq!(h1s(&after, "darwin_arm64"), [darwin_h1]);
     assert_eq!(h1s(&after, "linux_amd64"), [linux_h1]);
     other.stop().await;
+}
+
+#[tokio::test]
+async fn a_version_list_held_anew_is_rendered_anew() {
+    let scene = Scene::start_with("widget", "1.0.0", &PLATFORMS, |config| {
+        config.cache.index_ttl = std::time::Duration::from_secs(60);
+    })
+    .await;
+    let index = scene.url("widget/index.json");
+    let get_index = || async {
+        let got = scene.client.get(&index).await;
+        assert_eq!(got.status, StatusCode::OK, "{}", got.error_text());
+        let etag = got.headers["etag"].to_str().unwrap().to_owned();
+        (got.json(), etag)
+    };
+    let (first, first_tag) = get_index().await;
+    assert_eq!(first, serde_json::json!({"versions": {"1.0.0": {}}}));
+    assert_eq!(get_index().await, (first.clone(), first_tag.clone()));
+
+    // A new version at the origin: the held list answers until it expires.
+    scene.origin.publish(
+        "acme",
+        "widget",
+        "1.1.0",
+        &PLATFORMS,
+        &scene.signer,
+        &[&scene.signer],
+    );
+    scene
+        .mirror
+        .clock
+        .advance(std::time::Duration::from_secs(59));
+    assert_eq!(get_index().await, (first, first_tag.clone()));
+
+    // Expired: the list asked again, held in its place, and its document
+    // rendered from it, not the one kept with the old list.
+    scene
+        .mirror
+        .clock
+        .advance(std::time::Duration::from_secs(2));
+    let (second, second_tag) = get_index().await;
+    assert_eq!(
+        second,
+        serde_json::json!({"versions": {"1.0.0": {}, "1.1.0": {}}})
+    );
+    assert_ne!(second_tag, first_tag);
+    let revalidated = scene
+        .client
+        .get_with_header(&index, "if-none-match", &first_tag)
+        .await;
+    assert_eq!(revalidated.status, StatusCode::OK);
+    assert_eq!(get_index().await, (second, second_tag));
 }

@@ -14,7 +14,7 @@ use super::Mirror;
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::protocol::{IndexDocument, Rendered, VersionDocument};
-use crate::store::{IndexRecord, VersionRecord};
+use crate::store::VersionRecord;
 
 /// How long a `:version.json` that lacks some archive's `h1:` is answered
 /// as rendered before the store is asked again which archives it holds.
@@ -45,35 +45,15 @@ impl Mirror {
     /// operator's decisions are at work, which change with time: such a
     /// rendering is made afresh each time.
     pub async fn index_document(&self, provider: &Provider) -> Result<Rendered, RequestError> {
-        let record = self.index(provider).await?;
-        let (visible, _, changing) = self.visible_index(provider, record.clone()).await;
+        let held = self.held_index(provider).await?;
+        let (visible, _, changing) = self.visible_index(provider, held.value.clone()).await;
+        let render = || Rendered::new(&IndexDocument::from_record(&visible));
         if changing {
-            return Ok(Rendered::new(&IndexDocument::from_record(&visible)));
+            return Ok(render());
         }
-        if let Some((seen, rendered)) = self.providers.rendered_indexes.get(provider).await {
-            if Arc::ptr_eq(&seen, &record) {
-                return Ok(rendered);
-            }
-        }
-        // Boxed: keeping the rendering is a large future, and a document
-        // found rendered needs none of it.
-        Ok(Box::pin(self.render_index(provider, record, &visible)).await)
-    }
-
-    /// Renders a version list's document (`visible`, as clients may see
-    /// `record`) and keeps it for the next request.
-    async fn render_index(
-        &self,
-        provider: &Provider,
-        record: Arc<IndexRecord>,
-        visible: &IndexRecord,
-    ) -> Rendered {
-        let rendered = Rendered::new(&IndexDocument::from_record(visible));
-        self.providers
-            .rendered_indexes
-            .insert(provider.clone(), (record, rendered.clone()))
-            .await;
-        rendered
+        // Kept with the list as it is held: one lookup finds both, and a
+        // list held in its place starts unrendered.
+        Ok(held.made.get_or_init(render).clone())
     }
 
     /// A version's `:version.json`. With `sign`, each archive link carries

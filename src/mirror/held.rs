@@ -2,7 +2,7 @@
 //! one way they are read: found live, or loaded once however many
 //! requests ask at the same time.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use moka::ops::compute::Op;
@@ -18,24 +18,38 @@ pub(super) struct Timed<T> {
     pub(super) ttl: Option<Duration>,
 }
 
-/// A value held in memory, and when it expires by the mirror's clock
-/// (milliseconds since the Unix epoch).
+/// A value held in memory, when it expires by the mirror's clock
+/// (milliseconds since the Unix epoch), and what is made from it once, on
+/// first use, and kept as long as it is held (`M`: a version list's
+/// rendered `index.json`; nothing for other values). A value held in its
+/// place starts with nothing made.
 #[derive(Debug)]
-pub(super) struct Held<T> {
+pub(super) struct Held<T, M = ()> {
     pub(super) value: Arc<T>,
     pub(super) expires_ms: Option<u64>,
+    pub(super) made: Arc<OnceLock<M>>,
 }
 
-impl<T> Clone for Held<T> {
+impl<T, M> Clone for Held<T, M> {
     fn clone(&self) -> Self {
         Held {
             value: self.value.clone(),
             expires_ms: self.expires_ms,
+            made: self.made.clone(),
         }
     }
 }
 
-impl<T> Held<T> {
+impl<T, M> Held<T, M> {
+    /// `value`, expiring at `expires_ms`, with nothing made from it yet.
+    pub(super) fn new(value: Arc<T>, expires_ms: Option<u64>) -> Self {
+        Held {
+            value,
+            expires_ms,
+            made: Arc::default(),
+        }
+    }
+
     pub(super) fn live_at(&self, now_ms: u64) -> bool {
         self.expires_ms.is_none_or(|e| now_ms < e)
     }
@@ -46,21 +60,22 @@ impl Mirror {
     /// expired by the mirror's clock. However many requests ask at once,
     /// one load runs and its result (or error) is shared. Also says
     /// whether the value was found held in memory.
-    pub(super) async fn held<K, T, F, Fut>(
+    pub(super) async fn held<K, T, M, F, Fut>(
         &self,
-        cache: &moka::future::Cache<K, Held<T>>,
+        cache: &moka::future::Cache<K, Held<T, M>>,
         key: &K,
         load: F,
-    ) -> Result<(Arc<T>, bool), RequestError>
+    ) -> Result<(Held<T, M>, bool), RequestError>
     where
         K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
         T: Send + Sync + 'static,
+        M: Send + Sync + 'static,
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<Timed<T>, RequestError>>,
     {
         // Held and live: the key is not copied and no load is prepared.
-        if let Some(value) = self.live(cache, key).await {
-            return Ok((value, true));
+        if let Some(held) = self.live(cache, key).await {
+            return Ok((held, true));
         }
         // Boxed: the load's state (the cache's entry machinery, fetching
         // and verifying) is large, and every caller's future would
@@ -69,35 +84,35 @@ impl Mirror {
         Box::pin(self.load_held(cache, key.clone(), load)).await
     }
 
-    /// The value of `key` in `cache` if it is held and live by the mirror's
-    /// clock.
-    pub(super) async fn live<K, T>(
+    /// What `cache` holds for `key`, if it is live by the mirror's clock.
+    pub(super) async fn live<K, T, M>(
         &self,
-        cache: &moka::future::Cache<K, Held<T>>,
+        cache: &moka::future::Cache<K, Held<T, M>>,
         key: &K,
-    ) -> Option<Arc<T>>
+    ) -> Option<Held<T, M>>
     where
         K: std::hash::Hash + Eq + Send + Sync + 'static,
         T: Send + Sync + 'static,
+        M: Send + Sync + 'static,
     {
         cache
             .get(key)
             .await
             .filter(|h| h.live_at(self.clock.unix_ms()))
-            .map(|h| h.value)
     }
 
     /// The slow half of [`Mirror::held`]: the value loaded (or waited for)
     /// through the cache's entry, an expired one dropped and loaded again.
-    async fn load_held<K, T, F, Fut>(
+    async fn load_held<K, T, M, F, Fut>(
         &self,
-        cache: &moka::future::Cache<K, Held<T>>,
+        cache: &moka::future::Cache<K, Held<T, M>>,
         key: K,
         load: F,
-    ) -> Result<(Arc<T>, bool), RequestError>
+    ) -> Result<(Held<T, M>, bool), RequestError>
     where
         K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
         T: Send + Sync + 'static,
+        M: Send + Sync + 'static,
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<Timed<T>, RequestError>>,
     {
@@ -109,14 +124,14 @@ impl Mirror {
                 // moved about by the cache's machinery.
                 .or_try_insert_with(Box::pin(async {
                     let loaded = load().await?;
-                    Ok::<_, RequestError>(Held {
-                        value: loaded.value,
-                        expires_ms: loaded.ttl.map(|ttl| {
+                    Ok::<_, RequestError>(Held::new(
+                        loaded.value,
+                        loaded.ttl.map(|ttl| {
                             self.clock
                                 .unix_ms()
                                 .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
                         }),
-                    })
+                    ))
                 }))
                 .await
                 .map_err(|e| (*e).clone())?;
@@ -124,7 +139,7 @@ impl Mirror {
             let held = entry.into_value();
             attempts += 1;
             if loaded_now || held.live_at(self.clock.unix_ms()) || attempts == 3 {
-                return Ok((held.value, !loaded_now));
+                return Ok((held, !loaded_now));
             }
             // Expired: drop it, unless another request already replaced it.
             let stale = held.value;

@@ -216,15 +216,16 @@ impl Mirror {
 
     /// Keeps a list just loaded from the origin where later requests look
     /// for it, in place of whatever was held.
-    pub(super) async fn hold_listed<K, T>(
+    pub(super) async fn hold_listed<K, T, M>(
         &self,
-        cache: &moka::future::Cache<K, Held<T>>,
+        cache: &moka::future::Cache<K, Held<T, M>>,
         key: K,
         loaded: Timed<T>,
     ) -> Arc<T>
     where
         K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
         T: Send + Sync + 'static,
+        M: Send + Sync + 'static,
     {
         let value = loaded.value;
         let expires_ms = loaded.ttl.map(|ttl| {
@@ -233,13 +234,7 @@ impl Mirror {
                 .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
         });
         cache
-            .insert(
-                key,
-                Held {
-                    value: value.clone(),
-                    expires_ms,
-                },
-            )
+            .insert(key, Held::new(value.clone(), expires_ms))
             .await;
         value
     }

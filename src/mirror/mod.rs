@@ -78,16 +78,15 @@ pub(crate) const RETRY_AFTER_TROUBLE: Duration = Duration::from_secs(30);
 struct ProviderState {
     /// Downloads clients can read while they arrive.
     arriving: archive::Arrivals,
-    /// Version lists, as stored or fetched.
-    indexes: moka::future::Cache<Provider, Held<IndexRecord>>,
+    /// Version lists, as stored or fetched, each with its `index.json`
+    /// once rendered.
+    indexes: moka::future::Cache<Provider, Held<IndexRecord, Rendered>>,
     /// Providers the origin recently said do not exist, with its message.
     missing: moka::future::Cache<Provider, String>,
     /// Verified version records.
     versions: moka::future::Cache<(Provider, Version), Held<VersionRecord>>,
     /// Archives known to be held, with their size and `h1:`.
     archives: moka::future::Cache<crate::address::ArchiveKey, Arc<Archive>>,
-    /// `index.json` as last rendered, with the record it rendered.
-    rendered_indexes: moka::future::Cache<Provider, (Arc<IndexRecord>, Rendered)>,
     /// `:version.json` (unsigned links) as last rendered.
     rendered_versions: moka::future::Cache<(Provider, Version), documents::RenderedVersion>,
     /// How many archives this mirror has stored since it started: a
@@ -112,7 +111,6 @@ impl ProviderState {
                 .build(),
             versions: moka::future::Cache::builder().max_capacity(20_000).build(),
             archives: moka::future::Cache::builder().max_capacity(100_000).build(),
-            rendered_indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
             rendered_versions: moka::future::Cache::builder().max_capacity(20_000).build(),
             archives_kept: AtomicU64::new(0),
             sizing: moka::future::Cache::builder()

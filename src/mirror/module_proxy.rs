@@ -124,7 +124,7 @@ impl Mirror {
         module: &Module,
     ) -> Result<Arc<ModuleIndexRecord>, RequestError> {
         self.check_host(&module.hostname)?;
-        let (value, found) = self
+        let (held, found) = self
             .held(&self.modules.indexes, module, || {
                 self.load_module_index(module, Freshness::Cached)
             })
@@ -132,7 +132,7 @@ impl Mirror {
         if found {
             self.note(CacheKind::ModuleIndex, CacheOutcome::Hit);
         }
-        Ok(value)
+        Ok(held.value)
     }
 
     /// A module's version list asked of the origin now, as
@@ -225,7 +225,7 @@ impl Mirror {
         version: &Version,
     ) -> Result<Arc<Located>, RequestError> {
         let key = (module.clone(), version.clone());
-        let (located, _) = self
+        let (held, _) = self
             .held(&self.modules.locations, &key, || async {
                 let what = format!("module {module} {version}");
                 let base = self
@@ -265,7 +265,7 @@ impl Mirror {
                 })
             })
             .await?;
-        Ok(located)
+        Ok(held.value)
     }
 
     /// A version's package, opened for reading: fetched, packaged and
@@ -279,11 +279,12 @@ impl Mirror {
         self.permit(Subject::Module(module), version).await?;
         let key = (module.clone(), version.clone());
         for _ in 0..2 {
-            let (pin, found) = self
+            let (held, found) = self
                 .held(&self.modules.packages, &key, || {
                     self.load_module_package(module, version)
                 })
                 .await?;
+            let pin = held.value;
             if found {
                 self.note(CacheKind::ModulePackage, CacheOutcome::Hit);
             }

@@ -10,11 +10,12 @@ use futures_util::future::join_all;
 
 use super::listing::{About, Freshness};
 use super::package_checks::Failure;
-use super::{Mirror, Timed, RETRY_AFTER_TROUBLE};
+use super::{Held, Mirror, Timed, RETRY_AFTER_TROUBLE};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, PrefetchOutcome};
 use crate::policy::Subject;
+use crate::protocol::Rendered;
 use crate::store::{IndexRecord, VersionRecord};
 use crate::upstream::{registry, UpstreamError};
 use crate::verify::Verification;
@@ -43,13 +44,22 @@ impl Mirror {
     /// A provider's versions and platforms: from memory or disk while fresh,
     /// else from the origin; the stored copy when the origin is down.
     pub async fn index(&self, provider: &Provider) -> Result<Arc<IndexRecord>, RequestError> {
+        Ok(self.held_index(provider).await?.value)
+    }
+
+    /// [`Mirror::index`] as it is held, with its `index.json` once
+    /// rendered (see [`Mirror::index_document`]).
+    pub(super) async fn held_index(
+        &self,
+        provider: &Provider,
+    ) -> Result<Held<IndexRecord, Rendered>, RequestError> {
         self.check_host(&provider.hostname)?;
         // A live list answers at once: the origin's "no such provider" is
         // only remembered while none is held (and forgotten when one is
         // listed again).
-        if let Some(value) = self.live(&self.providers.indexes, provider).await {
+        if let Some(held) = self.live(&self.providers.indexes, provider).await {
             self.note(CacheKind::Index, CacheOutcome::Hit);
-            return Ok(value);
+            return Ok(held);
         }
         // Checked without a read (nearly always absent) before the value
         // is taken.
@@ -63,7 +73,7 @@ impl Mirror {
                 self.load_index(provider, Freshness::Cached)
             })
             .await;
-        let (value, found) = match held {
+        let (held, found) = match held {
             Err(RequestError::NotAtOrigin(message)) => {
                 // The origin's "no such provider" is remembered briefly;
                 // failures are not. Offline, the answer is the cache's own,
@@ -81,7 +91,7 @@ impl Mirror {
         if found {
             self.note(CacheKind::Index, CacheOutcome::Hit);
         }
-        Ok(value)
+        Ok(held)
     }
 
     /// A provider's version list asked of the origin now, whatever the
@@ -154,11 +164,12 @@ impl Mirror {
         let (provider, version) = (&key.0, &key.1);
         self.check_host(&provider.hostname)?;
         self.permit(Subject::Provider(provider), version).await?;
-        let (value, found) = self
+        let (held, found) = self
             .held(&self.providers.versions, key, || {
                 self.load_version(provider, version)
             })
             .await?;
+        let value = held.value;
         self.permit_verified(provider, version, value.verification())
             .await?;
         if found {
@@ -408,13 +419,7 @@ impl Mirror {
         let value = Arc::new(amended);
         self.providers
             .versions
-            .insert(
-                key,
-                super::Held {
-                    value: value.clone(),
-                    expires_ms,
-                },
-            )
+            .insert(key, Held::new(value.clone(), expires_ms))
             .await;
         value
     }
