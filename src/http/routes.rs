@@ -41,10 +41,10 @@ use crate::address::{
     Namespace, Platform, Product, Provider, ProviderType, ReleaseFile, Version,
 };
 use crate::error::RequestError;
-
-mod kept;
 use crate::metrics::Endpoint;
 use crate::releases::layouts::ListingStyle;
+
+mod kept;
 pub use kept::parse_kept;
 
 /// The longest request path accepted.

@@ -56,10 +56,11 @@ impl<T, M> Held<T, M> {
 }
 
 impl Mirror {
-    /// The value of `key` in `cache`, loaded by `load` when absent or
-    /// expired by the mirror's clock. However many requests ask at once,
-    /// one load runs and its result (or error) is shared. Also says
-    /// whether the value was found held in memory.
+    /// What `cache` holds for `key` (its value, and what is made from it),
+    /// loaded by `load` when absent or expired by the mirror's clock.
+    /// However many requests ask at once, one load runs and its result (or
+    /// error) is shared. Also says whether the value was found held in
+    /// memory.
     pub(super) async fn held<K, T, M, F, Fut>(
         &self,
         cache: &moka::future::Cache<K, Held<T, M>>,
