@@ -11,11 +11,6 @@
 //! keeps). `daemon` runs it all; `commands` are the command line.
 
 #![deny(missing_docs)]
-// A request's future holds, boxed but not type-erased, the loads it may
-// wait for (a version list expired and listed again through the HTTP
-// client's timeouts): checking that it is `Send` nests deeper than the
-// compiler's default limit of 128.
-#![recursion_limit = "256"]
 
 pub mod address;
 pub mod clock;

@@ -71,8 +71,8 @@ impl Mirror {
         K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
         T: Send + Sync + 'static,
         M: Send + Sync + 'static,
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<Timed<T>, RequestError>>,
+        F: Fn() -> Fut + Send + Sync,
+        Fut: std::future::Future<Output = Result<Timed<T>, RequestError>> + Send,
     {
         // Held and live: the key is not copied and no load is prepared.
         if let Some(held) = self.live(cache, key).await {
@@ -81,8 +81,11 @@ impl Mirror {
         // Boxed: the load's state (the cache's entry machinery, fetching
         // and verifying) is large, and every caller's future would
         // otherwise carry it (and be copied whole) even when the value is
-        // found.
-        Box::pin(self.load_held(cache, key.clone(), load)).await
+        // found. Its type is erased too: the caller's future names a boxed
+        // future, not every type the load is made of.
+        let load: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
+            Box::pin(self.load_held(cache, key.clone(), load));
+        load.await
     }
 
     /// What `cache` holds for `key`, if it is live by the mirror's clock.
