@@ -26,8 +26,10 @@ use tracing_core::field::FieldSet;
 use tracing_core::metadata::Kind;
 use tracing_core::{identify_callsite, Interest, Level, Metadata};
 
+mod access;
 #[cfg(test)]
 mod tests;
+pub use access::{access_event, write_directly, AccessLine, DirectWriter, ACCESS_TARGET};
 
 /// The target of a request's span: the module that answers requests.
 pub const REQUEST_TARGET: &str = "tfmirror::http::dispatch";

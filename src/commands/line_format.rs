@@ -24,6 +24,8 @@ use tracing_subscriber::fmt::time::FormatTime as _;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
+use crate::log_context::{AccessLine, RequestContext, ACCESS_TARGET};
+
 mod fields;
 pub(super) use fields::PlainFields;
 
@@ -78,6 +80,44 @@ where
         ctx.format_fields(writer.by_ref(), event)?;
         writer.write_char('\n')
     }
+}
+
+/// A request's line ([`AccessLine`]), written straight into `out` as
+/// [`PlainLine`] and [`PlainFields`] write its event where no span is
+/// current: the same bytes, within `context` where the request has one.
+pub(super) fn write_access_line(
+    out: &mut String,
+    line: &AccessLine<'_>,
+    context: Option<&RequestContext>,
+) -> fmt::Result {
+    write_timestamp(&mut Writer::new(out), SystemTime::now())?;
+    // Appended to the line's own buffer, without a writer between.
+    out.push(' ');
+    out.push_str(level_word(Level::INFO));
+    out.push(' ');
+    if let Some(context) = context {
+        context.write_prefix(out)?;
+        out.push(' ');
+    }
+    // The message first, then the fields as the event names them; their
+    // values are written as they are (only a message is escaped).
+    for part in [
+        ACCESS_TARGET,
+        ": answered client=",
+        line.client,
+        " method=",
+        line.method,
+        " path=",
+        line.path,
+        " status=",
+        itoa::Buffer::new().format(line.status),
+        " ms=",
+        itoa::Buffer::new().format(line.ms),
+        "\n",
+    ] {
+        out.push_str(part);
+    }
+    Ok(())
 }
 
 /// A level as the default format writes it: five characters, right-aligned.

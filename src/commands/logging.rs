@@ -3,13 +3,15 @@
 //! thread for the daemon, and the audit trail to its own file when
 //! `log.audit_file` names one.
 
-use std::io::IsTerminal;
+use std::cell::RefCell;
+use std::io::{IsTerminal, Write as _};
 use std::path::Path;
 
 use anyhow::Context;
 use tracing::subscriber::Interest;
 use tracing::Metadata;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::{self, Filter, SubscriberExt as _};
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::Layer as _;
@@ -76,7 +78,7 @@ impl<S> Filter<S> for ByTargetAndLevel {
 
 pub(super) fn init_logging<W>(config: &Config, writer: W) -> anyhow::Result<()>
 where
-    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+    W: for<'w> MakeWriter<'w> + Clone + Send + Sync + 'static,
 {
     let (spec, what) = match std::env::var("RUST_LOG") {
         Ok(spec) if !spec.is_empty() => (spec, "RUST_LOG is not a valid log filter".to_owned()),
@@ -94,6 +96,16 @@ where
             .callsite_enabled(crate::log_context::request_span())
             .is_always()
     });
+    // Requests' lines written directly where that gives the same bytes:
+    // tfmirror's plain lines, requests with contexts, and the line always
+    // enabled.
+    if contexts.is_some()
+        && filter
+            .callsite_enabled(crate::log_context::access_event())
+            .is_always()
+    {
+        crate::log_context::write_directly(access_lines_to(writer.clone()));
+    }
     let lines = match config.log.format {
         // A terminal gets colours; anything else the same line without
         // them, written by tfmirror's own formatter (one per request).
@@ -148,6 +160,38 @@ where
         crate::log_context::show_in_lines(shown);
     }
     Ok(())
+}
+
+/// The writer of requests' lines that bypasses tracing (see
+/// [`crate::log_context::write_directly`]): each line formatted on the
+/// thread that answered, into a buffer kept there, and handed to `writer`
+/// whole, as the line layer hands it an event's line.
+fn access_lines_to<W>(writer: W) -> crate::log_context::DirectWriter
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    thread_local! {
+        static LINE: RefCell<String> = const { RefCell::new(String::new()) };
+    }
+    Box::new(move |line, context| {
+        LINE.with(|kept| {
+            // Written within a line's writing (never, but if so): a new
+            // buffer rather than a panic.
+            let mut fresh = String::new();
+            let mut borrowed = kept.try_borrow_mut();
+            let out = match borrowed.as_deref_mut() {
+                Ok(kept) => kept,
+                Err(_) => &mut fresh,
+            };
+            out.clear();
+            if super::line_format::write_access_line(out, line, context).is_ok() {
+                let meta = crate::log_context::access_event();
+                // As the line layer does: an error writing a line is not
+                // the request's.
+                let _ = writer.make_writer_for(meta).write_all(out.as_bytes());
+            }
+        });
+    })
 }
 
 /// Whether requests are given a [`crate::log_context::RequestContext`]

@@ -39,7 +39,7 @@ use links::{link_query, lock_platforms, module_location};
 /// The target of the line logged for every request: a filter can route it,
 /// or switch it off (`log.level = "info,tfmirror::access=off"`) and keep
 /// the diagnostics.
-pub const ACCESS_LOG: &str = "tfmirror::access";
+pub const ACCESS_LOG: &str = log_context::ACCESS_TARGET;
 
 /// The header that returns a request's ID.
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -146,15 +146,14 @@ pub async fn handle<B>(
         let took = started.elapsed();
         let status = response.status().as_u16();
         app.mirror.metrics().request(endpoint, status, took);
-        tracing::info!(
-            target: ACCESS_LOG,
-            client = %client,
-            method = %asked.method,
-            path = %asked.path,
+        log_context::AccessLine {
+            client,
+            method: asked.method.as_str(),
+            path: asked.path,
             status,
-            ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-            "answered"
-        );
+            ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        }
+        .log();
         response
             .headers_mut()
             .insert(X_REQUEST_ID, id.header_value());

@@ -308,3 +308,80 @@ fn a_request_context_is_written_as_the_request_span_is() {
     );
     assert!(got[3].starts_with(" INFO tfmirror::"), "{contexts_text}");
 }
+
+/// A request's line written directly has the bytes its event gets through
+/// the plain line: within a context with cache outcomes noted, with none,
+/// and without a context; methods, clients, paths, statuses and durations
+/// at their edges.
+#[test]
+fn a_request_line_written_directly_is_the_line_of_its_event() {
+    use futures_util::FutureExt as _;
+
+    use crate::log_context::{note_cache, AccessLine, RequestContext, RequestId, WithRequest};
+
+    let requests = [
+        AccessLine {
+            client: "192.0.2.1",
+            method: "GET",
+            path: "/registry.terraform.io/hashicorp/aws/index.json",
+            status: 200,
+            ms: 0,
+        },
+        AccessLine {
+            client: "2001:db8::1",
+            method: "HEAD",
+            path: "/registry.terraform.io/hashicorp/aws/5.0.0.json",
+            status: 304,
+            ms: u64::MAX,
+        },
+        AccessLine {
+            client: "203.0.113.9",
+            method: "DELETE",
+            path: "/a%20b/%2e%2e/\"q\"/caf\u{e9}",
+            status: 405,
+            ms: 12,
+        },
+    ];
+    let notes: [Option<&[&'static str]>; 4] =
+        [None, Some(&[]), Some(&["miss"]), Some(&["stale", "hit"])];
+    let mut direct = String::new();
+    let through_event = plain_lines(|| {
+        for (n, line) in (0_u64..).zip(&requests) {
+            for words in notes {
+                let context =
+                    words.map(|_| Arc::new(RequestContext::new(RequestId::new(n << 60 | 0xab))));
+                WithRequest::new(context.clone(), async {
+                    for word in words.unwrap_or_default() {
+                        note_cache(word);
+                    }
+                    line.event();
+                })
+                .now_or_never()
+                .unwrap();
+                let mut one = String::new();
+                super::write_access_line(&mut one, line, context.as_deref()).unwrap();
+                direct.push_str(&one);
+            }
+        }
+    });
+    let (expected, _) = split(&through_event);
+    let (got, times) = split(&direct);
+    assert_eq!(got.len(), 12, "{direct}");
+    assert_eq!(got, expected);
+    assert_eq!(
+        got[0],
+        " INFO tfmirror::access: answered client=192.0.2.1 method=GET \
+         path=/registry.terraform.io/hashicorp/aws/index.json status=200 ms=0"
+    );
+    assert!(
+        got[7].starts_with(
+            " INFO request{id=10000000000000ab cache=\"stale\" cache=\"hit\"}: \
+             tfmirror::access: answered client=2001:db8::1 method=HEAD "
+        ),
+        "{direct}"
+    );
+    for time in times {
+        assert_eq!(time.len(), "2026-11-26T23:04:08.656009Z".len(), "{time}");
+        assert!(time.ends_with('Z'), "{time}");
+    }
+}
