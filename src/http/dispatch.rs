@@ -36,9 +36,8 @@ mod tests;
 pub use ids::Peer;
 use links::{link_query, lock_platforms, module_location};
 
-/// The target of the line logged for every request: a filter can route it,
-/// or switch it off (`log.level = "info,tfmirror::access=off"`) and keep
-/// the diagnostics.
+/// The target of the line logged for every request
+/// ([`log_context::ACCESS_TARGET`]).
 pub const ACCESS_LOG: &str = log_context::ACCESS_TARGET;
 
 /// The header that returns a request's ID.
