@@ -70,11 +70,20 @@ pub fn request_span() -> &'static Metadata<'static> {
     &REQUEST_SPAN
 }
 
-/// The callsite of [`request_span`]'s description: it is never registered
-/// with a subscriber, only shown to a filter.
-struct RequestSpanCallsite;
+/// The callsite of a description made only to be shown to a filter
+/// ([`request_span`], [`access_event`]): never registered with a
+/// subscriber.
+struct Described(&'static Metadata<'static>);
 
-static REQUEST_SPAN_CALLSITE: RequestSpanCallsite = RequestSpanCallsite;
+impl Callsite for Described {
+    fn set_interest(&self, _: Interest) {}
+
+    fn metadata(&self) -> &Metadata<'_> {
+        self.0
+    }
+}
+
+static REQUEST_SPAN_CALLSITE: Described = Described(&REQUEST_SPAN);
 
 static REQUEST_SPAN: Metadata<'static> = Metadata::new(
     "request",
@@ -86,14 +95,6 @@ static REQUEST_SPAN: Metadata<'static> = Metadata::new(
     FieldSet::new(&["id", "cache"], identify_callsite!(&REQUEST_SPAN_CALLSITE)),
     Kind::SPAN,
 );
-
-impl Callsite for RequestSpanCallsite {
-    fn set_interest(&self, _: Interest) {}
-
-    fn metadata(&self) -> &Metadata<'_> {
-        &REQUEST_SPAN
-    }
-}
 
 /// A request ID: unique within this process, and unlikely to repeat across
 /// restarts because the counter starts from the clock.

@@ -13,12 +13,11 @@
 
 use std::sync::OnceLock;
 
-use tracing_core::callsite::Callsite;
 use tracing_core::field::FieldSet;
 use tracing_core::metadata::Kind;
-use tracing_core::{identify_callsite, Interest, Level, Metadata};
+use tracing_core::{identify_callsite, Level, Metadata};
 
-use super::{with_current, RequestContext};
+use super::{with_current, Described, RequestContext};
 
 #[cfg(test)]
 mod tests;
@@ -92,11 +91,7 @@ pub fn access_event() -> &'static Metadata<'static> {
     &ACCESS_EVENT
 }
 
-/// The callsite of [`access_event`]'s description: never registered with a
-/// subscriber, only shown to a filter.
-struct AccessEventCallsite;
-
-static ACCESS_EVENT_CALLSITE: AccessEventCallsite = AccessEventCallsite;
+static ACCESS_EVENT_CALLSITE: Described = Described(&ACCESS_EVENT);
 
 static ACCESS_EVENT: Metadata<'static> = Metadata::new(
     "access line",
@@ -111,11 +106,3 @@ static ACCESS_EVENT: Metadata<'static> = Metadata::new(
     ),
     Kind::EVENT,
 );
-
-impl Callsite for AccessEventCallsite {
-    fn set_interest(&self, _: Interest) {}
-
-    fn metadata(&self) -> &Metadata<'_> {
-        &ACCESS_EVENT
-    }
-}
