@@ -30,6 +30,13 @@ fn request_ids_are_sixteen_lowercase_hexadecimal_digits() {
     }
     let (a, b) = (next_request_id(), next_request_id());
     assert_ne!(a.as_str(), b.as_str());
+    // The values a thread makes share buffers: each keeps its own bytes,
+    // however many are alive at once, across several buffers.
+    let ids: Vec<RequestId> = (0..200_u64).map(|n| RequestId::new(n * 0x1_0001)).collect();
+    let values: Vec<HeaderValue> = ids.iter().map(RequestId::header_value).collect();
+    for (id, value) in ids.iter().zip(&values) {
+        assert_eq!(value.to_str().unwrap(), id.as_str());
+    }
 }
 
 /// A request's future is moved whole (into its box, and by hyper), and
