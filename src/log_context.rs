@@ -30,6 +30,8 @@ use tracing_core::{identify_callsite, Interest, Level, Metadata};
 
 mod access;
 #[cfg(test)]
+pub(crate) mod memory_log;
+#[cfg(test)]
 mod tests;
 pub use access::{access_event, write_directly, AccessLine, DirectWriter, ACCESS_TARGET};
 

@@ -1,34 +1,12 @@
 //! Where a request's line goes: to the installed writer where no span is
 //! current, through tracing where one is.
 
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 
 use super::{write_directly, AccessLine};
-
-/// What a tracing layer wrote.
-#[derive(Clone, Default)]
-struct Written(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Written {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Written {
-    type Writer = Written;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
+use crate::log_context::memory_log::Lines;
 
 fn line(path: &str) -> AccessLine<'_> {
     AccessLine {
@@ -46,7 +24,7 @@ fn line(path: &str) -> AccessLine<'_> {
 #[test]
 fn a_line_goes_to_the_installed_writer_unless_a_span_is_current() {
     let direct = Arc::new(Mutex::new(Vec::<String>::new()));
-    let through_tracing = Written::default();
+    let through_tracing = Lines::default();
     let subscriber = tracing_subscriber::registry().with(
         tracing_subscriber::fmt::layer()
             .with_ansi(false)
@@ -77,7 +55,7 @@ fn a_line_goes_to_the_installed_writer_unless_a_span_is_current() {
         })
         .collect();
     assert_eq!(mine, ["/no/span", "/after/the/span"]);
-    let text = String::from_utf8(through_tracing.0.lock().unwrap().clone()).unwrap();
+    let text = through_tracing.text();
     assert_eq!(text.lines().count(), 2, "{text}");
     assert!(text.contains("tfmirror::access: answered client=192.0.2.1 method=GET path=/before/installed status=200 ms=1"), "{text}");
     assert!(
