@@ -340,16 +340,30 @@ async fn a_reported_h1_the_archive_contradicts_is_dropped() {
     let url = answer_url(m, "linux_amd64");
     let before = c.get(&url).await.json();
     assert_eq!(before["packages"]["linux_amd64"]["hashes"][1], wrong);
+    // `:version.json` lists what the origin reported: every platform has
+    // an h1:, so the document is kept with the version's record.
+    let listed_hashes = |listed: &Value| -> Vec<Value> {
+        listed["archives"]["linux_amd64"]["hashes"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let doc_url = sc.url("widget/1.0.0.json");
+    let first = c.get(&doc_url).await.json();
+    assert!(
+        listed_hashes(&first).contains(&Value::from(wrong)),
+        "{first}"
+    );
+    assert_eq!(c.get(&doc_url).await.json(), first);
     // The archive, fetched and checked, hashes otherwise: its own h1:
-    // replaces the origin's, in the field and in `:version.json`.
+    // replaces the origin's, in the field and in `:version.json` (the
+    // record amended, its kept document rendered again).
     opentofu_accepts(c, &url, &before, "linux_amd64").await;
     let own = h1_of(&sc.archives["linux_amd64"]);
     let after = c.get(&url).await.json();
     assert_eq!(after["packages"]["linux_amd64"]["hashes"][1], own.as_str());
-    let listed = c.get(&sc.url("widget/1.0.0.json")).await.json();
-    let hashes = listed["archives"]["linux_amd64"]["hashes"]
-        .as_array()
-        .unwrap();
+    let listed = c.get(&doc_url).await.json();
+    let hashes = listed_hashes(&listed);
     assert!(hashes.contains(&Value::from(own)), "{listed}");
     assert!(!hashes.contains(&Value::from(wrong)), "{listed}");
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Mirror;
+use super::{Held, Mirror};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::protocol::{IndexDocument, Rendered, VersionDocument};
@@ -24,13 +24,13 @@ use crate::store::VersionRecord;
 /// a lookup per archive not held on every request.
 pub const UNHELD_RECHECK: Duration = Duration::from_secs(10);
 
-/// A `:version.json` (unsigned links) as last rendered.
+/// A `:version.json` (unsigned links) as last rendered while some
+/// platform's `h1:` was not known. (One with every `h1:` cannot change
+/// while its record does not, and is kept with the record.)
 #[derive(Clone)]
 pub(super) struct RenderedVersion {
     /// The record it was rendered from.
     record: Arc<VersionRecord>,
-    /// Whether every platform's `h1:` is in it: then nothing can change.
-    complete: bool,
     /// How many archives the mirror had stored when it was rendered.
     kept: u64,
     /// When it was rendered, by the mirror's clock (Unix milliseconds).
@@ -67,27 +67,30 @@ impl Mirror {
         sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)>,
     ) -> Result<Rendered, RequestError> {
         let key = (provider.clone(), version.clone());
-        let record = self.version_at(&key).await?;
+        let held = self.held_version_at(&key).await?;
         if sign.is_none() {
+            // Complete: kept with the record as it is held, so one lookup
+            // finds both, and a record held in its place (amended, loaded
+            // again) starts unrendered.
+            if let Some(complete) = held.made.get() {
+                return Ok(complete.clone());
+            }
             if let Some(kept) = self.providers.rendered_versions.get(&key).await {
-                if Arc::ptr_eq(&kept.record, &record) && self.still_current(&kept) {
+                if Arc::ptr_eq(&kept.record, &held.value) && self.still_current(&kept) {
                     return Ok(kept.rendered);
                 }
             }
         }
         // Boxed: reading which archives are cached is a large future, and
         // a document found rendered needs none of it.
-        Ok(Box::pin(self.render_version(key, record, sign)).await)
+        Ok(Box::pin(self.render_version(key, held, sign)).await)
     }
 
-    /// Whether a rendering of the current record still says what the
-    /// store holds: it is complete, or no archive has been stored here
-    /// since and it is younger than [`UNHELD_RECHECK`] (a clock that went
-    /// back counts as older).
+    /// Whether a rendering that lacks some `h1:` still says what the
+    /// store holds: no archive has been stored here since and it is
+    /// younger than [`UNHELD_RECHECK`] (a clock that went back counts as
+    /// older).
     fn still_current(&self, kept: &RenderedVersion) -> bool {
-        if kept.complete {
-            return true;
-        }
         kept.kept == self.providers.archives_kept.load(Ordering::Acquire)
             && self
                 .clock
@@ -97,13 +100,15 @@ impl Mirror {
     }
 
     /// Renders a version's document: with `sign`'s links, for this answer
-    /// alone; without, kept for the next request.
+    /// alone; without, kept for the next request (with `held` when it is
+    /// complete).
     async fn render_version(
         &self,
         key: (Provider, Version),
-        record: Arc<VersionRecord>,
+        held: Held<VersionRecord, Rendered>,
         sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)>,
     ) -> Rendered {
+        let record = held.value;
         // Read before the store is: an archive stored while this renders
         // makes the rendering out of date.
         let kept = self.providers.archives_kept.load(Ordering::Acquire);
@@ -118,16 +123,20 @@ impl Mirror {
         // Complete once every platform has an h1:; a cached archive's own
         // hash that disagrees with a reported one amends the record, which
         // renders it again.
-        let complete = h1.len() == record.packages.len();
         let rendered = Rendered::new(&VersionDocument::from_record(&record, &h1, |_| None));
-        let kept = RenderedVersion {
-            record,
-            complete,
-            kept,
-            at_ms,
-            rendered: rendered.clone(),
-        };
-        self.providers.rendered_versions.insert(key, kept).await;
+        if h1.len() == record.packages.len() {
+            // Another request may have rendered it first: the same bytes.
+            let _ = held.made.set(rendered.clone());
+            self.providers.rendered_versions.invalidate(&key).await;
+        } else {
+            let kept = RenderedVersion {
+                record,
+                kept,
+                at_ms,
+                rendered: rendered.clone(),
+            };
+            self.providers.rendered_versions.insert(key, kept).await;
+        }
         rendered
     }
 

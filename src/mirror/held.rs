@@ -2,6 +2,7 @@
 //! one way they are read: found live, or loaded once however many
 //! requests ask at the same time.
 
+use std::hash::Hash;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -9,6 +10,40 @@ use moka::ops::compute::Op;
 
 use super::Mirror;
 use crate::error::RequestError;
+
+/// How the mirror's in-memory caches hash their keys: aHash, keyed at
+/// random for each cache (the names hashed are the clients' choice, so
+/// the hash must not be one they can predict), at about a quarter of the
+/// standard library's hash's cost for a provider's three names, which
+/// nearly every request pays.
+pub(super) type KeyHash = ahash::RandomState;
+
+/// One of the mirror's in-memory caches.
+pub(super) type Cache<K, V> = moka::future::Cache<K, V, KeyHash>;
+
+/// An empty cache of at most `capacity` entries.
+pub(super) fn bounded<K, V>(capacity: u64) -> Cache<K, V>
+where
+    K: Hash + Eq + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    moka::future::Cache::builder()
+        .max_capacity(capacity)
+        .build_with_hasher(KeyHash::new())
+}
+
+/// An empty cache of at most `capacity` entries, each dropped `ttl` after
+/// it was put in.
+pub(super) fn bounded_for<K, V>(capacity: u64, ttl: Duration) -> Cache<K, V>
+where
+    K: Hash + Eq + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    moka::future::Cache::builder()
+        .max_capacity(capacity)
+        .time_to_live(ttl)
+        .build_with_hasher(KeyHash::new())
+}
 
 /// A loaded value and how long it may be held in memory (`None`: until
 /// memory is needed for others).
@@ -63,12 +98,12 @@ impl Mirror {
     /// memory.
     pub(super) async fn held<K, T, M, F, Fut>(
         &self,
-        cache: &moka::future::Cache<K, Held<T, M>>,
+        cache: &Cache<K, Held<T, M>>,
         key: &K,
         load: F,
     ) -> Result<(Held<T, M>, bool), RequestError>
     where
-        K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+        K: Hash + Eq + Clone + Send + Sync + 'static,
         T: Send + Sync + 'static,
         M: Send + Sync + 'static,
         F: Fn() -> Fut + Send + Sync,
@@ -91,11 +126,11 @@ impl Mirror {
     /// What `cache` holds for `key`, if it is live by the mirror's clock.
     pub(super) async fn live<K, T, M>(
         &self,
-        cache: &moka::future::Cache<K, Held<T, M>>,
+        cache: &Cache<K, Held<T, M>>,
         key: &K,
     ) -> Option<Held<T, M>>
     where
-        K: std::hash::Hash + Eq + Send + Sync + 'static,
+        K: Hash + Eq + Send + Sync + 'static,
         T: Send + Sync + 'static,
         M: Send + Sync + 'static,
     {
@@ -109,12 +144,12 @@ impl Mirror {
     /// through the cache's entry, an expired one dropped and loaded again.
     async fn load_held<K, T, M, F, Fut>(
         &self,
-        cache: &moka::future::Cache<K, Held<T, M>>,
+        cache: &Cache<K, Held<T, M>>,
         key: K,
         load: F,
     ) -> Result<(Held<T, M>, bool), RequestError>
     where
-        K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+        K: Hash + Eq + Clone + Send + Sync + 'static,
         T: Send + Sync + 'static,
         M: Send + Sync + 'static,
         F: Fn() -> Fut,

@@ -218,7 +218,7 @@ impl Mirror {
     /// for it, in place of whatever was held.
     pub(super) async fn hold_listed<K, T, M>(
         &self,
-        cache: &moka::future::Cache<K, Held<T, M>>,
+        cache: &super::held::Cache<K, Held<T, M>>,
         key: K,
         loaded: Timed<T>,
     ) -> Arc<T>

@@ -65,7 +65,7 @@ use crate::upstream::Origin;
 use crate::verify::TrustPolicy;
 
 pub use archive::{Archive, ArchiveBody, FileOrStream, StoredFile};
-use held::{Held, Timed};
+use held::{Cache, Held, Timed};
 pub use listing::Freshness;
 pub use residency::Residency;
 
@@ -80,21 +80,23 @@ struct ProviderState {
     arriving: archive::Arrivals,
     /// Version lists, as stored or fetched, each with its `index.json`
     /// once rendered.
-    indexes: moka::future::Cache<Provider, Held<IndexRecord, Rendered>>,
+    indexes: Cache<Provider, Held<IndexRecord, Rendered>>,
     /// Providers the origin recently said do not exist, with its message.
-    missing: moka::future::Cache<Provider, String>,
-    /// Verified version records.
-    versions: moka::future::Cache<(Provider, Version), Held<VersionRecord>>,
+    missing: Cache<Provider, String>,
+    /// Verified version records, each with its `:version.json` (unsigned
+    /// links) once rendered with every platform's `h1:`.
+    versions: Cache<(Provider, Version), Held<VersionRecord, Rendered>>,
     /// Archives known to be held, with their size and `h1:`.
-    archives: moka::future::Cache<crate::address::ArchiveKey, Arc<Archive>>,
-    /// `:version.json` (unsigned links) as last rendered.
-    rendered_versions: moka::future::Cache<(Provider, Version), documents::RenderedVersion>,
+    archives: Cache<crate::address::ArchiveKey, Arc<Archive>>,
+    /// `:version.json` (unsigned links) as last rendered, while some
+    /// platform's `h1:` is not known.
+    rendered_versions: Cache<(Provider, Version), documents::RenderedVersion>,
     /// How many archives this mirror has stored since it started: a
     /// `:version.json` rendered before the last one may lack its `h1:`.
     archives_kept: AtomicU64,
     /// Versions whose archive sizes are being learned from the origin (one
     /// asking per version, however many requests wait for it).
-    sizing: moka::future::Cache<(Provider, Version), Arc<VersionRecord>>,
+    sizing: Cache<(Provider, Version), Arc<VersionRecord>>,
     /// Held while a version record is changed after it was made.
     amending: tokio::sync::Mutex<()>,
 }
@@ -104,19 +106,16 @@ impl ProviderState {
     fn new(config: &Config) -> ProviderState {
         ProviderState {
             arriving: archive::Arrivals::default(),
-            indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
-            missing: moka::future::Cache::builder()
-                .max_capacity(10_000)
-                .time_to_live(config.cache.negative_ttl.max(Duration::from_millis(1)))
-                .build(),
-            versions: moka::future::Cache::builder().max_capacity(20_000).build(),
-            archives: moka::future::Cache::builder().max_capacity(100_000).build(),
-            rendered_versions: moka::future::Cache::builder().max_capacity(20_000).build(),
+            indexes: held::bounded(10_000),
+            missing: held::bounded_for(
+                10_000,
+                config.cache.negative_ttl.max(Duration::from_millis(1)),
+            ),
+            versions: held::bounded(20_000),
+            archives: held::bounded(100_000),
+            rendered_versions: held::bounded(20_000),
             archives_kept: AtomicU64::new(0),
-            sizing: moka::future::Cache::builder()
-                .max_capacity(1_000)
-                .time_to_live(RETRY_AFTER_TROUBLE)
-                .build(),
+            sizing: held::bounded_for(1_000, RETRY_AFTER_TROUBLE),
             amending: tokio::sync::Mutex::new(()),
         }
     }

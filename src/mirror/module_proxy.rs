@@ -58,11 +58,11 @@ pub struct Located {
 pub(super) struct ModuleState {
     /// Fetches and packages module sources.
     fetcher: crate::module_source::Fetcher,
-    indexes: moka::future::Cache<Module, Held<ModuleIndexRecord>>,
+    indexes: super::held::Cache<Module, Held<ModuleIndexRecord>>,
     /// Where the origin says module versions' sources are.
-    locations: moka::future::Cache<(Module, Version), Held<Located>>,
+    locations: super::held::Cache<(Module, Version), Held<Located>>,
     /// Pins of module packages the store holds.
-    packages: moka::future::Cache<(Module, Version), Held<ModuleRecord>>,
+    packages: super::held::Cache<(Module, Version), Held<ModuleRecord>>,
     /// The module packages the store holds, for the status page.
     pub(super) held: std::sync::RwLock<BTreeMap<(Module, Version), Arc<ModuleRecord>>>,
 }
@@ -81,9 +81,9 @@ impl ModuleState {
             .collect();
         ModuleState {
             fetcher,
-            indexes: moka::future::Cache::builder().max_capacity(10_000).build(),
-            locations: moka::future::Cache::builder().max_capacity(10_000).build(),
-            packages: moka::future::Cache::builder().max_capacity(20_000).build(),
+            indexes: super::held::bounded(10_000),
+            locations: super::held::bounded(10_000),
+            packages: super::held::bounded(20_000),
             held: std::sync::RwLock::new(held),
         }
     }

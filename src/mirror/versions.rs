@@ -161,6 +161,15 @@ impl Mirror {
         self: &Arc<Self>,
         key: &(Provider, Version),
     ) -> Result<Arc<VersionRecord>, RequestError> {
+        Ok(self.held_version_at(key).await?.value)
+    }
+
+    /// [`Mirror::version_at`] as it is held, with its `:version.json`
+    /// once rendered complete (see [`Mirror::version_document`]).
+    pub(super) async fn held_version_at(
+        self: &Arc<Self>,
+        key: &(Provider, Version),
+    ) -> Result<Held<VersionRecord, Rendered>, RequestError> {
         let (provider, version) = (&key.0, &key.1);
         self.check_host(&provider.hostname)?;
         self.permit(Subject::Provider(provider), version).await?;
@@ -169,15 +178,14 @@ impl Mirror {
                 self.load_version(provider, version)
             })
             .await?;
-        let value = held.value;
-        self.permit_verified(provider, version, value.verification())
+        self.permit_verified(provider, version, held.value.verification())
             .await?;
         if found {
             self.note(CacheKind::Version, CacheOutcome::Hit);
         } else {
-            self.prefetch(&value);
+            self.prefetch(&held.value);
         }
-        Ok(value)
+        Ok(held)
     }
 
     /// Starts fetching, in the background, the archives of

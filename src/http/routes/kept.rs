@@ -22,10 +22,13 @@ use crate::error::RequestError;
 /// How many paths a worker thread keeps.
 pub const MAX_PATHS: usize = 1024;
 
+/// This thread's parsed document paths, keyed with aHash seeded at random
+/// (the paths are the clients' choice).
+type Kept = HashMap<Box<str>, Arc<Route>, ahash::RandomState>;
+
 thread_local! {
-    /// This thread's parsed document paths (keyed with the standard
-    /// library's randomly seeded hash: the paths are the clients' choice).
-    static KEPT: RefCell<HashMap<Box<str>, Arc<Route>>> = RefCell::new(HashMap::new());
+    /// This thread's parsed document paths.
+    static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
 }
 
 /// The route `raw_path` names: as [`parse`](super::parse) gives it,
@@ -38,7 +41,7 @@ pub fn parse_kept(raw_path: &str) -> Result<Arc<Route>, RequestError> {
     if matches!(*route, Route::Index(_) | Route::Version(..)) {
         KEPT.with_borrow_mut(|kept| {
             if kept.len() >= MAX_PATHS {
-                *kept = HashMap::new();
+                *kept = Kept::default();
             }
             kept.insert(raw_path.into(), route.clone());
         });
@@ -49,7 +52,7 @@ pub fn parse_kept(raw_path: &str) -> Result<Arc<Route>, RequestError> {
 /// How many paths this thread keeps (for tests).
 #[cfg(test)]
 fn kept_here() -> usize {
-    KEPT.with_borrow(HashMap::len)
+    KEPT.with_borrow(Kept::len)
 }
 
 #[cfg(test)]
