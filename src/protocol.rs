@@ -88,7 +88,8 @@ pub struct Rendered {
     pub bytes: bytes::Bytes,
     /// The `ETag`, quotes included, ready to send (a copy shares it).
     pub etag: http::HeaderValue,
-    /// The bytes' length as a `Content-Length` value (a copy shares it).
+    /// The bytes' length as a `Content-Length` value (a copy shares it),
+    /// for HTTP/2 answers.
     pub length: http::HeaderValue,
 }
 

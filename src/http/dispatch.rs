@@ -292,9 +292,9 @@ fn authorize(app: &App, access: Access<'_>, asked: &Asked<'_>) -> Result<(), Req
 
 /// The answer to a route whose access was checked. The documents
 /// (`index.json`, `:version.json`; nearly every request) are answered
-/// inline; every other route's work is boxed, so that a request's future
-/// stays small (hyper moves it whole) instead of carrying the state of the
-/// largest route.
+/// without waiting when they are held in memory; everything that waits is
+/// boxed, so that a request's future stays small (hyper moves it whole)
+/// instead of carrying the state of the largest route.
 async fn respond(
     app: &App,
     asked: &Asked<'_>,
@@ -327,17 +327,28 @@ async fn respond(
             );
             Ok(resp)
         }
+        // Held documents are answered without waiting; the rest, boxed.
         Route::Index(provider) => {
-            let doc = mirror.index_document(provider).await?;
+            let doc = match mirror.held_index_document(provider) {
+                Some(doc) => doc,
+                None => Box::pin(mirror.index_document(provider)).await?,
+            };
             Ok(rendered_response(doc, asked.if_none_match, asked.version))
         }
         Route::Version(provider, version) => {
             // With access control on, archive links carry signatures made
             // for this answer.
-            let sign = |key: &ArchiveKey| app.auth.sign_archive(key);
-            let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
-                app.auth.enabled().then_some(&sign);
-            let doc = mirror.version_document(provider, version, sign).await?;
+            let signed = app.auth.enabled();
+            let held = (!signed)
+                .then(|| mirror.held_version_document(provider, version))
+                .flatten();
+            let doc = if let Some(doc) = held {
+                doc
+            } else {
+                let sign = |key: &ArchiveKey| app.auth.sign_archive(key);
+                let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> = signed.then_some(&sign);
+                Box::pin(mirror.version_document(provider, version, sign)).await?
+            };
             Ok(rendered_response(doc, asked.if_none_match, asked.version))
         }
         Route::Lock(provider, version) => {

@@ -34,7 +34,11 @@ pub(super) fn rendered_response(
         r
     } else {
         let mut r = answer(body::full(doc.bytes), version);
-        r.headers_mut().insert(header::CONTENT_LENGTH, doc.length);
+        if version >= Version::HTTP_2 {
+            // Made once with the document; hyper would make a value for
+            // each answer. (Over HTTP/1 it writes the length itself.)
+            r.headers_mut().insert(header::CONTENT_LENGTH, doc.length);
+        }
         r.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -61,18 +65,18 @@ pub(super) fn text_response(status: StatusCode, text: &str) -> Response<Body> {
     )
 }
 
-/// An answer with a body, its length and its content type.
+/// An answer with a body and its content type. (hyper sends the length
+/// of a body held whole as `Content-Length`, over either protocol; see
+/// [`strip_body`] for HEAD.)
 pub(super) fn with_type(
     status: StatusCode,
     bytes: Vec<u8>,
     content_type: &'static str,
 ) -> Response<Body> {
-    let len = bytes.len();
     let mut resp = Response::new(body::full(bytes));
     *resp.status_mut() = status;
-    let h = resp.headers_mut();
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
 }
 
@@ -82,8 +86,9 @@ pub(super) fn with_type(
 /// looks up `Content-Length` through the map's entry API, which makes room
 /// for one more before it looks: at the default size (six) a grow for
 /// every answer (a new table, every header hashed again and moved). HTTP/1
-/// answers keep the default size: hyper writes their `Date` on the wire,
-/// and the smaller map is one allocation half the size.
+/// answers keep the default size: hyper writes their `Date` and
+/// `Content-Length` on the wire, and the smaller map is one allocation
+/// half the size.
 const HTTP2_ANSWER_HEADERS: usize = 8;
 
 /// A 200 answer with `body`, with room for its headers over `version`.
@@ -95,9 +100,18 @@ fn answer(body: Body, version: Version) -> Response<Body> {
     resp
 }
 
-/// Keeps status and headers (Content-Length included) and drops the body.
+/// Keeps status and headers and drops the body: HEAD's answer. The
+/// length of a body held whole, which hyper would have sent from the body,
+/// is set as `Content-Length` first (a streamed body's answer has it
+/// already).
 pub(super) fn strip_body(resp: Response<Body>) -> Response<Body> {
-    let (parts, _) = resp.into_parts();
+    let (mut parts, body) = resp.into_parts();
+    if let Some(length) = http_body::Body::size_hint(&body).exact() {
+        parts
+            .headers
+            .entry(header::CONTENT_LENGTH)
+            .or_insert_with(|| HeaderValue::from(length));
+    }
     Response::from_parts(parts, body::empty())
 }
 

@@ -6,15 +6,18 @@
 //! reported in its `packages` field.
 
 use std::collections::BTreeMap;
+use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::held::ready_now;
 use super::{Held, Mirror};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
+use crate::metrics::{CacheKind, CacheOutcome};
 use crate::protocol::{IndexDocument, Rendered, VersionDocument};
-use crate::store::VersionRecord;
+use crate::store::{IndexRecord, PolicyDecisions, VersionRecord};
 
 /// How long a `:version.json` that lacks some archive's `h1:` is answered
 /// as rendered before the store is asked again which archives it holds.
@@ -46,14 +49,38 @@ impl Mirror {
     /// rendering is made afresh each time.
     pub async fn index_document(&self, provider: &Provider) -> Result<Rendered, RequestError> {
         let held = self.held_index(provider).await?;
-        let (visible, _, changing) = self.visible_index(provider, held.value.clone()).await;
+        let decisions = self.decisions().await;
+        Ok(self.index_rendering(&decisions, provider, &held))
+    }
+
+    /// [`Mirror::index_document`] when all it needs is held in memory now
+    /// (the live version list, the operator's decisions), found without
+    /// waiting, so that a request answered from memory carries no state
+    /// for loading; `None` otherwise, with nothing noted or counted, for
+    /// [`Mirror::index_document`] to answer.
+    pub fn held_index_document(&self, provider: &Provider) -> Option<Rendered> {
+        self.check_host(&provider.hostname).ok()?;
+        let held = self.live(&self.providers.indexes, provider)?;
+        let decisions = self.decisions_now()?;
+        self.note(CacheKind::Index, CacheOutcome::Hit);
+        Some(self.index_rendering(&decisions, provider, &held))
+    }
+
+    /// `index.json` of the list `held`, as `decisions` let clients see it.
+    fn index_rendering(
+        &self,
+        decisions: &PolicyDecisions,
+        provider: &Provider,
+        held: &Held<IndexRecord, Rendered>,
+    ) -> Rendered {
+        let (visible, _, changing) = self.visible_index_by(decisions, provider, held.value.clone());
         let render = || Rendered::new(&IndexDocument::from_record(&visible));
         if changing {
-            return Ok(render());
+            return render();
         }
         // Kept with the list as it is held: one lookup finds both, and a
         // list held in its place starts unrendered.
-        Ok(held.made.get_or_init(render).clone())
+        held.made.get_or_init(render).clone()
     }
 
     /// A version's `:version.json`. With `sign`, each archive link carries
@@ -69,21 +96,52 @@ impl Mirror {
         let key = (provider.clone(), version.clone());
         let held = self.held_version_at(&key).await?;
         if sign.is_none() {
-            // Complete: kept with the record as it is held, so one lookup
-            // finds both, and a record held in its place (amended, loaded
-            // again) starts unrendered.
-            if let Some(complete) = held.made.get() {
-                return Ok(complete.clone());
-            }
-            if let Some(kept) = self.providers.rendered_versions.get(&key).await {
-                if Arc::ptr_eq(&kept.record, &held.value) && self.still_current(&kept) {
-                    return Ok(kept.rendered);
-                }
+            if let Some(rendered) = self.rendered_now(&key, &held) {
+                return Ok(rendered);
             }
         }
         // Boxed: reading which archives are cached is a large future, and
         // a document found rendered needs none of it.
         Ok(Box::pin(self.render_version(key, held, sign)).await)
+    }
+
+    /// [`Mirror::version_document`] with plain links when all it needs is
+    /// held in memory now: the live record, a rendering of it that still
+    /// holds, and the operator's decisions, with nothing for the policy to
+    /// decide (see [`Mirror::held_index_document`]); `None` otherwise, with
+    /// nothing noted or counted.
+    pub fn held_version_document(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Option<Rendered> {
+        self.check_host(&provider.hostname).ok()?;
+        if !self.undecided(&*self.decisions_now()?) {
+            return None;
+        }
+        let key = (provider.clone(), version.clone());
+        let held = self.live(&self.providers.versions, &key)?;
+        let rendered = self.rendered_now(&key, &held)?;
+        self.note(CacheKind::Version, CacheOutcome::Hit);
+        Some(rendered)
+    }
+
+    /// The unsigned `:version.json` of the record `held`, if one rendered
+    /// from it still holds: a complete one, kept with the record as it is
+    /// held (so one lookup finds both, and a record held in its place,
+    /// amended or loaded again, starts unrendered), or one that lacks some
+    /// `h1:` while it is current.
+    fn rendered_now(
+        &self,
+        key: &(Provider, Version),
+        held: &Held<VersionRecord, Rendered>,
+    ) -> Option<Rendered> {
+        if let Some(complete) = held.made.get() {
+            return Some(complete.clone());
+        }
+        let kept = ready_now(pin!(self.providers.rendered_versions.get(key))).flatten()?;
+        (Arc::ptr_eq(&kept.record, &held.value) && self.still_current(&kept))
+            .then_some(kept.rendered)
     }
 
     /// Whether a rendering that lacks some `h1:` still says what the

@@ -27,14 +27,28 @@ impl Mirror {
     /// The operator's decisions, read from the store at most every
     /// [`DECISIONS_TTL`]. A record that cannot be read counts as none
     /// (logged at error) until it can.
-    async fn decisions(&self) -> Arc<PolicyDecisions> {
+    pub(super) async fn decisions(&self) -> Arc<PolicyDecisions> {
         // A live copy without preparing the load (see `Mirror::held`).
-        if let Some(live) = self.decisions.live() {
+        if let Some(live) = self.decisions_now() {
             return live;
         }
         // Boxed, as `Mirror::held`'s load is: reading the store is a
         // large future that every reader's would otherwise carry.
         Box::pin(self.load_decisions()).await
+    }
+
+    /// The operator's decisions if a copy read within [`DECISIONS_TTL`]
+    /// is held (see [`Mirror::decisions`]).
+    pub(super) fn decisions_now(&self) -> Option<Arc<PolicyDecisions>> {
+        self.decisions.live()
+    }
+
+    /// Whether a version asked for by name is let through without a
+    /// decision (none counted, nothing read) by [`Mirror::permit`], and so
+    /// by [`Mirror::permit_verified`]: no rule (of any kind) and no
+    /// cooldown, and no operator's decision.
+    pub(super) fn undecided(&self, decisions: &PolicyDecisions) -> bool {
+        self.policy.allows_everything() && decisions.decisions.is_empty()
     }
 
     /// The operator's decisions read from the store, once however many
@@ -126,7 +140,7 @@ impl Mirror {
         version: &Version,
     ) -> Result<Option<(String, Result<(), Denied>)>, RequestError> {
         let decisions = self.decisions().await;
-        if self.policy.allows_everything() && decisions.decisions.is_empty() {
+        if self.undecided(&decisions) {
             return Ok(None);
         }
         let verdict = self.policy.decide(&decisions, subject, version);
@@ -182,6 +196,16 @@ impl Mirror {
         record: Arc<IndexRecord>,
     ) -> (Arc<IndexRecord>, Vec<Denied>, bool) {
         let decisions = self.decisions().await;
+        self.visible_index_by(&decisions, provider, record)
+    }
+
+    /// [`Mirror::visible_index`] by the operator's `decisions`.
+    pub(super) fn visible_index_by(
+        &self,
+        decisions: &PolicyDecisions,
+        provider: &Provider,
+        record: Arc<IndexRecord>,
+    ) -> (Arc<IndexRecord>, Vec<Denied>, bool) {
         let subject = Subject::Provider(provider);
         let decided = decisions
             .decisions
@@ -191,7 +215,7 @@ impl Mirror {
             return (record, Vec::new(), false);
         }
         let denied = self.left_out_of(
-            &decisions,
+            decisions,
             subject,
             record.versions.keys(),
             &record.first_seen_ms,

@@ -2,8 +2,11 @@
 //! one way they are read: found live, or loaded once however many
 //! requests ask at the same time.
 
+use std::future::Future;
 use std::hash::Hash;
+use std::pin::{pin, Pin};
 use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use moka::ops::compute::Op;
@@ -43,6 +46,17 @@ where
         .max_capacity(capacity)
         .time_to_live(ttl)
         .build_with_hasher(KeyHash::new())
+}
+
+/// The output of `future` if it is ready when first polled, or `None` if
+/// it would wait (the caller then drops it). For reads that wait only when
+/// some upkeep on the way does, and that have another way round then.
+/// Pinned where it is made (`ready_now(pin!(…))`), it is not moved.
+pub(super) fn ready_now<F: Future>(future: Pin<&mut F>) -> Option<F::Output> {
+    match future.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
+    }
 }
 
 /// A loaded value and how long it may be held in memory (`None`: until
@@ -110,7 +124,7 @@ impl Mirror {
         Fut: std::future::Future<Output = Result<Timed<T>, RequestError>> + Send,
     {
         // Held and live: the key is not copied and no load is prepared.
-        if let Some(held) = self.live(cache, key).await {
+        if let Some(held) = self.live(cache, key) {
             return Ok((held, true));
         }
         // Boxed: the load's state (the cache's entry machinery, fetching
@@ -123,20 +137,19 @@ impl Mirror {
         load.await
     }
 
-    /// What `cache` holds for `key`, if it is live by the mirror's clock.
-    pub(super) async fn live<K, T, M>(
-        &self,
-        cache: &Cache<K, Held<T, M>>,
-        key: &K,
-    ) -> Option<Held<T, M>>
+    /// What `cache` holds for `key`, if it is live by the mirror's clock:
+    /// found without waiting, so a request's future keeps no state for it.
+    /// The cache's read is ready at once unless upkeep it does on the way
+    /// has to wait; such a read counts as not found, and [`Mirror::held`]
+    /// then finds the value through the cache's entry.
+    pub(super) fn live<K, T, M>(&self, cache: &Cache<K, Held<T, M>>, key: &K) -> Option<Held<T, M>>
     where
         K: Hash + Eq + Send + Sync + 'static,
         T: Send + Sync + 'static,
         M: Send + Sync + 'static,
     {
-        cache
-            .get(key)
-            .await
+        ready_now(pin!(cache.get(key)))
+            .flatten()
             .filter(|h| h.live_at(self.clock.unix_ms()))
     }
 
@@ -192,5 +205,30 @@ impl Mirror {
                 })
                 .await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::{pending, ready};
+    use std::pin::pin;
+
+    use super::ready_now;
+
+    #[test]
+    fn a_read_that_would_wait_counts_as_not_ready() {
+        assert_eq!(ready_now(pin!(ready(7))), Some(7));
+        assert_eq!(ready_now(pin!(pending::<u8>())), None);
+        // Ready after a wait of its own: not ready when first polled.
+        let mut waited = false;
+        let once_pending = std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut waited, true) {
+                std::task::Poll::Ready(1)
+            } else {
+                cx.waker().wake_by_ref();
+                std::task::Poll::Pending
+            }
+        });
+        assert_eq!(ready_now(pin!(once_pending)), None);
     }
 }

@@ -57,7 +57,7 @@ impl Mirror {
         // A live list answers at once: the origin's "no such provider" is
         // only remembered while none is held (and forgotten when one is
         // listed again).
-        if let Some(held) = self.live(&self.providers.indexes, provider).await {
+        if let Some(held) = self.live(&self.providers.indexes, provider) {
             self.note(CacheKind::Index, CacheOutcome::Hit);
             return Ok(held);
         }
