@@ -130,7 +130,8 @@ impl Mirror {
     /// from it still holds: a complete one, kept with the record as it is
     /// held (so one lookup finds both, and a record held in its place,
     /// amended or loaded again, starts unrendered), or one that lacks some
-    /// `h1:` while it is current.
+    /// `h1:` while it is current. (A read of the latter that would wait
+    /// counts as none: the document is rendered again.)
     fn rendered_now(
         &self,
         key: &(Provider, Version),
