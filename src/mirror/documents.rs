@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::held::ready_now;
+use super::held::{ready_now, VersionKey};
 use super::{Held, Mirror};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
@@ -96,7 +96,7 @@ impl Mirror {
         let key = (provider.clone(), version.clone());
         let held = self.held_version_at(&key).await?;
         if sign.is_none() {
-            if let Some(rendered) = self.rendered_now(&key, &held) {
+            if let Some(rendered) = self.rendered_now(&VersionKey::of(&key), &held) {
                 return Ok(rendered);
             }
         }
@@ -119,7 +119,7 @@ impl Mirror {
         if !self.undecided(&*self.decisions_now()?) {
             return None;
         }
-        let key = (provider.clone(), version.clone());
+        let key = VersionKey(provider, version);
         let held = self.live(&self.providers.versions, &key)?;
         let rendered = self.rendered_now(&key, &held)?;
         self.note(CacheKind::Version, CacheOutcome::Hit);
@@ -134,7 +134,7 @@ impl Mirror {
     /// counts as none: the document is rendered again.)
     fn rendered_now(
         &self,
-        key: &(Provider, Version),
+        key: &VersionKey<'_>,
         held: &Held<VersionRecord, Rendered>,
     ) -> Option<Rendered> {
         if let Some(complete) = held.made.get() {

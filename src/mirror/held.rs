@@ -10,8 +10,10 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use moka::ops::compute::Op;
+use moka::Equivalent;
 
 use super::Mirror;
+use crate::address::{Provider, Version};
 use crate::error::RequestError;
 
 /// How the mirror's in-memory caches hash their keys: aHash, keyed at
@@ -23,6 +25,26 @@ pub(super) type KeyHash = ahash::RandomState;
 
 /// One of the mirror's in-memory caches.
 pub(super) type Cache<K, V> = moka::future::Cache<K, V, KeyHash>;
+
+/// A version's key in the mirror's caches, `(provider, version)`,
+/// borrowed: a lookup with it copies no name (a copied key is four
+/// strings made and freed for each `:version.json`). It hashes as the
+/// key it stands for.
+#[derive(Hash)]
+pub(super) struct VersionKey<'a>(pub(super) &'a Provider, pub(super) &'a Version);
+
+impl<'a> VersionKey<'a> {
+    /// The borrowed form of `key`.
+    pub(super) fn of(key: &'a (Provider, Version)) -> Self {
+        VersionKey(&key.0, &key.1)
+    }
+}
+
+impl Equivalent<(Provider, Version)> for VersionKey<'_> {
+    fn equivalent(&self, key: &(Provider, Version)) -> bool {
+        *self.0 == key.0 && *self.1 == key.1
+    }
+}
 
 /// An empty cache of at most `capacity` entries.
 pub(super) fn bounded<K, V>(capacity: u64) -> Cache<K, V>
@@ -142,9 +164,14 @@ impl Mirror {
     /// The cache's read is ready at once unless upkeep it does on the way
     /// has to wait; such a read counts as not found, and [`Mirror::held`]
     /// then finds the value through the cache's entry.
-    pub(super) fn live<K, T, M>(&self, cache: &Cache<K, Held<T, M>>, key: &K) -> Option<Held<T, M>>
+    pub(super) fn live<K, Q, T, M>(
+        &self,
+        cache: &Cache<K, Held<T, M>>,
+        key: &Q,
+    ) -> Option<Held<T, M>>
     where
         K: Hash + Eq + Send + Sync + 'static,
+        Q: Equivalent<K> + Hash + ?Sized,
         T: Send + Sync + 'static,
         M: Send + Sync + 'static,
     {
@@ -213,7 +240,28 @@ mod tests {
     use std::future::{pending, ready};
     use std::pin::pin;
 
-    use super::ready_now;
+    use super::{bounded, ready_now, Cache, VersionKey};
+    use crate::address::{Provider, Version};
+
+    #[tokio::test]
+    async fn a_borrowed_version_key_finds_what_its_owned_key_put_in() {
+        let cache: Cache<(Provider, Version), u8> = bounded(10);
+        let provider = Provider::from_source("r.example/ns/t").unwrap();
+        let other = Provider::from_source("r.example/ns/u").unwrap();
+        let (v1, v2) = (
+            Version::parse("1.5.0").unwrap(),
+            Version::parse("1.5.1").unwrap(),
+        );
+        cache.insert((provider.clone(), v1.clone()), 1).await;
+        cache.insert((other.clone(), v2.clone()), 2).await;
+        assert_eq!(cache.get(&VersionKey(&provider, &v1)).await, Some(1));
+        assert_eq!(cache.get(&VersionKey(&other, &v2)).await, Some(2));
+        // The same names in other pairs are other keys.
+        assert_eq!(cache.get(&VersionKey(&provider, &v2)).await, None);
+        assert_eq!(cache.get(&VersionKey(&other, &v1)).await, None);
+        let owned = (provider.clone(), v1.clone());
+        assert_eq!(cache.get(&VersionKey::of(&owned)).await, Some(1));
+    }
 
     #[test]
     fn a_read_that_would_wait_counts_as_not_ready() {
