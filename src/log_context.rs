@@ -6,7 +6,8 @@
 //! colours, no audit file, no span directive in the filter; see
 //! `commands::logging`), the daemon says so with [`show_in_lines`], and
 //! each request is given a [`RequestContext`] instead: set on the thread
-//! while its future is polled ([`WithRequest`]), noted by the mirror
+//! while it is answered ([`within`]) and while its future is polled
+//! ([`WithRequest`]), noted by the mirror
 //! ([`note_cache`]) and written by the line formatter ([`with_current`]),
 //! the same text as the span's. A span is made, entered, recorded, left
 //! and closed on every request, and its fields formatted as they come:
@@ -283,23 +284,30 @@ impl<F: Future> Future for WithRequest<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let Some(context) = this.context.take() else {
-            return this.inner.poll(cx);
-        };
-        CURRENT.with(|cell| {
-            // The context goes into the slot for the poll and comes back
-            // after it, panic or not; what was there before goes back too.
-            let previous = cell.replace(Some(context));
-            let back = TakeBack {
-                cell,
-                previous,
-                into: this.context,
-            };
-            let poll = this.inner.poll(cx);
-            drop(back);
-            poll
-        })
+        within(this.context, || this.inner.poll(cx))
     }
+}
+
+/// Calls `f` with `context` set on the thread as the current request's
+/// (`None`: as the thread has it), for work a request does without a
+/// future; the context is back in `context` after the call.
+pub fn within<R>(context: &mut Option<Arc<RequestContext>>, f: impl FnOnce() -> R) -> R {
+    let Some(taken) = context.take() else {
+        return f();
+    };
+    CURRENT.with(|cell| {
+        // The context goes into the slot for the call and comes back
+        // after it, panic or not; what was there before goes back too.
+        let previous = cell.replace(Some(taken));
+        let back = TakeBack {
+            cell,
+            previous,
+            into: context,
+        };
+        let out = f();
+        drop(back);
+        out
+    })
 }
 
 /// Takes a request's context back out of the thread's slot, and puts the

@@ -250,6 +250,30 @@ async fn plain_lines_name_the_request_and_its_cache_outcome() {
         lines[0].contains(" INFO tfmirror::access: answered "),
         "{log}"
     );
+
+    // As JSON, each request's line carries its span, with its ID and its
+    // cache outcome: a document answered from memory is answered within
+    // the span too.
+    let config = config_file(&setup, &origin, "[log]\nformat = \"json\"\n");
+    let mut cmd = tfmirror(setup.dir.path());
+    cmd.args(["serve", "--config"]).arg(&config);
+    let d = Daemon::start(cmd);
+    let index = format!("{}registry.origin.test/acme/widget/index.json", d.url);
+    let answers = [c.get(&index).await, c.get(&index).await];
+    let log = stopped(d).await;
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l["target"] == "tfmirror::access")
+        .collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    for (line, answer) in lines.iter().zip(&answers) {
+        assert_eq!(answer.status, StatusCode::OK);
+        let id = answer.headers["x-request-id"].to_str().unwrap();
+        assert_eq!(line["span"]["id"], id, "{line}");
+        assert_eq!(line["fields"]["status"], 200, "{line}");
+    }
+    assert_eq!(lines[1]["span"]["cache"], "hit", "{log}");
 }
 
 /// The certificate a TLS server presents.

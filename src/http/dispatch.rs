@@ -6,33 +6,36 @@
 //! and metrics.
 
 use std::convert::Infallible;
-use std::future::Future;
+use std::future::{ready, Future, Ready};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures_util::future::Either;
 use http::{header, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use tracing::Instrument;
 
+use super::audit::Served;
 use super::body::{self, Body};
 use super::oci;
-use super::respond::{
-    json_response, registry_json, rendered_response, strip_body, text_response, with_type,
-};
+use super::respond::{registry_json, rendered_response, text_response, with_type};
 use super::routes::{self, Access, OciRoute, Route};
 use super::sendfile::SendQueue;
 use super::App;
 use crate::address::oci::OciRepo;
 use crate::address::ArchiveKey;
 use crate::error::RequestError;
-use crate::log_context::{self, next_request_id, WithRequest};
+use crate::log_context::{self, next_request_id, RequestContext, RequestId, WithRequest};
 use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
 use crate::mirror::FileOrStream;
 
+mod finish;
 mod ids;
 mod links;
 #[cfg(test)]
 mod tests;
+use finish::{error_response, finish};
 pub use ids::Peer;
 use links::{link_query, lock_platforms, module_location};
 
@@ -40,8 +43,6 @@ use links::{link_query, lock_platforms, module_location};
 /// ([`log_context::ACCESS_TARGET`]).
 pub const ACCESS_LOG: &str = log_context::ACCESS_TARGET;
 
-/// The header that returns a request's ID.
-const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The client a trusted proxy forwarded for.
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 /// The host a client asked a trusted proxy for.
@@ -49,41 +50,57 @@ const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host")
 /// The scheme a client used to reach a trusted proxy.
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
-/// Answers one request from `peer`. Never fails: errors become JSON error
-/// answers.
-pub async fn handle<B>(
-    app: Arc<App>,
-    peer: Peer,
-    req: Request<B>,
-) -> Result<Response<Body>, Infallible> {
+/// An answer to a request: never an error (errors become JSON error
+/// answers).
+pub type Answer = Result<Response<Body>, Infallible>;
+
+/// What [`handle`] gives for a request: its answer, made at once when it
+/// is a document held in memory, or a future that makes it. The future is
+/// boxed: hyper moves it whole (into the task of an HTTP/2 stream, and
+/// within it), and a request's state is much larger than a pointer.
+pub type Handled = Either<Ready<Answer>, Pin<Box<dyn Future<Output = Answer> + Send>>>;
+
+/// Answers one request from `peer`. A document held in memory (nearly
+/// every request) is answered before this returns, with no future made,
+/// moved or polled for it; everything else, in the future returned.
+pub fn handle<B: Send + 'static>(app: Arc<App>, peer: Peer, req: Request<B>) -> Handled {
     let started = Instant::now();
     let id = next_request_id();
     // The request's parts are read where they are, not copied; its body
-    // (none, for the methods answered) lives as long as the request.
-    let (req, _body) = req.into_parts();
-    // Names as constants: a name given as text is parsed at each lookup.
-    let header = |name: &HeaderName| req.headers.get(name).and_then(|h| h.to_str().ok());
-    // Forwarded headers count only from a trusted proxy (and are looked
-    // up only then).
-    let proxied = app
-        .mirror
-        .config()
-        .server
-        .trusted_proxies
-        .iter()
-        .any(|net| net.contains(&peer.ip));
-    let forwarded = |name: &HeaderName| if proxied { header(name) } else { None };
-    // Who asked: the peer, or the client a trusted proxy forwarded for.
-    let client = match forwarded(&X_FORWARDED_FOR).and_then(|v| v.split(',').next()) {
-        Some(forwarded) => forwarded.trim(),
-        None => peer.as_str(),
+    // (none, for the methods answered) is never read.
+    let (parts, body) = req.into_parts();
+    let (span, mut context) = request_log(id);
+    let now = {
+        let asked = Asked::read(&app, &peer, &parts);
+        span.in_scope(|| {
+            log_context::within(&mut context, || {
+                let (endpoint, response) = answer_now(&app, &asked)?;
+                Some(finish(
+                    &app,
+                    &asked,
+                    (started, id),
+                    endpoint,
+                    response,
+                    None,
+                ))
+            })
+        })
     };
-    // The span carries what diagnostics logged within the request need
-    // (its ID, and the cache outcome once the mirror notes it); the rest
-    // goes on the request line alone, so it is formatted once. When the
-    // log's lines show a request context instead (see `log_context`), the
-    // request gets one where the filter enables its span, and no span.
-    let (span, context) = if log_context::shown_in_lines() {
+    if let Some(response) = now {
+        return Either::Left(ready(Ok(response)));
+    }
+    let later = answer_later(app, peer, parts, body, (started, id));
+    Either::Right(Box::pin(WithRequest::new(context, later.instrument(span))))
+}
+
+/// The request's span and log context. The span carries what diagnostics
+/// logged within the request need (its ID, and the cache outcome once the
+/// mirror notes it); the rest goes on the request line alone, so it is
+/// formatted once. When the log's lines show a request context instead
+/// (see `log_context`), the request gets one where the filter enables its
+/// span, and no span.
+fn request_log(id: RequestId) -> (tracing::Span, Option<Arc<RequestContext>>) {
+    if log_context::shown_in_lines() {
         (tracing::Span::none(), log_context::context_for(id))
     } else {
         let span = tracing::info_span!(
@@ -93,121 +110,39 @@ pub async fn handle<B>(
             cache = tracing::field::Empty
         );
         (span, None)
-    };
-    let asked = Asked {
-        method: req.method.clone(),
-        path: req.uri.path(),
-        query: req.uri.query(),
-        host: forwarded(&X_FORWARDED_HOST)
-            .or_else(|| header(&header::HOST))
-            .or_else(|| req.uri.authority().map(http::uri::Authority::as_str)),
-        scheme: forwarded(&X_FORWARDED_PROTO).filter(|p| *p == "https" || *p == "http"),
-        authorization: header(&header::AUTHORIZATION),
-        if_none_match: header(&header::IF_NONE_MATCH),
-        version: req.version,
-        send_queue: if req.version <= http::Version::HTTP_11 {
-            req.extensions.get::<SendQueue>().cloned()
-        } else {
-            None
-        },
-    };
-    let answered = async move {
-        let (endpoint, served, result) = answer(&app, &asked).await;
-        let mut response = match result {
-            Ok(resp) => resp,
-            Err(e) => error_response(&e, asked.path),
-        };
-        // Served: answered with the bytes, or sent to the bucket for them.
-        let status = response.status();
-        if let Some(served) =
-            served.filter(|_| status.is_success() || status == StatusCode::TEMPORARY_REDIRECT)
-        {
-            // Only a token that authenticates is named.
-            let presented = asked.authorization;
-            let token = if app.auth.enabled() && app.auth.check(presented).is_ok() {
-                super::audit::token_fingerprint(presented)
-            } else {
-                None
-            };
-            let bytes = response
-                .headers()
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-                .or_else(|| http_body::Body::size_hint(response.body()).exact());
-            let verification = match &served {
-                super::audit::Served::Archive(key) => {
-                    Box::pin(app.mirror.held_verification(&key.provider, &key.version)).await
-                }
-                super::audit::Served::Package(..) => None,
-            };
-            super::audit::record(&served, client, token.as_deref(), bytes, verification);
-        }
-        let took = started.elapsed();
-        let status = response.status().as_u16();
-        app.mirror.metrics().request(endpoint, status, took);
-        log_context::AccessLine {
-            client,
-            method: asked.method.as_str(),
-            path: asked.path,
-            status,
-            ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-        }
-        .log();
-        response
-            .headers_mut()
-            .insert(X_REQUEST_ID, id.header_value());
-        Ok(if asked.method == Method::HEAD {
-            strip_body(response)
-        } else {
-            response
-        })
     }
-    .instrument(span);
-    WithRequest::new(context, answered).await
 }
 
-/// [`handle`] in a box: for hyper's HTTP/2 server, which spawns a task for
-/// each stream and moves the request's future into it (and within it)
-/// several times; boxed, a pointer moves.
-pub fn handle_boxed(
+/// A request [`answer_now`] did not answer, answered by [`answer`]: its
+/// parts read again, and an archive's verification looked up for the
+/// audit trail.
+async fn answer_later<B>(
     app: Arc<App>,
     peer: Peer,
-    req: Request<hyper::body::Incoming>,
-) -> std::pin::Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>> {
-    Box::pin(handle(app, peer, req))
-}
-
-/// The answer for an error, logged here and nowhere else (within the
-/// request's span, so with its ID); on the OCI paths, in the OCI shape.
-fn error_response(e: &RequestError, path: &str) -> Response<Body> {
-    let status = e.status();
-    match e {
-        RequestError::VerificationFailed(_)
-        | RequestError::DiskUnavailable(_)
-        | RequestError::PinMismatch(_)
-        | RequestError::Internal(_) => {
-            tracing::error!(status = status.as_u16(), error = %e, "request failed");
+    parts: http::request::Parts,
+    _body: B,
+    asked_at: (Instant, RequestId),
+) -> Answer {
+    let asked = Asked::read(&app, &peer, &parts);
+    let (endpoint, served, result) = answer(&app, &asked).await;
+    let response = result.unwrap_or_else(|e| error_response(&e, asked.path));
+    // Served: answered with the bytes, or sent to the bucket for them.
+    let status = response.status();
+    let served = served.filter(|_| status.is_success() || status == StatusCode::TEMPORARY_REDIRECT);
+    let verification = match &served {
+        Some(Served::Archive(key)) => {
+            Box::pin(app.mirror.held_verification(&key.provider, &key.version)).await
         }
-        _ if status.is_server_error() => {
-            tracing::warn!(status = status.as_u16(), error = %e, "request failed");
-        }
-        _ => {}
-    }
-    if super::oci::is_oci_path(path) {
-        return super::oci::error_response(e, path);
-    }
-    let mut resp = json_response(status, &e.body());
-    if status == StatusCode::UNAUTHORIZED {
-        resp.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"tfmirror\""),
-        );
-    }
-    resp
+        _ => None,
+    };
+    let served = served.map(|served| (served, verification));
+    Ok(finish(&app, &asked, asked_at, endpoint, response, served))
 }
 
 /// The parts of a request that decide its answer.
 struct Asked<'r> {
+    /// Who asked: the peer, or the client a trusted proxy forwarded for.
+    client: &'r str,
     method: Method,
     path: &'r str,
     query: Option<&'r str>,
@@ -225,6 +160,68 @@ struct Asked<'r> {
     send_queue: Option<SendQueue>,
 }
 
+impl<'r> Asked<'r> {
+    /// What `parts` asks, from `peer`.
+    fn read(app: &App, peer: &'r Peer, parts: &'r http::request::Parts) -> Asked<'r> {
+        // Names as constants: a name given as text is parsed at each lookup.
+        let header = |name: &HeaderName| parts.headers.get(name).and_then(|h| h.to_str().ok());
+        // Forwarded headers count only from a trusted proxy (and are looked
+        // up only then).
+        let proxied = app
+            .mirror
+            .config()
+            .server
+            .trusted_proxies
+            .iter()
+            .any(|net| net.contains(&peer.ip));
+        let forwarded = |name: &HeaderName| if proxied { header(name) } else { None };
+        let client = match forwarded(&X_FORWARDED_FOR).and_then(|v| v.split(',').next()) {
+            Some(forwarded) => forwarded.trim(),
+            None => peer.as_str(),
+        };
+        Asked {
+            client,
+            method: parts.method.clone(),
+            path: parts.uri.path(),
+            query: parts.uri.query(),
+            host: forwarded(&X_FORWARDED_HOST)
+                .or_else(|| header(&header::HOST))
+                .or_else(|| parts.uri.authority().map(http::uri::Authority::as_str)),
+            scheme: forwarded(&X_FORWARDED_PROTO).filter(|p| *p == "https" || *p == "http"),
+            authorization: header(&header::AUTHORIZATION),
+            if_none_match: header(&header::IF_NONE_MATCH),
+            version: parts.version,
+            send_queue: if parts.version <= http::Version::HTTP_11 {
+                parts.extensions.get::<SendQueue>().cloned()
+            } else {
+                None
+            },
+        }
+    }
+}
+
+/// A document held in memory, answered without waiting: `None` for any
+/// other request, and for a document not held (or not to be answered:
+/// [`answer`] then says why).
+fn answer_now(app: &App, asked: &Asked<'_>) -> Option<(Endpoint, Response<Body>)> {
+    if asked.method != Method::GET && asked.method != Method::HEAD {
+        return None;
+    }
+    let route = routes::parse_kept(asked.path).ok()?;
+    let allowed = || authorize(app, route.access(), asked).is_ok();
+    let doc = match &*route {
+        Route::Index(provider) if allowed() => app.mirror.held_index_document(provider)?,
+        // With access control on, archive links carry signatures made for
+        // each answer: such a `:version.json` is never held.
+        Route::Version(provider, version) if !app.auth.enabled() && allowed() => {
+            app.mirror.held_version_document(provider, version)?
+        }
+        _ => return None,
+    };
+    let response = rendered_response(doc, asked.if_none_match, asked.version);
+    Some((route.endpoint(), response))
+}
+
 async fn answer(
     app: &App,
     asked: &Asked<'_>,
@@ -233,7 +230,6 @@ async fn answer(
     Option<super::audit::Served>,
     Result<Response<Body>, RequestError>,
 ) {
-    use super::audit::Served;
     if asked.method != Method::GET && asked.method != Method::HEAD {
         return (Endpoint::Invalid, None, Err(RequestError::MethodNotAllowed));
     }
@@ -327,28 +323,18 @@ async fn respond(
             );
             Ok(resp)
         }
-        // Held documents are answered without waiting; the rest, boxed.
+        // Documents held in memory were answered already (`answer_now`).
         Route::Index(provider) => {
-            let doc = match mirror.held_index_document(provider) {
-                Some(doc) => doc,
-                None => Box::pin(mirror.index_document(provider)).await?,
-            };
+            let doc = Box::pin(mirror.index_document(provider)).await?;
             Ok(rendered_response(doc, asked.if_none_match, asked.version))
         }
         Route::Version(provider, version) => {
             // With access control on, archive links carry signatures made
             // for this answer.
-            let signed = app.auth.enabled();
-            let held = (!signed)
-                .then(|| mirror.held_version_document(provider, version))
-                .flatten();
-            let doc = if let Some(doc) = held {
-                doc
-            } else {
-                let sign = |key: &ArchiveKey| app.auth.sign_archive(key);
-                let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> = signed.then_some(&sign);
-                Box::pin(mirror.version_document(provider, version, sign)).await?
-            };
+            let sign = |key: &ArchiveKey| app.auth.sign_archive(key);
+            let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
+                app.auth.enabled().then_some(&sign);
+            let doc = Box::pin(mirror.version_document(provider, version, sign)).await?;
             Ok(rendered_response(doc, asked.if_none_match, asked.version))
         }
         Route::Lock(provider, version) => {

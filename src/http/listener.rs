@@ -106,27 +106,15 @@ pub async fn run(
                     }
                 };
                 let io = TokioIo::new(tls);
-                if io.inner().get_ref().1.alpn_protocol() == Some(b"h2") {
-                    // Boxed: see `dispatch::handle_boxed`.
-                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        dispatch::handle_boxed(app.clone(), client, req)
-                    });
-                    watcher
-                        .watch(builder.serve_connection(io, service).into_owned())
-                        .await
-                } else {
-                    // Not boxed: an HTTP/1 request's future is kept in a
-                    // place hyper makes once per connection.
-                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        dispatch::handle(app.clone(), client, req)
-                    });
-                    watcher
-                        .watch(builder.serve_connection(io, service).into_owned())
-                        .await
-                }
+                let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    dispatch::handle(app.clone(), client, req)
+                });
+                watcher
+                    .watch(builder.serve_connection(io, service).into_owned())
+                    .await
             } else {
                 // Behind a proxy, HTTP/1 (HTTP/2 needs prior knowledge
-                // here): unboxed, with the queue for `sendfile`.
+                // here), with the queue for `sendfile`.
                 let queue = SendQueue::default();
                 let conn = Conn::new(stream, queue.clone());
                 let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
