@@ -227,7 +227,7 @@ async fn answer(
     asked: &Asked<'_>,
 ) -> (
     Endpoint,
-    Option<super::audit::Served>,
+    Option<Served>,
     Result<Response<Body>, RequestError>,
 ) {
     if asked.method != Method::GET && asked.method != Method::HEAD {
@@ -286,11 +286,10 @@ fn authorize(app: &App, access: Access<'_>, asked: &Asked<'_>) -> Result<(), Req
     }
 }
 
-/// The answer to a route whose access was checked. The documents
-/// (`index.json`, `:version.json`; nearly every request) are answered
-/// without waiting when they are held in memory; everything that waits is
-/// boxed, so that a request's future stays small (hyper moves it whole)
-/// instead of carrying the state of the largest route.
+/// The answer to a route whose access was checked (documents held in
+/// memory, nearly every request, are answered by [`answer_now`] before
+/// this). Everything that waits is boxed, so that a request's future
+/// stays small instead of carrying the state of the largest route.
 async fn respond(
     app: &App,
     asked: &Asked<'_>,

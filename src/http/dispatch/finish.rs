@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use http::{header, HeaderName, HeaderValue, Method, Response, StatusCode};
 
-use super::super::audit::{self, Served};
-use super::super::body::Body;
-use super::super::respond::{json_response, strip_body};
-use super::super::App;
 use super::Asked;
 use crate::error::RequestError;
+use crate::http::audit::{self, Served};
+use crate::http::body::Body;
+use crate::http::respond::{json_response, strip_body};
+use crate::http::{oci, App};
 use crate::log_context::{self, RequestId};
 use crate::metrics::Endpoint;
 use crate::verify::Verification;
@@ -82,8 +82,8 @@ pub(super) fn error_response(e: &RequestError, path: &str) -> Response<Body> {
         }
         _ => {}
     }
-    if super::super::oci::is_oci_path(path) {
-        return super::super::oci::error_response(e, path);
+    if oci::is_oci_path(path) {
+        return oci::error_response(e, path);
     }
     let mut resp = json_response(status, &e.body());
     if status == StatusCode::UNAUTHORIZED {
