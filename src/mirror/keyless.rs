@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::held::VersionKey;
 use super::Mirror;
 use crate::address::{ArchiveKey, Provider, Version};
 use crate::error::RequestError;
@@ -83,7 +84,7 @@ impl Mirror {
         provider: &Provider,
         version: &Version,
     ) -> Option<Verification> {
-        let key = (provider.clone(), version.clone());
+        let key = VersionKey(provider, version);
         let held = self.providers.versions.get(&key).await?;
         Some(held.value.verification())
     }
