@@ -1071,3 +1071,90 @@ async fn cli_releases_come_through_an_upper_tier_with_its_token() {
     assert_eq!(got.body.as_ref(), zip.as_slice());
     lower.stop().await;
 }
+
+/// A configuration's `required_version`: `check --from` says whether a
+/// Terraform release meeting it is held for each platform, `sync --from`
+/// fetches the newest one that does (and no other), and a constraint no
+/// listed release meets is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configurations_required_version_is_checked_and_synced() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("release signer");
+    for version in ["1.0.2", "1.0.3", "1.1.0"] {
+        publish_terraform(
+            &origin,
+            &signer,
+            version,
+            &[(LINUX, zip_of("terraform", version.as_bytes()))],
+        );
+    }
+    publish_terraform_index(&origin, &["1.0.2", "1.0.3", "1.1.0"]);
+    let home = setup.dir.path();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let connected = common::daemon::config_file(
+        &setup,
+        &origin,
+        &releases_toml(&setup, &origin, &signer, "", "releases."),
+    );
+    let conf = home.join("conf");
+    std::fs::create_dir_all(&conf).unwrap();
+    let write = |constraint: &str| {
+        std::fs::write(
+            conf.join("versions.tf"),
+            format!("terraform {{\n  required_version = \"{constraint}\"\n}}\n"),
+        )
+        .unwrap();
+    };
+    write("~> 1.0.0");
+    let on_conf = |verb: &'static str| {
+        let (connected, conf) = (s(&connected), s(&conf));
+        async move {
+            let args = [
+                verb,
+                "--config",
+                &connected,
+                "--from",
+                &conf,
+                "--platform",
+                LINUX,
+            ];
+            run_tfmirror(home, &args).await
+        }
+    };
+
+    let before = on_conf("check").await;
+    assert!(!before.ok, "{}", before.stdout);
+    assert!(
+        before
+            .stdout
+            .contains("MISSING  cli terraform (required by required_version ~> 1.0.0): never listed by this mirror"),
+        "{}",
+        before.stdout
+    );
+    let synced = on_conf("sync").await;
+    assert!(synced.ok, "{}{}", synced.stdout, synced.stderr);
+    assert_eq!(origin.hits("/files/terraform_1.0.3_linux_amd64.zip"), 1);
+    assert_eq!(origin.hits("/files/terraform_1.0.2_linux_amd64.zip"), 0);
+    assert_eq!(origin.hits("/files/terraform_1.1.0_linux_amd64.zip"), 0);
+    let after = on_conf("check").await;
+    assert!(after.ok, "{}{}", after.stdout, after.stderr);
+    assert!(
+        after.stdout.contains(
+            "HELD     cli terraform 1.0.3 linux_amd64 (required by required_version ~> 1.0.0)"
+        ),
+        "{}",
+        after.stdout
+    );
+
+    // A constraint no listed release meets.
+    write(">= 2.0.0");
+    let none = on_conf("check").await;
+    assert!(!none.ok);
+    assert!(
+        none.stdout
+            .contains("MISSING  cli terraform (required by required_version >= 2.0.0): no version this mirror lists meets \">= 2.0.0\""),
+        "{}",
+        none.stdout
+    );
+}

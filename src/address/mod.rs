@@ -371,9 +371,16 @@ impl Provider {
     /// `namespace/type` (on `registry.terraform.io`, as in Terraform) or
     /// `hostname/namespace/type`.
     pub fn from_source(source: &str) -> Result<Provider, InvalidName> {
+        Self::from_source_on(source, Self::DEFAULT_HOSTNAME)
+    }
+
+    /// Parses a source address, resolving `namespace/type` to
+    /// `default_host` (the default registry of the client whose rules are
+    /// read: `registry.opentofu.org` for OpenTofu).
+    pub fn from_source_on(source: &str, default_host: &str) -> Result<Provider, InvalidName> {
         let parts: Vec<&str> = source.split('/').collect();
         let (host, namespace, kind) = match parts.as_slice() {
-            [namespace, kind] => (Self::DEFAULT_HOSTNAME, *namespace, *kind),
+            [namespace, kind] => (default_host, *namespace, *kind),
             [host, namespace, kind] => (*host, *namespace, *kind),
             _ => {
                 return Err(InvalidName::new(

@@ -119,13 +119,23 @@ impl Module {
     /// `hostname/namespace/name/system`, optionally followed by
     /// `//subdirectory`, which is returned beside it.
     pub fn from_source(source: &str) -> Result<(Module, Option<String>), InvalidName> {
+        Self::from_source_on(source, Provider::DEFAULT_HOSTNAME)
+    }
+
+    /// Parses a registry source address, resolving `namespace/name/system`
+    /// to `default_host` (the default registry of the client whose rules
+    /// are read).
+    pub fn from_source_on(
+        source: &str,
+        default_host: &str,
+    ) -> Result<(Module, Option<String>), InvalidName> {
         let (address, subdir) = match source.split_once("//") {
             Some((a, s)) => (a, Some(s.to_owned()).filter(|s| !s.is_empty())),
             None => (source, None),
         };
         let parts: Vec<&str> = address.split('/').collect();
         let (host, namespace, name, system) = match parts.as_slice() {
-            [namespace, name, system] => (Provider::DEFAULT_HOSTNAME, *namespace, *name, *system),
+            [namespace, name, system] => (default_host, *namespace, *name, *system),
             [host, namespace, name, system] => (*host, *namespace, *name, *system),
             _ => {
                 return Err(InvalidName::new(

@@ -15,6 +15,7 @@ pub enum Product {
     /// HashiCorp Terraform.
     Terraform,
     /// OpenTofu.
+    #[serde(alias = "opentofu")]
     Tofu,
 }
 
@@ -35,6 +36,16 @@ impl Product {
         match self {
             Product::Terraform => "Terraform",
             Product::Tofu => "OpenTofu",
+        }
+    }
+
+    /// The registry a source address without a hostname names, when the
+    /// configuration is read by this product's CLI: `registry.terraform.io`
+    /// for Terraform, `registry.opentofu.org` for OpenTofu.
+    pub fn default_registry(self) -> &'static str {
+        match self {
+            Product::Terraform => "registry.terraform.io",
+            Product::Tofu => "registry.opentofu.org",
         }
     }
 

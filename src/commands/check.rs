@@ -16,17 +16,30 @@ use crate::site::readiness::{self, Report};
 use crate::site::selection::Selection;
 
 /// What `tfmirror check` was asked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
-    /// The configurations: directories, or single `.tf` and lock files.
+    /// Configuration file (TOML).
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+    /// A configuration: its root module's directory, read as its client
+    /// reads it, or a .terraform.lock.hcl file alone (repeatable; each is
+    /// a configuration of its own).
+    #[arg(long = "from", required = true, num_args = 1..)]
     pub from: Vec<PathBuf>,
-    /// The platforms (default: this machine's).
+    /// A platform to check (repeatable; default: this machine's).
+    #[arg(long = "platform")]
     pub platforms: Vec<String>,
-    /// Print JSON.
+    /// Whose rules read the configurations.
+    #[command(flatten)]
+    pub client: super::ClientArg,
+    /// Print JSON instead of lines.
+    #[arg(long)]
     pub json: bool,
-    /// Fetch what is missing first.
+    /// Fetch what is missing first (on the connected side).
+    #[arg(long)]
     pub fetch: bool,
-    /// Downloads at once when fetching.
+    /// With --fetch: how many archives to download at once.
+    #[arg(long, default_value_t = 4)]
     pub jobs: usize,
 }
 
@@ -36,8 +49,15 @@ pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
     let selections: Vec<Selection> = args
         .from
         .iter()
-        .map(|path| crate::site::selection::from_directory(path, &platforms))
+        .map(|path| crate::site::selection::from_directory(path, &platforms, args.client.client))
         .collect::<anyhow::Result<_>>()?;
+    if !args.json {
+        for (path, selection) in args.from.iter().zip(&selections) {
+            if let Some(rules) = &selection.rules {
+                println!("{}: read by {rules}", path.display());
+            }
+        }
+    }
     if args.fetch && config.upstream.offline {
         anyhow::bail!("--fetch fetches from origins; it cannot run with upstream.offline");
     }

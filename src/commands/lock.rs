@@ -18,12 +18,18 @@ use crate::site::selection::Selection;
 pub fn command(
     config: Config,
     platforms: &[String],
-    from: Option<PathBuf>,
+    from: Option<(PathBuf, Option<crate::address::Product>)>,
     sources: &[String],
 ) -> anyhow::Result<()> {
     let platforms = super::platforms_or_current(platforms)?;
     let selection = match from {
-        Some(dir) => crate::site::selection::from_directory(&dir, &platforms)?,
+        Some((dir, client)) => {
+            let selection = crate::site::selection::from_directory(&dir, &platforms, client)?;
+            if let Some(rules) = &selection.rules {
+                eprintln!("{}: read by {rules}", dir.display());
+            }
+            selection
+        }
         None => Selection {
             providers: sources
                 .iter()

@@ -68,14 +68,17 @@ pub enum Command {
         /// platforms (see `docs/air-gap.md`).
         #[arg(long, required_unless_present = "from", conflicts_with = "from")]
         manifest: Option<PathBuf>,
-        /// A Terraform configuration directory: its `required_providers`
-        /// blocks and .terraform.lock.hcl files say what to fetch.
+        /// A configuration's root module directory, read as its client
+        /// reads it: what it requires and its lock file say what to fetch.
         #[arg(long)]
         from: Option<PathBuf>,
         /// With --from: a platform to fetch (repeatable; default: this
         /// machine's).
         #[arg(long = "platform", requires = "from")]
         platforms: Vec<String>,
+        /// With --from: whose rules read the configuration.
+        #[command(flatten)]
+        client: ClientArg,
         /// How many archives to download at once.
         #[arg(long, default_value_t = 4)]
         jobs: usize,
@@ -97,28 +100,7 @@ pub enum Command {
     /// Say whether configurations will install from this mirror alone:
     /// every provider version, platform and module version they need, held
     /// or missing and why; exit non-zero unless everything is held.
-    Check {
-        /// Configuration file (TOML).
-        #[arg(long, short)]
-        config: Option<PathBuf>,
-        /// A Terraform configuration: a directory (read as `sync --from`
-        /// reads it), or a .tf or .terraform.lock.hcl file (repeatable; each
-        /// is a configuration of its own).
-        #[arg(long = "from", required = true, num_args = 1..)]
-        from: Vec<PathBuf>,
-        /// A platform to check (repeatable; default: this machine's).
-        #[arg(long = "platform")]
-        platforms: Vec<String>,
-        /// Print JSON instead of lines.
-        #[arg(long)]
-        json: bool,
-        /// Fetch what is missing first (on the connected side).
-        #[arg(long)]
-        fetch: bool,
-        /// With --fetch: how many archives to download at once.
-        #[arg(long, default_value_t = 4)]
-        jobs: usize,
-    },
+    Check(check::CheckArgs),
     /// Write what this mirror's cache holds (providers with versions,
     /// platforms and hashes; module versions with pins), for the connected
     /// side's `export --missing-from`.
@@ -139,10 +121,13 @@ pub enum Command {
         /// A platform to lock (repeatable; default: this machine's).
         #[arg(long = "platform")]
         platforms: Vec<String>,
-        /// A Terraform configuration directory: lock what its
-        /// `required_providers` blocks and lock files ask for.
+        /// A configuration's root module directory: lock what it
+        /// requires, read as its client reads it.
         #[arg(long, conflicts_with = "sources")]
         from: Option<PathBuf>,
+        /// With --from: whose rules read the configuration.
+        #[command(flatten)]
+        client: ClientArg,
         /// Providers to lock, as `[hostname/]namespace/type`, optionally
         /// followed by `@` and version constraints (`hashicorp/aws@~> 5.0`);
         /// the newest version that meets them is locked.
@@ -315,32 +300,21 @@ pub fn main() -> ExitCode {
             manifest,
             from,
             platforms,
+            client,
             jobs,
-        } => logging::load(config.as_deref())
-            .and_then(|c| sync::command(c, manifest, from, &platforms, jobs)),
+        } => logging::load(config.as_deref()).and_then(|c| {
+            let from = from.map(|dir| (dir, client.client));
+            sync::command(c, manifest, from, &platforms, jobs)
+        }),
         Command::PushOci(args) => {
             logging::load(args.config.as_deref()).and_then(|c| push_oci::command(c, &args))
         }
         Command::Watch { config, once, jobs } => {
             logging::load(config.as_deref()).and_then(|c| watch::command(&c, once, jobs))
         }
-        Command::Check {
-            config,
-            from,
-            platforms,
-            json,
-            fetch,
-            jobs,
-        } => logging::load(config.as_deref()).and_then(|c| {
-            let args = check::CheckArgs {
-                from,
-                platforms,
-                json,
-                fetch,
-                jobs,
-            };
-            check::command(c, &args)
-        }),
+        Command::Check(args) => {
+            logging::load(args.config.as_deref()).and_then(|c| check::command(c, &args))
+        }
         Command::Inventory { config, output } => {
             logging::load(config.as_deref()).and_then(|c| inventory::command(&c, &output))
         }
@@ -348,9 +322,12 @@ pub fn main() -> ExitCode {
             config,
             platforms,
             from,
+            client,
             sources,
-        } => logging::load(config.as_deref())
-            .and_then(|c| lock::command(c, &platforms, from, &sources)),
+        } => logging::load(config.as_deref()).and_then(|c| {
+            let from = from.map(|dir| (dir, client.client));
+            lock::command(c, &platforms, from, &sources)
+        }),
         Command::Export {
             config,
             output,
@@ -439,6 +416,16 @@ pub fn main() -> ExitCode {
 }
 
 /// The platforms given on the command line, or this machine's.
+/// `--client terraform|opentofu`: whose rules read a configuration.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClientArg {
+    /// Read the configuration as this client reads it (`terraform` or
+    /// `opentofu`); default: OpenTofu when it holds .tofu files, else
+    /// Terraform.
+    #[arg(long)]
+    pub client: Option<crate::address::Product>,
+}
+
 fn platforms_or_current(given: &[String]) -> anyhow::Result<Vec<crate::address::Platform>> {
     if given.is_empty() {
         Ok(vec![crate::address::Platform::current()])

@@ -32,6 +32,9 @@ pub struct PushOciArgs {
     /// Push what this Terraform/OpenTofu configuration directory requires.
     #[arg(long)]
     pub from: Option<PathBuf>,
+    /// With --from: whose rules read the configuration.
+    #[command(flatten)]
+    pub client: super::ClientArg,
     /// The platforms to put in each provider version's index (repeatable;
     /// default: the manifest's, this machine's with --from, and the
     /// platforms the cache holds otherwise).
@@ -76,6 +79,7 @@ pub fn command(config: Config, args: &PushOciArgs) -> anyhow::Result<()> {
         (None, Some(dir)) => Some(selection::from_directory(
             dir,
             &super::platforms_or_current(&args.platforms)?,
+            args.client.client,
         )?),
         (None, None) => None,
     };

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::progress::Progress;
+use crate::address::Product;
 use crate::config::Config;
 use crate::mirror::Mirror;
 use crate::site::fill::{self, Freshness, Summary};
@@ -38,14 +39,17 @@ pub fn run(
 pub fn command(
     config: Config,
     manifest: Option<PathBuf>,
-    from: Option<PathBuf>,
+    from: Option<(PathBuf, Option<Product>)>,
     platforms: &[String],
     jobs: usize,
 ) -> anyhow::Result<()> {
     let selection = match (manifest, from) {
         (Some(path), _) => crate::site::selection::from_manifest(&path)?,
-        (None, Some(dir)) => {
-            crate::site::selection::from_directory(&dir, &super::platforms_or_current(platforms)?)?
+        (None, Some((dir, client))) => {
+            let platforms = super::platforms_or_current(platforms)?;
+            let selection = crate::site::selection::from_directory(&dir, &platforms, client)?;
+            say_what_is_skipped(&dir, &selection);
+            selection
         }
         (None, None) => anyhow::bail!("give --manifest FILE or --from DIR"),
     };
@@ -54,5 +58,19 @@ pub fn command(
         Ok(())
     } else {
         anyhow::bail!("{} failures", summary.failures.len())
+    }
+}
+
+/// Says whose rules read the configuration at `dir`, and which of its
+/// module sources are not fetched (the client fetches them itself).
+fn say_what_is_skipped(dir: &std::path::Path, selection: &Selection) {
+    if let Some(rules) = &selection.rules {
+        println!("{}: read by {rules}", dir.display());
+    }
+    for u in &selection.unserved {
+        println!(
+            "skipped module source {} ({}): {}, which the client fetches itself, not through a mirror",
+            u.source, u.at, u.kind
+        );
     }
 }

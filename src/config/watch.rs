@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::address::Platform;
+use crate::address::{Platform, Product};
 
 /// `[watch]`: providers and modules fetched ahead of time, and how often
 /// their origins are asked for new versions. Entries take the form of a
@@ -21,6 +21,11 @@ pub struct WatchConfig {
     pub interval: Duration,
     /// `jobs`: how many archives one pass downloads at once. Default `4`.
     pub jobs: usize,
+    /// `client`: whose rules resolve the entries' unqualified sources:
+    /// `"terraform"` (the default: `registry.terraform.io`) or
+    /// `"opentofu"` (`registry.opentofu.org`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<Product>,
     /// `platforms`: the platforms of the `[[watch.provider]]` entries that
     /// name none, e.g. `["linux_amd64", "darwin_arm64"]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -85,6 +90,7 @@ impl Default for WatchConfig {
         WatchConfig {
             interval: Duration::from_secs(6 * 3600),
             jobs: 4,
+            client: None,
             platforms: Vec::new(),
             providers: Vec::new(),
             modules: Vec::new(),

@@ -1,42 +1,25 @@
-//! What a Terraform configuration asks of the registries: the registry
-//! modules its `module` blocks call and the providers its
-//! `required_providers` blocks require, read from `.tf` files on disk or
-//! inside a packaged module.
+//! What a packaged module asks of the registries: the registry modules it
+//! calls and the providers it requires, read as its client reads it
+//! ([`super::configuration`]).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 
-use anyhow::{bail, Context as _};
+use super::configuration::{self, fs::Package, Called, Unserved};
+use crate::address::{Module, Product, Provider};
 
-use crate::address::{Module, Provider};
-
-/// What the `.tf` files of a packaged module ask of the registries, each
-/// with its version constraint when given.
+/// What a packaged module asks of the registries, read as its client
+/// reads it: from the directories its callers use and the local modules
+/// those call inside the package (never its `examples/`), each with its
+/// version constraints when given.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Needs {
-    /// The registry modules its `module` blocks call.
-    pub modules: Vec<(Module, Option<String>)>,
-    /// The providers its `required_providers` blocks require.
+    /// The registry modules it calls.
+    pub modules: BTreeMap<Module, Called>,
+    /// The providers it requires, with their joined constraints.
     pub providers: Vec<(Provider, Option<String>)>,
-}
-
-/// The registry modules the `module` blocks of one file call, with their
-/// `version` constraints when given. Other sources (local paths, git,
-/// archives) go through no registry and are left out.
-pub fn module_calls(body: &hcl::Body) -> Vec<(Module, Option<String>)> {
-    let mut out = Vec::new();
-    for block in body.blocks().filter(|b| b.identifier() == "module") {
-        let string = |name: &str| string_attribute(block.body(), name);
-        let Some(source) = string("source") else {
-            continue;
-        };
-        if source.starts_with("./") || source.starts_with("../") {
-            continue;
-        }
-        if let Ok((module, _)) = Module::from_source(&source) {
-            out.push((module, string("version")));
-        }
-    }
-    out
+    /// The module sources it calls that its client fetches itself.
+    pub unserved: Vec<Unserved>,
 }
 
 /// The value of a body's attribute `name` when it is a literal string.
@@ -49,43 +32,25 @@ pub fn string_attribute(body: &hcl::Body, name: &str) -> Option<String> {
         })
 }
 
-/// What every `.tf` file in a packaged module (`tar.gz`) asks for. Files
-/// that are not valid HCL, and `required_providers` entries that cannot be
-/// read, are skipped with a warning: Terraform itself would refuse them
-/// when the module is used.
-pub fn needs_in_package(package: impl Read) -> std::io::Result<Needs> {
-    let mut out = Needs::default();
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(package));
-    for entry in archive.entries()? {
-        let mut entry = entry?;
-        let name = entry.path()?.to_string_lossy().into_owned();
-        let is_tf = std::path::Path::new(&name)
-            .extension()
-            .is_some_and(|e| e == "tf");
-        if entry.header().entry_type() != tar::EntryType::Regular || !is_tf {
-            continue;
-        }
-        let mut text = String::new();
-        if entry.read_to_string(&mut text).is_err() {
-            tracing::warn!(file = %name, "skipping a .tf file that is not UTF-8");
-            continue;
-        }
-        let body = match hcl::parse(&text) {
-            Ok(body) => body,
-            Err(e) => {
-                tracing::warn!(file = %name, error = %e, "skipping a .tf file that is not valid HCL");
-                continue;
-            }
-        };
-        out.modules.extend(module_calls(&body));
-        match required_providers(&body) {
-            Ok(providers) => out.providers.extend(providers),
-            Err(e) => {
-                tracing::warn!(file = %name, error = %format!("{e:#}"), "skipping the required_providers of a .tf file that cannot be read");
-            }
-        }
-    }
-    Ok(out)
+/// What a packaged module (`tar.gz`) asks for, read by `client`'s rules
+/// from `subdirs` (`""`: the package's root).
+pub fn needs_in_package(
+    package: impl Read,
+    subdirs: &BTreeSet<String>,
+    client: Product,
+) -> Result<Needs, CallsError> {
+    let files = Package::read(package).map_err(CallsError::Unpack)?;
+    let read = configuration::read_package(&files, subdirs, client)
+        .map_err(|e| CallsError::Invalid(format!("{e:#}")))?;
+    Ok(Needs {
+        modules: read.modules,
+        providers: read
+            .providers
+            .into_iter()
+            .map(|(p, terms)| (p, Some(terms.join(", ")).filter(|t| !t.is_empty())))
+            .collect(),
+        unserved: read.unserved,
+    })
 }
 
 /// Why what a stored package asks for could not be read.
@@ -97,11 +62,18 @@ pub enum CallsError {
     /// The package is not a readable `tar.gz`.
     #[error("the package cannot be read: {0}")]
     Unpack(std::io::Error),
+    /// Its configuration cannot be read as its client reads it.
+    #[error("the module's configuration cannot be read: {0}")]
+    Invalid(String),
 }
 
-/// What a package opened from the store asks for; the unpacking runs off
-/// the async threads.
-pub async fn needs_in_stored(package: crate::store::ArchiveReader) -> Result<Needs, CallsError> {
+/// What a package opened from the store asks for (see
+/// [`needs_in_package`]); the unpacking runs off the async threads.
+pub async fn needs_in_stored(
+    package: crate::store::ArchiveReader,
+    subdirs: BTreeSet<String>,
+    client: Product,
+) -> Result<Needs, CallsError> {
     use tokio::io::AsyncReadExt;
     let mut bytes = Vec::with_capacity(usize::try_from(package.size).unwrap_or(0));
     package
@@ -109,57 +81,7 @@ pub async fn needs_in_stored(package: crate::store::ArchiveReader) -> Result<Nee
         .read_to_end(&mut bytes)
         .await
         .map_err(CallsError::Read)?;
-    tokio::task::spawn_blocking(move || needs_in_package(&bytes[..]))
+    tokio::task::spawn_blocking(move || needs_in_package(&bytes[..], &subdirs, client))
         .await
         .map_err(|e| CallsError::Unpack(std::io::Error::other(e)))?
-        .map_err(CallsError::Unpack)
-}
-
-/// The providers of the `required_providers` blocks of one file, with their
-/// version constraints when given. An entry without `source` names
-/// `hashicorp/<local name>`, as Terraform reads it.
-pub fn required_providers(body: &hcl::Body) -> anyhow::Result<Vec<(Provider, Option<String>)>> {
-    let mut out = Vec::new();
-    for terraform in body.blocks().filter(|b| b.identifier() == "terraform") {
-        for block in terraform
-            .body()
-            .blocks()
-            .filter(|b| b.identifier() == "required_providers")
-        {
-            for attr in block.body().attributes() {
-                let local = attr.key();
-                let (source, version) = match attr.expr() {
-                    // The old form: `aws = "~> 5.0"`.
-                    hcl::Expression::String(v) => (None, Some(v.clone())),
-                    hcl::Expression::Object(fields) => {
-                        let field = |name: &str| {
-                            fields.iter().find_map(|(k, v)| {
-                                let key = match k {
-                                    hcl::ObjectKey::Identifier(i) => i.as_str().to_string(),
-                                    hcl::ObjectKey::Expression(hcl::Expression::String(s)) => {
-                                        s.clone()
-                                    }
-                                    _ => return None,
-                                };
-                                match v {
-                                    hcl::Expression::String(s) if key == name => Some(s.clone()),
-                                    _ => None,
-                                }
-                            })
-                        };
-                        (field("source"), field("version"))
-                    }
-                    _ => bail!(
-                        "required_providers entry {local:?} is neither a string nor an object"
-                    ),
-                };
-                // Without a source, Terraform assumes hashicorp/<local name>.
-                let source = source.unwrap_or_else(|| format!("hashicorp/{local}"));
-                let provider = Provider::from_source(&source)
-                    .with_context(|| format!("required_providers entry {local:?}"))?;
-                out.push((provider, version));
-            }
-        }
-    }
-    Ok(out)
 }

@@ -1,8 +1,10 @@
 //! Module sources: reading the download locations registries give
 //! ([`source`]), fetching git sources with the `git` CLI ([`git`]) and
 //! archives over HTTP(S), turning what was fetched into the
-//! deterministic package the mirror serves ([`tree`]), and finding the
-//! registry modules a module calls in turn ([`calls`]).
+//! deterministic package the mirror serves ([`tree`]), reading a
+//! configuration as Terraform or OpenTofu reads it, on disk or inside a
+//! package ([`configuration`]), and finding what a packaged module asks of
+//! the registries in turn ([`calls`]).
 //!
 //! [`Fetcher::fetch`] does it all for one source, in a scratch directory
 //! under the store's `tmp/`, and hands back the staged package with its
@@ -10,6 +12,7 @@
 //! it (see `mirror::modules`).
 
 pub mod calls;
+pub mod configuration;
 pub mod git;
 pub mod oci_zip;
 pub mod source;

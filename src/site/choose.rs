@@ -29,9 +29,20 @@ pub enum SelectError {
         /// How many versions the origin lists.
         listed: usize,
     },
+    /// The lock file pins a version the constraints exclude.
+    #[error("{provider}: the lock file pins {version}, outside {constraints:?}; init refuses it until the lock file is upgraded")]
+    LockedOutside {
+        /// The provider.
+        provider: Provider,
+        /// The version pinned.
+        version: Version,
+        /// The constraints, as written.
+        constraints: String,
+    },
 }
 
-/// The versions of a requirement: those its lock files pin, else those that
+/// The versions of a requirement: those its lock files pin (none when
+/// a pin is outside its constraints: `init` refuses that lock file), else those that
 /// meet its constraints among the versions the policy lets clients see
 /// (only the newest when it asks for that).
 pub async fn select_versions(
@@ -40,6 +51,17 @@ pub async fn select_versions(
     freshness: Freshness,
 ) -> Result<Vec<Version>, SelectError> {
     if !req.pinned.is_empty() {
+        if let Some(outside) = req
+            .pinned
+            .iter()
+            .find(|v| !req.constraints.allows(v.semver()))
+        {
+            return Err(SelectError::LockedOutside {
+                provider: req.provider.clone(),
+                version: outside.clone(),
+                constraints: req.constraints.as_str().to_owned(),
+            });
+        }
         return Ok(req.pinned.clone());
     }
     let listed = match freshness {

@@ -112,6 +112,8 @@ struct Fill<'a> {
     summary: Summary,
     observer: &'a dyn Observer,
     freshness: Freshness,
+    /// Whose rules read the registry modules' own files.
+    client: Product,
 }
 
 impl Fill<'_> {
@@ -131,6 +133,7 @@ impl Fill<'_> {
         let mut found = Vec::new();
         let mut queue: VecDeque<ModuleRequirement> = requirements.iter().cloned().collect();
         let mut seen: BTreeSet<(Module, Version)> = BTreeSet::new();
+        let mut read = super::selection::ReadDirs::new();
         while let Some(req) = queue.pop_front() {
             let versions = match select_module_versions(mirror, &req, self.freshness).await {
                 Ok(v) => v,
@@ -140,28 +143,39 @@ impl Fill<'_> {
                 }
             };
             for version in versions {
-                if !seen.insert((req.module.clone(), version.clone())) {
+                let fresh = req.unread(&version, &mut read);
+                if fresh.is_empty() {
                     continue;
                 }
-                self.summary.module_versions += 1;
+                let first = seen.insert((req.module.clone(), version.clone()));
                 let (module, what) = (&req.module, format!("module {} {version}", req.module));
                 let held = matches!(
                     mirror.store().open_module(module, &version).await,
                     Ok(Some(_))
                 );
-                let needs = match package_needs(mirror, module, &version).await {
+                let needs = match package_needs(mirror, module, &version, fresh, self.client).await
+                {
                     Ok(needs) => needs,
                     Err(e) => {
                         self.failed(format!("{what}: {e}"));
                         continue;
                     }
                 };
-                if held {
-                    self.observer.line(&format!("cached {what}"));
-                } else {
-                    self.summary.modules_packaged += 1;
-                    self.observer.line(&format!("stored {what}"));
-                    self.summary.stored.push(what.clone());
+                if first {
+                    self.summary.module_versions += 1;
+                    if held {
+                        self.observer.line(&format!("cached {what}"));
+                    } else {
+                        self.summary.modules_packaged += 1;
+                        self.observer.line(&format!("stored {what}"));
+                        self.summary.stored.push(what.clone());
+                    }
+                }
+                for u in &needs.unserved {
+                    self.observer.line(&format!(
+                        "skipped module source {} ({what}: {}): {}, which the client fetches itself, not through a mirror",
+                        u.source, u.at, u.kind
+                    ));
                 }
                 found.extend(module_providers::of_module(
                     module,
@@ -169,7 +183,7 @@ impl Fill<'_> {
                     needs.providers,
                     &req.platforms,
                 ));
-                match super::selection::requirements_of_calls(needs.modules, &req.platforms) {
+                match super::selection::module_requirements(needs.modules, &req.platforms) {
                     Ok(more) => queue.extend(more),
                     Err(e) => self.failed(format!("{what}: {e:#}")),
                 }
@@ -205,11 +219,14 @@ impl Fill<'_> {
                     continue;
                 }
             };
-            let versions: Vec<&Version> = list
+            let mut versions: Vec<&Version> = list
                 .versions
                 .keys()
                 .filter(|v| req.constraints.allows(v.semver()))
                 .collect();
+            if req.newest_only && versions.len() > 1 {
+                versions = versions.split_off(versions.len() - 1);
+            }
             if versions.is_empty() {
                 self.failed(format!(
                     "{} releases: no version listed meets {}",
@@ -316,6 +333,7 @@ pub async fn providers_needed(
         summary: Summary::default(),
         observer,
         freshness,
+        client: selection.client(),
     };
     let providers = fill.providers(mirror, selection).await;
     (providers, fill.summary.failures)
@@ -337,13 +355,17 @@ async fn package_needs(
     mirror: &Arc<Mirror>,
     module: &Module,
     version: &Version,
+    subdirs: BTreeSet<String>,
+    client: Product,
 ) -> Result<Needs, RequestError> {
     let package = mirror.module_package(module, version).await?;
-    crate::module_source::calls::needs_in_stored(package)
+    crate::module_source::calls::needs_in_stored(package, subdirs, client)
         .await
         .map_err(|e| match e {
             CallsError::Read(_) => RequestError::DiskUnavailable(e.to_string()),
-            CallsError::Unpack(_) => RequestError::UpstreamInvalid(e.to_string()),
+            CallsError::Unpack(_) | CallsError::Invalid(_) => {
+                RequestError::UpstreamInvalid(e.to_string())
+            }
         })
 }
 
@@ -360,8 +382,22 @@ pub async fn fill(
         summary: Summary::default(),
         observer,
         freshness,
+        client: selection.client(),
     };
     fill.releases(&mirror, &selection.releases).await;
+    if let Some(cli) = &selection.cli {
+        // A configuration's `required_version`: the newest CLI that meets
+        // it, where `[releases]` serves that CLI.
+        if mirror.release_source(cli.product).is_ok() {
+            fill.releases(&mirror, std::slice::from_ref(cli)).await;
+        } else {
+            observer.line(&format!(
+                "{} releases: not fetched for required_version {}: [releases] does not serve them",
+                cli.product.title(),
+                cli.constraints
+            ));
+        }
+    }
     let providers = fill.providers(&mirror, selection).await;
     fill.summary.providers = providers.len();
     let work = fill.archives(&mirror, &providers).await;

@@ -1,5 +1,6 @@
 //! Keeping a site ready: what it needs ([`selection`]: manifests, the
-//! `[watch]` list, configurations and lock files), filling the cache with
+//! `[watch]` list, configurations read as their client reads them
+//! ([`crate::module_source::configuration`]) and lock files), filling the cache with
 //! it ([`fill`]: `sync`, watch passes; [`module_providers`]: the
 //! providers registry modules require themselves), watching the origins for new
 //! versions ([`watch`]), answering whether configurations will install

@@ -80,6 +80,16 @@ impl Selection {
             }
             for (provider, items) in groups {
                 let existing = out.iter().position(|r| &r.provider == provider);
+                if existing.is_none() {
+                    // The lock file decides for a provider only modules
+                    // require.
+                    if let Some(lock) = self.lock_only.iter().find(|r| &r.provider == provider) {
+                        let mut req = lock.clone();
+                        req.required_by = items.iter().map(|i| i.required_by.clone()).collect();
+                        out.push(req);
+                        continue;
+                    }
+                }
                 let base = existing.map(|i| out[i].clone());
                 if base.as_ref().is_some_and(|r| !r.pinned.is_empty()) {
                     continue;

@@ -20,7 +20,7 @@ use super::selection::{Requirement, Selection};
 use crate::address::{ArchiveKey, Platform, Version};
 use crate::error::RequestError;
 use crate::mirror::Mirror;
-use crate::policy::{Denied, Subject};
+use crate::policy::Subject;
 
 /// One thing a configuration needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -54,108 +54,6 @@ impl std::fmt::Display for Needed {
             write!(f, " (required by {})", self.required_by.join(", "))?;
         }
         Ok(())
-    }
-}
-
-/// Why something needed is not held.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "why", rename_all = "snake_case")]
-pub enum Why {
-    /// The mirror has never listed the provider or module.
-    NotListed,
-    /// The version a lock file pins is not in the mirror's list.
-    NotInList,
-    /// No version the mirror lists meets the constraints.
-    NoVersionMeets {
-        /// The constraints.
-        constraints: String,
-        /// How many versions the mirror lists.
-        listed: usize,
-    },
-    /// The archive or package was never fetched into this cache.
-    NeverFetched,
-    /// It was evicted (to stay within `cache.max_size`).
-    Evicted {
-        /// When, where known (milliseconds since the Unix epoch).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        at_ms: Option<u64>,
-    },
-    /// The policy denies the version.
-    Denied {
-        /// What decided.
-        rule: String,
-        /// Why.
-        reason: String,
-    },
-    /// The cooldown (`policy.min_age`) holds the version back.
-    Cooldown {
-        /// Since when and until when.
-        reason: String,
-    },
-    /// The version's verified record has no package for the platform.
-    NoPackage,
-    /// The version came from a static directory, unsigned, and
-    /// `cache.allow_unsigned_imports` is off.
-    UnsignedImport,
-    /// The cache could not be read.
-    Unreadable {
-        /// The error.
-        error: String,
-    },
-    /// The version constraints the modules requiring a provider write
-    /// cannot be read together.
-    Unmergeable {
-        /// The error, naming the modules.
-        error: String,
-    },
-}
-
-impl From<Denied> for Why {
-    fn from(denied: Denied) -> Self {
-        if denied.rule == crate::policy::COOLDOWN {
-            Why::Cooldown {
-                reason: denied.reason,
-            }
-        } else {
-            Why::Denied {
-                rule: denied.rule,
-                reason: denied.reason,
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for Why {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Why::NotListed => f.write_str("never listed by this mirror"),
-            Why::NotInList => f.write_str("the lock file pins a version this mirror does not list"),
-            Why::NoVersionMeets {
-                constraints,
-                listed,
-            } => write!(
-                f,
-                "no version this mirror lists meets {constraints:?} (it lists {listed})"
-            ),
-            Why::NeverFetched => f.write_str("never fetched"),
-            Why::Evicted { at_ms: Some(at) } => write!(
-                f,
-                "evicted {}",
-                humantime::format_rfc3339_seconds(crate::clock::from_unix_ms(*at))
-            ),
-            Why::Evicted { at_ms: None } => f.write_str("evicted (its pin stays)"),
-            Why::Denied { rule, reason } if reason.is_empty() => {
-                write!(f, "denied by the policy ({rule})")
-            }
-            Why::Denied { rule, reason } => write!(f, "denied by the policy ({rule}): {reason}"),
-            Why::Cooldown { reason } => write!(f, "held back by the cooldown: {reason}"),
-            Why::NoPackage => f.write_str("the version has no verified package for this platform"),
-            Why::UnsignedImport => f.write_str(
-                "imported unsigned from a static directory, and cache.allow_unsigned_imports is off",
-            ),
-            Why::Unreadable { error } => write!(f, "the cache cannot be read: {error}"),
-            Why::Unmergeable { error } => f.write_str(error),
-        }
     }
 }
 
@@ -257,7 +155,9 @@ impl Report {
 /// it. The mirror should be offline, so that only what it holds counts.
 pub async fn check(mirror: &Mirror, selection: &Selection, report: &mut Report) {
     let mut modules = Report::default();
-    let found = registry_modules::modules(mirror, &selection.modules, &mut modules).await;
+    let found =
+        registry_modules::modules(mirror, &selection.modules, selection.client(), &mut modules)
+            .await;
     let (providers, unmergeable) = selection.providers_with(&found);
     for req in &providers {
         provider(mirror, req, report).await;
@@ -279,6 +179,10 @@ pub async fn check(mirror: &Mirror, selection: &Selection, report: &mut Report) 
     }
     for item in modules.items {
         report.add(item.needed, item.finding);
+    }
+    configured::unserved(selection, report);
+    if let Some(cli) = &selection.cli {
+        configured::cli(mirror, cli, report).await;
     }
 }
 
@@ -304,9 +208,8 @@ fn missing(why: Why) -> Finding {
 /// failed.
 fn unlisted(e: &RequestError) -> Why {
     match e {
-        RequestError::NotHeld(_)
-        | RequestError::NotAtOrigin(_)
-        | RequestError::HostNotAllowed(_) => Why::NotListed,
+        RequestError::NotHeld(_) | RequestError::NotAtOrigin(_) => Why::NotListed,
+        RequestError::HostNotAllowed(host) => Why::HostNotAllowed { host: host.clone() },
         other => Why::Unreadable {
             error: other.to_string(),
         },
@@ -374,6 +277,15 @@ async fn provider(mirror: &Mirror, req: &Requirement, report: &mut Report) {
         return;
     }
     for version in versions {
+        if !req.constraints.allows(version.semver()) {
+            report.add(
+                needed_provider(req, Some(version), None),
+                missing(Why::LockedOutsideConstraints {
+                    constraints: req.constraints.as_str().to_owned(),
+                }),
+            );
+            continue;
+        }
         if !listed.versions.contains_key(version) {
             report.add(
                 needed_provider(req, Some(version), None),
@@ -484,7 +396,10 @@ async fn provider_version(
     }
 }
 
+mod configured;
 mod registry_modules;
+mod why;
+pub use why::Why;
 
 #[cfg(test)]
 mod tests;

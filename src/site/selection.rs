@@ -2,18 +2,19 @@
 //! registry modules with version constraints, and (in a sync manifest)
 //! Terraform's and OpenTofu's own releases, read from a sync
 //! manifest (TOML), the `[watch]` section of the configuration (the same
-//! entries), a Terraform configuration (the `required_providers` and
-//! `module` blocks of its `.tf` files, and the versions and hashes pinned
-//! in its `.terraform.lock.hcl` files), or the command line.
+//! entries), a configuration read as its client reads it
+//! ([`crate::module_source::configuration`], with the versions and hashes its lock
+//! file pins; see [`from_directory`]), or the command line.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
 
 use crate::address::{Module, Platform, Product, Provider, Version};
 use crate::constraints::Constraints;
+use crate::module_source::configuration::{Called, ChosenBy, ClientRules, Unserved};
 
 pub use crate::config::watch::{ModuleEntry, ProviderEntry, ReleaseEntry};
 
@@ -54,6 +55,26 @@ pub struct ModuleRequirement {
     /// The platforms of the providers its versions require in their own
     /// `required_providers`; none: those providers are not followed.
     pub platforms: Vec<Platform>,
+    /// The directories of its package that are used as modules
+    /// (`//subdir` of a call; `""`: the package's root).
+    pub subdirs: BTreeSet<String>,
+}
+
+/// The module versions' package directories already read: the module,
+/// the version, the directory (`""`: the package's root).
+pub type ReadDirs = BTreeSet<(Module, Version, String)>;
+
+impl ModuleRequirement {
+    /// The directories of `version`'s package this requirement uses that
+    /// `read` does not hold yet, added to it now: each directory of each
+    /// version is read once, so cycles of calls end.
+    pub fn unread(&self, version: &Version, read: &mut ReadDirs) -> BTreeSet<String> {
+        self.subdirs
+            .iter()
+            .filter(|d| read.insert((self.module.clone(), version.clone(), (*d).clone())))
+            .cloned()
+            .collect()
+    }
 }
 
 /// CLI releases wanted: a product's versions, for some platforms.
@@ -65,6 +86,9 @@ pub struct ReleaseRequirement {
     pub constraints: Constraints,
     /// The platforms whose archives are wanted.
     pub platforms: Vec<Platform>,
+    /// Only the newest version that meets the constraints (what a
+    /// configuration's `required_version` needs), else all of them.
+    pub newest_only: bool,
 }
 
 /// Everything a manifest or a configuration asks for.
@@ -81,6 +105,26 @@ pub struct Selection {
     /// them), rather than a list of entries whose module versions are
     /// alternatives.
     pub one_configuration: bool,
+    /// For a configuration: whose rules read it.
+    pub rules: Option<ClientRules>,
+    /// For a configuration: the module sources its client fetches itself,
+    /// which no mirror serves.
+    pub unserved: Vec<Unserved>,
+    /// For a configuration: the CLI versions its `required_version`
+    /// constraints accept (the newest of them is wanted), when it has any.
+    pub cli: Option<ReleaseRequirement>,
+    /// For a configuration: the versions its lock file pins for providers
+    /// the configuration does not require itself; they decide for the
+    /// providers its registry modules require.
+    pub lock_only: Vec<Requirement>,
+}
+
+impl Selection {
+    /// Whose rules read what this selection's registry modules require:
+    /// its configuration's client, Terraform's for manifests and entries.
+    pub fn client(&self) -> Product {
+        self.rules.map_or(Product::Terraform, |r| r.client)
+    }
 }
 
 /// A sync manifest, as written by operators.
@@ -99,6 +143,10 @@ struct Manifest {
     /// The CLI releases.
     #[serde(default)]
     release: Vec<ReleaseEntry>,
+    /// Whose rules resolve unqualified sources (`terraform`, the default,
+    /// or `opentofu`).
+    #[serde(default)]
+    client: Option<Product>,
 }
 
 /// Reads a sync manifest (see `docs/air-gap.md`).
@@ -111,6 +159,7 @@ pub fn from_manifest(path: &Path) -> anyhow::Result<Selection> {
         &manifest.platforms,
         &manifest.provider,
         &manifest.module,
+        manifest.client,
         "",
     )?;
     selection.releases = release_entries(&manifest.platforms, &manifest.release)?;
@@ -163,25 +212,35 @@ pub fn release_entries(
             product,
             constraints,
             platforms,
+            newest_only: false,
         });
     }
     Ok(out)
 }
 
 /// Reads manifest entries: `providers` (each with its own platforms, or
-/// `platforms`) and `modules`. Mistakes are named after the entry, with
-/// `prefix` before the entry's kind (`watch.` for the configuration's).
+/// `platforms`) and `modules`, unqualified sources on the default registry
+/// of `client` (Terraform's when `None`). Mistakes are named after the
+/// entry, with `prefix` before the entry's kind (`watch.` for the
+/// configuration's).
 pub fn from_entries(
     platforms: &[String],
     providers: &[ProviderEntry],
     modules: &[ModuleEntry],
+    client: Option<Product>,
     prefix: &str,
 ) -> anyhow::Result<Selection> {
+    let rules = client.map(|client| ClientRules {
+        client,
+        chosen_by: ChosenBy::Given,
+    });
+    let host = client.unwrap_or(Product::Terraform).default_registry();
     let defaults = parse_platforms(platforms, &format!("{prefix}platforms"))?;
     let mut out = Vec::new();
     for (n, entry) in providers.iter().enumerate() {
         let what = format!("{prefix}provider {} ({})", n + 1, entry.source);
-        let provider = Provider::from_source(&entry.source).with_context(|| what.clone())?;
+        let provider =
+            Provider::from_source_on(&entry.source, host).with_context(|| what.clone())?;
         let constraints = Constraints::parse(&entry.versions).with_context(|| what.clone())?;
         let platforms = entry_platforms(entry.platforms.as_deref(), &defaults, &what)?;
         out.push(Requirement {
@@ -197,7 +256,8 @@ pub fn from_entries(
     let mut wanted = Vec::new();
     for (n, entry) in modules.iter().enumerate() {
         let what = format!("{prefix}module {} ({})", n + 1, entry.source);
-        let (module, subdir) = Module::from_source(&entry.source).with_context(|| what.clone())?;
+        let (module, subdir) =
+            Module::from_source_on(&entry.source, host).with_context(|| what.clone())?;
         if subdir.is_some() {
             bail!("{what}: give the module's registry address without a //subdirectory");
         }
@@ -207,13 +267,14 @@ pub fn from_entries(
             constraints,
             newest_only: false,
             platforms: defaults.clone(),
+            subdirs: BTreeSet::from([String::new()]),
         });
     }
     Ok(Selection {
         providers: out,
         modules: wanted,
-        releases: Vec::new(),
-        one_configuration: false,
+        rules,
+        ..Selection::default()
     })
 }
 
@@ -241,205 +302,32 @@ pub fn parse_platforms(names: &[String], what: &str) -> anyhow::Result<Vec<Platf
         .collect()
 }
 
-/// What a Terraform configuration requires: for each provider, the
-/// versions its lock files pin (with the hashes they record), or else the
-/// newest version that meets the constraints of all its
-/// `required_providers` entries, as `terraform init` would choose; and for
-/// each registry module its `module` blocks call, the newest version that
-/// meets their constraints. `path` is the configuration's directory (read
-/// with the directories below it), or one `.tf` or `.terraform.lock.hcl`
-/// file.
-pub fn from_directory(path: &Path, platforms: &[Platform]) -> anyhow::Result<Selection> {
-    if platforms.is_empty() {
-        bail!("give at least one --platform");
-    }
-    let mut files = Vec::new();
-    if path.is_file() {
-        files.push(path.to_path_buf());
-    } else {
-        collect_files(path, &mut files)
-            .with_context(|| format!("reading the directory {}", path.display()))?;
-    }
-    let mut constraints: BTreeMap<Provider, Vec<String>> = BTreeMap::new();
-    let mut pinned: BTreeMap<Provider, Vec<Version>> = BTreeMap::new();
-    let mut hashes: BTreeMap<(Provider, Version), BTreeSet<String>> = BTreeMap::new();
-    let mut called: BTreeMap<Module, Vec<String>> = BTreeMap::new();
-    for file in &files {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        let body = hcl::parse(&text)
-            .map_err(|e| anyhow::anyhow!("{} is not valid HCL: {e}", file.display()))?;
-        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name == ".terraform.lock.hcl" {
-            for lock in locked(&body).with_context(|| format!("reading {}", file.display()))? {
-                constraints.entry(lock.provider.clone()).or_default();
-                hashes
-                    .entry((lock.provider.clone(), lock.version.clone()))
-                    .or_default()
-                    .extend(lock.hashes);
-                pinned.entry(lock.provider).or_default().push(lock.version);
-            }
-        } else {
-            for (module, version) in crate::module_source::calls::module_calls(&body) {
-                let list = called.entry(module).or_default();
-                list.extend(version);
-            }
-            for (provider, version) in crate::module_source::calls::required_providers(&body)
-                .with_context(|| format!("reading {}", file.display()))?
-            {
-                let list = constraints.entry(provider).or_default();
-                if let Some(v) = version {
-                    list.push(v);
-                }
-            }
-        }
-    }
-    if constraints.is_empty() && called.is_empty() {
-        bail!(
-            "{} holds no required_providers entry, no registry module call and no lock file",
-            path.display()
-        );
-    }
-    let mut out = Vec::new();
-    for (provider, terms) in constraints {
-        let joined = terms.join(", ");
-        let parsed = Constraints::parse(&joined)
-            .with_context(|| format!("the version constraints of {provider}"))?;
-        let mut pins = pinned.remove(&provider).unwrap_or_default();
-        pins.sort();
-        pins.dedup();
-        let locked_hashes = pins
-            .iter()
-            .filter_map(|v| Some((v.clone(), hashes.remove(&(provider.clone(), v.clone()))?)))
-            .collect();
-        out.push(Requirement {
-            provider,
-            constraints: parsed,
-            newest_only: true,
-            pinned: pins,
-            locked_hashes,
-            platforms: platforms.to_vec(),
-            required_by: Vec::new(),
-        });
-    }
-    let modules = module_requirements(called, platforms)?;
-    Ok(Selection {
-        providers: out,
-        modules,
-        releases: Vec::new(),
-        one_configuration: true,
-    })
-}
-
-/// One requirement per module that `calls` (module calls with their
-/// version constraints, as a package holds them) call, with the
-/// constraints of all its calls; the providers they require are followed
-/// for `platforms`.
-pub fn requirements_of_calls(
-    calls: Vec<(Module, Option<String>)>,
-    platforms: &[Platform],
-) -> anyhow::Result<Vec<ModuleRequirement>> {
-    let mut called: BTreeMap<Module, Vec<String>> = BTreeMap::new();
-    for (callee, constraint) in calls {
-        called.entry(callee).or_default().extend(constraint);
-    }
-    module_requirements(called, platforms)
-}
-
-/// One requirement per called module, with the constraints of all its
-/// calls; the providers they require are followed for `platforms`.
+/// One requirement per called module (as a configuration or a package
+/// calls them), with the constraints of all its calls and the
+/// directories of its package they use; the providers they require are
+/// followed for `platforms`.
 pub fn module_requirements(
-    called: BTreeMap<Module, Vec<String>>,
+    called: BTreeMap<Module, Called>,
     platforms: &[Platform],
 ) -> anyhow::Result<Vec<ModuleRequirement>> {
     called
         .into_iter()
-        .map(|(module, terms)| {
-            let constraints = Constraints::parse(&terms.join(", "))
+        .map(|(module, called)| {
+            let constraints = Constraints::parse(&called.constraints.join(", "))
                 .with_context(|| format!("the version constraints of module {module}"))?;
             Ok(ModuleRequirement {
                 module,
                 constraints,
                 newest_only: true,
                 platforms: platforms.to_vec(),
+                subdirs: called.subdirs,
             })
         })
         .collect()
 }
 
-/// The `.tf` and `.terraform.lock.hcl` files under `dir`, skipping the
-/// `.terraform` directories Terraform keeps its working data in.
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let path = entry.path();
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            if name != ".terraform" && name != ".git" {
-                collect_files(&path, out)?;
-            }
-        } else if name.ends_with(".tf") || name == ".terraform.lock.hcl" {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
-/// One `provider` block of a lock file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locked {
-    /// The provider.
-    pub provider: Provider,
-    /// The version it pins.
-    pub version: Version,
-    /// The constraints recorded with it.
-    pub constraints: Option<String>,
-    /// The hashes it records (`h1:…`, `zh:…`).
-    pub hashes: Vec<String>,
-}
-
-/// The `provider` blocks of a lock file.
-pub fn locked(body: &hcl::Body) -> anyhow::Result<Vec<Locked>> {
-    let mut out = Vec::new();
-    for block in body.blocks().filter(|b| b.identifier() == "provider") {
-        let Some(label) = block.labels().first() else {
-            bail!("a provider block without its address");
-        };
-        let address = label.as_str();
-        let provider = Provider::from_source(address)
-            .with_context(|| format!("lock file provider {address:?}"))?;
-        let string = |name: &str| crate::module_source::calls::string_attribute(block.body(), name);
-        let version = string("version")
-            .ok_or_else(|| anyhow::anyhow!("lock file provider {address:?} has no version"))?;
-        let version =
-            Version::parse(&version).with_context(|| format!("lock file provider {address:?}"))?;
-        let hashes = block
-            .body()
-            .attributes()
-            .find(|a| a.key() == "hashes")
-            .map(|a| match a.expr() {
-                hcl::Expression::Array(items) => items
-                    .iter()
-                    .filter_map(|item| match item {
-                        hcl::Expression::String(h) => Some(h.clone()),
-                        _ => None,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            })
-            .unwrap_or_default();
-        out.push(Locked {
-            provider,
-            version,
-            constraints: string("constraints"),
-            hashes,
-        });
-    }
-    Ok(out)
-}
+mod configured;
+pub use configured::{from_directory, locked, Locked};
 
 #[cfg(test)]
 mod tests;

@@ -53,8 +53,13 @@ impl WatchConfig {
             anyhow::bail!("watch.jobs must be at least 1");
         }
         let platforms: Vec<String> = self.platforms.iter().map(ToString::to_string).collect();
-        let mut selection =
-            super::selection::from_entries(&platforms, &self.providers, &self.modules, "watch.")?;
+        let mut selection = super::selection::from_entries(
+            &platforms,
+            &self.providers,
+            &self.modules,
+            self.client,
+            "watch.",
+        )?;
         selection.releases = super::selection::release_entries(&platforms, &self.releases)
             .map_err(|e| anyhow::anyhow!("watch.{e:#}"))?;
         Ok(selection)

@@ -407,6 +407,17 @@ impl FakeOrigin {
         self.state.lock().unwrap().versions_seen.clone()
     }
 
+    /// Every path asked for so far, with how many requests each received.
+    pub fn all_hits(&self) -> BTreeMap<String, usize> {
+        self.state
+            .lock()
+            .unwrap()
+            .hits
+            .iter()
+            .map(|(p, n)| (p.clone(), *n))
+            .collect()
+    }
+
     /// How many requests a path received.
     pub fn hits(&self, path: &str) -> usize {
         *self.state.lock().unwrap().hits.get(path).unwrap_or(&0)

@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use super::{chosen, held_back_or_none, missing, unlisted, Finding, Needed, Report, Why};
-use crate::address::{Module, Version};
+use crate::address::{Module, Product, Version};
 use crate::mirror::Mirror;
 use crate::module_source::calls::Needs;
 use crate::policy::Subject;
@@ -29,11 +29,12 @@ pub(super) fn needed_module(module: &Module, version: Option<&Version>) -> Neede
 pub(super) async fn modules(
     mirror: &Mirror,
     requirements: &[ModuleRequirement],
+    client: Product,
     report: &mut Report,
 ) -> Vec<ModuleProvider> {
     let mut found = Vec::new();
     let mut queue: VecDeque<ModuleRequirement> = requirements.iter().cloned().collect();
-    let mut seen: BTreeSet<(Module, Version)> = BTreeSet::new();
+    let mut read = crate::site::selection::ReadDirs::new();
     while let Some(req) = queue.pop_front() {
         let listed = match mirror.module_index(&req.module).await {
             Ok(listed) => listed,
@@ -69,33 +70,49 @@ pub(super) async fn modules(
             continue;
         }
         for version in versions {
-            if !seen.insert((req.module.clone(), version.clone())) {
+            let fresh = req.unread(version, &mut read);
+            if fresh.is_empty() {
                 continue;
             }
             let needed = needed_module(&req.module, Some(version));
-            match module_version(mirror, &req.module, version).await {
-                Ok(needs) => {
-                    report.add(needed, Finding::Held);
-                    found.extend(module_providers::of_module(
-                        &req.module,
-                        version,
-                        needs.providers,
-                        &req.platforms,
-                    ));
-                    match crate::site::selection::requirements_of_calls(
-                        needs.modules,
-                        &req.platforms,
-                    ) {
-                        Ok(more) => queue.extend(more),
-                        Err(e) => report.add(
-                            needed_module(&req.module, Some(version)),
-                            missing(Why::Unreadable {
-                                error: format!("{e:#}"),
-                            }),
-                        ),
-                    }
+            let needs = match module_version(mirror, &req.module, version, fresh, client).await {
+                Ok(needs) => needs,
+                Err(why) => {
+                    report.add(needed, missing(why));
+                    continue;
                 }
-                Err(why) => report.add(needed, missing(why)),
+            };
+            report.add(needed, Finding::Held);
+            let by = format!("module {} {version}", req.module);
+            for u in needs.unserved {
+                let needed = Needed {
+                    kind: "module",
+                    source: u.source,
+                    version: None,
+                    platform: None,
+                    required_by: vec![by.clone()],
+                };
+                let at = format!("{}: {}", by, u.at);
+                let why = Why::NotServed {
+                    kind: u.kind.to_owned(),
+                    at,
+                };
+                report.add(needed, missing(why));
+            }
+            found.extend(module_providers::of_module(
+                &req.module,
+                version,
+                needs.providers,
+                &req.platforms,
+            ));
+            match crate::site::selection::module_requirements(needs.modules, &req.platforms) {
+                Ok(more) => queue.extend(more),
+                Err(e) => report.add(
+                    needed_module(&req.module, Some(version)),
+                    missing(Why::Unreadable {
+                        error: format!("{e:#}"),
+                    }),
+                ),
             }
         }
     }
@@ -108,6 +125,8 @@ pub(super) async fn module_version(
     mirror: &Mirror,
     module: &Module,
     version: &Version,
+    subdirs: BTreeSet<String>,
+    client: Product,
 ) -> Result<Needs, Why> {
     match mirror.verdict(Subject::Module(module), version).await {
         Ok(Ok(())) => {}
@@ -137,7 +156,7 @@ pub(super) async fn module_version(
     else {
         return Err(Why::Evicted { at_ms: None });
     };
-    crate::module_source::calls::needs_in_stored(package)
+    crate::module_source::calls::needs_in_stored(package, subdirs, client)
         .await
         .map_err(|e| unreadable(&e))
 }

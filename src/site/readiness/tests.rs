@@ -1,4 +1,5 @@
 use super::*;
+use crate::policy::Denied;
 
 fn v(s: &str) -> Version {
     Version::parse(s).unwrap()

@@ -71,7 +71,7 @@ module "github" {
     )
     .unwrap();
     let platforms = vec![Platform::parse("linux_amd64").unwrap()];
-    let selection = from_directory(dir.path(), &platforms).unwrap();
+    let selection = from_directory(dir.path(), &platforms, None).unwrap();
     assert_eq!(selection.modules.len(), 1);
     assert_eq!(
         selection.modules[0].module.to_string(),
@@ -98,7 +98,7 @@ module "github" {
         BTreeSet::from(["h1:abc=".to_owned()])
     );
     // One file read alone: the lock file pins, its hashes kept.
-    let alone = from_directory(&dir.path().join(".terraform.lock.hcl"), &platforms).unwrap();
+    let alone = from_directory(&dir.path().join(".terraform.lock.hcl"), &platforms, None).unwrap();
     assert_eq!(alone.providers.len(), 1);
     assert_eq!(
         alone.providers[0]
@@ -169,4 +169,39 @@ fn manifests_name_their_mistakes() {
     );
     assert_eq!(found[0].platforms.len(), 2);
     assert_eq!(found[1].platforms.len(), 1);
+}
+
+#[test]
+fn a_manifests_client_decides_where_unqualified_sources_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.toml");
+    let entries = "platforms = [\"linux_amd64\"]\n[[provider]]\nsource = \"hashicorp/aws\"\n[[module]]\nsource = \"acme/net/aws\"\n";
+    for (client, host) in [
+        ("", "registry.terraform.io"),
+        ("client = \"terraform\"\n", "registry.terraform.io"),
+        ("client = \"opentofu\"\n", "registry.opentofu.org"),
+        ("client = \"tofu\"\n", "registry.opentofu.org"),
+    ] {
+        std::fs::write(&path, format!("{client}{entries}")).unwrap();
+        let selection = from_manifest(&path).unwrap();
+        assert_eq!(
+            selection.providers[0].provider.hostname.as_str(),
+            host,
+            "{client}"
+        );
+        assert_eq!(
+            selection.modules[0].module.hostname.as_str(),
+            host,
+            "{client}"
+        );
+        let expected = if host == "registry.opentofu.org" {
+            Product::Tofu
+        } else {
+            Product::Terraform
+        };
+        assert_eq!(selection.client(), expected);
+    }
+    std::fs::write(&path, format!("client = \"packer\"\n{entries}")).unwrap();
+    let err = format!("{:#}", from_manifest(&path).unwrap_err());
+    assert!(err.contains("client") || err.contains("packer"), "{err}");
 }

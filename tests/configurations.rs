@@ -1,0 +1,498 @@
+//! `check --from` against what the client really does. For every
+//! configuration of `tests/fixtures/configurations/` read by Terraform's
+//! rules: `sync --from` fills a mirror, `check --from` gives its verdict,
+//! then the real Terraform CLI (v1.0.3 from `TERRAFORM_BIN`, and the
+//! `terraform` on `PATH` where it is another version) runs `init` with
+//! only that mirror, offline, to reach. `check` says "ready" exactly when
+//! `init` succeeds, and `sync` fetched exactly the archives `init`
+//! installed. For OpenTofu's configurations (no OpenTofu CLI can run
+//! here) the addresses and versions `check` requires are OpenTofu's.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::daemon::*;
+use common::*;
+use serde_json::Value;
+
+/// The platform `terraform init` installs for on this machine.
+fn platform() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    format!("{}_{arch}", std::env::consts::OS)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The Terraform CLIs to compare with: v1.0.3 (`TERRAFORM_BIN`, which the
+/// README's test command installs) and the `terraform` on `PATH` when it is
+/// another version.
+fn terraform_clis() -> Vec<(String, PathBuf)> {
+    let pinned = match std::env::var_os("TERRAFORM_BIN") {
+        Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
+        other => panic!("TERRAFORM_BIN must name the Terraform v1.0.3 binary (got {other:?}); run the README's test command"),
+    };
+    let version = |bin: &Path| -> String {
+        let out = Command::new(bin).arg("version").output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut out = vec![(version(&pinned), pinned)];
+    let on_path = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("terraform"))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.is_file());
+    match on_path {
+        Some(bin) if version(&bin) != out[0].0 => out.push((version(&bin), bin)),
+        Some(_) => eprintln!("the terraform on PATH is {}: compared once", out[0].0),
+        None => eprintln!("no terraform on PATH: compared with {} only", out[0].0),
+    }
+    out
+}
+
+/// One configuration of the corpus.
+struct Case {
+    name: String,
+    root: PathBuf,
+    expect: Value,
+}
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/configurations")
+}
+
+fn cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(corpus()).unwrap() {
+        let dir = entry.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(dir.join("expect.json")) else {
+            continue;
+        };
+        out.push(Case {
+            name: dir.file_name().unwrap().to_string_lossy().into_owned(),
+            root: dir.join("root"),
+            expect: serde_json::from_str(&text).unwrap(),
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    assert!(out.len() >= 10, "the corpus lost configurations");
+    out
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The registry module `acme/net/aws` of `_modules/net`, packaged.
+fn net_module() -> Vec<u8> {
+    let mut tgz = Vec::new();
+    {
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+            &mut tgz,
+            flate2::Compression::default(),
+        ));
+        b.append_dir_all(".", corpus().join("_modules/net"))
+            .unwrap();
+        b.into_inner().unwrap().finish().unwrap();
+    }
+    tgz
+}
+
+/// What the origin publishes for the corpus (namespace `hashicorp`, on
+/// every registry the mirror maps to it).
+fn publish(origin: &FakeOrigin, platform: &str) {
+    let signer = Signer::new("hashicorp");
+    for (kind, version) in [
+        ("alpha", "1.0.0"),
+        ("alpha", "1.1.0"),
+        ("beta", "2.0.0"),
+        ("gamma", "0.1.0"),
+        ("delta", "1.0.0"),
+        ("omega", "1.0.0"),
+    ] {
+        origin.publish("hashicorp", kind, version, &[platform], &signer, &[&signer]);
+    }
+    origin.publish_archive_module(("acme", "net", "aws"), "1.0.0", net_module());
+}
+
+/// A configuration file whose mirror takes both public registries'
+/// providers and modules from the fake origin, with its own cache.
+fn mirror_config(setup: &Setup, origin: &FakeOrigin, name: &str) -> PathBuf {
+    let dir = setup.dir.path();
+    let mut hosts = String::new();
+    for host in ["registry.terraform.io", "registry.opentofu.org"] {
+        let _ = writeln!(
+            hosts,
+            "[upstream.hosts.\"{host}\"]\nservices = {{ \"providers.v1\" = \"{}\", \"modules.v1\" = \"{}\" }}",
+            origin.providers_url(),
+            origin.modules_url()
+        );
+    }
+    let text = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"{data}\"\n[cache]\ndir = \"{cache}\"\n[modules]\ngit = \"{git}\"\n[upstream]\nallowed_hosts = []\nca_file = \"{ca}\"\nallow_private_addresses = true\n{hosts}",
+        data = dir.join(format!("{name}-data")).display(),
+        cache = dir.join(format!("{name}-cache")).display(),
+        git = git_program().display(),
+        ca = dir.join("origin-ca.pem").display(),
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The provider archives the origin sent so far, by file name.
+fn archives_sent(origin: &FakeOrigin) -> BTreeMap<String, usize> {
+    origin
+        .all_hits()
+        .into_iter()
+        .filter(|(path, _)| path.starts_with("/files/") && path.ends_with(".zip"))
+        .map(|(path, n)| (path.trim_start_matches("/files/").to_owned(), n))
+        .collect()
+}
+
+/// The archive names of `providers` (address → version) for `platform`.
+fn archive_names(providers: &BTreeMap<String, String>, platform: &str) -> BTreeSet<String> {
+    providers
+        .iter()
+        .map(|(address, version)| {
+            let kind = address.rsplit('/').next().unwrap();
+            format!("terraform-provider-{kind}_{version}_{platform}.zip")
+        })
+        .collect()
+}
+
+fn as_map(value: &Value) -> BTreeMap<String, String> {
+    value
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What `check --json` requires: providers and modules with the versions
+/// it chose.
+fn required_by_check(report: &Value, kind: &str) -> BTreeMap<String, String> {
+    report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == kind && i["version"].is_string())
+        .map(|i| {
+            (
+                i["source"].as_str().unwrap().to_owned(),
+                i["version"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// What `terraform init` installed in `work`: providers (address →
+/// version) and registry modules (address → version).
+fn installed(work: &Path, platform: &str) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let mut providers = BTreeMap::new();
+    for file in files_below(&work.join(".terraform/providers")) {
+        // <host>/<namespace>/<type>/<version>/<platform>/<binary>
+        let parts: Vec<&str> = file.split('/').collect();
+        if let Some(at) = parts.iter().position(|p| *p == platform) {
+            if at >= 4 {
+                providers.insert(parts[at - 4..at - 1].join("/"), parts[at - 1].to_owned());
+            }
+        }
+    }
+    let mut modules = BTreeMap::new();
+    if let Ok(bytes) = std::fs::read(work.join(".terraform/modules/modules.json")) {
+        let manifest: Value = serde_json::from_slice(&bytes).unwrap();
+        for m in manifest["Modules"].as_array().unwrap() {
+            if let (Some(source), Some(version)) = (m["Source"].as_str(), m["Version"].as_str()) {
+                let source = source.split("//").next().unwrap();
+                let source = if source.split('/').count() == 3 {
+                    format!("registry.terraform.io/{source}")
+                } else {
+                    source.to_owned()
+                };
+                modules.insert(source, version.to_owned());
+            }
+        }
+    }
+    (providers, modules)
+}
+
+/// Runs `terraform init` in a fresh copy of `root` through the mirror at
+/// `url` alone; returns whether it succeeded, its output and the copy.
+fn terraform_init(bin: &Path, root: &Path, url: &str, ca: &Path, work: &Path) -> (bool, String) {
+    copy_dir(root, work);
+    let url = url.trim_end_matches('/');
+    let cli_config = work.join("cli.tfrc");
+    std::fs::write(
+        &cli_config,
+        format!("provider_installation {{\n  network_mirror {{\n    url = \"{url}/\"\n  }}\n}}\n\nhost \"registry.terraform.io\" {{\n  services = {{\n    \"modules.v1\" = \"{url}/v1/modules/registry.terraform.io/\"\n  }}\n}}\n"),
+    )
+    .unwrap();
+    let out = Command::new(bin)
+        .args(["init", "-input=false", "-no-color"])
+        .current_dir(work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", work)
+        .env("TF_CLI_CONFIG_FILE", &cli_config)
+        .env("SSL_CERT_FILE", ca)
+        .env("CHECKPOINT_DISABLE", "1")
+        .env("TF_IN_AUTOMATION", "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
+    let clis = terraform_clis();
+    let platform = platform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish(&origin, &platform);
+    let dir = setup.dir.path();
+    let mut compared = 0;
+    for case in cases() {
+        let name = &case.name;
+        let client = case.expect["client"].as_str().unwrap();
+        let config = mirror_config(&setup, &origin, name);
+        let before = archives_sent(&origin);
+        let synced = run_tfmirror(
+            dir,
+            &[
+                "sync",
+                "--config",
+                s(&config),
+                "--from",
+                s(&case.root),
+                "--platform",
+                &platform,
+            ],
+        )
+        .await;
+        let fetched: BTreeSet<String> = archives_sent(&origin)
+            .into_iter()
+            .filter(|(file, n)| before.get(file) != Some(n))
+            .map(|(file, _)| file)
+            .collect();
+        let title = if client == "opentofu" {
+            "OpenTofu"
+        } else {
+            "Terraform"
+        };
+        assert!(
+            synced.stdout.contains(&format!("read by {title}'s rules")),
+            "{name}: {}",
+            synced.stdout
+        );
+        for unserved in case.expect["reads"]["unserved"].as_array().unwrap() {
+            let source = unserved.as_str().unwrap().split(' ').next().unwrap();
+            assert!(
+                synced
+                    .stdout
+                    .contains(&format!("skipped module source {source}")),
+                "{name}: {}",
+                synced.stdout
+            );
+        }
+        let checked = run_tfmirror(
+            dir,
+            &[
+                "check",
+                "--config",
+                s(&config),
+                "--from",
+                s(&case.root),
+                "--platform",
+                &platform,
+                "--json",
+            ],
+        )
+        .await;
+        let report: Value = serde_json::from_str(&checked.stdout)
+            .unwrap_or_else(|e| panic!("{name}: {e}: {}{}", checked.stdout, checked.stderr));
+        assert_eq!(report["ready"], checked.ok, "{name}");
+        let installs = &case.expect["installs"];
+        assert_eq!(
+            checked.ok,
+            !installs.is_null(),
+            "{name}: {}",
+            checked.stdout
+        );
+        if checked.ok {
+            // `check` requires what the client installs, on its registry.
+            assert_eq!(
+                required_by_check(&report, "provider"),
+                as_map(&installs["providers"]),
+                "{name}"
+            );
+            assert_eq!(
+                required_by_check(&report, "module"),
+                as_map(&installs["modules"]),
+                "{name}"
+            );
+            assert_eq!(
+                fetched,
+                archive_names(&as_map(&installs["providers"]), &platform),
+                "{name}"
+            );
+        }
+        if client != "terraform" {
+            continue;
+        }
+        // The real client, with only the offline mirror to reach.
+        let mut serve = tfmirror(dir);
+        serve.args(["serve", "--config", s(&config), "--offline"]);
+        let daemon = Daemon::start(serve);
+        let ca = dir.join(format!("{name}-data/tls/ca.pem"));
+        for (version, bin) in &clis {
+            let work = dir.join(format!("{name}-work-{compared}"));
+            compared += 1;
+            let (ok, out) = terraform_init(bin, &case.root, &daemon.url, &ca, &work);
+            assert_eq!(
+                ok,
+                checked.ok,
+                "{name}: {version} init {} but check said {}\ninit:\n{out}\ncheck:\n{}",
+                if ok { "succeeded" } else { "failed" },
+                if checked.ok { "ready" } else { "not ready" },
+                checked.stdout
+            );
+            if ok {
+                let (providers, modules) = installed(&work, &platform);
+                assert_eq!(
+                    providers,
+                    as_map(&installs["providers"]),
+                    "{name}: {version}"
+                );
+                assert_eq!(modules, as_map(&installs["modules"]), "{name}: {version}");
+                // Everything init took, sync fetched, and nothing else.
+                assert_eq!(
+                    fetched,
+                    archive_names(&providers, &platform),
+                    "{name}: {version}"
+                );
+            }
+        }
+        drop(daemon);
+    }
+    eprintln!("compared {compared} init runs with {clis:?}");
+    assert!(compared >= 8, "compared {compared} init runs");
+}
+
+/// What no mirror can install is named by `check`, with where it is
+/// written: a provider on a registry this mirror does not serve, a module
+/// the client fetches from git itself; `sync` fetches the rest and says
+/// what it skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_names_what_this_mirror_cannot_serve() {
+    let platform = platform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish(&origin, &platform);
+    let dir = setup.dir.path();
+    let config = mirror_config(&setup, &origin, "mirror");
+    let conf = dir.join("conf");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("main.tf"),
+        "terraform {\n  required_providers {\n    thing = {\n      source = \"registry.example.net/acme/thing\"\n    }\n  }\n}\n\nresource \"alpha_x\" \"a\" {}\n\nmodule \"shared\" {\n  source = \"github.com/acme/shared\"\n}\n",
+    )
+    .unwrap();
+    let args = |verb: &'static str| {
+        [
+            verb,
+            "--config",
+            s(&config),
+            "--from",
+            s(&conf),
+            "--platform",
+            &platform,
+        ]
+        .map(str::to_owned)
+    };
+    let synced = run_tfmirror(dir, &args("sync").each_ref().map(String::as_str)).await;
+    assert!(!synced.ok, "the provider on another registry cannot be had");
+    assert!(
+        synced
+            .stdout
+            .contains("skipped module source github.com/acme/shared (")
+            && synced.stdout.contains("main.tf:11): a git repository"),
+        "{}",
+        synced.stdout
+    );
+    let checked = run_tfmirror(dir, &args("check").each_ref().map(String::as_str)).await;
+    assert!(!checked.ok);
+    let out = &checked.stdout;
+    assert!(
+        out.contains("read by Terraform's rules (the default"),
+        "{out}"
+    );
+    assert!(
+        out.contains("MISSING  provider registry.example.net/acme/thing: this mirror does not serve the registry registry.example.net"),
+        "{out}"
+    );
+    assert!(
+        out.contains("MISSING  module github.com/acme/shared: a git repository, which the client fetches itself, not through this mirror (")
+            && out.contains("main.tf:11)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "HELD     provider registry.terraform.io/hashicorp/alpha 1.1.0 {platform}"
+        )),
+        "{out}"
+    );
+    // OpenTofu's rules, asked for: the implied provider is on its registry.
+    let mut tofu = args("check").to_vec();
+    tofu.extend(["--client".to_owned(), "opentofu".to_owned()]);
+    let tofu: Vec<&str> = tofu.iter().map(String::as_str).collect();
+    let as_tofu = run_tfmirror(dir, &tofu).await;
+    assert!(
+        as_tofu
+            .stdout
+            .contains("read by OpenTofu's rules (as given")
+            && as_tofu
+                .stdout
+                .contains("provider registry.opentofu.org/hashicorp/alpha"),
+        "{}",
+        as_tofu.stdout
+    );
+}
