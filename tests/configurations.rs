@@ -246,6 +246,37 @@ fn installed(work: &Path, platform: &str) -> (BTreeMap<String, String>, BTreeMap
     (providers, modules)
 }
 
+/// The provider archives the mirror was asked for, by file name, with
+/// the status of each answer, read from its access lines; waits (up to a
+/// deadline) until every one of `want` is among them.
+fn archives_asked(daemon: &mut Daemon, want: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let field = |line: &str, name: &str| -> Option<String> {
+        let rest = line.split_once(&format!(" {name}="))?.1;
+        Some(rest.split_whitespace().next()?.to_owned())
+    };
+    let mut asked = BTreeMap::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let patience = if want.iter().all(|w| asked.contains_key(w)) {
+            // Everything wanted is in; take what else is already there.
+            std::time::Duration::ZERO
+        } else {
+            deadline.saturating_duration_since(std::time::Instant::now())
+        };
+        let Ok(line) = daemon.lines.recv_timeout(patience) else {
+            return asked;
+        };
+        if !line.contains("tfmirror::access") {
+            continue;
+        }
+        if let (Some(path), Some(status)) = (field(&line, "path"), field(&line, "status")) {
+            if let Some(file) = path.rsplit('/').next().filter(|f| f.ends_with(".zip")) {
+                asked.insert(file.to_owned(), status);
+            }
+        }
+    }
+}
+
 /// Runs `terraform init` in a fresh copy of `root` through the mirror at
 /// `url` alone; returns whether it succeeded, its output and the copy.
 fn terraform_init(bin: &Path, root: &Path, url: &str, ca: &Path, work: &Path) -> (bool, String) {
@@ -381,7 +412,7 @@ async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
         // The real client, with only the offline mirror to reach.
         let mut serve = tfmirror(dir);
         serve.args(["serve", "--config", s(&config), "--offline"]);
-        let daemon = Daemon::start(serve);
+        let mut daemon = Daemon::start(serve);
         let ca = dir.join(format!("{name}-data/tls/ca.pem"));
         for (version, bin) in &clis {
             let work = dir.join(format!("{name}-work-{compared}"));
@@ -403,11 +434,16 @@ async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
                     "{name}: {version}"
                 );
                 assert_eq!(modules, as_map(&installs["modules"]), "{name}: {version}");
-                // Everything init took, sync fetched, and nothing else.
-                assert_eq!(
-                    fetched,
-                    archive_names(&providers, &platform),
-                    "{name}: {version}"
+                // Everything init asked the mirror for, sync fetched, and
+                // nothing else.
+                let took = archive_names(&providers, &platform);
+                assert_eq!(fetched, took, "{name}: {version}");
+                let asked = archives_asked(&mut daemon, &took);
+                let answered: BTreeSet<String> = asked.keys().cloned().collect();
+                assert_eq!(answered, took, "{name}: {version} asked for {asked:?}");
+                assert!(
+                    asked.values().all(|s| s == "200"),
+                    "{name}: {version}: {asked:?}"
                 );
             }
         }
