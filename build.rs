@@ -16,6 +16,7 @@ const CFGS: &[&str] = &[
     "tfmirror_not_root",
     "tfmirror_no_prometheus",
     "tfmirror_no_oci_tools",
+    "tfmirror_no_podman",
 ];
 
 fn main() {
@@ -29,6 +30,8 @@ fn main() {
         "CHROMIUM",
         "PATH",
         "ORAS_PY",
+        "TFMIRROR_BASE_IMAGE",
+        "CONTAINERS_CONF",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -54,6 +57,9 @@ fn main() {
     // Debian's docker-registry and PyPI's oras SDK (the push-oci tests).
     let oci = Path::new("/usr/bin/docker-registry").is_file()
         && std::env::var_os("ORAS_PY").is_some_and(|p| Path::new(&p).join("oras").is_dir());
+    // Podman and the base image scripts/install-container-base makes (the
+    // container tests, which also need root).
+    let podman = runs("podman", "--version") && std::env::var_os("TFMIRROR_BASE_IMAGE").is_some();
     let root = Command::new("id")
         .arg("-u")
         .output()
@@ -66,6 +72,7 @@ fn main() {
         (root, "tfmirror_not_root"),
         (prometheus, "tfmirror_no_prometheus"),
         (oci, "tfmirror_no_oci_tools"),
+        (podman && root, "tfmirror_no_podman"),
     ] {
         if !present {
             println!("cargo::rustc-cfg={cfg}");

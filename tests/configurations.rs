@@ -278,34 +278,15 @@ fn archives_asked(daemon: &mut Daemon, want: &BTreeSet<String>) -> BTreeMap<Stri
 }
 
 /// Runs `terraform init` in a fresh copy of `root` through the mirror at
-/// `url` alone; returns whether it succeeded, its output and the copy.
+/// `url` alone; returns whether it succeeded and its output.
 fn terraform_init(bin: &Path, root: &Path, url: &str, ca: &Path, work: &Path) -> (bool, String) {
     copy_dir(root, work);
     let url = url.trim_end_matches('/');
-    let cli_config = work.join("cli.tfrc");
-    std::fs::write(
-        &cli_config,
-        format!("provider_installation {{\n  network_mirror {{\n    url = \"{url}/\"\n  }}\n}}\n\nhost \"registry.terraform.io\" {{\n  services = {{\n    \"modules.v1\" = \"{url}/v1/modules/registry.terraform.io/\"\n  }}\n}}\n"),
-    )
-    .unwrap();
-    let out = Command::new(bin)
-        .args(["init", "-input=false", "-no-color"])
-        .current_dir(work)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", work)
-        .env("TF_CLI_CONFIG_FILE", &cli_config)
-        .env("SSL_CERT_FILE", ca)
-        .env("CHECKPOINT_DISABLE", "1")
-        .env("TF_IN_AUTOMATION", "1")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let cli_config = format!(
+        "{}\nhost \"registry.terraform.io\" {{\n  services = {{\n    \"modules.v1\" = \"{url}/v1/modules/registry.terraform.io/\"\n  }}\n}}\n",
+        common::terraform::network_mirror(url)
     );
-    (out.status.success(), text)
+    common::terraform::init(bin, work, &cli_config, ca)
 }
 
 #[cfg_attr(

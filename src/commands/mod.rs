@@ -18,6 +18,7 @@ mod log_writer;
 mod logging;
 pub mod ls;
 pub mod policy;
+pub mod probe;
 pub mod progress;
 pub mod push_oci;
 pub mod serve;
@@ -181,6 +182,9 @@ pub enum Command {
         #[arg(long = "static", value_name = "DIR")]
         static_dir: Option<PathBuf>,
     },
+    /// Ask a running daemon whether it is alive (or, with --ready, ready
+    /// to serve); exit 0 or 1. For container health checks and probes.
+    Probe(probe::ProbeArgs),
     /// Validate the configuration and print the effective settings.
     CheckConfig {
         /// Configuration file (TOML).
@@ -348,6 +352,9 @@ pub fn main() -> ExitCode {
             static_dir,
         } => logging::load(config.as_deref())
             .and_then(|c| bundle::import_command(&c, bundle, static_dir)),
+        Command::Probe(args) => {
+            logging::load(args.config.as_deref()).and_then(|c| probe::command(&c, &args))
+        }
         Command::CheckConfig { config } => logging::load(config.as_deref()).and_then(|c| {
             print!("{}", c.to_toml()?);
             Ok(())

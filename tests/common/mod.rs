@@ -4,8 +4,8 @@
 //! tfmirror and its set-up (`running`), a small HTTPS client (`client`),
 //! waiting for conditions (`wait`), the binary run as a process
 //! (`daemon`), git repositories served by the origin (`git`), the
-//! registry shapes the origin answers in (`shapes`), and an
-//! S3-compatible server (`seaweed`). Each test binary uses some of it.
+//! registry shapes the origin answers in (`shapes`), an S3-compatible
+//! server (`seaweed`), and the Terraform CLI run on its own (`terraform`). Each test binary uses some of it.
 
 #![allow(dead_code, unused_imports)]
 
@@ -20,6 +20,7 @@ mod origin;
 mod running;
 pub mod seaweed;
 mod shapes;
+pub mod terraform;
 pub mod token_gateway;
 mod wait;
 

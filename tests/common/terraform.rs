@@ -1,0 +1,40 @@
+//! The real Terraform CLI run in a working directory of its own: a clean
+//! environment, a CLI configuration, the mirror's authority trusted.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `terraform init` in `work` with `cli_config` (the text of its CLI
+/// configuration, written beside it) and `ca` trusted; returns whether it
+/// succeeded and what it printed.
+pub fn init(bin: &Path, work: &Path, cli_config: &str, ca: &Path) -> (bool, String) {
+    let config = work.join("cli.tfrc");
+    std::fs::write(&config, cli_config).unwrap();
+    let out = Command::new(bin)
+        .args(["init", "-input=false", "-no-color"])
+        .current_dir(work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", work)
+        .env("TF_CLI_CONFIG_FILE", &config)
+        .env("SSL_CERT_FILE", ca)
+        .env("CHECKPOINT_DISABLE", "1")
+        .env("TF_IN_AUTOMATION", "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// The CLI configuration that installs every provider through the
+/// network mirror at `url`.
+pub fn network_mirror(url: &str) -> String {
+    format!(
+        "provider_installation {{\n  network_mirror {{\n    url = \"{}/\"\n  }}\n}}\n",
+        url.trim_end_matches('/')
+    )
+}
