@@ -17,6 +17,7 @@ const CFGS: &[&str] = &[
     "tfmirror_no_prometheus",
     "tfmirror_no_oci_tools",
     "tfmirror_no_podman",
+    "tfmirror_no_kubectl",
 ];
 
 fn main() {
@@ -73,6 +74,7 @@ fn main() {
         (prometheus, "tfmirror_no_prometheus"),
         (oci, "tfmirror_no_oci_tools"),
         (podman && root, "tfmirror_no_podman"),
+        (runs("kubectl", "help"), "tfmirror_no_kubectl"),
     ] {
         if !present {
             println!("cargo::rustc-cfg={cfg}");

@@ -13,65 +13,20 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::podman::{build_image, podman, printed as text};
 use common::*;
 
 /// The unprivileged user the image runs as.
 const USER: u32 = 65532;
 
-fn podman(args: &[&str]) -> Output {
-    Command::new("podman").args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// The image, built once for the tests of this file from the binary under
-/// test (placed where the release binary would be).
+/// The image, built once for the tests of this file.
 fn image() -> &'static str {
     static IMAGE: OnceLock<String> = OnceLock::new();
-    IMAGE.get_or_init(|| {
-        let base = std::env::var("TFMIRROR_BASE_IMAGE")
-            .expect("TFMIRROR_BASE_IMAGE names the base image; run the README's test command");
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let context = tempfile::tempdir().unwrap();
-        let release = context.path().join("target/release");
-        std::fs::create_dir_all(&release).unwrap();
-        std::fs::copy(env!("CARGO_BIN_EXE_tfmirror"), release.join("tfmirror")).unwrap();
-        let deploy = context.path().join("deploy/container");
-        std::fs::create_dir_all(deploy.join("volume")).unwrap();
-        for file in ["tfmirror.toml", "volume/.keep"] {
-            std::fs::copy(repo.join("deploy/container").join(file), deploy.join(file)).unwrap();
-        }
-        let name = format!("localhost/tfmirror-test:{}", std::process::id());
-        let containerfile = repo.join("deploy/container/Containerfile");
-        let out = podman(&[
-            "build",
-            "--quiet",
-            "--format",
-            "docker",
-            "-f",
-            containerfile.to_str().unwrap(),
-            "--build-arg",
-            &format!("BASE={base}"),
-            "--build-arg",
-            &format!("VERSION={}", env!("CARGO_PKG_VERSION")),
-            "-t",
-            &name,
-            context.path().to_str().unwrap(),
-        ]);
-        assert!(out.status.success(), "podman build failed:\n{}", text(&out));
-        name
-    })
+    IMAGE.get_or_init(|| build_image("container"))
 }
 
 /// A running container, removed when dropped.

@@ -5,7 +5,8 @@
 //! waiting for conditions (`wait`), the binary run as a process
 //! (`daemon`), git repositories served by the origin (`git`), the
 //! registry shapes the origin answers in (`shapes`), an S3-compatible
-//! server (`seaweed`), and the Terraform CLI run on its own (`terraform`). Each test binary uses some of it.
+//! server (`seaweed`), the Terraform CLI run on its own (`terraform`), and
+//! Podman with tfmirror's image (`podman`). Each test binary uses some of it.
 
 #![allow(dead_code, unused_imports)]
 
@@ -17,6 +18,7 @@ mod git;
 mod keys;
 pub mod oci;
 mod origin;
+pub mod podman;
 mod running;
 pub mod seaweed;
 mod shapes;
