@@ -41,10 +41,10 @@ pub enum SelectError {
     },
 }
 
-/// The versions of a requirement: those its lock files pin (none when
-/// a pin is outside its constraints: `init` refuses that lock file), else those that
-/// meet its constraints among the versions the policy lets clients see
-/// (only the newest when it asks for that).
+/// The versions of a requirement: those its lock files pin (none when a
+/// pin is outside its constraints: `init` refuses that lock file), else
+/// those that meet its constraints among the versions the policy lets
+/// clients see (only the newest when it asks for that).
 pub async fn select_versions(
     mirror: &Mirror,
     req: &Requirement,

@@ -82,11 +82,20 @@ impl Selection {
                 let existing = out.iter().position(|r| &r.provider == provider);
                 if existing.is_none() {
                     // The lock file decides for a provider only modules
-                    // require.
+                    // require, within the modules' constraints.
                     if let Some(lock) = self.lock_only.iter().find(|r| &r.provider == provider) {
-                        let mut req = lock.clone();
-                        req.required_by = items.iter().map(|i| i.required_by.clone()).collect();
-                        out.push(req);
+                        match merged(provider, None, &items) {
+                            Ok(req) => out.push(Requirement {
+                                pinned: lock.pinned.clone(),
+                                locked_hashes: lock.locked_hashes.clone(),
+                                platforms: lock.platforms.clone(),
+                                ..req
+                            }),
+                            Err(error) => problems.push(Unmergeable {
+                                provider: provider.clone(),
+                                error,
+                            }),
+                        }
                         continue;
                     }
                 }
@@ -262,6 +271,27 @@ mod tests {
                 && problems[0].error.contains("module b 1.0.0"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn a_lock_file_decides_for_providers_only_modules_require() {
+        let selection = Selection {
+            lock_only: vec![
+                root("acme/widget", "", &["3.1.0"]),
+                root("acme/unused", "", &["1.0.0"]),
+            ],
+            one_configuration: true,
+            ..Selection::default()
+        };
+        let (out, problems) =
+            selection.providers_with(&[found("acme/widget", Some("~> 2.0"), "module a 1.0.0")]);
+        assert!(problems.is_empty(), "{problems:?}");
+        // Only what a module requires, pinned by the lock file, with the
+        // module's constraint kept so that a pin outside it is refused.
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].pinned, [Version::parse("3.1.0").unwrap()]);
+        assert_eq!(out[0].constraints.as_str(), "~> 2.0");
+        assert_eq!(out[0].required_by, ["module a 1.0.0"]);
     }
 
     #[test]
