@@ -762,3 +762,29 @@ async fn sync_and_check_follow_the_providers_modules_require() {
         assert!(locked.stdout.contains(&block), "{block}\n{}", locked.stdout);
     }
 }
+
+/// `--output` given as a bare file name is written in the directory the
+/// command runs in (the helper every `--output` uses once flushed the
+/// directory `""` and failed after writing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_output_given_as_a_bare_file_name_is_written_where_the_command_runs() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let config = config_file(&setup, &origin, "");
+    let work = setup.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut cmd = tfmirror(setup.dir.path());
+    cmd.current_dir(&work)
+        .args(["inventory", "--config", s(&config), "--output", "rel.json"]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.join("rel.json")).unwrap()).unwrap();
+    assert!(written.is_object(), "{written}");
+}

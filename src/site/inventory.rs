@@ -399,10 +399,7 @@ impl SiteInventory {
 
     /// Writes the document to `path` atomically.
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let dir = crate::store::atomic::dir_of(path);
         crate::store::atomic::write(dir, path, &self.to_json())
             .with_context(|| format!("writing {}", path.display()))
     }

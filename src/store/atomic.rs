@@ -17,10 +17,18 @@ pub fn temp_file(tmp_dir: &Path) -> io::Result<NamedTempFile> {
         .tempfile_in(tmp_dir)
 }
 
+/// The directory `path` is in: its parent, or `.` for a bare file name
+/// (`--output rel.json`).
+pub fn dir_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
 /// Moves a finished temporary file to `dest`, creating `dest`'s directory.
 /// The file's contents must already have been flushed to disk.
 pub fn persist(temp: TempPath, dest: &Path) -> io::Result<()> {
-    let dir = dest.parent().expect("cache paths have a parent");
+    let dir = dir_of(dest);
     std::fs::create_dir_all(dir)?;
     temp.persist(dest).map_err(|e| e.error)?;
     sync_dir(dir)

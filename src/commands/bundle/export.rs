@@ -144,10 +144,7 @@ pub fn export(
             "the cache holds no archive of the selected providers that the policy allows"
         );
     }
-    let dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = atomic::dir_of(output);
     let temp =
         atomic::temp_file(dir).with_context(|| format!("creating a file in {}", dir.display()))?;
     let (file, temp_path) = temp.into_parts();
