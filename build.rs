@@ -31,7 +31,7 @@ fn main() {
         "CHROMIUM",
         "PATH",
         "ORAS_PY",
-        "TFMIRROR_BASE_IMAGE",
+        "CONTAINER_BASE_IMAGE",
         "CONTAINERS_CONF",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
@@ -60,7 +60,7 @@ fn main() {
         && std::env::var_os("ORAS_PY").is_some_and(|p| Path::new(&p).join("oras").is_dir());
     // Podman and the base image scripts/install-container-base makes (the
     // container tests, which also need root).
-    let podman = runs("podman", "--version") && std::env::var_os("TFMIRROR_BASE_IMAGE").is_some();
+    let podman = runs("podman", "--version") && std::env::var_os("CONTAINER_BASE_IMAGE").is_some();
     let root = Command::new("id")
         .arg("-u")
         .output()

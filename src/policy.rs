@@ -147,6 +147,21 @@ impl Policy {
         })
     }
 
+    /// The names of what can decide: each rule (`policy.rule[N]`),
+    /// `policy.default`, and `policy.min_age` when there is a cooldown;
+    /// none when the policy allows everything.
+    pub fn deciders(&self) -> Vec<String> {
+        if self.allows_everything() {
+            return Vec::new();
+        }
+        let mut out: Vec<String> = self.rules.iter().map(|r| r.name.clone()).collect();
+        out.push("policy.default".to_owned());
+        if self.has_cooldown() {
+            out.push(COOLDOWN.to_owned());
+        }
+        out
+    }
+
     /// Whether the policy allows everything (no rule, default `allow`, no
     /// cooldown).
     pub fn allows_everything(&self) -> bool {

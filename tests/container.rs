@@ -1,6 +1,6 @@
 //! tfmirror's container image (`deploy/container/Containerfile`), built
 //! with Podman on a base image made from Debian's packages
-//! (`scripts/install-container-base`, `TFMIRROR_BASE_IMAGE`) and run as a
+//! (`scripts/install-container-base`, `CONTAINER_BASE_IMAGE`) and run as a
 //! platform team runs it: an unprivileged user, a read-only root
 //! filesystem, state and cache on volumes, the health check, a clean stop,
 //! configuration from the environment, a bad configuration refused, and
@@ -119,7 +119,7 @@ fn mount(host: &Path, inside: &str) -> String {
 
 #[cfg_attr(
     tfmirror_no_podman,
-    ignore = "needs root, Podman and TFMIRROR_BASE_IMAGE; scripts/test provides them"
+    ignore = "needs root, Podman and CONTAINER_BASE_IMAGE; scripts/test provides them"
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_image_runs_unprivileged_read_only_and_stops_cleanly() {
@@ -183,7 +183,7 @@ async fn the_image_runs_unprivileged_read_only_and_stops_cleanly() {
 
 #[cfg_attr(
     tfmirror_no_podman,
-    ignore = "needs root, Podman and TFMIRROR_BASE_IMAGE; scripts/test provides them"
+    ignore = "needs root, Podman and CONTAINER_BASE_IMAGE; scripts/test provides them"
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_configuration_from_the_environment_alone_serves() {
@@ -240,7 +240,7 @@ async fn a_configuration_from_the_environment_alone_serves() {
 
 #[cfg_attr(
     tfmirror_no_podman,
-    ignore = "needs root, Podman and TFMIRROR_BASE_IMAGE; scripts/test provides them"
+    ignore = "needs root, Podman and CONTAINER_BASE_IMAGE; scripts/test provides them"
 )]
 #[test]
 fn a_bad_configuration_stops_the_container_with_the_error() {
@@ -265,7 +265,7 @@ fn a_bad_configuration_stops_the_container_with_the_error() {
 
 #[cfg_attr(
     any(tfmirror_no_podman, tfmirror_no_terraform, tfmirror_no_seaweedfs),
-    ignore = "needs root, Podman, TFMIRROR_BASE_IMAGE, TERRAFORM_BIN and WEED_BIN; scripts/test provides them"
+    ignore = "needs root, Podman, CONTAINER_BASE_IMAGE, TERRAFORM_BIN and WEED_BIN; scripts/test provides them"
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_containers_on_one_bucket_serve_terraform_with_one_download() {

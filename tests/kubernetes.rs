@@ -271,7 +271,7 @@ fn test_overlay(image: &str, port: u16) -> (tempfile::TempDir, PathBuf) {
 
 #[cfg_attr(
     any(tfmirror_no_kubectl, tfmirror_no_podman),
-    ignore = "needs kubectl, root, Podman and TFMIRROR_BASE_IMAGE; scripts/test provides them"
+    ignore = "needs kubectl, root, Podman and CONTAINER_BASE_IMAGE; scripts/test provides them"
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_single_instance_pod_runs_unprivileged_and_read_only() {

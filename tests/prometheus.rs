@@ -368,6 +368,59 @@ async fn every_query_and_rule_returns_series_from_a_real_prometheus() {
     mirror.stop().await;
 }
 
+/// After a fresh start, the first refused signature raises
+/// `TfmirrorVerificationFailing` in a real Prometheus: the series is
+/// exported at 0 from the start, so that one event is an increase.
+#[cfg_attr(
+    tfmirror_no_prometheus,
+    ignore = "needs prometheus (Debian's prometheus package); scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_refused_signature_after_a_start_raises_the_alert() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let stranger = Signer::new("stranger");
+    origin.publish_unverifiable(&signer, &stranger, "2.0.0");
+    let mirror = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let prometheus = start_prometheus(
+        dir.path(),
+        &format!("127.0.0.1:{}", mirror.addr.port()),
+        &mirror.ca_file,
+    );
+    let api = Client::allowing_http(&mirror.ca_file);
+    let invalid = "tfmirror_signature_verifications_total{outcome=\"invalid\"} == 0";
+    wait_until_answered(
+        "a scrape of the series at 0",
+        Duration::from_secs(60),
+        || async {
+            api.try_get(&format!("{}/-/ready", prometheus.url))
+                .await
+                .is_some_and(|a| a.status == StatusCode::OK)
+                && !query(&api, &prometheus, invalid).await.is_empty()
+        },
+    )
+    .await;
+    let firing = "ALERTS{alertname=\"TfmirrorVerificationFailing\", alertstate=\"firing\"}";
+    assert!(query(&api, &prometheus, firing).await.is_empty());
+
+    // One refused signature.
+    let c = Client::trusting(&mirror.ca_file);
+    let refused = c
+        .get(&mirror.url("/registry.origin.test/acme/widget/1.0.0.json"))
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_GATEWAY);
+    wait_until_answered(
+        "TfmirrorVerificationFailing to fire",
+        Duration::from_secs(60),
+        || async { !query(&api, &prometheus, firing).await.is_empty() },
+    )
+    .await;
+    drop(prometheus);
+    mirror.stop().await;
+}
+
 #[test]
 fn the_rule_reader_reads_the_rules() {
     let (records, alerts) = rules();

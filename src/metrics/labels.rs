@@ -77,6 +77,18 @@ pub enum CacheKind {
 impl CacheKind {
     /// How many kinds there are (`ReleaseFile` is the last).
     pub(super) const COUNT: usize = CacheKind::ReleaseFile as usize + 1;
+
+    /// Every kind.
+    pub(super) const ALL: [CacheKind; CacheKind::COUNT] = [
+        CacheKind::Index,
+        CacheKind::Version,
+        CacheKind::Archive,
+        CacheKind::ModuleIndex,
+        CacheKind::ModulePackage,
+        CacheKind::ReleaseList,
+        CacheKind::ReleaseRecord,
+        CacheKind::ReleaseFile,
+    ];
 }
 
 /// How an upstream request ended.
@@ -92,6 +104,17 @@ pub enum UpstreamOutcome {
     Timeout,
     /// No connection.
     Unreachable,
+}
+
+impl UpstreamOutcome {
+    /// Every outcome.
+    pub(super) const ALL: [UpstreamOutcome; 5] = [
+        UpstreamOutcome::Ok,
+        UpstreamOutcome::NotFound,
+        UpstreamOutcome::Error,
+        UpstreamOutcome::Timeout,
+        UpstreamOutcome::Unreachable,
+    ];
 }
 
 /// How a background fetch of `cache.prefetch_platforms` ended.

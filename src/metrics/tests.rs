@@ -55,9 +55,53 @@ fn kept_series_are_the_familys_series() {
     ] {
         assert!(text.contains(want), "{want} missing from\n{text}");
     }
-    // Series are created by their first count, not before.
+    // Request series are created by their first count, not before; cache
+    // lookups, whose labels are all known, are there from the start.
     assert!(!text.contains("endpoint=\"index\""), "{text}");
-    assert!(!text.contains("outcome=\"miss\""), "{text}");
+    assert!(
+        text.contains("tfmirror_cache_lookups_total{kind=\"index\",outcome=\"miss\"} 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn series_the_alerts_read_are_exported_at_zero_from_the_start() {
+    let m = Metrics::new();
+    let text = m.render();
+    for want in [
+        "tfmirror_signature_verifications_total{outcome=\"invalid\"} 0",
+        "tfmirror_evictions_total{kind=\"archive\"} 0",
+        "tfmirror_watch_runs_total{outcome=\"failed\"} 0",
+        "tfmirror_watch_fetched_total{kind=\"module\"} 0",
+        "tfmirror_cache_lookups_total{kind=\"index\",outcome=\"stale\"} 0",
+        "tfmirror_module_fetches_total{source=\"git\",outcome=\"failed\"} 0",
+        "tfmirror_download_claims_total{outcome=\"waited\"} 0",
+    ] {
+        assert!(text.contains(want), "{want} missing from\n{text}");
+    }
+    // What the configuration decides: none before it is known.
+    assert!(
+        !text.contains("tfmirror_upstream_requests_total{"),
+        "{text}"
+    );
+    assert!(!text.contains("tfmirror_policy_decisions_total{"), "{text}");
+    m.export_configured_series(
+        &["registry.terraform.io".to_owned()],
+        &["policy.rule[0]".to_owned(), "policy.default".to_owned()],
+    );
+    let text = m.render();
+    for want in [
+        "tfmirror_upstream_requests_total{host=\"registry.terraform.io\",outcome=\"unreachable\"} 0",
+        "tfmirror_policy_decisions_total{action=\"deny\",rule=\"policy.rule[0]\"} 0",
+        "tfmirror_policy_decisions_total{action=\"allow\",rule=\"policy.default\"} 0",
+    ] {
+        assert!(text.contains(want), "{want} missing from\n{text}");
+    }
+    // A count lands on the series exported at 0.
+    m.verification(VerifyOutcome::Invalid);
+    assert!(m
+        .render()
+        .contains("tfmirror_signature_verifications_total{outcome=\"invalid\"} 1"));
 }
 
 #[test]

@@ -247,6 +247,11 @@ impl Mirror {
         metrics.set_keyless_versions(keyless.len());
         metrics.set_cache_max_size(config.cache.max_size.map(|s| s.as_u64()));
         let policy = crate::policy::Policy::new(&config.policy)?;
+        let hosts: Vec<String> = (config.upstream.allowed_hosts.iter())
+            .chain(config.upstream.hosts.keys())
+            .map(ToString::to_string)
+            .collect();
+        metrics.export_configured_series(&hosts, &policy.deciders());
         let fetcher = crate::module_source::Fetcher::new(
             &config,
             origin.client.clone(),

@@ -1,7 +1,7 @@
 //! Podman, as the container and Kubernetes tests drive it: rootful, with
 //! the settings of `CONTAINERS_CONF` (the README's test command writes
 //! them), and the image of `deploy/container/Containerfile` built from the
-//! binary under test on the base image `TFMIRROR_BASE_IMAGE`.
+//! binary under test on the base image `CONTAINER_BASE_IMAGE`.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -24,8 +24,8 @@ pub fn printed(out: &Output) -> String {
 /// release binary would be), tagged `localhost/tfmirror-test:<tag>`, and
 /// returns its name. Images this replaces are removed.
 pub fn build_image(tag: &str) -> String {
-    let base = std::env::var("TFMIRROR_BASE_IMAGE")
-        .expect("TFMIRROR_BASE_IMAGE names the base image; run the README's test command");
+    let base = std::env::var("CONTAINER_BASE_IMAGE")
+        .expect("CONTAINER_BASE_IMAGE names the base image; run the README's test command");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let context = tempfile::tempdir().unwrap();
     let release = context.path().join("target/release");
