@@ -20,7 +20,45 @@ const CFGS: &[&str] = &[
     "tfmirror_no_kubectl",
 ];
 
+/// `tfmirror --version`'s line: the package's version and, when built
+/// from a git checkout, the commit and the build date (`SOURCE_DATE_EPOCH`
+/// when set, for reproducible builds; else the commit's date), as
+/// `0.1.0 (commit 1a2b3c4d5e6f, built 2026-11-27)`.
+fn version_line() -> String {
+    let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .filter(|s| !s.is_empty())
+    };
+    let Some(commit) = git(&["rev-parse", "--short=12", "HEAD"]) else {
+        return version;
+    };
+    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
+        println!("cargo::rerun-if-changed={dir}/HEAD");
+        println!("cargo::rerun-if-changed={dir}/refs/heads");
+        println!("cargo::rerun-if-changed={dir}/packed-refs");
+    }
+    println!("cargo::rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    let date = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(epoch) => epoch.trim().parse::<u64>().ok().map(|secs| {
+            let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+            humantime::format_rfc3339(when).to_string()[..10].to_owned()
+        }),
+        Err(_) => git(&["log", "-1", "--date=short", "--format=%cd"]),
+    };
+    match date {
+        Some(date) => format!("{version} (commit {commit}, built {date})"),
+        None => format!("{version} (commit {commit})"),
+    }
+}
+
 fn main() {
+    println!("cargo::rustc-env=VERSION_LINE={}", version_line());
     for cfg in CFGS {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }

@@ -914,3 +914,33 @@ async fn every_served_archive_and_module_package_leaves_an_audit_line() {
     assert!(!log.contains("tfmirror::access"), "{log}");
     assert!(!log.contains("tfmirror::audit"), "{log}");
 }
+
+/// `tfmirror --version` names the version and, built from a git
+/// checkout, the commit and the build date, so that an operator can tell
+/// builds apart.
+#[test]
+fn the_version_names_the_commit_it_was_built_from() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tfmirror"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        line.starts_with(&format!("tfmirror {}", env!("CARGO_PKG_VERSION"))),
+        "{line}"
+    );
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    if let Some(commit) = head {
+        assert!(
+            line.contains(&format!("(commit {commit}, built 20")),
+            "{line} does not name {commit}"
+        );
+    }
+}

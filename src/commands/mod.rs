@@ -38,7 +38,7 @@ use crate::store::DiskStore;
 
 /// A caching, verifying provider network mirror for Terraform and OpenTofu.
 #[derive(Debug, Parser)]
-#[command(name = "tfmirror", version, about)]
+#[command(name = "tfmirror", version = env!("VERSION_LINE"), about)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
