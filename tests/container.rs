@@ -96,15 +96,6 @@ impl Drop for Container {
     }
 }
 
-/// A free port on loopback.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A directory for a volume, writable by the image's user.
 fn volume(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(name);
@@ -212,18 +203,7 @@ async fn a_configuration_from_the_environment_alone_serves() {
         &["serve"],
     );
     let url = format!("http://127.0.0.1:{port}");
-    let home = dir.path().to_path_buf();
-    let ready = answered_within(Duration::from_secs(60), || {
-        let (url, home) = (url.clone(), home.clone());
-        async move {
-            let mut probe = common::daemon::tfmirror(&home);
-            probe.args(["probe", "--ready", "--url", &url]);
-            tokio::task::spawn_blocking(move || probe.output().unwrap().status.success())
-                .await
-                .unwrap()
-        }
-    })
-    .await;
+    let ready = common::podman::becomes_ready(dir.path(), &url).await;
     assert!(ready, "never ready:\n{}", c.logs());
     let page = podman(&[
         "exec",

@@ -10,7 +10,6 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use common::podman::{build_image, podman, printed};
 use common::*;
@@ -276,11 +275,7 @@ fn test_overlay(image: &str, port: u16) -> (tempfile::TempDir, PathBuf) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_single_instance_pod_runs_unprivileged_and_read_only() {
     let image = build_image("kubernetes");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let (dir, overlay) = test_overlay(&image, port);
     let rendered = dir.path().join("rendered.yaml");
     let docs = render(&overlay);
@@ -299,19 +294,8 @@ async fn the_single_instance_pod_runs_unprivileged_and_read_only() {
     let played = podman(&["kube", "play", "--network", "host", rendered_s]);
     assert!(played.status.success(), "{}", printed(&played));
     let container = "tfmirror-pod-0-tfmirror";
-    let url = format!("http://127.0.0.1:{port}");
-    let home = dir.path().to_path_buf();
-    let ready = answered_within(Duration::from_secs(60), || {
-        let (url, home) = (url.clone(), home.clone());
-        async move {
-            let mut probe = common::daemon::tfmirror(&home);
-            probe.args(["probe", "--ready", "--url", &url]);
-            tokio::task::spawn_blocking(move || probe.output().unwrap().status.success())
-                .await
-                .unwrap()
-        }
-    })
-    .await;
+    let ready =
+        common::podman::becomes_ready(dir.path(), &format!("http://127.0.0.1:{port}")).await;
     let logs = printed(&podman(&["logs", container]));
     let inspect = printed(&podman(&[
         "inspect",

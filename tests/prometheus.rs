@@ -161,15 +161,6 @@ impl Drop for Prometheus {
     }
 }
 
-/// A free loopback port.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Starts Prometheus scraping `target` over TLS (trusting `ca_file`) every
 /// second, with the rules loaded.
 fn start_prometheus(dir: &Path, target: &str, ca_file: &Path) -> Prometheus {

@@ -78,14 +78,7 @@ pub fn command(config: &Config, args: &ProbeArgs) -> anyhow::Result<()> {
     if args.url.is_none() {
         client = client.danger_accept_invalid_certs(true);
     } else {
-        let roots = crate::upstream::client::root_store(args.ca_file.as_deref(), "--ca-file")?;
-        let tls = rustls::ClientConfig::builder_with_provider(
-            rustls::crypto::ring::default_provider().into(),
-        )
-        .with_safe_default_protocol_versions()
-        .context("TLS versions")?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        let tls = crate::upstream::client::tls_config(args.ca_file.as_deref(), "--ca-file")?;
         client = client.tls_backend_preconfigured(tls);
     }
     let client = client.build().context("building the probe's client")?;

@@ -55,14 +55,8 @@ pub struct Client {
 impl Client {
     /// Builds the client from the `[upstream]` settings.
     pub fn new(config: &UpstreamConfig, metrics: Arc<Metrics>) -> anyhow::Result<Client> {
-        let roots = root_store(config.ca_file.as_deref(), "upstream.ca_file")?;
-        let tls = rustls::ClientConfig::builder_with_provider(
-            rustls::crypto::ring::default_provider().into(),
-        )
-        .with_safe_default_protocol_versions()
-        .context("configuring upstream TLS")?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        let tls = tls_config(config.ca_file.as_deref(), "upstream.ca_file")
+            .context("configuring upstream TLS")?;
         let http = GuardedConnector::new(config);
         let https = HttpsConnectorBuilder::new()
             .with_tls_config(tls)
@@ -427,6 +421,22 @@ fn same_origin(a: &Url, b: &Url) -> bool {
     a.scheme() == b.scheme()
         && a.host_str() == b.host_str()
         && a.port_or_known_default() == b.port_or_known_default()
+}
+
+/// A TLS client configuration trusting the built-in and system roots
+/// and those of `ca_file` (named `what` in errors), with the safe
+/// protocol versions.
+pub fn tls_config(ca_file: Option<&Path>, what: &str) -> anyhow::Result<rustls::ClientConfig> {
+    let roots = root_store(ca_file, what)?;
+    Ok(
+        rustls::ClientConfig::builder_with_provider(
+            rustls::crypto::ring::default_provider().into(),
+        )
+        .with_safe_default_protocol_versions()
+        .context("TLS versions")?
+        .with_root_certificates(roots)
+        .with_no_client_auth(),
+    )
 }
 
 /// The roots trusted for outgoing TLS: the built-in Mozilla roots, the

@@ -71,3 +71,18 @@ pub fn build_image(tag: &str) -> String {
     }
     name
 }
+
+/// Whether the daemon at `url` answers `tfmirror probe --ready` within a
+/// minute (asked from `home`).
+pub async fn becomes_ready(home: &Path, url: &str) -> bool {
+    super::answered_within(std::time::Duration::from_secs(60), || {
+        let mut probe = super::daemon::tfmirror(home);
+        probe.args(["probe", "--ready", "--url", url]);
+        async move {
+            tokio::task::spawn_blocking(move || probe.output().unwrap().status.success())
+                .await
+                .unwrap()
+        }
+    })
+    .await
+}

@@ -278,3 +278,12 @@ pub fn publish_big(
     }
     published
 }
+
+/// A free port on loopback (free when asked; tests bind it soon after).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

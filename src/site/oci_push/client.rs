@@ -41,14 +41,7 @@ impl Registry {
         credential: Credential,
         ca_file: Option<&Path>,
     ) -> anyhow::Result<Registry> {
-        let roots = crate::upstream::client::root_store(ca_file, "the registry's ca_file")?;
-        let tls = rustls::ClientConfig::builder_with_provider(
-            rustls::crypto::ring::default_provider().into(),
-        )
-        .with_safe_default_protocol_versions()
-        .context("TLS versions")?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        let tls = crate::upstream::client::tls_config(ca_file, "the registry's ca_file")?;
         let http = reqwest::Client::builder()
             .tls_backend_preconfigured(tls)
             .user_agent(concat!("tfmirror/", env!("CARGO_PKG_VERSION")))
