@@ -235,72 +235,6 @@ impl Metrics {
         m
     }
 
-    /// Exports at 0, from the start, every series whose label values are
-    /// known in advance, so that the first event after a start is an
-    /// increase Prometheus sees (a series appearing at 1 has none) and
-    /// panels show 0 rather than no data.
-    fn export_known_series(&self) {
-        for outcome in [
-            VerifyOutcome::Valid,
-            VerifyOutcome::Keyless,
-            VerifyOutcome::Invalid,
-        ] {
-            let _ = self.verifications.get_or_create(&VerifyLabels { outcome });
-        }
-        for outcome in [PrefetchOutcome::Fetched, PrefetchOutcome::Failed] {
-            let _ = self.prefetches.get_or_create(&PrefetchLabels { outcome });
-        }
-        for kind in CacheKind::ALL {
-            for outcome in [CacheOutcome::Hit, CacheOutcome::Miss, CacheOutcome::Stale] {
-                let _ = self.cache.get_or_create(&CacheLabels { kind, outcome });
-            }
-        }
-        for source in ["git", "archive"] {
-            for outcome in ["packaged", "failed"] {
-                let _ = self
-                    .module_fetches
-                    .get_or_create(&SourceLabels { source, outcome });
-            }
-        }
-        for kind in ["archive", "module", "release"] {
-            let _ = self.evictions.get_or_create(&KindLabels { kind });
-        }
-        for kind in ["archive", "module"] {
-            let _ = self.watch_fetched.get_or_create(&KindLabels { kind });
-        }
-        for outcome in ["ok", "failed"] {
-            let _ = self.watch_runs.get_or_create(&OutcomeLabels { outcome });
-        }
-        for outcome in ["granted", "waited"] {
-            let _ = self
-                .download_claims
-                .get_or_create(&OutcomeLabels { outcome });
-        }
-    }
-
-    /// Exports at 0 the series whose label values the configuration
-    /// decides: each origin host's request outcomes, and each policy
-    /// decider's actions (`deciders`: none while the policy allows
-    /// everything).
-    pub fn export_configured_series(&self, hosts: &[String], deciders: &[String]) {
-        for host in hosts {
-            for outcome in UpstreamOutcome::ALL {
-                let _ = self.upstream.get_or_create(&UpstreamLabels {
-                    host: host.clone(),
-                    outcome,
-                });
-            }
-        }
-        for rule in deciders {
-            for action in ["allow", "deny"] {
-                let _ = self.policy_decisions.get_or_create(&PolicyLabels {
-                    action,
-                    rule: rule.clone(),
-                });
-            }
-        }
-    }
-
     /// Counts a finished watch pass: `ok` or `failed`.
     pub fn watch_run(&self, outcome: &'static str) {
         self.watch_runs
@@ -496,6 +430,7 @@ impl Drop for InFlight<'_> {
 
 mod kept;
 mod keyless;
+mod known;
 mod labels;
 mod operations;
 #[cfg(test)]
