@@ -291,5 +291,8 @@ async fn prefetch_platforms_are_fetched_once_in_the_background() {
     )
     .await;
     let metrics = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
-    assert!(!metrics.contains("outcome=\"failed\""), "{metrics}");
+    assert!(
+        metrics.contains("tfmirror_prefetches_total{outcome=\"failed\"} 0"),
+        "{metrics}"
+    );
 }
