@@ -362,6 +362,15 @@ async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
         let report: Value = serde_json::from_str(&checked.stdout)
             .unwrap_or_else(|e| panic!("{name}: {e}: {}{}", checked.stdout, checked.stderr));
         assert_eq!(report["ready"], checked.ok, "{name}");
+        let rules_client = if client == "opentofu" {
+            "tofu"
+        } else {
+            "terraform"
+        };
+        assert_eq!(
+            report["configurations"][0]["client"], rules_client,
+            "{name}"
+        );
         let installs = &case.expect["installs"];
         assert_eq!(
             checked.ok,

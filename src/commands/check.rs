@@ -89,7 +89,20 @@ pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
     })?;
     let (held, missing, mismatched) = report.counts();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        // Beside the report: whose rules read each configuration.
+        let mut out = serde_json::to_value(&report)?;
+        out["configurations"] = args
+            .from
+            .iter()
+            .zip(&selections)
+            .map(|(path, selection)| {
+                serde_json::json!({
+                    "from": path,
+                    "client": selection.rules.map(|r| r.client.as_str()),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         for item in &report.items {
             println!("{item}");
