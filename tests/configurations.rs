@@ -307,19 +307,25 @@ async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
         let client = case.expect["client"].as_str().unwrap();
         let config = mirror_config(&setup, &origin, name);
         let before = archives_sent(&origin);
-        let synced = run_tfmirror(
-            dir,
-            &[
-                "sync",
+        // `sync` or `check` of this configuration, on this case's mirror.
+        let on_case = |verb: &'static str, extra: &'static [&'static str]| {
+            let mut args = vec![
+                verb,
                 "--config",
                 s(&config),
                 "--from",
                 s(&case.root),
                 "--platform",
                 &platform,
-            ],
-        )
-        .await;
+            ];
+            args.extend_from_slice(extra);
+            let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
+            async move {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                run_tfmirror(dir, &args).await
+            }
+        };
+        let synced = on_case("sync", &[]).await;
         let fetched: BTreeSet<String> = archives_sent(&origin)
             .into_iter()
             .filter(|(file, n)| before.get(file) != Some(n))
@@ -345,20 +351,7 @@ async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
                 synced.stdout
             );
         }
-        let checked = run_tfmirror(
-            dir,
-            &[
-                "check",
-                "--config",
-                s(&config),
-                "--from",
-                s(&case.root),
-                "--platform",
-                &platform,
-                "--json",
-            ],
-        )
-        .await;
+        let checked = on_case("check", &["--json"]).await;
         let report: Value = serde_json::from_str(&checked.stdout)
             .unwrap_or_else(|e| panic!("{name}: {e}: {}{}", checked.stdout, checked.stderr));
         assert_eq!(report["ready"], checked.ok, "{name}");

@@ -192,6 +192,28 @@ fn start_prometheus(dir: &Path, target: &str, ca_file: &Path) -> Prometheus {
     }
 }
 
+/// Prometheus scraping `mirror` (with the rules loaded), once it answers
+/// as ready; with a client for its API.
+async fn prometheus_scraping(dir: &Path, mirror: &RunningMirror) -> (Prometheus, Client) {
+    let prometheus = start_prometheus(
+        dir,
+        &format!("127.0.0.1:{}", mirror.addr.port()),
+        &mirror.ca_file,
+    );
+    let api = Client::allowing_http(&mirror.ca_file);
+    wait_until_answered(
+        "Prometheus to be ready",
+        Duration::from_secs(60),
+        || async {
+            api.try_get(&format!("{}/-/ready", prometheus.url))
+                .await
+                .is_some_and(|a| a.status == StatusCode::OK)
+        },
+    )
+    .await;
+    (prometheus, api)
+}
+
 /// The series a query (in Prometheus's query language) returns now.
 async fn query(client: &Client, prometheus: &Prometheus, expr: &str) -> Vec<serde_json::Value> {
     let encoded: String = url::form_urlencoded::byte_serialize(expr.as_bytes()).collect();
@@ -288,22 +310,7 @@ async fn every_query_and_rule_returns_series_from_a_real_prometheus() {
     assert_eq!(c.get(&thing("index.json")).await.status, StatusCode::OK);
 
     let dir = tempfile::tempdir().unwrap();
-    let prometheus = start_prometheus(
-        dir.path(),
-        &format!("127.0.0.1:{}", mirror.addr.port()),
-        &mirror.ca_file,
-    );
-    let api = Client::allowing_http(&mirror.ca_file);
-    wait_until_answered(
-        "Prometheus to be ready",
-        Duration::from_secs(60),
-        || async {
-            api.try_get(&format!("{}/-/ready", prometheus.url))
-                .await
-                .is_some_and(|a| a.status == StatusCode::OK)
-        },
-    )
-    .await;
+    let (prometheus, api) = prometheus_scraping(dir.path(), &mirror).await;
     wait_until_answered(
         "a scrape and a rule evaluation",
         Duration::from_secs(60),
@@ -375,22 +382,12 @@ async fn the_first_refused_signature_after_a_start_raises_the_alert() {
     origin.publish_unverifiable(&signer, &stranger, "2.0.0");
     let mirror = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
     let dir = tempfile::tempdir().unwrap();
-    let prometheus = start_prometheus(
-        dir.path(),
-        &format!("127.0.0.1:{}", mirror.addr.port()),
-        &mirror.ca_file,
-    );
-    let api = Client::allowing_http(&mirror.ca_file);
+    let (prometheus, api) = prometheus_scraping(dir.path(), &mirror).await;
     let invalid = "tfmirror_signature_verifications_total{outcome=\"invalid\"} == 0";
     wait_until_answered(
         "a scrape of the series at 0",
         Duration::from_secs(60),
-        || async {
-            api.try_get(&format!("{}/-/ready", prometheus.url))
-                .await
-                .is_some_and(|a| a.status == StatusCode::OK)
-                && !query(&api, &prometheus, invalid).await.is_empty()
-        },
+        || async { !query(&api, &prometheus, invalid).await.is_empty() },
     )
     .await;
     let firing = "ALERTS{alertname=\"TfmirrorVerificationFailing\", alertstate=\"firing\"}";

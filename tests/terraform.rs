@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::daemon::*;
 use common::*;
@@ -131,25 +130,17 @@ impl Workspace {
 
     /// Runs terraform with `args`; returns success and the combined output.
     async fn run(&self, args: &[&str]) -> (bool, String) {
-        let mut cmd = Command::new(&self.terraform);
-        cmd.args(args)
-            .current_dir(self.dir.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.dir.path())
-            .env("TF_CLI_CONFIG_FILE", &self.cli_config)
-            .env("SSL_CERT_FILE", &self.ca_file)
-            .env("CHECKPOINT_DISABLE", "1")
-            .env("TF_IN_AUTOMATION", "1");
+        let mut cmd = common::terraform::command(
+            &self.terraform,
+            self.dir.path(),
+            &self.cli_config,
+            &self.ca_file,
+        );
+        cmd.args(args);
         let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
             .await
             .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
+        common::terraform::outcome(&out)
     }
 
     /// Adds `module` blocks (name, registry source, version) to the
