@@ -29,7 +29,7 @@ struct ListedArchive<'a> {
 /// `tfmirror ls`.
 pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
     let (archives, labels) = super::runtime()?.block_on(async {
-        let store = crate::store::open(config, false)?;
+        let store = crate::store::open(config, false).await?;
         let archives = store
             .list_archives()
             .await
@@ -131,7 +131,7 @@ struct ListedModule<'a> {
 /// `tfmirror ls --modules`.
 pub fn modules(config: &Config, json: bool) -> anyhow::Result<()> {
     let pins = super::runtime()?.block_on(async {
-        let store = crate::store::open(config, false)?;
+        let store = crate::store::open(config, false).await?;
         store
             .list_modules()
             .await
@@ -187,7 +187,7 @@ struct ListedRelease<'a> {
 /// `tfmirror ls --releases`.
 pub fn releases(config: &Config, json: bool) -> anyhow::Result<()> {
     let held = super::runtime()?.block_on(async {
-        let store = crate::store::open(config, false)?;
+        let store = crate::store::open(config, false).await?;
         store
             .list_releases()
             .await

@@ -482,6 +482,8 @@ fn open_store(config: &Config) -> anyhow::Result<DiskStore> {
             "this command works on the disk cache (storage.backend = \"disk\"); on a bucket, every other command works, and lifecycle rules rather than gc bound its size (docs/several-instances.md)"
         );
     }
-    DiskStore::open(&config.cache.dir)
-        .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))
+    let store = DiskStore::open(&config.cache.dir)
+        .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
+    runtime()?.block_on(crate::store::format::open_cache(&store))?;
+    Ok(store)
 }

@@ -28,10 +28,7 @@ impl CommandStore {
         if let Some(s3) = &mut direct.storage.s3 {
             s3.local_cache = None;
         }
-        let store = {
-            let _entered = runtime.enter();
-            crate::store::open(&direct, false)?
-        };
+        let store = runtime.block_on(crate::store::open(&direct, false))?;
         Ok(CommandStore { store, runtime })
     }
 

@@ -171,7 +171,7 @@ impl Mirror {
     /// earlier run left unfinished in `tmp/`. It prefetches
     /// `cache.prefetch_platforms`.
     pub async fn new(config: Config) -> anyhow::Result<Mirror> {
-        let store = crate::store::open(&config, true)?;
+        let store = crate::store::open(&config, true).await?;
         let prefetch = config.cache.prefetch_platforms.clone();
         let mut mirror = Self::on(config, store).await?;
         mirror.prefetch = prefetch;
@@ -181,17 +181,13 @@ impl Mirror {
     /// Builds a mirror for a command (such as `sync`) that may run beside a
     /// daemon using the same cache: `tmp/` is left alone.
     pub async fn beside_daemon(config: Config) -> anyhow::Result<Mirror> {
-        let store = crate::store::open(&config, false)?;
+        let store = crate::store::open(&config, false).await?;
         Self::on(config, store).await
     }
 
-    /// Builds a mirror on `store`, once the store has shown it can be used
-    /// at all ([`Store::check_reachable`]).
+    /// Builds a mirror on `store`, as [`crate::store::open`] opened it
+    /// (usable, and in a format this build reads).
     pub async fn on(config: Config, store: Arc<dyn Store>) -> anyhow::Result<Mirror> {
-        store
-            .check_reachable()
-            .await
-            .map_err(|e| anyhow::anyhow!("the cache's store cannot be used: {e}"))?;
         let metrics = Arc::new(Metrics::new());
         let origin = Origin::new(&config, metrics.clone())?;
         let held = store

@@ -9,7 +9,7 @@
 //!
 //! ```json
 //! {
-//!   "tfmirror_inventory": 1,
+//!   "tfmirror_inventory": 2,
 //!   "providers": {
 //!     "registry.terraform.io/hashicorp/aws": {
 //!       "5.0.0": { "linux_amd64": ["h1:…", "zh:…"] }
@@ -40,8 +40,12 @@ use serde::{Deserialize, Serialize};
 use crate::address::{ArchiveKey, ArtifactName, Module, Platform, Product, Provider, Version};
 use crate::store::{ModuleRecord, Store, StoreError};
 
-/// The format this build writes and reads.
-pub const FORMAT: u32 = 1;
+/// The format this build writes: 2, since inventories list CLI release
+/// files (`releases`), which format-1 readers refuse.
+pub const FORMAT: u32 = 2;
+
+/// The formats this build reads.
+pub const FORMATS: std::ops::RangeInclusive<u32> = 1..=FORMAT;
 
 /// The largest inventory read.
 const MAX_BYTES: u64 = 64 * 1024 * 1024;
@@ -108,12 +112,13 @@ impl TryFrom<Document> for SiteInventory {
     type Error = String;
 
     fn try_from(doc: Document) -> Result<Self, String> {
-        if doc.tfmirror_inventory != FORMAT {
-            return Err(format!(
-                "inventory format {} is not supported (this tfmirror reads {FORMAT})",
-                doc.tfmirror_inventory
-            ));
-        }
+        crate::store::format::check_readable(
+            "the inventory",
+            "inventory",
+            doc.tfmirror_inventory,
+            None,
+            FORMATS,
+        )?;
         let mut out = SiteInventory {
             releases: doc.releases,
             ..SiteInventory::default()
@@ -377,6 +382,23 @@ impl SiteInventory {
 
     /// Reads a document; `what` names it in errors.
     pub fn from_json(bytes: &[u8], what: &str) -> anyhow::Result<SiteInventory> {
+        // The format first, passing over every other field: a newer
+        // inventory is refused for being newer, not for a field this build
+        // does not know.
+        #[derive(Deserialize)]
+        struct Format {
+            tfmirror_inventory: u32,
+        }
+        if let Ok(f) = serde_json::from_slice::<Format>(bytes) {
+            crate::store::format::check_readable(
+                what,
+                "inventory",
+                f.tfmirror_inventory,
+                None,
+                FORMATS,
+            )
+            .map_err(anyhow::Error::msg)?;
+        }
         serde_json::from_slice(bytes)
             .with_context(|| format!("{what} is not a valid tfmirror inventory"))
     }

@@ -12,6 +12,7 @@
 pub mod atomic;
 mod disk;
 pub mod evidence;
+pub mod format;
 pub mod health;
 pub mod inventory;
 pub mod pins;
@@ -368,23 +369,30 @@ pub trait Store: Send + Sync {
     }
 }
 
-/// Opens the store `storage.backend` names. `sweep`: remove what an
-/// earlier run left unfinished in the local `tmp/` (only the daemon does,
-/// at start: commands may run beside a daemon whose files are being
+/// Opens the store `storage.backend` names, proves it can be used
+/// ([`Store::check_reachable`]) and refuses it when a newer tfmirror wrote
+/// it ([`format::open_cache`]), so that a misconfigured or newer store
+/// stops the daemon or the command with its reason. `sweep`: remove what
+/// an earlier run left unfinished in the local `tmp/` (only the daemon
+/// does, at start: commands may run beside a daemon whose files are being
 /// written there).
-pub fn open(config: &Config, sweep: bool) -> anyhow::Result<Arc<dyn Store>> {
+pub async fn open(config: &Config, sweep: bool) -> anyhow::Result<Arc<dyn Store>> {
     let disk = DiskStore::open(&config.cache.dir)
         .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
     if sweep {
         disk.sweep()
             .with_context(|| format!("sweeping {}", disk.tmp_dir().display()))?;
     }
-    match (config.storage.backend, &config.storage.s3) {
-        (StorageBackend::S3, Some(s3)) => {
-            let store =
-                S3Store::open(s3, &config.cache.dir).context("opening the bucket (storage.s3)")?;
-            Ok(Arc::new(store))
-        }
-        _ => Ok(Arc::new(disk)),
-    }
+    let store: Arc<dyn Store> = match (config.storage.backend, &config.storage.s3) {
+        (StorageBackend::S3, Some(s3)) => Arc::new(
+            S3Store::open(s3, &config.cache.dir).context("opening the bucket (storage.s3)")?,
+        ),
+        _ => Arc::new(disk),
+    };
+    store
+        .check_reachable()
+        .await
+        .map_err(|e| anyhow::anyhow!("the cache's store cannot be used: {e}"))?;
+    format::open_cache(store.as_ref()).await?;
+    Ok(store)
 }

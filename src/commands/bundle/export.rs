@@ -152,6 +152,7 @@ pub fn export(
     let mut covers = site.cloned().unwrap_or_default();
     let mut manifest = Manifest {
         format: FORMAT,
+        written_by: Some(crate::store::format::THIS_VERSION.to_owned()),
         created_ms: SystemClock.unix_ms(),
         versions: Vec::new(),
         modules: Vec::new(),

@@ -104,7 +104,7 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
                 );
             }
             let bytes = read_small(&mut entry).context("reading the manifest")?;
-            manifest = Some(super::parse_manifest(&bytes)?);
+            manifest = Some(super::parse_manifest(&bytes, bundle)?);
             continue;
         }
         if let Some((module, version, leaf)) = parse_module_path(&path) {

@@ -55,8 +55,11 @@ use crate::site::inventory::SiteInventory;
 
 /// The top directory of every bundle entry.
 const ROOT: &str = "tfmirror-bundle";
-/// The bundle format this build writes and reads.
-const FORMAT: u32 = 1;
+/// The bundle format this build writes: 2, since manifests say what the
+/// site holds once imported (`covers`), which format-1 readers refuse.
+const FORMAT: u32 = 2;
+/// The bundle formats this build reads.
+const FORMATS: std::ops::RangeInclusive<u32> = 1..=FORMAT;
 /// The largest `version.json` or manifest read from a bundle.
 const MAX_RECORD_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -64,8 +67,12 @@ const MAX_RECORD_BYTES: u64 = 8 * 1024 * 1024;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
-    /// The bundle format, `1`.
+    /// The bundle format: 2 as written by this build, 1 from builds
+    /// before the first release.
     pub format: u32,
+    /// The tfmirror version that wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_by: Option<String>,
     /// When it was written, in milliseconds since the Unix epoch.
     pub created_ms: u64,
     /// The versions in it.
@@ -144,22 +151,33 @@ pub fn read_manifest(bundle: &Path) -> anyhow::Result<Manifest> {
         .take(MAX_RECORD_BYTES + 1)
         .read_to_end(&mut bytes)
         .context("reading the manifest")?;
-    parse_manifest(&bytes)
+    parse_manifest(&bytes, bundle)
 }
 
-/// Reads a manifest's JSON, in a format this build reads.
-fn parse_manifest(bytes: &[u8]) -> anyhow::Result<Manifest> {
+/// Reads the manifest of `bundle`, in a format this build reads.
+fn parse_manifest(bytes: &[u8], bundle: &Path) -> anyhow::Result<Manifest> {
     if bytes.len() as u64 > MAX_RECORD_BYTES {
         anyhow::bail!("the manifest is larger than 8 MiB");
     }
-    let m: Manifest = serde_json::from_slice(bytes).context("the manifest is not valid")?;
-    if m.format != FORMAT {
-        anyhow::bail!(
-            "bundle format {} is not supported (this tfmirror reads {FORMAT})",
-            m.format
-        );
+    // The format first, from a reading that passes over every other
+    // field: a newer bundle is refused for being newer, not for a field
+    // this build does not know.
+    #[derive(Deserialize)]
+    struct Format {
+        format: u32,
+        #[serde(default)]
+        written_by: Option<String>,
     }
-    Ok(m)
+    let f: Format = serde_json::from_slice(bytes).context("the manifest is not valid")?;
+    crate::store::format::check_readable(
+        format!("bundle {}", bundle.display()),
+        "bundle",
+        f.format,
+        f.written_by,
+        FORMATS,
+    )
+    .map_err(anyhow::Error::msg)?;
+    serde_json::from_slice(bytes).context("the manifest is not valid")
 }
 
 /// One module version of a [`Manifest`].

@@ -87,7 +87,11 @@ fn release_files_read_back_and_compare_by_sha256() {
 fn a_bad_inventory_is_named() {
     for (text, says) in [
         ("{}", "missing field `tfmirror_inventory`"),
-        ("{\"tfmirror_inventory\": 2}", "format 2"),
+        (
+            "{\"tfmirror_inventory\": 3, \"archives_by_digest\": {}}",
+            "site.json is in inventory format 3; this tfmirror",
+        ),
+        ("{\"tfmirror_inventory\": 0}", "no tfmirror writes"),
         (
             "{\"tfmirror_inventory\": 1, \"providers\": {\"acme/widget\": {}}}",
             "not a full provider address",
@@ -108,4 +112,14 @@ fn a_bad_inventory_is_named() {
         );
         assert!(err.contains(says), "{text}: {err}");
     }
+}
+
+#[test]
+fn inventories_of_both_formats_are_read_and_the_current_one_is_written() {
+    let one = "{\"tfmirror_inventory\": 1, \"providers\": {\"registry.terraform.io/acme/widget\": {\"1.0.0\": {\"linux_amd64\": []}}}}";
+    let read = SiteInventory::from_json(one.as_bytes(), "old.json").unwrap();
+    assert_eq!(read.counts().0, 1);
+    let written: serde_json::Value = serde_json::from_slice(&read.to_json()).unwrap();
+    assert_eq!(written["tfmirror_inventory"], super::FORMAT);
+    assert_eq!(super::FORMAT, 2);
 }
