@@ -86,6 +86,12 @@ struct Document {
     releases: HeldReleases,
 }
 
+/// A document's format, read past every other field.
+#[derive(Deserialize)]
+struct DocumentFormat {
+    tfmirror_inventory: u32,
+}
+
 /// CLI release files, by product and version, each with its SHA-256.
 pub type HeldReleases = BTreeMap<Product, BTreeMap<Version, BTreeMap<ArtifactName, String>>>;
 
@@ -385,11 +391,7 @@ impl SiteInventory {
         // The format first, passing over every other field: a newer
         // inventory is refused for being newer, not for a field this build
         // does not know.
-        #[derive(Deserialize)]
-        struct Format {
-            tfmirror_inventory: u32,
-        }
-        if let Ok(f) = serde_json::from_slice::<Format>(bytes) {
+        if let Ok(f) = serde_json::from_slice::<DocumentFormat>(bytes) {
             crate::store::format::check_readable(
                 what,
                 "inventory",

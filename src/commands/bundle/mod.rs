@@ -154,6 +154,14 @@ pub fn read_manifest(bundle: &Path) -> anyhow::Result<Manifest> {
     parse_manifest(&bytes, bundle)
 }
 
+/// A manifest's format and writer, read past every other field.
+#[derive(Deserialize)]
+struct ManifestFormat {
+    format: u32,
+    #[serde(default)]
+    written_by: Option<String>,
+}
+
 /// Reads the manifest of `bundle`, in a format this build reads.
 fn parse_manifest(bytes: &[u8], bundle: &Path) -> anyhow::Result<Manifest> {
     if bytes.len() as u64 > MAX_RECORD_BYTES {
@@ -162,13 +170,7 @@ fn parse_manifest(bytes: &[u8], bundle: &Path) -> anyhow::Result<Manifest> {
     // The format first, from a reading that passes over every other
     // field: a newer bundle is refused for being newer, not for a field
     // this build does not know.
-    #[derive(Deserialize)]
-    struct Format {
-        format: u32,
-        #[serde(default)]
-        written_by: Option<String>,
-    }
-    let f: Format = serde_json::from_slice(bytes).context("the manifest is not valid")?;
+    let f: ManifestFormat = serde_json::from_slice(bytes).context("the manifest is not valid")?;
     crate::store::format::check_readable(
         format!("bundle {}", bundle.display()),
         "bundle",
