@@ -99,32 +99,6 @@ fn hex(bytes: &[u8]) -> String {
     tfmirror::verify::hex(bytes)
 }
 
-/// A bundle's entries, to alter them.
-fn bundle_entries(path: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut tar = tar::Archive::new(std::fs::File::open(path).unwrap());
-    tar.entries()
-        .unwrap()
-        .map(|e| {
-            let mut e = e.unwrap();
-            let name = e.path().unwrap().to_string_lossy().into_owned();
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut e, &mut bytes).unwrap();
-            (name, bytes)
-        })
-        .collect()
-}
-
-fn write_bundle(path: &Path, entries: &[(String, Vec<u8>)]) {
-    let mut tar = tar::Builder::new(std::fs::File::create(path).unwrap());
-    for (name, bytes) in entries {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        tar.append_data(&mut header, name, &bytes[..]).unwrap();
-    }
-    tar.finish().unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_export_import_and_tampered_bundles() {
     let (setup, origin, archives) = origin_with_providers().await;

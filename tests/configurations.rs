@@ -13,58 +13,14 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::daemon::*;
 use common::*;
 use serde_json::Value;
 
 /// The platform `terraform init` installs for on this machine.
-fn platform() -> String {
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    format!("{}_{arch}", std::env::consts::OS)
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// The Terraform CLIs to compare with: v1.0.3 (`TERRAFORM_BIN`, which the
-/// README's test command installs) and the `terraform` on `PATH` when it is
-/// another version.
-fn terraform_clis() -> Vec<(String, PathBuf)> {
-    let pinned = match std::env::var_os("TERRAFORM_BIN") {
-        Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
-        other => panic!("TERRAFORM_BIN must name the Terraform v1.0.3 binary (got {other:?}); run the README's test command"),
-    };
-    let version = |bin: &Path| -> String {
-        let out = Command::new(bin).arg("version").output().unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let mut out = vec![(version(&pinned), pinned)];
-    let on_path = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("terraform"))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .find(|p| p.is_file());
-    match on_path {
-        Some(bin) if version(&bin) != out[0].0 => out.push((version(&bin), bin)),
-        Some(_) => eprintln!("the terraform on PATH is {}: compared once", out[0].0),
-        None => eprintln!("no terraform on PATH: compared with {} only", out[0].0),
-    }
-    out
 }
 
 /// One configuration of the corpus.
@@ -94,19 +50,6 @@ fn cases() -> Vec<Case> {
     out.sort_by(|a, b| a.name.cmp(&b.name));
     assert!(out.len() >= 10, "the corpus lost configurations");
     out
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// The registry module `acme/net/aws` of `_modules/net`, packaged.
@@ -280,7 +223,7 @@ fn archives_asked(daemon: &mut Daemon, want: &BTreeSet<String>) -> BTreeMap<Stri
 /// Runs `terraform init` in a fresh copy of `root` through the mirror at
 /// `url` alone; returns whether it succeeded and its output.
 fn terraform_init(bin: &Path, root: &Path, url: &str, ca: &Path, work: &Path) -> (bool, String) {
-    copy_dir(root, work);
+    copy_tree(root, work, &[]);
     let url = url.trim_end_matches('/');
     let cli_config = format!(
         "{}\nhost \"registry.terraform.io\" {{\n  services = {{\n    \"modules.v1\" = \"{url}/v1/modules/registry.terraform.io/\"\n  }}\n}}\n",
@@ -295,8 +238,8 @@ fn terraform_init(bin: &Path, root: &Path, url: &str, ca: &Path, work: &Path) ->
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
-    let clis = terraform_clis();
-    let platform = platform();
+    let clis = common::terraform::clis();
+    let platform = common::terraform::platform();
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     publish(&origin, &platform);
@@ -442,7 +385,7 @@ async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
 /// what it skipped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_names_what_this_mirror_cannot_serve() {
-    let platform = platform();
+    let platform = common::terraform::platform();
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     publish(&origin, &platform);

@@ -252,3 +252,30 @@ pub async fn write_inventory(home: &Path, config: &Path, out: &Path) -> Ran {
     let (config, out) = (config.to_str().unwrap(), out.to_str().unwrap());
     run_ok(home, &["inventory", "--config", config, "--output", out]).await
 }
+
+/// A bundle's entries, to alter them.
+pub fn bundle_entries(path: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut tar = tar::Archive::new(std::fs::File::open(path).unwrap());
+    tar.entries()
+        .unwrap()
+        .map(|e| {
+            let mut e = e.unwrap();
+            let name = e.path().unwrap().to_string_lossy().into_owned();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut e, &mut bytes).unwrap();
+            (name, bytes)
+        })
+        .collect()
+}
+
+/// Writes a bundle of `entries`, in order.
+pub fn write_bundle(path: &Path, entries: &[(String, Vec<u8>)]) {
+    let mut tar = tar::Builder::new(std::fs::File::create(path).unwrap());
+    for (name, bytes) in entries {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        tar.append_data(&mut header, name, &bytes[..]).unwrap();
+    }
+    tar.finish().unwrap();
+}

@@ -178,6 +178,19 @@ pub fn files_below(dir: &Path) -> Vec<String> {
     out
 }
 
+/// Copies every file below `from` to the same place below `to`, leaving
+/// out those whose relative path starts with one of `skip`.
+pub fn copy_tree(from: &Path, to: &Path, skip: &[&str]) {
+    for rel in files_below(from) {
+        if skip.iter().any(|s| rel.starts_with(s)) {
+            continue;
+        }
+        let dest = to.join(&rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(&rel), &dest).unwrap();
+    }
+}
+
 /// The usual test scene: a fake origin that publishes one signed provider
 /// version under `acme/<kind>`, and a running mirror that maps
 /// `registry.origin.test` to that origin.

@@ -1,7 +1,7 @@
 //! The real Terraform CLI run in a working directory of its own: a clean
 //! environment, a CLI configuration, the mirror's authority trusted.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The Terraform CLI `bin` to run in `work`, with a clean environment,
@@ -49,4 +49,48 @@ pub fn network_mirror(url: &str) -> String {
         "provider_installation {{\n  network_mirror {{\n    url = \"{}/\"\n  }}\n}}\n",
         url.trim_end_matches('/')
     )
+}
+
+/// The Terraform platform of this machine (`linux_amd64`).
+pub fn platform() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    format!("{}_{arch}", std::env::consts::OS)
+}
+
+/// The Terraform CLIs to compare with: v1.0.3 (`TERRAFORM_BIN`, which the
+/// README's test command installs) and the `terraform` on `PATH` when it is
+/// another version.
+pub fn clis() -> Vec<(String, PathBuf)> {
+    let pinned = match std::env::var_os("TERRAFORM_BIN") {
+        Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
+        other => panic!("TERRAFORM_BIN must name the Terraform v1.0.3 binary (got {other:?}); run the README's test command"),
+    };
+    let version = |bin: &Path| -> String {
+        let out = Command::new(bin).arg("version").output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut out = vec![(version(&pinned), pinned)];
+    let on_path = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("terraform"))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.is_file());
+    match on_path {
+        Some(bin) if version(&bin) != out[0].0 => out.push((version(&bin), bin)),
+        Some(_) => eprintln!("the terraform on PATH is {}: compared once", out[0].0),
+        None => eprintln!("no terraform on PATH: compared with {} only", out[0].0),
+    }
+    out
 }
