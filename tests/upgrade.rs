@@ -252,19 +252,22 @@ async fn every_earlier_releases_disk_cache_is_verified_served_evicted_and_export
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_earlier_releases_bucket_is_verified_and_served_and_a_newer_one_refused() {
     let seaweed = Seaweed::start().await;
+    // One bucket, a prefix for each release: SeaweedFS gives each bucket
+    // volumes of its own, and has few.
+    let bucket = "upgrade";
+    seaweed.create_bucket(bucket).await;
+    let store = seaweed.object_store(bucket);
     for fixtures in releases() {
         let release = fixtures.file_name().unwrap().to_str().unwrap().to_owned();
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
-        let bucket = format!("upgrade-{}", release.replace('.', "-"));
-        seaweed.create_bucket(&bucket).await;
-        let store = seaweed.object_store(&bucket);
+        let prefix = format!("r-{}", release.replace('.', "-"));
         let objects = fixtures.join("bucket");
         for rel in files_below(&objects) {
             let bytes = std::fs::read(objects.join(&rel)).unwrap();
             object_store::ObjectStoreExt::put(
                 &store,
-                &format!("mirror/{rel}").as_str().into(),
+                &format!("{prefix}/{rel}").as_str().into(),
                 bytes.into(),
             )
             .await
@@ -275,7 +278,9 @@ async fn every_earlier_releases_bucket_is_verified_and_served_and_a_newer_one_re
             dir,
             "site",
             &dir.join("cache"),
-            &seaweed.storage_toml(&bucket, dir),
+            &seaweed
+                .storage_toml(bucket, dir)
+                .replace("prefix = \"mirror\"", &format!("prefix = \"{prefix}\"")),
         );
         let verified = run_ok(dir, &["verify", "--config", s(&config)]).await;
         assert!(
@@ -314,7 +319,7 @@ async fn every_earlier_releases_bucket_is_verified_and_served_and_a_newer_one_re
         drop(daemon);
 
         // A newer release's marker on the bucket: refused, and kept.
-        let marker = object_store::path::Path::from("mirror/tfmirror-cache.json");
+        let marker = object_store::path::Path::from(format!("{prefix}/tfmirror-cache.json"));
         let newer = br#"{"format": 2, "written_by": "99.0.0"}"#;
         object_store::ObjectStoreExt::put(&store, &marker, newer.to_vec().into())
             .await

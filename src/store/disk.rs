@@ -4,7 +4,7 @@
 //! validated address types, never from raw request text):
 //!
 //! ```text
-//! tmp/                                        files being written; swept at start
+//! tmp/                                        files and checkouts being written; swept at start
 //! providers/<hostname>/<namespace>/<type>/
 //!     index.json                              versions and platforms, with fetch time
 //!     <version>/version.json                  verified package metadata and its evidence
@@ -67,7 +67,13 @@ impl DiskStore {
         let mut swept = 0;
         for entry in std::fs::read_dir(&self.tmp)? {
             let entry = entry?;
-            if std::fs::remove_file(entry.path()).is_ok() {
+            // Directories too: a module's source is checked out into one.
+            let removed = if entry.file_type()?.is_dir() {
+                std::fs::remove_dir_all(entry.path())
+            } else {
+                std::fs::remove_file(entry.path())
+            };
+            if removed.is_ok() {
                 swept += 1;
             }
         }

@@ -67,6 +67,10 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
     let mut held: BTreeMap<Provider, BTreeMap<Version, Vec<Platform>>> = BTreeMap::new();
     // Origin-reported h1: hashes the imported archives contradict.
     let mut contradicted: Vec<(Provider, Version, Platform)> = Vec::new();
+    // Records stored before their version's first archive, so that an
+    // import killed midway never leaves an archive without its record;
+    // `true` where this import wrote it.
+    let mut recorded: BTreeMap<(Provider, Version), bool> = BTreeMap::new();
     let mut refused_versions: BTreeSet<(Provider, Version)> = BTreeSet::new();
     let mut modules = Modules {
         max_unpacked,
@@ -181,6 +185,18 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
             report.rejected.push((item, why.into()));
             continue;
         };
+        if !recorded.contains_key(&key) {
+            match store.wait(store_record(store, record)) {
+                Ok(wrote) => {
+                    recorded.insert(key.clone(), wrote);
+                }
+                Err(e) => {
+                    let why = format!("storing its version's record failed: {e}");
+                    report.rejected.push((item, why));
+                    continue;
+                }
+            }
+        }
         seen.insert((provider.clone(), version.clone(), platform.clone()));
         match import_archive(store, record, &platform, &mut entry) {
             Ok((stored, h1)) => {
@@ -203,21 +219,30 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
             Err(reason) => report.rejected.push((item, reason.to_string())),
         }
     }
+    let mut amended: BTreeSet<(Provider, Version)> = BTreeSet::new();
     for (p, v, platform) in contradicted {
         if let Some(pkg) = verified
-            .get_mut(&(p, v))
+            .get_mut(&(p.clone(), v.clone()))
             .and_then(|r| r.packages.get_mut(&platform))
         {
             pkg.reported_h1 = None;
+            amended.insert((p, v));
         }
     }
     let Some(manifest) = manifest else {
         anyhow::bail!("{} is empty", bundle.display());
     };
-    // Store each verified record the cache does not have yet, and list
+    // Store each verified record the cache does not have yet (those of
+    // versions without archives here, and those amended above), and list
     // each provider's versions with one write.
     for ((p, v), record) in &verified {
-        match store.wait(store_record(store, record)) {
+        let key = (p.clone(), v.clone());
+        let stored = match recorded.get(&key) {
+            None => store.wait(store_record(store, record)).map(|_| ()),
+            Some(true) if amended.contains(&key) => store.wait(store.store().write_version(record)),
+            Some(_) => Ok(()),
+        };
+        match stored {
             Ok(()) => {
                 report.versions += 1;
                 held.entry(p.clone())

@@ -50,12 +50,13 @@ pub(super) async fn keep_first_seen(
     Ok(())
 }
 
-/// Stores a verified record unless the cache holds a signed one for the
-/// version already.
+/// Stores a verified record (after a keyless version's pin) unless the
+/// cache holds a signed one for the version already; `true` when it wrote
+/// it.
 pub(super) async fn store_record(
     store: &CommandStore,
     record: &VersionRecord,
-) -> Result<(), crate::store::StoreError> {
+) -> Result<bool, crate::store::StoreError> {
     let held = store
         .store()
         .read_version(&record.provider, &record.version)
@@ -63,8 +64,9 @@ pub(super) async fn store_record(
     crate::commands::keyless::keep_pin(store, record, SystemClock.unix_ms()).await?;
     if held.is_none_or(|h| h.unsigned_import) {
         store.store().write_version(record).await?;
+        return Ok(true);
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Splits `tfmirror-bundle/providers/<host>/<ns>/<type>/<version>/<leaf>`

@@ -1,0 +1,490 @@
+//! SIGKILL at many points of a write: the daemon while it downloads
+//! archives and packages modules, `sync`, `import` and `gc`, on disk and
+//! on a bucket. After each kill, everything the cache holds is whole and
+//! verified (each archive byte for byte, each record and pin readable,
+//! each package a whole tarball, `tfmirror verify` quarantining nothing),
+//! and the next start or run completes the interrupted work.
+//!
+//! The points are picked by a seeded generator: each round kills once a
+//! staging file holds a number of bytes (mid-download), once a number of
+//! objects are kept, or after a delay, each drawn from the seed. The seed
+//! is printed; `CRASH_SEED=<n>` repeats a run.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::daemon::*;
+use common::seaweed::Seaweed;
+use common::*;
+use http::StatusCode;
+
+const HOST: &str = "registry.origin.test";
+const VERSIONS: [&str; 4] = ["1.0.0", "1.1.0", "1.2.0", "1.3.0"];
+const SIZE: usize = 192 * 1024;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Kill points drawn from a seed (xorshift64*).
+struct Points(u64);
+
+impl Points {
+    /// The generator of `CRASH_SEED`, or of a fixed seed; says which.
+    fn from_env(test: &str) -> Points {
+        let seed = std::env::var("CRASH_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x5eed_0056_u64);
+        eprintln!("{test}: CRASH_SEED={seed}");
+        Points(seed.max(1))
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+
+    /// A point of a run that keeps up to `objects` objects in the local
+    /// cache (none on a bucket), downloading them (`downloads`) or copying
+    /// them.
+    fn pick(&mut self, objects: usize, downloads: bool) -> Point {
+        let kinds = if objects == 0 { 1 } else { 2 } + u64::from(downloads);
+        match self.below(kinds) {
+            0 => Point::After(Duration::from_millis(self.below(if downloads {
+                400
+            } else {
+                150
+            }))),
+            1 if objects > 0 => {
+                Point::Kept(1 + usize::try_from(self.below(objects as u64)).unwrap())
+            }
+            // Below the whole archive, so that the kill comes before it is
+            // kept.
+            _ => Point::Staged(1 + self.below(SIZE as u64 * 9 / 10)),
+        }
+    }
+}
+
+/// Where a round kills.
+#[derive(Debug, Clone, Copy)]
+enum Point {
+    /// Once at most this many archives and packages are left (eviction).
+    Left(usize),
+    /// Once a staging file under `tmp/` holds this many bytes.
+    Staged(u64),
+    /// Once this many archives and packages are kept.
+    Kept(usize),
+    /// This long after the start.
+    After(Duration),
+}
+
+/// The archives and module packages kept below `cache`.
+fn kept(cache: &Path) -> Vec<String> {
+    files_below(cache)
+        .into_iter()
+        .filter(|f| {
+            !f.starts_with("tmp/") && (f.ends_with(".zip") || f.ends_with("package.tar.gz"))
+        })
+        .collect()
+}
+
+fn staged_bytes(cache: &Path) -> u64 {
+    std::fs::read_dir(cache.join("tmp")).map_or(0, |d| {
+        d.flatten()
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .max()
+            .unwrap_or(0)
+    })
+}
+
+/// Waits for `point` (or for the process to end first), then kills it
+/// with SIGKILL. Returns what was kept at the kill.
+async fn kill_at(child: &mut Child, cache: &Path, point: Point) -> usize {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
+    let start = tokio::time::Instant::now();
+    loop {
+        let reached = match point {
+            Point::Staged(bytes) => staged_bytes(cache) >= bytes,
+            Point::Kept(n) => kept(cache).len() >= n,
+            Point::Left(n) => kept(cache).len() <= n,
+            Point::After(d) => start.elapsed() >= d,
+        };
+        if reached || child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "{point:?} not reached: kept {:?}, staged {:?}",
+            kept(cache),
+            files_below(&cache.join("tmp"))
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let _ = child.kill();
+    child.wait().unwrap();
+    kept(cache).len()
+}
+
+/// What the origin publishes: `bulk` (four big archives, each sent in ten
+/// slow pieces) and the module tests' `net` and `sub` modules from git
+/// (with `widget`). Returns the archives by file name.
+async fn origin(setup: &Setup) -> (FakeOrigin, BTreeMap<String, Vec<u8>>) {
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish_net_and_sub(setup, &origin);
+    let signer = Signer::new("acme");
+    let mut archives = BTreeMap::new();
+    for (v, bytes) in publish_big(&origin, &signer, "bulk", &VERSIONS, SIZE) {
+        let name = format!("terraform-provider-bulk_{v}_linux_amd64.zip");
+        origin.set_fault(
+            &format!("/files/{name}"),
+            Some(Fault::Trickle(Duration::from_millis(25))),
+        );
+        archives.insert(name, bytes);
+    }
+    (origin, archives)
+}
+
+/// A configuration file `name`.toml like [`config_file`]'s, on `cache`.
+fn config_on(setup: &Setup, origin: &FakeOrigin, name: &str, cache: &Path, extra: &str) -> PathBuf {
+    let text = std::fs::read_to_string(config_file(setup, origin, extra))
+        .unwrap()
+        .replace(s(&setup.cache_dir()), s(cache));
+    let path = setup.dir.path().join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Every archive in `cache` is byte for byte the published one, every
+/// JSON record parses, every package is a whole gzip tarball, and
+/// `verify` quarantines nothing.
+async fn assert_whole(
+    home: &Path,
+    config: &Path,
+    cache: &Path,
+    archives: &BTreeMap<String, Vec<u8>>,
+) {
+    for f in files_below(cache) {
+        if f.starts_with("tmp/") {
+            continue;
+        }
+        let bytes = std::fs::read(cache.join(&f)).unwrap();
+        let name = f.rsplit('/').next().unwrap();
+        if let Some(published) = archives.get(name) {
+            assert!(bytes == *published, "{f} is not the published archive");
+        } else if f.ends_with(".json") {
+            serde_json::from_slice::<serde_json::Value>(&bytes)
+                .unwrap_or_else(|e| panic!("{f} is not a whole record: {e}"));
+        } else if f.ends_with(".tar.gz") {
+            let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
+            for entry in tar.entries().unwrap() {
+                let mut entry = entry.unwrap_or_else(|e| panic!("{f}: {e}"));
+                std::io::copy(&mut entry, &mut std::io::sink())
+                    .unwrap_or_else(|e| panic!("{f} is not a whole package: {e}"));
+            }
+        }
+    }
+    let verified = run_tfmirror(home, &["verify", "--config", s(config)]).await;
+    assert!(
+        verified.ok && verified.stdout.contains(", quarantined 0"),
+        "{}{}",
+        verified.stdout,
+        verified.stderr
+    );
+}
+
+/// The paths a client asks the daemon for: every archive and both module
+/// packages.
+fn every_path() -> Vec<String> {
+    let mut out: Vec<String> = VERSIONS
+        .iter()
+        .map(|v| format!("{HOST}/acme/bulk/terraform-provider-bulk_{v}_linux_amd64.zip"))
+        .collect();
+    for m in ["net", "sub"] {
+        out.push(format!(
+            "v1/modules/{HOST}/acme/{m}/aws/1.0.0/package.tar.gz"
+        ));
+    }
+    out
+}
+
+/// Asks a daemon for everything at once, ignoring the answers (it is
+/// killed under them).
+fn ask_everything(daemon: &Daemon, ca: &Path) -> Vec<tokio::task::JoinHandle<()>> {
+    let client = std::sync::Arc::new(Client::trusting(ca));
+    every_path()
+        .into_iter()
+        .map(|p| {
+            let (client, url) = (client.clone(), format!("{}{p}", daemon.url));
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(30), client.try_get(&url)).await;
+            })
+        })
+        .collect()
+}
+
+/// Asks a daemon for everything, each answered 200 with the published
+/// bytes for archives.
+async fn assert_everything_served(
+    daemon: &Daemon,
+    ca: &Path,
+    archives: &BTreeMap<String, Vec<u8>>,
+) {
+    let client = Client::trusting(ca);
+    for p in every_path() {
+        let got = client.get(&format!("{}{p}", daemon.url)).await;
+        assert_eq!(got.status, StatusCode::OK, "{p}");
+        if let Some(published) = archives.get(p.rsplit('/').next().unwrap()) {
+            assert!(got.body[..] == published[..], "{p} is not whole");
+        }
+    }
+}
+
+fn serve(home: &Path, config: &Path) -> Daemon {
+    let mut cmd = tfmirror(home);
+    cmd.args(["serve", "--config", s(config)]);
+    Daemon::start(cmd)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_killed_at_any_point_keeps_only_whole_verified_objects_and_completes_on_restart() {
+    let setup = Setup::new();
+    let (origin, archives) = origin(&setup).await;
+    let home = setup.dir.path();
+    let ca = home.join("data/tls/ca.pem");
+    let mut points = Points::from_env("daemon");
+    for round in 0..6 {
+        let cache = home.join(format!("cache-{round}"));
+        let config = config_on(&setup, &origin, "daemon", &cache, "");
+        let point = points.pick(every_path().len(), true);
+        let mut daemon = serve(home, &config);
+        let asked = ask_everything(&daemon, &ca);
+        let at_kill = kill_at(&mut daemon.child, &cache, point).await;
+        eprintln!("round {round}: killed at {point:?} with {at_kill} kept");
+        for a in asked {
+            a.abort();
+        }
+        assert_whole(home, &config, &cache, &archives).await;
+
+        // The restart sweeps what the kill left unfinished and completes
+        // every download on the next request.
+        let left = files_below(&cache.join("tmp"));
+        let daemon = serve(home, &config);
+        let unswept: Vec<_> = files_below(&cache.join("tmp"))
+            .into_iter()
+            .filter(|f| left.contains(f))
+            .collect();
+        assert!(unswept.is_empty(), "round {round}: {unswept:?} not swept");
+        assert_everything_served(&daemon, &ca, &archives).await;
+        daemon.signal("TERM");
+        let (status, log) = daemon.wait().await;
+        assert!(status.success(), "{log}");
+        assert_eq!(kept(&cache).len(), every_path().len(), "round {round}");
+        assert_whole(home, &config, &cache, &archives).await;
+    }
+}
+
+/// The sync manifest of everything the origin publishes.
+fn manifest(home: &Path) -> PathBuf {
+    let path = home.join("everything.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "platforms = [\"linux_amd64\"]\n[[provider]]\nsource = \"{HOST}/acme/bulk\"\n[[module]]\nsource = \"{HOST}/acme/net/aws\"\nversions = \"1.0.0\"\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Runs `args` as a process and kills it at `point`; returns what was
+/// kept at the kill.
+async fn run_killed(home: &Path, args: &[&str], cache: &Path, point: Point) -> usize {
+    let mut cmd = tfmirror(home);
+    cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    kill_at(&mut child, cache, point).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_when_run_again() {
+    let setup = Setup::new();
+    let (origin, archives) = origin(&setup).await;
+    let home = setup.dir.path();
+    let manifest = manifest(home);
+    let mut points = Points::from_env("commands");
+    let all = every_path().len();
+    let full = home.join("full");
+    let bundle = home.join("everything.tar");
+    for round in 0..4 {
+        // sync
+        let cache = home.join(format!("sync-{round}"));
+        let config = config_on(&setup, &origin, "sync", &cache, "");
+        let sync = ["sync", "--config", s(&config), "--manifest", s(&manifest)];
+        let point = points.pick(all, true);
+        let at_kill = run_killed(home, &sync, &cache, point).await;
+        eprintln!("sync round {round}: killed at {point:?} with {at_kill} kept");
+        assert_whole(home, &config, &cache, &archives).await;
+        run_ok(home, &sync).await;
+        assert_eq!(kept(&cache).len(), all, "sync round {round}");
+        assert_whole(home, &config, &cache, &archives).await;
+        if round == 0 {
+            copy_tree(&cache, &full, &["tmp/"]);
+            let config = config_on(&setup, &origin, "full", &full, "");
+            run_ok(
+                home,
+                &["export", "--config", s(&config), "--output", s(&bundle)],
+            )
+            .await;
+        }
+
+        // import
+        let site = home.join(format!("import-{round}"));
+        let config = config_on(&setup, &origin, "import", &site, "");
+        let import = ["import", "--config", s(&config), s(&bundle)];
+        let point = points.pick(all, false);
+        let at_kill = run_killed(home, &import, &site, point).await;
+        eprintln!("import round {round}: killed at {point:?} with {at_kill} kept");
+        assert_whole(home, &config, &site, &archives).await;
+        run_ok(home, &import).await;
+        assert_eq!(kept(&site).len(), all, "import round {round}");
+        assert_whole(home, &config, &site, &archives).await;
+
+        // gc, down to two archives' worth
+        let limit = format!("{}B", 2 * SIZE + SIZE / 2);
+        let gc = ["gc", "--config", s(&config), "--max-size", &limit];
+        let point = match points.below(3) {
+            0 => Point::After(Duration::from_millis(points.below(40))),
+            // After one to three evictions of the four it makes.
+            _ => Point::Left(all - 1 - usize::try_from(points.below(3)).unwrap()),
+        };
+        let at_kill = run_killed(home, &gc, &site, point).await;
+        eprintln!("gc round {round}: killed at {point:?} with {at_kill} kept");
+        assert_whole(home, &config, &site, &archives).await;
+        run_ok(home, &gc).await;
+        let held_bytes: u64 = kept(&site)
+            .iter()
+            .map(|f| std::fs::metadata(site.join(f)).unwrap().len())
+            .sum();
+        assert!(
+            held_bytes <= (2 * SIZE + SIZE / 2) as u64,
+            "gc round {round}: {held_bytes} B left"
+        );
+        assert_whole(home, &config, &site, &archives).await;
+    }
+}
+
+/// Every object in `bucket` below `prefix`, with its bytes.
+async fn objects(weed: &Seaweed, bucket: &str, prefix: &str) -> BTreeMap<String, bytes::Bytes> {
+    let store = weed.object_store(bucket);
+    let mut out = BTreeMap::new();
+    for key in weed.keys(bucket).await {
+        if !key.starts_with(&format!("{prefix}/")) {
+            continue;
+        }
+        let bytes = object_store::ObjectStoreExt::get(&store, &key.as_str().into())
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        out.insert(key, bytes);
+    }
+    out
+}
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_bucket_a_killed_daemon_or_sync_leaves_only_whole_objects() {
+    let weed = Seaweed::start().await;
+    let setup = Setup::new();
+    let (origin, archives) = origin(&setup).await;
+    let home = setup.dir.path();
+    let ca = home.join("data/tls/ca.pem");
+    let manifest = manifest(home);
+    let mut points = Points::from_env("bucket");
+    // One bucket, a prefix for each run: SeaweedFS gives each bucket
+    // volumes of its own, and has few.
+    let bucket = "crash";
+    weed.create_bucket(bucket).await;
+    let storage = |prefix: &str| {
+        weed.storage_toml(bucket, home)
+            .replace("prefix = \"mirror\"", &format!("prefix = \"{prefix}\""))
+    };
+    for round in 0..3 {
+        let cache = home.join(format!("local-{round}"));
+        let daemon_prefix = format!("daemon-{round}");
+        let config = config_on(&setup, &origin, "bucket", &cache, &storage(&daemon_prefix));
+        let assert_bucket_whole = |held: BTreeMap<String, bytes::Bytes>| {
+            for (key, bytes) in held {
+                if let Some(published) = archives.get(key.rsplit('/').next().unwrap()) {
+                    assert!(bytes[..] == published[..], "{key} is not whole");
+                } else if key.ends_with(".json") {
+                    serde_json::from_slice::<serde_json::Value>(&bytes)
+                        .unwrap_or_else(|e| panic!("{key} is not a whole record: {e}"));
+                }
+            }
+        };
+
+        // The daemon, killed while it downloads; restarted, it waits out
+        // its own dead claims and completes.
+        let mut daemon = serve(home, &config);
+        let asked = ask_everything(&daemon, &ca);
+        let point = points.pick(0, true);
+        kill_at(&mut daemon.child, &cache, point).await;
+        for a in asked {
+            a.abort();
+        }
+        eprintln!("bucket round {round}: daemon killed at {point:?}");
+        assert_bucket_whole(objects(&weed, bucket, &daemon_prefix).await);
+        let daemon = serve(home, &config);
+        assert_everything_served(&daemon, &ca, &archives).await;
+        daemon.signal("TERM");
+        let _ = daemon.wait().await;
+        assert_bucket_whole(objects(&weed, bucket, &daemon_prefix).await);
+        let verified = run_ok(home, &["verify", "--config", s(&config)]).await;
+        assert!(
+            verified.stdout.contains(", quarantined 0"),
+            "{}",
+            verified.stdout
+        );
+
+        // sync into a fresh bucket, killed, then run again.
+        let sync_prefix = format!("sync-{round}");
+        let config = config_on(
+            &setup,
+            &origin,
+            "bucket-sync",
+            &cache,
+            &storage(&sync_prefix),
+        );
+        let sync = ["sync", "--config", s(&config), "--manifest", s(&manifest)];
+        let point = points.pick(0, true);
+        run_killed(home, &sync, &cache, point).await;
+        eprintln!("bucket round {round}: sync killed at {point:?}");
+        assert_bucket_whole(objects(&weed, bucket, &sync_prefix).await);
+        run_ok(home, &sync).await;
+        let held = objects(&weed, bucket, &sync_prefix).await;
+        let zips = held.keys().filter(|k| k.ends_with(".zip")).count();
+        assert_eq!(zips, VERSIONS.len(), "round {round}: {:?}", held.keys());
+        assert_bucket_whole(held);
+        let verified = run_ok(home, &["verify", "--config", s(&config)]).await;
+        assert!(
+            verified.stdout.contains(", quarantined 0"),
+            "{}",
+            verified.stdout
+        );
+    }
+}
