@@ -63,6 +63,10 @@ pub enum RequestError {
     /// The cache cannot be read or written.
     #[error("{0}")]
     DiskUnavailable(String),
+    /// What would be downloaded does not fit in the cache's free space
+    /// (keeping `cache.min_free_space`).
+    #[error("{0}")]
+    InsufficientStorage(String),
     /// A module's source is of a kind the mirror does not fetch.
     #[error("{0}")]
     UnsupportedSource(String),
@@ -81,8 +85,8 @@ impl RequestError {
     /// The HTTP status this error answers with.
     pub fn status(&self) -> StatusCode {
         use RequestError::{
-            Denied, DiskUnavailable, HostNotAllowed, Internal, InvalidRequest, LinkRefused,
-            MethodNotAllowed, NoPackage, NotAtOrigin, NotHeld, NotReady, PinMismatch,
+            Denied, DiskUnavailable, HostNotAllowed, InsufficientStorage, Internal, InvalidRequest,
+            LinkRefused, MethodNotAllowed, NoPackage, NotAtOrigin, NotHeld, NotReady, PinMismatch,
             Unauthenticated, UnsupportedSource, UpstreamBusy, UpstreamInvalid, UpstreamTimeout,
             UpstreamUnreachable, VerificationFailed,
         };
@@ -99,6 +103,7 @@ impl RequestError {
             | PinMismatch(_) => StatusCode::BAD_GATEWAY,
             UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             UpstreamBusy(_) | DiskUnavailable(_) | NotReady(_) => StatusCode::SERVICE_UNAVAILABLE,
+            InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -2,13 +2,16 @@
 //! the cache directory, filled up) and a read-only one. The request that
 //! needs to store something answers 503 with the reason, `/readyz` reports
 //! it, what is cached keeps being served, and everything works again once
-//! space is freed. Mounting needs root; under `CI=true` its absence fails.
+//! space is freed. A download that would eat into `cache.min_free_space`
+//! is refused before it starts, with 507. Mounting needs root; under
+//! `CI=true` its absence fails.
 
 mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use common::*;
 use http::StatusCode;
@@ -86,7 +89,11 @@ async fn a_full_or_read_only_cache_answers_503_and_keeps_serving() {
         &[&signer],
     );
     let big = publish_big(&origin, &signer, "big", &["1.0.0"], 2 * 1024 * 1024);
-    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    // No reserve: the file system's own "full" is what this test is
+    // about.
+    config.cache.min_free_space = bytesize::ByteSize::b(0);
+    let m = RunningMirror::start(config).await;
     let c = Client::trusting(&m.ca_file);
     let url = |p: &str| m.url(&format!("/registry.origin.test/acme/{p}"));
     let cached_zip = url("cached/terraform-provider-cached_1.0.0_linux_amd64.zip");
@@ -104,10 +111,13 @@ async fn a_full_or_read_only_cache_answers_503_and_keeps_serving() {
         "{}",
         new_list.error_text()
     );
+    // An archive larger than what is left is refused before its download.
     let new_archive = c.get(&big_zip).await;
-    assert_eq!(new_archive.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(new_archive.status, StatusCode::INSUFFICIENT_STORAGE);
     assert!(
-        new_archive.error_text().contains("cannot be written"),
+        new_archive
+            .error_text()
+            .contains("does not fit in the cache's free space"),
         "{}",
         new_archive.error_text()
     );
@@ -152,5 +162,136 @@ async fn a_full_or_read_only_cache_answers_503_and_keeps_serving() {
     assert_eq!(c.get(&cached_zip).await.status, StatusCode::OK);
     fs.remount("rw");
     assert_eq!(c.get(&url("fresh/1.0.0.json")).await.status, StatusCode::OK);
+    m.stop().await;
+}
+
+/// The value of one series in a `/metrics` text.
+fn series(metrics: &str, name: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in:\n{metrics}"))
+}
+
+#[cfg_attr(
+    tfmirror_not_root,
+    ignore = "mounts a tmpfs, which needs root (CI runs it as root)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_that_would_eat_into_the_reserve_is_refused_before_it_starts() {
+    const MIB: u64 = 1024 * 1024;
+    let setup = Setup::new();
+    let fs = Tmpfs::mount(&setup.cache_dir(), "16m");
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    for kind in ["small", "fresh"] {
+        origin.publish("acme", kind, "1.0.0", &["linux_amd64"], &signer, &[&signer]);
+    }
+    publish_big(&origin, &signer, "big", &["1.0.0"], 6 << 20);
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    config.cache.min_free_space = bytesize::ByteSize::mib(12);
+    let m = RunningMirror::start(config).await;
+    let c = Client::trusting(&m.ca_file);
+    let url = |p: &str| m.url(&format!("/{p}"));
+    let small =
+        url("registry.origin.test/acme/small/terraform-provider-small_1.0.0_linux_amd64.zip");
+    let big_name = "terraform-provider-big_1.0.0_linux_amd64.zip";
+    let big = url(&format!("registry.origin.test/acme/big/{big_name}"));
+    assert_eq!(c.get(&m.url("/readyz")).await.status, StatusCode::OK);
+    assert_eq!(c.get(&small).await.status, StatusCode::OK);
+    assert_eq!(
+        c.get(&url("registry.origin.test/acme/big/1.0.0.json"))
+            .await
+            .status,
+        StatusCode::OK
+    );
+
+    // Four clients at once: the origin's answer is held until the first
+    // has reached it, then each gets the same refusal from the one
+    // attempt, made before any of the body was read.
+    let hold = origin.hold_file(big_name);
+    let asking: Vec<_> = (0..4)
+        .map(|_| {
+            let (c, big) = (Client::trusting(&m.ca_file), big.clone());
+            tokio::spawn(async move { c.get(&big).await })
+        })
+        .collect();
+    let file = format!("/files/{big_name}");
+    wait_until(
+        "the download to reach the origin",
+        Duration::from_secs(10),
+        || origin.hits(&file) == 1,
+    )
+    .await;
+    hold.send(true).unwrap();
+    for a in asking {
+        let a = a.await.unwrap();
+        assert_eq!(a.status, StatusCode::INSUFFICIENT_STORAGE);
+        let text = a.error_text();
+        assert!(
+            text.contains(
+                "(6.0 MiB announced by the origin) does not fit in the cache's free space ("
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                " free, keeping cache.min_free_space = 12.0 MiB); nothing was downloaded"
+            ),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        origin.hits(&file),
+        1,
+        "a client's refusal made a second attempt"
+    );
+    assert!(
+        !files_below(&setup.cache_dir())
+            .iter()
+            .any(|f| f.starts_with("tmp/") || f.ends_with(big_name)),
+        "{:?}",
+        files_below(&setup.cache_dir())
+    );
+    let metrics = c.get(&m.url("/metrics")).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert_eq!(series(&text, "tfmirror_cache_min_free_bytes"), 12 * MIB);
+    let free = series(&text, "tfmirror_cache_free_bytes");
+    assert!((12 * MIB..16 * MIB).contains(&free), "{free}");
+    assert_eq!(series(&text, "tfmirror_ready"), 1);
+
+    // Below the reserve: not ready, and every download refused, however
+    // small; what is cached is still served.
+    let filler = fs.0.join("filler");
+    std::fs::write(&filler, vec![0u8; usize::try_from(free - 8 * MIB).unwrap()]).unwrap();
+    let ready = c.get(&m.url("/readyz")).await;
+    assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        ready
+            .error_text()
+            .contains("the cache's file system is low on space ("),
+        "{}",
+        ready.error_text()
+    );
+    let fresh = c
+        .get(&url(
+            "registry.origin.test/acme/fresh/terraform-provider-fresh_1.0.0_linux_amd64.zip",
+        ))
+        .await;
+    assert_eq!(
+        fresh.status,
+        StatusCode::INSUFFICIENT_STORAGE,
+        "{}",
+        fresh.error_text()
+    );
+    assert_eq!(c.get(&small).await.status, StatusCode::OK);
+    let metrics = c.get(&m.url("/metrics")).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert!(series(&text, "tfmirror_cache_free_bytes") < 12 * MIB);
+    assert_eq!(series(&text, "tfmirror_ready"), 0);
+
+    // Room again.
+    std::fs::remove_file(filler).unwrap();
+    assert_eq!(c.get(&m.url("/readyz")).await.status, StatusCode::OK);
     m.stop().await;
 }

@@ -213,6 +213,11 @@ pub struct CacheConfig {
     /// is being sent or downloaded). Default: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_size: Option<bytesize::ByteSize>,
+    /// `min_free_space`: the free space kept on the file system of `dir`
+    /// (where downloads are staged). An archive that would leave less is
+    /// refused before it is downloaded (507), and `/readyz` answers 503
+    /// while less is free. Default `"256MiB"`; `"0B"` keeps no reserve.
+    pub min_free_space: bytesize::ByteSize,
     /// `allow_unsigned_imports`: serve providers imported with
     /// `tfmirror import --static` from a `terraform providers mirror`
     /// directory, which carry hashes but no signature. Default `false`.
@@ -269,6 +274,7 @@ impl Default for Config {
                 index_ttl: Duration::from_secs(600),
                 negative_ttl: Duration::from_secs(60),
                 max_size: None,
+                min_free_space: bytesize::ByteSize::mib(256),
                 allow_unsigned_imports: false,
                 prefetch_platforms: Vec::new(),
             },

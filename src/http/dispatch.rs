@@ -313,6 +313,10 @@ async fn respond(
             mirror
                 .metrics()
                 .set_readiness(ready, mirror.store_write_failing());
+            mirror.metrics().set_space(
+                mirror.free_space(),
+                mirror.config().cache.min_free_space.as_u64(),
+            );
             let mut resp = text_response(StatusCode::OK, &mirror.metrics().render());
             resp.headers_mut().insert(
                 header::CONTENT_TYPE,

@@ -1,6 +1,7 @@
 //! The metrics an operator is paged on besides traffic: whether the
-//! instance is ready and its cache writable, how full the cache may get and
-//! what was evicted from it, and when the server's certificate expires.
+//! instance is ready and its cache writable, how full the cache may get,
+//! how much room its file system has left and what was evicted from it,
+//! and when the server's certificate expires.
 
 use prometheus_client::registry::Registry;
 
@@ -23,6 +24,16 @@ pub(super) fn register(registry: &mut Registry, m: &Metrics) {
         "cache_max_size_bytes",
         "cache.max_size in bytes (0: unbounded)",
         m.cache_max_size.clone(),
+    );
+    registry.register(
+        "cache_free_bytes",
+        "Free space on the file system of cache.dir, where downloads are staged; read at each scrape",
+        m.cache_free.clone(),
+    );
+    registry.register(
+        "cache_min_free_bytes",
+        "cache.min_free_space in bytes: archives that would leave less free are refused (507)",
+        m.cache_min_free.clone(),
     );
     registry.register(
         "store_write_failing",
@@ -51,6 +62,14 @@ impl Metrics {
     pub fn set_cache_max_size(&self, bytes: Option<u64>) {
         self.cache_max_size
             .set(bytes.map_or(0, |b| i64::try_from(b).unwrap_or(i64::MAX)));
+    }
+
+    /// Sets the free space of the cache's file system (`None`: unknown, 0)
+    /// and the reserve kept there.
+    pub fn set_space(&self, free: Option<u64>, reserve: u64) {
+        let gauge = |b: u64| i64::try_from(b).unwrap_or(i64::MAX);
+        self.cache_free.set(free.map_or(0, gauge));
+        self.cache_min_free.set(gauge(reserve));
     }
 
     /// Sets whether the instance is ready and its cache writable, as a

@@ -315,6 +315,15 @@ impl Mirror {
         let download = Download::start(&self.origin.client, &pkg.download_url, None, max_size)
             .await
             .map_err(|e| RequestError::download(&e, &what))?;
+        // Refused before the body is read: the download is dropped unread.
+        self.room_for(download.announced().unwrap_or(0))
+            .map_err(|no| {
+                RequestError::InsufficientStorage(format!(
+                    "{what}: the archive ({} announced by the origin) does not fit in the cache's free space ({}); nothing was downloaded",
+                    no.size(),
+                    no.describe()
+                ))
+            })?;
         let stream_above = self.config.upstream.stream_above.as_u64();
         let publisher = download
             .announced()

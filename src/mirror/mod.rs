@@ -326,8 +326,8 @@ impl Mirror {
         self.health.is_failing()
     }
 
-    /// Whether the mirror can serve: not shutting down, and the store is
-    /// writable (probed; see [`StoreHealth`]).
+    /// Whether the mirror can serve: not shutting down, the store writable
+    /// (probed; see [`StoreHealth`]), and `cache.min_free_space` free.
     pub async fn ready(&self) -> Result<(), RequestError> {
         if self.draining.load(Ordering::SeqCst) {
             return Err(RequestError::NotReady("shutting down".into()));
@@ -335,7 +335,29 @@ impl Mirror {
         self.health
             .check(self.store.as_ref())
             .await
-            .map_err(|e| RequestError::NotReady(e.to_string()))
+            .map_err(|e| RequestError::NotReady(e.to_string()))?;
+        self.room_for(0).map_err(|no| {
+            RequestError::NotReady(format!(
+                "the cache's file system is low on space ({}): new archives are refused; what is cached is still served",
+                no.describe()
+            ))
+        })
+    }
+
+    /// Free space on the file system of `cache.dir`, where downloads are
+    /// staged; `None` when it cannot be read.
+    pub fn free_space(&self) -> Option<u64> {
+        crate::store::space::free_space(&self.config.cache.dir).ok()
+    }
+
+    /// Whether `size` more bytes fit while keeping `cache.min_free_space`
+    /// free (always, when the free space cannot be read).
+    pub fn room_for(&self, size: u64) -> Result<(), crate::store::space::NoRoom> {
+        let reserve = self.config.cache.min_free_space.as_u64();
+        match self.free_space() {
+            Some(free) if reserve > 0 || size > 0 => crate::store::space::fits(size, free, reserve),
+            _ => Ok(()),
+        }
     }
 
     /// Waits, at most `grace`, for the downloads under way to end; false

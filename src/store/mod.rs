@@ -18,6 +18,7 @@ pub mod inventory;
 pub mod pins;
 pub mod records;
 mod s3;
+pub mod space;
 
 use std::io;
 use std::pin::Pin;
