@@ -42,7 +42,10 @@ impl NoRoom {
 
 /// Whether `size` bytes fit in `free` while keeping `reserve` free.
 pub fn fits(size: u64, free: u64, reserve: u64) -> Result<(), NoRoom> {
-    if size.checked_add(reserve).is_some_and(|needed| needed <= free) {
+    if size
+        .checked_add(reserve)
+        .is_some_and(|needed| needed <= free)
+    {
         return Ok(());
     }
     Err(NoRoom {
