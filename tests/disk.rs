@@ -259,6 +259,9 @@ async fn a_download_that_would_eat_into_the_reserve_is_refused_before_it_starts(
     let free = series(&text, "tfmirror_cache_free_bytes");
     assert!((12 * MIB..16 * MIB).contains(&free), "{free}");
     assert_eq!(series(&text, "tfmirror_ready"), 1);
+    let page = c.get(&m.url("/")).await;
+    let page = String::from_utf8_lossy(&page.body);
+    assert!(page.contains(" free on disk</span>"), "{page}");
 
     // Below the reserve: not ready, and every download refused, however
     // small; what is cached is still served.
@@ -285,6 +288,12 @@ async fn a_download_that_would_eat_into_the_reserve_is_refused_before_it_starts(
         fresh.error_text()
     );
     assert_eq!(c.get(&small).await.status, StatusCode::OK);
+    let page = c.get(&m.url("/")).await;
+    let page = String::from_utf8_lossy(&page.body);
+    assert!(
+        page.contains("free on disk, below cache.min_free_space: new archives are refused"),
+        "{page}"
+    );
     let metrics = c.get(&m.url("/metrics")).await;
     let text = String::from_utf8_lossy(&metrics.body);
     assert!(series(&text, "tfmirror_cache_free_bytes") < 12 * MIB);

@@ -144,7 +144,8 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
 {host_blocks}{release_lines}
 <h2>Cache</h2>
 <p class="figures"><span id="cache-size">{size} in {count} archives</span>
-<span id="hit-rate">hit rate {rate} ({hits} of {lookups} lookups since start)</span></p>
+<span id="hit-rate">hit rate {rate} ({hits} of {lookups} lookups since start)</span>
+<span id="free-space">{free}</span></p>
 <p id="summary">{summary}</p>
 <table id="providers"><thead><tr><th>Provider</th><th>Version</th><th>Platforms</th></tr></thead><tbody>
 "#,
@@ -152,6 +153,7 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
         version = env!("CARGO_PKG_VERSION"),
         url = escape(&url),
         size = bytesize::ByteSize(bytes).display().iec(),
+        free = free_space(mirror),
         rate = if lookups == 0 {
             "n/a".to_string()
         } else {
@@ -307,6 +309,21 @@ fn watch_section(html: &mut String, app: &App, hidden: bool) {
         );
     }
     html.push_str("</tbody></table>\n");
+}
+
+/// The free space of the cache's file system, and whether it is below
+/// `cache.min_free_space`.
+fn free_space(mirror: &crate::mirror::Mirror) -> String {
+    let Some(free) = mirror.free_space() else {
+        return String::new();
+    };
+    let free_text = bytesize::ByteSize(free).display().iec();
+    match mirror.room_for(0) {
+        Ok(()) => format!("{free_text} free on disk"),
+        Err(_) => format!(
+            "<strong>{free_text} free on disk, below cache.min_free_space: new archives are refused</strong>"
+        ),
+    }
 }
 
 /// The cached module versions, with the source each was packaged from.
