@@ -284,6 +284,19 @@ async fn a_daemon_killed_at_any_point_keeps_only_whole_verified_objects_and_comp
             .filter(|f| left.contains(f))
             .collect();
         assert!(unswept.is_empty(), "round {round}: {unswept:?} not swept");
+        // What it counts is what it holds whole: no partial archive.
+        let held = kept(&cache)
+            .iter()
+            .filter(|f| f.starts_with("providers/"))
+            .count();
+        let metrics = Client::trusting(&ca)
+            .get(&format!("{}metrics", daemon.url))
+            .await;
+        let counted = format!("tfmirror_cache_archives {held}\n");
+        assert!(
+            String::from_utf8_lossy(&metrics.body).contains(&counted),
+            "round {round}: not {counted}"
+        );
         assert_everything_served(&daemon, &ca, &archives).await;
         daemon.signal("TERM");
         let (status, log) = daemon.wait().await;
