@@ -688,3 +688,68 @@ async fn module_packages_are_checked_against_their_pins_on_import() {
     ));
     assert_eq!(std::fs::read(site_pin).unwrap(), entries[pin_at].1);
 }
+
+/// An origin-reported `h1:` that the imported archive contradicts is
+/// dropped from the version's record, also when an earlier, interrupted
+/// import had stored the record before the archive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reported_h1_the_imported_archive_contradicts_is_dropped() {
+    let (setup, origin, _archives) = origin_with_providers().await;
+    let dir = setup.dir.path();
+    let connected = config_file(&setup, &origin, "");
+    let manifest = write_manifest(dir);
+    run_ok(
+        dir,
+        &[
+            "sync",
+            "--config",
+            s(&connected),
+            "--manifest",
+            s(&manifest),
+        ],
+    )
+    .await;
+    let bundle = dir.join("all.tar");
+    run_ok(
+        dir,
+        &["export", "--config", s(&connected), "--output", s(&bundle)],
+    )
+    .await;
+    let wrong = "h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let mut entries = bundle_entries(&bundle);
+    let record = entries
+        .iter_mut()
+        .find(|(n, _)| n.ends_with("/widget/1.0.0/version.json"))
+        .unwrap();
+    let mut json: serde_json::Value = serde_json::from_slice(&record.1).unwrap();
+    json["packages"]["linux_amd64"]["reported_h1"] = wrong.into();
+    record.1 = serde_json::to_vec(&json).unwrap();
+    let contradicted = dir.join("contradicted.tar");
+    write_bundle(&contradicted, &entries);
+    // The records alone, as an import killed before the archives leaves
+    // them.
+    let records_only: Vec<_> = entries
+        .iter()
+        .filter(|(n, _)| !n.ends_with(".zip"))
+        .cloned()
+        .collect();
+    let first = dir.join("records-only.tar");
+    write_bundle(&first, &records_only);
+    let reported = |cache: &Path| {
+        let path = cache.join(format!("providers/{HOST}/acme/widget/1.0.0/version.json"));
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        record["packages"]["linux_amd64"]["reported_h1"].clone()
+    };
+
+    for (name, earlier) in [("whole", None), ("resumed", Some(&first))] {
+        let site = site_config(dir, name, "");
+        let cache = dir.join(format!("{name}-cache"));
+        if let Some(earlier) = earlier {
+            run_tfmirror(dir, &["import", "--config", s(&site), s(earlier)]).await;
+            assert_eq!(reported(&cache), wrong, "{name}");
+        }
+        run_ok(dir, &["import", "--config", s(&site), s(&contradicted)]).await;
+        assert!(reported(&cache).is_null(), "{name}: {}", reported(&cache));
+    }
+}

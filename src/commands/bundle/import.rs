@@ -11,8 +11,8 @@ use anyhow::Context;
 
 use super::import_modules::{parse_module_path, Modules};
 use super::import_providers::{
-    agrees_with_cache, check_imported_record, import_archive, keep_first_seen, parse_entry_path,
-    store_record,
+    agrees_with_cache, check_imported_record, drop_reported_h1, import_archive, keep_first_seen,
+    parse_entry_path, store_record,
 };
 use super::staging::{read_small, Imported};
 use super::{Manifest, ROOT};
@@ -219,14 +219,14 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
             Err(reason) => report.rejected.push((item, reason.to_string())),
         }
     }
-    let mut amended: BTreeSet<(Provider, Version)> = BTreeSet::new();
+    let mut amended: BTreeMap<(Provider, Version), Vec<Platform>> = BTreeMap::new();
     for (p, v, platform) in contradicted {
         if let Some(pkg) = verified
             .get_mut(&(p.clone(), v.clone()))
             .and_then(|r| r.packages.get_mut(&platform))
         {
             pkg.reported_h1 = None;
-            amended.insert((p, v));
+            amended.entry((p, v)).or_default().push(platform);
         }
     }
     let Some(manifest) = manifest else {
@@ -237,10 +237,13 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
     // each provider's versions with one write.
     for ((p, v), record) in &verified {
         let key = (p.clone(), v.clone());
-        let stored = match recorded.get(&key) {
-            None => store.wait(store_record(store, record)).map(|_| ()),
-            Some(true) if amended.contains(&key) => store.wait(store.store().write_version(record)),
-            Some(_) => Ok(()),
+        // The record stored before the archives may still carry an
+        // origin-reported h1: they contradict (also one an interrupted
+        // earlier import stored).
+        let stored = match (recorded.get(&key), amended.get(&key)) {
+            (None, _) => store.wait(store_record(store, record)).map(|_| ()),
+            (Some(_), Some(platforms)) => store.wait(drop_reported_h1(store, p, v, platforms)),
+            (Some(_), None) => Ok(()),
         };
         match stored {
             Ok(()) => {

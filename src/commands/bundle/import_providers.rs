@@ -69,6 +69,29 @@ pub(super) async fn store_record(
     Ok(false)
 }
 
+/// Clears the origin-reported `h1:` of `platforms` in the stored record of
+/// `provider` `version`, which the archives imported for them contradict.
+pub(super) async fn drop_reported_h1(
+    store: &CommandStore,
+    provider: &Provider,
+    version: &Version,
+    platforms: &[Platform],
+) -> Result<(), crate::store::StoreError> {
+    let Some(mut stored) = store.store().read_version(provider, version).await? else {
+        return Ok(());
+    };
+    let mut changed = false;
+    for platform in platforms {
+        if let Some(pkg) = stored.packages.get_mut(platform) {
+            changed |= pkg.reported_h1.take().is_some();
+        }
+    }
+    if changed {
+        store.store().write_version(&stored).await?;
+    }
+    Ok(())
+}
+
 /// Splits `tfmirror-bundle/providers/<host>/<ns>/<type>/<version>/<leaf>`
 /// into validated parts; anything else (traversal included) is `None`.
 pub(super) fn parse_entry_path(path: &str) -> Option<(Provider, Version, String)> {
