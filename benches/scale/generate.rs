@@ -3,10 +3,13 @@
 //! each version with its version list entry, its record and a SHA256SUMS
 //! signed at generation time (so `tfmirror verify` has real work to do).
 //!
-//! Usage: `bench-scale-cache CACHE_DIR ARCHIVES`
+//! Usage: `bench-scale-cache CACHE_DIR ARCHIVES [JOBS]`
 //!
 //! The archives spread over providers of 10 versions with 5 platforms
-//! each (ARCHIVES / 50 providers), under `registry.scale.test/acme/`.
+//! each (ARCHIVES / 50 providers), under `registry.scale.test/acme/`,
+//! written by JOBS threads (default 8) that share the providers out: each
+//! archive is flushed to disk as it is kept, and the threads overlap those
+//! waits.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -32,12 +35,34 @@ const VERSIONS: usize = 10;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(dir), Some(count)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: bench-scale-cache CACHE_DIR ARCHIVES");
+        eprintln!("usage: bench-scale-cache CACHE_DIR ARCHIVES [JOBS]");
         std::process::exit(2);
     };
     let count: usize = count.parse().expect("ARCHIVES is a number");
+    let jobs: usize = args
+        .get(3)
+        .map_or(8, |j| j.parse().expect("JOBS is a number"));
     let providers = (count / (VERSIONS * PLATFORMS.len())).max(1);
     let store = DiskStore::open(std::path::Path::new(dir)).expect("opening CACHE_DIR");
+    std::thread::scope(|scope| {
+        for job in 0..jobs {
+            let store = &store;
+            scope.spawn(move || {
+                for i in (job..providers).step_by(jobs) {
+                    write_provider(store, i);
+                }
+            });
+        }
+    });
+    println!(
+        "{providers} providers, {} versions, {} archives in {dir}",
+        providers * VERSIONS,
+        providers * VERSIONS * PLATFORMS.len()
+    );
+}
+
+/// Writes provider number `i`: its versions' archives, records and list.
+fn write_provider(store: &DiskStore, i: usize) {
     let signer = Signer::new("scale");
     let keys = vec![signer.public_armored()];
     let trust = TrustPolicy::new(&[], false).expect("the default trust policy");
@@ -45,80 +70,73 @@ fn main() {
         .iter()
         .map(|p| Platform::parse(p).unwrap())
         .collect();
-    for i in 0..providers {
-        let kind = format!("p{i:06}");
-        let provider = Provider::from_source(&format!("registry.scale.test/acme/{kind}")).unwrap();
-        let mut index = IndexRecord {
-            fetched_at_ms: 0,
-            versions: BTreeMap::new(),
-            protocols: BTreeMap::new(),
-            first_seen_ms: std::collections::BTreeMap::new(),
+    let kind = format!("p{i:06}");
+    let provider = Provider::from_source(&format!("registry.scale.test/acme/{kind}")).unwrap();
+    let mut index = IndexRecord {
+        fetched_at_ms: 0,
+        versions: BTreeMap::new(),
+        protocols: BTreeMap::new(),
+        first_seen_ms: std::collections::BTreeMap::new(),
+    };
+    for minor in 0..VERSIONS {
+        let v = format!("1.{minor}.0");
+        let version = Version::parse(&v).unwrap();
+        let archives: BTreeMap<String, Vec<u8>> = PLATFORMS
+            .iter()
+            .map(|p| ((*p).to_string(), build_archive(&kind, &v, p)))
+            .collect();
+        let sums = sums_document(&kind, &v, &archives);
+        let signature = signer.sign_binary(&sums);
+        let vouched = trust
+            .check(&provider, &sums, &signature, &keys)
+            .expect("the generated signature verifies");
+        let mut record = VersionRecord {
+            provider: provider.clone(),
+            version: version.clone(),
+            packages: BTreeMap::new(),
+            sums: vec![SignedSums {
+                url: format!("https://registry.scale.test/files/{kind}_{v}_SHA256SUMS")
+                    .parse()
+                    .unwrap(),
+                document: String::from_utf8(sums).unwrap(),
+                signature: base64::engine::general_purpose::STANDARD.encode(&signature),
+                signed_by: vouched.key_id,
+                verification: vouched.verification,
+                keys: keys.clone(),
+                key_details: Vec::new(),
+            }],
+            unsigned_import: false,
+            evicted_ms: BTreeMap::new(),
         };
-        for minor in 0..VERSIONS {
-            let v = format!("1.{minor}.0");
-            let version = Version::parse(&v).unwrap();
-            let archives: BTreeMap<String, Vec<u8>> = PLATFORMS
-                .iter()
-                .map(|p| ((*p).to_string(), build_archive(&kind, &v, p)))
-                .collect();
-            let sums = sums_document(&kind, &v, &archives);
-            let signature = signer.sign_binary(&sums);
-            let vouched = trust
-                .check(&provider, &sums, &signature, &keys)
-                .expect("the generated signature verifies");
-            let mut record = VersionRecord {
-                provider: provider.clone(),
-                version: version.clone(),
-                packages: BTreeMap::new(),
-                sums: vec![SignedSums {
-                    url: format!("https://registry.scale.test/files/{kind}_{v}_SHA256SUMS")
+        for platform in &platforms {
+            let bytes = &archives[platform.as_str()];
+            let filename = provider.archive_name(&version, platform);
+            let mut temp = tempfile::NamedTempFile::new_in(store.tmp_dir()).unwrap();
+            temp.write_all(bytes).unwrap();
+            store
+                .keep_archive(temp.into_temp_path(), &provider, &version, platform)
+                .expect("keeping an archive");
+            record.packages.insert(
+                platform.clone(),
+                PackageRecord {
+                    download_url: format!("https://registry.scale.test/files/{filename}")
                         .parse()
                         .unwrap(),
-                    document: String::from_utf8(sums).unwrap(),
-                    signature: base64::engine::general_purpose::STANDARD.encode(&signature),
-                    signed_by: vouched.key_id,
-                    verification: vouched.verification,
-                    keys: keys.clone(),
-                    key_details: Vec::new(),
-                }],
-                unsigned_import: false,
-                evicted_ms: BTreeMap::new(),
-            };
-            for platform in &platforms {
-                let bytes = &archives[platform.as_str()];
-                let filename = provider.archive_name(&version, platform);
-                let mut temp = tempfile::NamedTempFile::new_in(store.tmp_dir()).unwrap();
-                temp.write_all(bytes).unwrap();
-                store
-                    .keep_archive(temp.into_temp_path(), &provider, &version, platform)
-                    .expect("keeping an archive");
-                record.packages.insert(
-                    platform.clone(),
-                    PackageRecord {
-                        download_url: format!("https://registry.scale.test/files/{filename}")
-                            .parse()
-                            .unwrap(),
-                        filename,
-                        sha256: sha256_hex(bytes),
-                        sums: 0,
-                        protocols: vec!["5.0".into()],
-                        size: None,
-                        reported_h1: None,
-                    },
-                );
-            }
-            store
-                .write_json(&store.version_path(&provider, &version), &record)
-                .unwrap();
-            index.versions.insert(version, platforms.clone());
+                    filename,
+                    sha256: sha256_hex(bytes),
+                    sums: 0,
+                    protocols: vec!["5.0".into()],
+                    size: None,
+                    reported_h1: None,
+                },
+            );
         }
         store
-            .write_json(&store.index_path(&provider), &index)
+            .write_json(&store.version_path(&provider, &version), &record)
             .unwrap();
+        index.versions.insert(version, platforms.clone());
     }
-    println!(
-        "{providers} providers, {} versions, {} archives in {dir}",
-        providers * VERSIONS,
-        providers * VERSIONS * PLATFORMS.len()
-    );
+    store
+        .write_json(&store.index_path(&provider), &index)
+        .unwrap();
 }
