@@ -110,26 +110,18 @@ fn staged_bytes(cache: &Path) -> u64 {
 /// Waits for `point` (or for the process to end first), then kills it
 /// with SIGKILL. Returns what was kept at the kill.
 async fn kill_at(child: &mut Child, cache: &Path, point: Point) -> usize {
-    let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
     let start = tokio::time::Instant::now();
-    loop {
+    let what = format!("{point:?}, or the process's end");
+    wait_until(&what, Duration::from_secs(30), || {
         let reached = match point {
             Point::Staged(bytes) => staged_bytes(cache) >= bytes,
             Point::Kept(n) => kept(cache).len() >= n,
             Point::Left(n) => kept(cache).len() <= n,
             Point::After(d) => start.elapsed() >= d,
         };
-        if reached || child.try_wait().unwrap().is_some() {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < give_up,
-            "{point:?} not reached: kept {:?}, staged {:?}",
-            kept(cache),
-            files_below(&cache.join("tmp"))
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+        reached || child.try_wait().unwrap().is_some()
+    })
+    .await;
     let _ = child.kill();
     child.wait().unwrap();
     kept(cache).len()
