@@ -3,7 +3,7 @@
 //! (tfmirror's, and the portable `sha2` crate's for comparison),
 //! rendering `index.json` and `:version.json`, SHA256SUMS parsing and
 //! signature verification, one eviction from a cache index of 1,000,
-//! 10,000 and 100,000 archives, and the line logged for each request.
+//! 10,000, 100,000 and 1,000,000 archives, and the line logged for each request.
 //! `cargo bench --bench micro`; figures in BENCHMARKS.md.
 
 use std::collections::BTreeMap;
@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use tfmirror::address::{ArchiveKey, Platform, Provider, Version};
 use tfmirror::http::routes;
 use tfmirror::metrics::Metrics;
+use tfmirror::mirror::residency::Archives;
 use tfmirror::mirror::Residency;
 use tfmirror::protocol::{IndexDocument, VersionDocument};
 use tfmirror::store::CachedArchive;
@@ -204,17 +205,18 @@ fn eviction(c: &mut Criterion) {
     let provider = Provider::from_source("registry.scale.test/acme/p").unwrap();
     let platform = Platform::parse("linux_amd64").unwrap();
     let mut group = c.benchmark_group("evict one archive");
-    for held in [1_000u64, 10_000, 100_000] {
-        let archives = (0..held)
-            .map(|i| CachedArchive {
+    for held in [1_000u64, 10_000, 100_000, 1_000_000] {
+        let mut archives = Archives::default();
+        for i in 0..held {
+            archives.push(&CachedArchive {
                 provider: provider.clone(),
                 version: Version::parse(&format!("1.0.{i}")).unwrap(),
                 platform: platform.clone(),
                 size: 10,
                 last_used: i,
                 path: std::path::PathBuf::new(),
-            })
-            .collect();
+            });
+        }
         let residency = Residency::new(
             archives,
             Vec::new(),

@@ -155,8 +155,15 @@ impl Daemon {
             task.abort();
         }
         // Downloads whose clients have gone still get their time to finish.
+        // The index snapshot is written only when nothing can be stored
+        // after it; otherwise the next start walks the cache.
         if !app.mirror.drain(grace).await {
-            tracing::warn!("downloads still running after the grace period; exiting anyway");
+            tracing::warn!("downloads still running after the grace period; exiting anyway, without an index snapshot");
+        } else if let Err(e) = app.mirror.save_index().await {
+            tracing::warn!(
+                error = format!("{e:#}"),
+                "could not write the archive index snapshot; the next start walks the cache"
+            );
         }
         tracing::info!("stopped");
         Ok(())

@@ -84,10 +84,13 @@ fn s(p: &Path) -> &str {
 }
 
 /// Every file of a cache with its SHA-256 (temporary files left out).
+/// The cache's files and their SHA-256, without `tmp/` and without the
+/// note a command writes before it may change the archives
+/// (`index/changed.json`, bookkeeping for the daemon's next start).
 fn snapshot(cache: &Path) -> BTreeMap<String, String> {
     files_below(cache)
         .into_iter()
-        .filter(|f| !f.starts_with("tmp/"))
+        .filter(|f| !f.starts_with("tmp/") && f != "index/changed.json")
         .map(|f| {
             let bytes = std::fs::read(cache.join(&f)).unwrap();
             (f, hex(&sha2::Sha256::digest(&bytes)))

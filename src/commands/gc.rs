@@ -17,6 +17,9 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
         .or(config.cache.max_size)
         .context("no size to shrink to: set cache.max_size or pass --max-size")?;
     let store = super::open_store(config)?;
+    super::runtime()?
+        .block_on(crate::store::changes::note(&store))
+        .with_context(|| format!("noting a change in {}", store.root().display()))?;
     let removed = inventory::evict(&store, max.as_u64(), |_| false);
     let now = crate::clock::SystemClock.unix_ms();
     for archive in &removed.archives {

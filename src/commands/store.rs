@@ -17,6 +17,8 @@ use crate::store::Store;
 pub struct CommandStore {
     store: Arc<dyn Store>,
     runtime: Runtime,
+    /// Whether this command noted that it changes the store's archives.
+    noted: std::sync::OnceLock<()>,
 }
 
 impl CommandStore {
@@ -29,12 +31,27 @@ impl CommandStore {
             s3.local_cache = None;
         }
         let store = runtime.block_on(crate::store::open(&direct, false))?;
-        Ok(CommandStore { store, runtime })
+        Ok(CommandStore {
+            store,
+            runtime,
+            noted: std::sync::OnceLock::new(),
+        })
     }
 
     /// The store.
     pub fn store(&self) -> &dyn Store {
         self.store.as_ref()
+    }
+
+    /// Before a change to the store's archives: notes the first one in
+    /// the store, so that the daemon's next start does not trust an index
+    /// snapshot taken before it (`crate::store::changes`).
+    pub fn changing_archives(&self) -> Result<(), crate::store::StoreError> {
+        if self.noted.get().is_none() {
+            self.wait(crate::store::changes::note(self.store()))?;
+            let _ = self.noted.set(());
+        }
+        Ok(())
     }
 
     /// Where the store is, for people.

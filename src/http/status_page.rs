@@ -8,9 +8,7 @@
 //! site. It is built from the cache's index in memory, never from a walk
 //! of the store, so its cost does not depend on the cache's size on disk.
 
-use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::Arc;
 
 use http::{Response, StatusCode};
 
@@ -65,10 +63,14 @@ pub fn page(
     let (scheme, authority) = (scheme.as_str(), authority.as_str());
     let url = format!("{scheme}://{authority}/");
     let auth_on = app.auth.enabled();
+    let wanted = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .find(|(k, _)| k == "page")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(1);
     let table = if auth_on && !authorized {
-        Arc::default()
+        crate::mirror::residency::HeldPage::default()
     } else {
-        mirror.holdings()
+        mirror.held_page(wanted, PROVIDERS_PER_PAGE)
     };
     let credentials = if auth_on {
         format!(
@@ -84,19 +86,13 @@ pub fn page(
     let (bytes, count) = mirror.usage();
     let (hits, lookups) = mirror.metrics().hit_rate();
 
-    let versions: usize = table.values().map(BTreeMap::len).sum();
-    let pages = table.len().div_ceil(PROVIDERS_PER_PAGE).max(1);
-    let wanted = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
-        .find(|(k, _)| k == "page")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .unwrap_or(1);
-    let shown = wanted.clamp(1, pages);
+    let (versions, pages, shown) = (table.versions, table.pages.max(1), table.page.max(1));
     let summary = if auth_on && !authorized {
         String::new()
     } else {
         format!(
             "{} providers, {versions} versions{}",
-            table.len(),
+            table.providers,
             if pages > 1 {
                 format!(
                     "; page {shown} of {pages}{}{}",
@@ -164,15 +160,11 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
     );
     if auth_on && !authorized {
         html.push_str("<tr><td colspan=\"3\">The list of cached providers is shown to requests with a token.</td></tr>\n");
-    } else if table.is_empty() {
+    } else if table.providers == 0 {
         html.push_str("<tr><td colspan=\"3\">Nothing cached yet.</td></tr>\n");
     }
-    let on_page = table
-        .iter()
-        .skip((shown - 1) * PROVIDERS_PER_PAGE)
-        .take(PROVIDERS_PER_PAGE);
-    for (provider, versions) in on_page {
-        for (version, platforms) in versions.iter().rev() {
+    for (provider, versions) in &table.rows {
+        for (version, platforms) in versions {
             let _ = writeln!(
                 html,
                 "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",

@@ -371,6 +371,9 @@ impl Mirror {
             .await
             .map_err(|e| self.store_failed("writing an archive", &StoreError::from(e)))?;
         drop(file);
+        self.changing_archives()
+            .await
+            .map_err(|e| self.store_failed("noting a change to the cache", &e))?;
         let h1 = match self.store.keep_archive(staged, key).await {
             Ok(kept) => {
                 self.metrics

@@ -12,6 +12,11 @@ use crate::address::{ArchiveKey, Module, ReleaseFile, Version};
 impl Mirror {
     /// Removes from the store what the residency index gave up.
     pub(super) async fn evict(&self, evicted: Vec<Evicted>) {
+        if !evicted.is_empty() {
+            if let Err(e) = self.changing_archives().await {
+                tracing::warn!(error = %e, "could not note a change to the cache");
+            }
+        }
         for old in evicted {
             match old {
                 Evicted::Archive(old) => match self.store.remove_archive(&old).await {

@@ -45,6 +45,7 @@ mod package_checks;
 pub mod packages;
 mod refreshed;
 pub mod residency;
+mod starting;
 pub mod versions;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -152,6 +153,8 @@ pub struct Mirror {
     health: StoreHealth,
     /// Archives being read, last uses, usage and eviction.
     residency: Residency,
+    /// What it does with the archive index at its start and end.
+    role: starting::Role,
     /// Downloads under way, which run on after their clients leave.
     tasks: tokio_util::task::TaskTracker,
     /// The provider mirror's own state.
@@ -173,7 +176,7 @@ impl Mirror {
     pub async fn new(config: Config) -> anyhow::Result<Mirror> {
         let store = crate::store::open(&config, true).await?;
         let prefetch = config.cache.prefetch_platforms.clone();
-        let mut mirror = Self::on(config, store).await?;
+        let mut mirror = Box::pin(Self::build(config, store, true)).await?;
         mirror.prefetch = prefetch;
         Ok(mirror)
     }
@@ -188,12 +191,14 @@ impl Mirror {
     /// Builds a mirror on `store`, as [`crate::store::open`] opened it
     /// (usable, and in a format this build reads).
     pub async fn on(config: Config, store: Arc<dyn Store>) -> anyhow::Result<Mirror> {
+        Box::pin(Self::build(config, store, false)).await
+    }
+
+    /// Builds the daemon's mirror (`daemon`) or a command's on `store`.
+    async fn build(config: Config, store: Arc<dyn Store>, daemon: bool) -> anyhow::Result<Mirror> {
         let metrics = Arc::new(Metrics::new());
         let origin = Origin::new(&config, metrics.clone())?;
-        let held = store
-            .list_archives()
-            .await
-            .with_context(|| format!("listing the archives in {}", store.location()))?;
+        let (held, role) = starting::archives(&config, store.as_ref(), daemon).await?;
         let pins = store
             .list_modules()
             .await
@@ -271,6 +276,7 @@ impl Mirror {
             metrics,
             draining: AtomicBool::new(false),
             residency,
+            role,
             tasks: tokio_util::task::TaskTracker::new(),
             providers: ProviderState::new(&config),
             clock: crate::clock::system(),
@@ -372,10 +378,11 @@ impl Mirror {
         self.residency.usage()
     }
 
-    /// The archives the cache holds, as its index knows them (no walk of
-    /// the store), grouped by provider and version.
-    pub fn holdings(&self) -> Arc<residency::Holdings> {
-        self.residency.holdings()
+    /// Page `wanted` of the archives the cache holds, as its index knows
+    /// them (no walk of the store), grouped by provider and version,
+    /// `per_page` providers to a page.
+    pub fn held_page(&self, wanted: usize, per_page: usize) -> residency::HeldPage {
+        self.residency.held_page(wanted, per_page)
     }
 
     /// The CLI releases whose files the cache holds, with how many files,

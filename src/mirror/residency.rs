@@ -4,43 +4,39 @@
 //! `cache.max_size`. (A module package being sent may be evicted: its
 //! reader keeps the removed file open. Its pin stays in the store.)
 //!
-//! The index is read from the store once, at start, and kept up to date
-//! as archives are stored, used and evicted, so that one eviction costs
-//! the same however many archives the cache holds. An archive that another
-//! process (`tfmirror sync`, `import`) put in the store joins the index
-//! when the daemon first finds it there.
+//! The index is built once, at start, from the daemon's snapshot of it
+//! ([`snapshot`]) or else from the store, and kept up to date as archives
+//! are stored, used and evicted. Archives take 24 bytes each (the
+//! `table` module); the order of last use costs nothing per archive (the
+//! `order` module); one eviction costs the same however many archives the
+//! cache holds. An archive that another process (`tfmirror sync`,
+//! `import`, another instance on a shared bucket) put in the store joins
+//! the index when the daemon first finds it there.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::address::{ArchiveKey, Module, Product, ReleaseFile, Version};
 use crate::metrics::Metrics;
 use crate::store::CachedArchive;
-use compact::{compact, compact_of, expand, parts, Compact};
+use order::{stamp, Candidate, Queue};
+use table::{Held, Name, Table};
+
+pub use held::{Archives, HeldPage};
 
 /// How long between two updates of an archive's last-use time in the store.
 const TOUCH_EVERY: Duration = Duration::from_secs(3600);
 
-/// One indexed archive.
+/// One indexed module package or release file.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     size: u64,
-    last_used: u64,
-    /// Order of use, which breaks ties between uses in the same second.
-    turn: u64,
+    stamp: u64,
 }
 
 /// A module version, as the index knows its package.
 pub type ModuleKey = (Module, Version);
-
-/// What the cache holds, as `by_age` names it.
-#[derive(Debug, Clone)]
-enum Aged {
-    Archive(Compact),
-    Module(Arc<ModuleKey>),
-    Release(Arc<ReleaseFile>),
-}
 
 /// Something eviction removed from the index, for the caller to remove
 /// from the store.
@@ -54,202 +50,188 @@ pub enum Evicted {
     Release(ReleaseFile),
 }
 
-/// The index. Each key is held once and shared by `entries` (or
-/// `modules`) and `order.by_age`, which is ordered by (last use, turn),
-/// which turns make unique, so it never compares keys.
+/// The index.
 #[derive(Default)]
 struct Index {
-    entries: HashMap<Compact, Entry>,
+    archives: Table,
     /// Module packages.
     modules: HashMap<Arc<ModuleKey>, Entry>,
     /// CLI release files.
     releases: HashMap<Arc<ReleaseFile>, Entry>,
-    /// Last use and totals of both.
-    order: Order,
-    /// Counts changes of which archives are held (not of their use).
-    generation: u64,
-    /// Archives being sent to clients, with how many readers each: never
-    /// evicted.
-    readers: HashMap<Compact, usize>,
-    /// When each archive's last use was last written to the store.
-    touched: HashMap<Compact, Instant>,
-}
-
-/// The order of last use and the totals that archives and module
-/// packages share.
-#[derive(Default)]
-struct Order {
-    /// Archives and module packages ordered by last use, oldest first.
-    by_age: BTreeMap<(u64, u64), Aged>,
-    /// The next use's turn.
-    turns: u64,
     /// Bytes of everything indexed.
     bytes: u64,
-}
-
-impl Order {
-    /// Indexes `key` in `map`, named in `by_age` by `aged`. Returns
-    /// whether it was new.
-    fn place<K: Eq + std::hash::Hash + ?Sized>(
-        &mut self,
-        map: &mut HashMap<Arc<K>, Entry>,
-        key: &K,
-        make: impl FnOnce(&K) -> Arc<K>,
-        size: u64,
-        last_used: u64,
-        aged: fn(Arc<K>) -> Aged,
-    ) -> bool {
-        let (key, new) = match map.get_key_value(key) {
-            Some((held, _)) => (held.clone(), false),
-            None => (make(key), true),
-        };
-        if let Some(old) = map.remove(&key) {
-            self.bytes -= old.size;
-            self.by_age.remove(&(old.last_used, old.turn));
-        }
-        self.turns += 1;
-        let entry = Entry {
-            size,
-            last_used,
-            turn: self.turns,
-        };
-        self.bytes += size;
-        self.by_age
-            .insert((last_used, entry.turn), aged(key.clone()));
-        map.insert(key, entry);
-        new
-    }
-
-    /// Takes `key` out of `map` and of the order.
-    fn unplace<K: Eq + std::hash::Hash + ?Sized>(
-        &mut self,
-        map: &mut HashMap<Arc<K>, Entry>,
-        key: &K,
-    ) -> Option<Entry> {
-        let old = map.remove(key)?;
-        self.bytes -= old.size;
-        self.by_age.remove(&(old.last_used, old.turn));
-        Some(old)
-    }
+    /// The next use's turn.
+    turns: u64,
+    /// Whether which archives are held changed since the index was built.
+    changed: bool,
+    /// Archives being sent to clients, with how many readers each: never
+    /// evicted.
+    readers: HashMap<ArchiveKey, usize>,
+    /// Eviction's next candidates.
+    queue: Queue,
 }
 
 impl Index {
-    /// Indexes an archive of `size` bytes last used at `last_used`.
-    fn insert(&mut self, key: &str, size: u64, last_used: u64) {
-        if self.order.place(
-            &mut self.entries,
-            key,
-            |k: &str| Compact::from(k),
-            size,
-            last_used,
-            Aged::Archive,
-        ) {
-            self.generation += 1;
-        }
+    /// The stamp of a use at `secs`.
+    fn next_stamp(&mut self, secs: u64) -> u64 {
+        self.turns += 1;
+        stamp(secs, self.turns)
     }
 
-    fn remove(&mut self, key: &str) -> Option<Entry> {
-        let old = self.order.unplace(&mut self.entries, key)?;
-        self.generation += 1;
+    /// Indexes an archive of `size` bytes last used at `secs`. Returns
+    /// its entry as it was, if it was indexed.
+    fn insert(&mut self, key: &ArchiveKey, size: u64, secs: u64) -> Option<Held> {
+        let provider = self.archives.provider_id_or_new(&key.provider);
+        let platform = self.archives.platform_id_or_new(&key.platform)?;
+        let name = Name {
+            provider,
+            version: key.version.as_str().into(),
+            platform,
+        };
+        let stamp = self.next_stamp(secs);
+        let touched = self.archives.get(&name).map_or(0, |h| h.touched);
+        let held = Held {
+            size,
+            stamp,
+            touched,
+            platform,
+        };
+        let old = self.archives.put(&name, held);
+        self.bytes = self.bytes - old.map_or(0, |o| o.size) + size;
+        self.changed |= old.is_none();
+        self.queue.joined(stamp);
+        old
+    }
+
+    fn remove(&mut self, key: &ArchiveKey) -> Option<Held> {
+        let old = self.archives.take(&self.archives.name(key)?)?;
+        self.bytes -= old.size;
+        self.changed = true;
         Some(old)
     }
 
-    /// Indexes a module package of `size` bytes last used at `last_used`.
-    fn insert_module(&mut self, key: &ModuleKey, size: u64, last_used: u64) {
-        self.order.place(
-            &mut self.modules,
-            key,
-            |k| Arc::new(k.clone()),
+    /// Indexes a module package or release file in `map`.
+    fn place<K: Eq + std::hash::Hash + Clone>(
+        map: &mut HashMap<Arc<K>, Entry>,
+        bytes: &mut u64,
+        key: &K,
+        entry: Entry,
+    ) {
+        let key = match map.get_key_value(key) {
+            Some((held, _)) => held.clone(),
+            None => Arc::new(key.clone()),
+        };
+        *bytes += entry.size;
+        if let Some(old) = map.insert(key, entry) {
+            *bytes -= old.size;
+        }
+    }
+
+    fn insert_module(&mut self, key: &ModuleKey, size: u64, secs: u64) {
+        let entry = Entry {
             size,
-            last_used,
-            Aged::Module,
-        );
+            stamp: self.next_stamp(secs),
+        };
+        Self::place(&mut self.modules, &mut self.bytes, key, entry);
+        self.queue.joined(entry.stamp);
     }
 
     fn remove_module(&mut self, key: &ModuleKey) -> Option<Entry> {
-        self.order.unplace(&mut self.modules, key)
+        let old = self.modules.remove(key)?;
+        self.bytes -= old.size;
+        Some(old)
     }
 
-    /// Indexes a release file of `size` bytes last used at `last_used`.
-    fn insert_release(&mut self, key: &ReleaseFile, size: u64, last_used: u64) {
-        self.order.place(
-            &mut self.releases,
-            key,
-            |k| Arc::new(k.clone()),
+    fn insert_release(&mut self, key: &ReleaseFile, size: u64, secs: u64) {
+        let entry = Entry {
             size,
-            last_used,
-            Aged::Release,
-        );
+            stamp: self.next_stamp(secs),
+        };
+        Self::place(&mut self.releases, &mut self.bytes, key, entry);
+        self.queue.joined(entry.stamp);
+    }
+
+    fn remove_release(&mut self, key: &ReleaseFile) -> Option<Entry> {
+        let old = self.releases.remove(key)?;
+        self.bytes -= old.size;
+        Some(old)
+    }
+
+    /// What a queued candidate is now: gone or used since it was queued
+    /// (`None`), or what eviction would remove and its size.
+    fn still(&self, stamp: u64, candidate: &Candidate) -> Option<(Evicted, u64)> {
+        match candidate {
+            Candidate::Archive(name) => {
+                let held = self.archives.get(name).filter(|h| h.stamp == stamp)?;
+                Some((Evicted::Archive(self.archives.key(name)?), held.size))
+            }
+            Candidate::Module(key) => {
+                let entry = self.modules.get(key).filter(|e| e.stamp == stamp)?;
+                Some((Evicted::Module(key.0.clone(), key.1.clone()), entry.size))
+            }
+            Candidate::Release(key) => {
+                let entry = self.releases.get(key).filter(|e| e.stamp == stamp)?;
+                Some((Evicted::Release(ReleaseFile::clone(key)), entry.size))
+            }
+        }
     }
 
     /// Takes the least recently used archives and packages out of the
     /// index (never `keep`, never an archive being read) until it holds at
     /// most `max` bytes.
     fn evict_over(&mut self, max: u64, keep: &Evicted) -> Vec<Evicted> {
-        let mut over = self.order.bytes.saturating_sub(max);
         let mut picked = Vec::new();
-        for aged in self.order.by_age.values() {
-            if over == 0 {
-                break;
-            }
-            let (named, size) = match aged {
-                Aged::Archive(k) => {
-                    if self.readers.get(k.as_ref()).is_some_and(|n| *n > 0) {
-                        continue;
-                    }
-                    // A form that did not parse back would be a bug: that
-                    // archive stays rather than another being removed.
-                    let Some(key) = expand(k) else {
-                        debug_assert!(false, "{k} does not parse back");
-                        continue;
-                    };
-                    (Evicted::Archive(key), self.entries[k.as_ref()].size)
+        let mut passed = Vec::new();
+        // A pass that queued only what cannot go ends the search.
+        let mut fruitful = true;
+        while self.bytes > max {
+            let Some((stamp, candidate)) = self.queue.pop() else {
+                if !fruitful {
+                    break;
                 }
-                Aged::Module(k) => (
-                    Evicted::Module(k.0.clone(), k.1.clone()),
-                    self.modules[k.as_ref()].size,
-                ),
-                Aged::Release(k) => (
-                    Evicted::Release(ReleaseFile::clone(k)),
-                    self.releases[k.as_ref()].size,
-                ),
+                self.queue.put_back(std::mem::take(&mut passed));
+                self.refill();
+                fruitful = false;
+                if self.queue.is_empty() {
+                    break;
+                }
+                continue;
             };
-            if named == *keep {
+            let Some((named, _)) = self.still(stamp, &candidate) else {
+                continue;
+            };
+            let being_read = match &named {
+                Evicted::Archive(key) => self.readers.get(key).is_some_and(|n| *n > 0),
+                _ => false,
+            };
+            if being_read || named == *keep {
+                passed.push((stamp, candidate));
                 continue;
             }
-            over = over.saturating_sub(size);
-            picked.push(named);
-        }
-        for named in &picked {
-            match named {
-                Evicted::Archive(k) => {
-                    let k = compact(k);
-                    self.remove(&k);
-                    self.touched.remove(k.as_str());
+            match &named {
+                Evicted::Archive(key) => {
+                    self.remove(key);
                 }
                 Evicted::Module(m, v) => {
                     self.remove_module(&(m.clone(), v.clone()));
                 }
                 Evicted::Release(file) => {
-                    self.order.unplace(&mut self.releases, file);
+                    self.remove_release(file);
                 }
             }
+            fruitful = true;
+            picked.push(named);
         }
+        self.queue.put_back(passed);
         picked
     }
 }
-
-/// The held archives grouped for display: provider (as written) →
-/// version → platforms, sorted.
-pub type Holdings = BTreeMap<String, BTreeMap<Version, Vec<String>>>;
 
 /// The cache's residency: see the module documentation.
 pub struct Residency {
     max_bytes: Option<u64>,
     metrics: Arc<Metrics>,
     index: Mutex<Index>,
-    /// [`Holdings`] as last grouped, with the index generation it shows.
-    holdings: Mutex<Option<(u64, Arc<Holdings>)>>,
 }
 
 impl Residency {
@@ -257,20 +239,19 @@ impl Residency {
     /// `modules` and the release files `releases` (each with its size and
     /// last use), to be kept under `max_size`.
     pub fn new(
-        held: Vec<CachedArchive>,
+        held: Archives,
         modules: Vec<(ModuleKey, u64, u64)>,
         releases: Vec<(ReleaseFile, u64, u64)>,
         max_size: Option<bytesize::ByteSize>,
         metrics: Arc<Metrics>,
     ) -> Residency {
-        let mut index = Index::default();
-        for a in held {
-            index.insert(
-                &compact_of(&a.provider, &a.version, &a.platform),
-                a.size,
-                a.last_used,
-            );
-        }
+        let (archives, bytes, turns) = held.into_parts();
+        let mut index = Index {
+            archives,
+            bytes,
+            turns,
+            ..Index::default()
+        };
         for (key, size, last_used) in modules {
             index.insert_module(&key, size, last_used);
         }
@@ -281,7 +262,6 @@ impl Residency {
             max_bytes: max_size.map(|m| m.as_u64()),
             metrics,
             index: Mutex::new(index),
-            holdings: Mutex::new(None),
         };
         residency.publish();
         residency
@@ -289,40 +269,6 @@ impl Residency {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Index> {
         self.index.lock().expect("residency lock")
-    }
-
-    /// The held archives grouped by provider and version: grouped again
-    /// only after archives joined or left the index, so that looking
-    /// costs nothing however many archives are held.
-    pub fn holdings(&self) -> Arc<Holdings> {
-        let mut cached = self.holdings.lock().expect("holdings lock");
-        let index = self.lock();
-        if let Some((generation, holdings)) = cached.as_ref() {
-            if *generation == index.generation {
-                return holdings.clone();
-            }
-        }
-        let mut grouped = Holdings::new();
-        for key in index.entries.keys() {
-            let (provider, version, platform) = parts(key);
-            let Ok(version) = Version::parse(version) else {
-                continue;
-            };
-            grouped
-                .entry(provider.to_owned())
-                .or_default()
-                .entry(version)
-                .or_default()
-                .push(platform.to_owned());
-        }
-        let generation = index.generation;
-        drop(index);
-        for platforms in grouped.values_mut().flat_map(BTreeMap::values_mut) {
-            platforms.sort();
-        }
-        let grouped = Arc::new(grouped);
-        *cached = Some((generation, grouped.clone()));
-        grouped
     }
 
     /// The CLI releases whose files the cache holds, with how many files.
@@ -338,7 +284,7 @@ impl Residency {
     /// archives.
     pub fn usage(&self) -> (u64, u64) {
         let index = self.lock();
-        (index.order.bytes, index.entries.len() as u64)
+        (index.bytes, index.archives.len())
     }
 
     fn publish(&self) {
@@ -349,17 +295,16 @@ impl Residency {
     /// Marks an archive as being read: it is not evicted until
     /// [`Residency::done_reading`].
     pub fn reading(&self, key: &ArchiveKey) {
-        *self.lock().readers.entry(compact(key).into()).or_default() += 1;
+        *self.lock().readers.entry(key.clone()).or_default() += 1;
     }
 
     /// Ends one [`Residency::reading`].
     pub fn done_reading(&self, key: &ArchiveKey) {
-        let key = compact(key);
         let mut index = self.lock();
-        if let Some(n) = index.readers.get_mut(key.as_str()) {
+        if let Some(n) = index.readers.get_mut(key) {
             *n -= 1;
             if *n == 0 {
-                index.readers.remove(key.as_str());
+                index.readers.remove(key);
             }
         }
     }
@@ -368,16 +313,18 @@ impl Residency {
     /// was not). Returns whether its last-use time should be written to
     /// the store now (at most once per `TOUCH_EVERY`).
     pub fn used(&self, key: &ArchiveKey, size: u64) -> bool {
-        let key = compact(key);
+        let now = now_secs();
         let mut index = self.lock();
-        let known = index.entries.contains_key(key.as_str());
-        index.insert(&key, size, now_secs());
-        let due = index
-            .touched
-            .get(key.as_str())
-            .is_none_or(|t| t.elapsed() >= TOUCH_EVERY);
-        if due {
-            index.touched.insert(key.into(), Instant::now());
+        let known = index.insert(key, size, now).is_some();
+        let mut due = false;
+        if let Some(name) = index.archives.name(key) {
+            if let Some(held) = index.archives.get(&name).copied() {
+                due = now.saturating_sub(u64::from(held.touched)) >= TOUCH_EVERY.as_secs();
+                if due {
+                    let touched = u32::try_from(now).unwrap_or(u32::MAX);
+                    index.archives.put(&name, Held { touched, ..held });
+                }
+            }
         }
         drop(index);
         if !known {
@@ -392,7 +339,7 @@ impl Residency {
     /// index at once; the caller removes them from the store.
     pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<Evicted> {
         self.stored_then_evict(&Evicted::Archive(key.clone()), |index| {
-            index.insert(&compact(key), size, now_secs());
+            index.insert(key, size, now_secs());
         })
     }
 
@@ -445,7 +392,7 @@ impl Residency {
 
     /// Forgets an archive that is no longer in the store.
     pub fn forget(&self, key: &ArchiveKey) {
-        let removed = self.lock().remove(&compact(key)).is_some();
+        let removed = self.lock().remove(key).is_some();
         if removed {
             self.publish();
         }
@@ -453,7 +400,7 @@ impl Residency {
 
     /// Puts back an archive whose eviction failed.
     pub fn restore(&self, key: &ArchiveKey, size: u64) {
-        self.lock().insert(&compact(key), size, 0);
+        self.lock().insert(key, size, 0);
         self.publish();
     }
 }
@@ -464,6 +411,19 @@ fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-mod compact;
+impl From<Vec<CachedArchive>> for Archives {
+    fn from(listed: Vec<CachedArchive>) -> Archives {
+        let mut archives = Archives::default();
+        for a in listed {
+            archives.push(&a);
+        }
+        archives
+    }
+}
+
+mod held;
+mod order;
+pub mod snapshot;
+mod table;
 #[cfg(test)]
 mod tests;

@@ -43,6 +43,16 @@ impl CachedArchive {
 /// not valid addresses are skipped: they were not written by tfmirror.
 pub fn archives(store: &DiskStore) -> Vec<CachedArchive> {
     let mut out = Vec::new();
+    walk(store, &mut |a| out.push(a));
+    out.sort_by(|a, b| {
+        (&a.provider, &a.version, &a.platform).cmp(&(&b.provider, &b.version, &b.platform))
+    });
+    out
+}
+
+/// Calls `each` with every archive in the cache, in the order of the
+/// walk, without holding the listing.
+pub fn walk(store: &DiskStore, each: &mut dyn FnMut(CachedArchive)) {
     let root = store.root().join("providers");
     for (host, host_dir) in subdirs(&root) {
         let Ok(hostname) = Hostname::parse(&host) else {
@@ -76,7 +86,7 @@ pub fn archives(store: &DiskStore) -> Vec<CachedArchive> {
                             .and_then(|m| m.modified())
                             .or_else(|_| meta.modified())
                             .map_or(0, epoch_secs);
-                        out.push(CachedArchive {
+                        each(CachedArchive {
                             provider: provider.clone(),
                             version,
                             platform,
@@ -89,10 +99,6 @@ pub fn archives(store: &DiskStore) -> Vec<CachedArchive> {
             }
         }
     }
-    out.sort_by(|a, b| {
-        (&a.provider, &a.version, &a.platform).cmp(&(&b.provider, &b.version, &b.platform))
-    });
-    out
 }
 
 /// What [`evict`] removed.

@@ -10,6 +10,7 @@
 //! ([`Store::keep_archive`]), which makes it visible whole or not at all.
 
 pub mod atomic;
+pub mod changes;
 mod disk;
 pub mod evidence;
 pub mod format;
@@ -173,6 +174,18 @@ pub trait Store: Send + Sync {
 
     /// Every archive the store holds, with its size and last use.
     async fn list_archives(&self) -> Result<Vec<CachedArchive>, StoreError>;
+
+    /// Calls `each` with every cached archive, in no set order, without
+    /// holding the whole listing (the archive index's start).
+    async fn each_archive(
+        &self,
+        each: &mut (dyn FnMut(CachedArchive) + Send),
+    ) -> Result<(), StoreError> {
+        for archive in self.list_archives().await? {
+            each(archive);
+        }
+        Ok(())
+    }
 
     /// A module's stored version list.
     async fn read_module_index(

@@ -338,6 +338,9 @@ fn import_archive(
         return Ok((sha256, false));
     }
     store
+        .changing_archives()
+        .map_err(|e| Refusal::from(e.to_string()))?;
+    store
         .wait(store.store().keep_archive(temp_path, key))
         .map_err(|e| Refusal::from(e.to_string()))?;
     Ok((sha256, true))

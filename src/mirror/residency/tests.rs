@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::address::{Platform, Provider, Version};
+use crate::mirror::residency::snapshot;
 
 fn key(n: usize) -> ArchiveKey {
     let provider = Provider::from_source("r.example/ns/t").unwrap();
@@ -27,7 +28,7 @@ fn module(n: usize) -> ModuleKey {
 #[test]
 fn module_packages_take_their_turn_with_archives() {
     let r = Residency::new(
-        held(2, 10),
+        held(2, 10).into(),
         vec![(module(0), 5, 0)],
         Vec::new(),
         Some(bytesize::ByteSize(25)),
@@ -53,7 +54,7 @@ fn module_packages_take_their_turn_with_archives() {
 /// A residency of archives alone, kept under `max` bytes.
 fn archives_only(held: Vec<CachedArchive>, max: Option<u64>) -> Residency {
     Residency::new(
-        held,
+        held.into(),
         Vec::new(),
         Vec::new(),
         max.map(bytesize::ByteSize),
@@ -105,17 +106,46 @@ fn uses_in_the_same_second_evict_in_the_order_they_happened() {
 }
 
 #[test]
-fn holdings_are_grouped_again_only_when_archives_come_or_go() {
+fn a_page_shows_its_providers_newest_version_first() {
     let r = archives_only(held(3, 10), None);
-    let first = r.holdings();
-    assert_eq!(first["r.example/ns/t"].len(), 3);
-    r.used(&key(1), 10);
-    assert!(Arc::ptr_eq(&first, &r.holdings()), "a use changes nothing");
-    r.stored(&key(7), 10);
-    let second = r.holdings();
-    assert_eq!(second["r.example/ns/t"].len(), 4);
-    r.forget(&key(7));
-    assert_eq!(r.holdings()["r.example/ns/t"].len(), 3);
+    let other = ArchiveKey::new(
+        &Provider::from_source("a.example/ns/t").unwrap(),
+        &Version::parse("1.10.0").unwrap(),
+        &Platform::parse("darwin_arm64").unwrap(),
+    );
+    r.stored(&other, 10);
+    let mut darwin = key(2);
+    darwin.platform = Platform::parse("darwin_amd64").unwrap();
+    r.stored(&darwin, 10);
+    let first = r.held_page(1, 1);
+    assert_eq!((first.providers, first.versions, first.pages), (2, 4, 2));
+    assert_eq!(first.rows.len(), 1);
+    assert_eq!(first.rows[0].0, "a.example/ns/t");
+    let second = r.held_page(9, 1);
+    assert_eq!(second.page, 2, "past the end means the last page");
+    let (provider, versions) = &second.rows[0];
+    assert_eq!(provider, "r.example/ns/t");
+    let shown: Vec<(String, Vec<String>)> = versions
+        .iter()
+        .map(|(v, p)| (v.to_string(), p.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (
+                "1.0.2".to_owned(),
+                vec!["darwin_amd64".to_owned(), "linux_amd64".to_owned()]
+            ),
+            ("1.0.1".to_owned(), vec!["linux_amd64".to_owned()]),
+            ("1.0.0".to_owned(), vec!["linux_amd64".to_owned()]),
+        ]
+    );
+    r.forget(&other);
+    assert_eq!(
+        r.held_page(1, 1).providers,
+        1,
+        "a provider with nothing held is not shown"
+    );
 }
 
 #[test]
@@ -136,7 +166,7 @@ fn release_files_take_their_turn_and_a_new_one_stays() {
             .unwrap(),
     };
     let r = Residency::new(
-        held(1, 10),
+        held(1, 10).into(),
         Vec::new(),
         vec![(file(0), 10, 0)],
         Some(bytesize::ByteSize(25)),
@@ -157,42 +187,130 @@ fn release_files_take_their_turn_and_a_new_one_stays() {
 }
 
 #[test]
-fn the_compact_form_gives_back_the_key_and_its_parts() {
-    for (source, version, platform) in [
-        (
-            "registry.terraform.io/hashicorp/aws",
-            "5.1.0",
-            "linux_amd64",
-        ),
-        (
-            "mirror.example:8443/acme/x",
-            "2.0.0-beta.1+build.7",
-            "darwin_arm64",
-        ),
-    ] {
-        let key = ArchiveKey::new(
-            &Provider::from_source(source).unwrap(),
-            &Version::parse(version).unwrap(),
-            &Platform::parse(platform).unwrap(),
-        );
-        let c = compact(&key);
-        assert_eq!(expand(&c), Some(key));
-        assert_eq!(parts(&c), (source, version, platform));
-    }
-}
-
-#[test]
-fn archives_being_read_are_named_by_their_compact_form_and_never_evicted() {
+fn archives_being_read_are_never_evicted() {
     let r = archives_only(held(2, 10), Some(20));
     r.reading(&key(0));
     // Archive 0 is the oldest but is being read: archive 1 goes instead.
     assert_eq!(r.stored(&key(2), 10), vec![old(1)]);
     r.done_reading(&key(0));
     assert_eq!(r.stored(&key(3), 10), vec![old(0)]);
-    let holdings = r.holdings();
-    let versions: Vec<String> = holdings["r.example/ns/t"]
-        .keys()
-        .map(ToString::to_string)
-        .collect();
-    assert_eq!(versions, ["1.0.2", "1.0.3"]);
+    let page = r.held_page(1, 10);
+    let versions: Vec<String> = page.rows[0].1.iter().map(|(v, _)| v.to_string()).collect();
+    assert_eq!(versions, ["1.0.3", "1.0.2"]);
+}
+
+#[test]
+fn eviction_keeps_the_order_of_use_across_many_passes() {
+    // More archives than one pass queues: each store evicts exactly the
+    // least recently used one, through several refills, and uses made
+    // after a pass move archives to the back.
+    let n = order::BATCH * 2 + 100;
+    let r = archives_only(held(n, 1), Some(n as u64));
+    for i in 0..100 {
+        r.used(&key(i), 1);
+    }
+    let mut evicted = Vec::new();
+    for i in 0..n {
+        evicted.extend(r.stored(&key(1_000_000 + i), 1));
+    }
+    let expected: Vec<Evicted> = (100..n).chain(0..100).map(old).collect();
+    assert_eq!(evicted, expected);
+    assert_eq!(r.usage(), (n as u64, n as u64));
+}
+
+#[test]
+fn a_restored_archive_goes_first_even_with_a_pass_queued() {
+    let r = archives_only(held(10, 1), Some(10));
+    assert_eq!(r.stored(&key(100), 1), vec![old(0)]);
+    // A failed eviction puts archive 0 back with the oldest use there is.
+    r.restore(&key(0), 1);
+    assert_eq!(r.stored(&key(101), 1), vec![old(0), old(1)]);
+}
+
+#[test]
+fn a_snapshot_gives_back_the_archives_their_order_and_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let r = archives_only(held(50, 3), Some(150));
+    r.used(&key(7), 3);
+    let seal = snapshot::Seal {
+        location: "disk:/c".into(),
+        changed: Some(5),
+    };
+    snapshot::write(dir.path(), &tmp, &r.snapshot(&seal)).unwrap();
+    let read = snapshot::take(dir.path(), &seal).unwrap();
+    assert!(!snapshot::path(dir.path()).exists(), "taking it removes it");
+    let again = Residency::new(
+        read,
+        Vec::new(),
+        Vec::new(),
+        Some(bytesize::ByteSize(150)),
+        Arc::new(Metrics::new()),
+    );
+    drop(r);
+    assert_eq!(again.usage(), (150, 50));
+    assert_eq!(
+        again.held_page(1, 10),
+        archives_only(held(50, 3), None).held_page(1, 10)
+    );
+    // The same order of use: 0 first, and 7 (used last) after 49.
+    assert_eq!(again.stored(&key(100), 3), vec![old(0)]);
+    let mut rest = Vec::new();
+    for i in 0..49 {
+        rest.extend(again.stored(&key(200 + i), 3));
+    }
+    let expected: Vec<Evicted> = (1..50).filter(|i| *i != 7).chain([7]).map(old).collect();
+    assert_eq!(rest, expected);
+}
+
+#[test]
+fn a_snapshot_for_another_store_or_an_older_state_is_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let r = archives_only(held(3, 1), None);
+    let seal = snapshot::Seal {
+        location: "disk:/c".into(),
+        changed: None,
+    };
+    let write = || snapshot::write(dir.path(), &tmp, &r.snapshot(&seal)).unwrap();
+    write();
+    let changed = snapshot::Seal {
+        changed: Some(1),
+        ..seal.clone()
+    };
+    assert!(matches!(
+        snapshot::take(dir.path(), &changed),
+        Err(snapshot::Unused::Stale(..))
+    ));
+    assert!(
+        matches!(
+            snapshot::take(dir.path(), &seal),
+            Err(snapshot::Unused::Missing)
+        ),
+        "a stale snapshot is removed too"
+    );
+    write();
+    let elsewhere = snapshot::Seal {
+        location: "s3://b/p".into(),
+        ..seal.clone()
+    };
+    assert!(matches!(
+        snapshot::take(dir.path(), &elsewhere),
+        Err(snapshot::Unused::Stale(..))
+    ));
+    // Cut short, or with bytes after its end: unreadable.
+    let bytes = r.snapshot(&seal);
+    for broken in [
+        &bytes[..bytes.len() - 3],
+        &[bytes.as_slice(), b"x"].concat()[..],
+    ] {
+        snapshot::write(dir.path(), &tmp, broken).unwrap();
+        let taken = snapshot::take(dir.path(), &seal);
+        assert!(
+            matches!(taken, Err(snapshot::Unused::Unreadable(..))),
+            "{taken:?}"
+        );
+    }
 }

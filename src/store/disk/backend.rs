@@ -153,6 +153,33 @@ impl Store for DiskStore {
         )
     }
 
+    async fn each_archive(
+        &self,
+        each: &mut (dyn FnMut(CachedArchive) + Send),
+    ) -> Result<(), StoreError> {
+        // The walk runs on a blocking thread and hands the archives over
+        // in batches, so that no more than a few batches are held at once.
+        const BATCH: usize = 1024;
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<CachedArchive>>(4);
+        let store = self.clone();
+        let walker = tokio::task::spawn_blocking(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            inventory::walk(&store, &mut |a| {
+                batch.push(a);
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    let _ = tx.blocking_send(full);
+                }
+            });
+            let _ = tx.blocking_send(batch);
+        });
+        while let Some(batch) = rx.recv().await {
+            batch.into_iter().for_each(&mut *each);
+        }
+        walker.await.map_err(io::Error::other)?;
+        Ok(())
+    }
+
     async fn read_module_index(
         &self,
         module: &Module,

@@ -1,0 +1,128 @@
+//! The archives an index starts with ([`Archives`]), and what it shows of
+//! them: one page of the status page's table at a time ([`HeldPage`]),
+//! made from the providers on that page alone.
+
+use super::order::stamp;
+use super::table::{Held, Name, Table};
+use super::Residency;
+use crate::address::Version;
+use crate::store::CachedArchive;
+
+/// The archives a [`Residency`] starts with, gathered one at a time (from
+/// a walk of the store, or a snapshot) without holding the listing.
+#[derive(Debug, Default)]
+pub struct Archives {
+    pub(super) table: Table,
+    pub(super) bytes: u64,
+    pub(super) turns: u64,
+}
+
+impl Archives {
+    /// Adds a listed archive, with its last use.
+    pub fn push(&mut self, archive: &CachedArchive) {
+        self.turns += 1;
+        let provider = self.table.provider_id_or_new(&archive.provider);
+        let Some(platform) = self.table.platform_id_or_new(&archive.platform) else {
+            return;
+        };
+        let name = Name {
+            provider,
+            version: archive.version.as_str().into(),
+            platform,
+        };
+        let held = Held {
+            size: archive.size,
+            stamp: stamp(archive.last_used, self.turns),
+            touched: 0,
+            platform,
+        };
+        let old = self.table.put(&name, held);
+        self.bytes = self.bytes - old.map_or(0, |o| o.size) + archive.size;
+    }
+
+    /// How many archives.
+    pub fn len(&self) -> u64 {
+        self.table.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.table.len() == 0
+    }
+
+    pub(super) fn into_parts(self) -> (Table, u64, u64) {
+        (self.table, self.bytes, self.turns)
+    }
+}
+
+/// One page of the held archives, grouped by provider and version.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct HeldPage {
+    /// Providers with at least one archive held.
+    pub providers: usize,
+    /// Versions with at least one archive held.
+    pub versions: usize,
+    /// The page shown (from 1).
+    pub page: usize,
+    /// How many pages there are (at least 1).
+    pub pages: usize,
+    /// The page's providers (as written), in order, each with its
+    /// versions, newest first, and their platforms, in order.
+    pub rows: Vec<(String, Vec<HeldVersion>)>,
+}
+
+/// A version on a [`HeldPage`], with the platforms held.
+pub type HeldVersion = (Version, Vec<String>);
+
+impl Residency {
+    /// Page `wanted` (from 1; out of range means the nearest page) of the
+    /// held archives, `per_page` providers to a page. Its cost grows with
+    /// the number of providers and with what the page shows, not with the
+    /// number of archives.
+    pub fn held_page(&self, wanted: usize, per_page: usize) -> HeldPage {
+        let index = self.lock();
+        let table = &index.archives;
+        let mut named: Vec<(String, usize)> = Vec::new();
+        let mut versions = 0;
+        for (n, slot) in table.slots().iter().enumerate() {
+            if !slot.versions.is_empty() {
+                versions += slot.versions.len();
+                named.push((slot.provider.to_string(), n));
+            }
+        }
+        named.sort_unstable();
+        let per_page = per_page.max(1);
+        let pages = named.len().div_ceil(per_page).max(1);
+        let page = wanted.clamp(1, pages);
+        let rows = named
+            .iter()
+            .skip((page - 1) * per_page)
+            .take(per_page)
+            .map(|(provider, n)| {
+                let slot = &table.slots()[*n];
+                let mut held: Vec<HeldVersion> = slot
+                    .versions
+                    .iter()
+                    .filter_map(|(v, platforms)| {
+                        let version = Version::parse(v).ok()?;
+                        let mut shown: Vec<String> = platforms
+                            .iter()
+                            .map(|h| table.platform(h.platform).to_string())
+                            .collect();
+                        shown.sort();
+                        Some((version, shown))
+                    })
+                    .collect();
+                held.sort_by(|a, b| b.0.cmp(&a.0));
+                (provider.clone(), held)
+            })
+            .collect();
+        HeldPage {
+            providers: named.len(),
+            versions,
+            page,
+            pages,
+            rows,
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The residency index's table of archives, laid out so that a million
+//! archives fit in a few tens of megabytes: each provider is held once,
+//! with its versions (as written) in order, and each version holds one
+//! fixed-size [`Held`] per platform in a boxed slice; platforms are
+//! numbered. No string, map entry or heap allocation is made per archive.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::address::{ArchiveKey, Platform, Provider, Version};
+
+/// One held archive: 24 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Held {
+    /// Size in bytes.
+    pub size: u64,
+    /// Order of last use: the second (in its upper bits) and the turn
+    /// within the index, which breaks ties between uses in one second.
+    pub stamp: u64,
+    /// When its last use was last written to the store (seconds since the
+    /// Unix epoch, 0 for never).
+    pub touched: u32,
+    /// The platform's number in [`Table::platform`].
+    pub platform: u16,
+}
+
+/// One provider and what the cache holds of it.
+#[derive(Debug)]
+pub(super) struct Slot {
+    /// The provider.
+    pub provider: Provider,
+    /// Its versions (as written, in the order of that text) with one
+    /// entry per held platform. A version with none is removed.
+    pub versions: BTreeMap<Box<str>, Box<[Held]>>,
+}
+
+/// An archive as the table names it: the provider's number, the version
+/// as written and the platform's number.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Name {
+    pub provider: u32,
+    pub version: Box<str>,
+    pub platform: u16,
+}
+
+/// The table: see the module documentation.
+#[derive(Debug, Default)]
+pub(super) struct Table {
+    slots: Vec<Slot>,
+    ids: HashMap<Provider, u32>,
+    platforms: Vec<Platform>,
+    platform_ids: HashMap<Platform, u16>,
+    count: u64,
+}
+
+impl Table {
+    /// Archives held.
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+
+    /// The providers, by number (a provider with nothing held stays, with
+    /// no versions, so that numbers never change).
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    /// The platform numbered `n`.
+    pub fn platform(&self, n: u16) -> &Platform {
+        &self.platforms[usize::from(n)]
+    }
+
+    /// Whether a platform is numbered `n`.
+    pub fn has_platform(&self, n: u16) -> bool {
+        usize::from(n) < self.platforms.len()
+    }
+
+    /// Sets a whole version's entries (sorted by platform, each platform
+    /// once), as a snapshot lists them. Returns the entries it replaced.
+    pub fn put_version(
+        &mut self,
+        provider: u32,
+        version: Box<str>,
+        held: Box<[Held]>,
+    ) -> Option<Box<[Held]>> {
+        self.count += held.len() as u64;
+        let old = self.slots[provider as usize].versions.insert(version, held);
+        self.count -= old.as_ref().map_or(0, |o| o.len() as u64);
+        old
+    }
+
+    /// The provider's number, if it was ever indexed.
+    fn provider_id(&self, provider: &Provider) -> Option<u32> {
+        self.ids.get(provider).copied()
+    }
+
+    /// The provider's number, numbering it when new.
+    pub fn provider_id_or_new(&mut self, provider: &Provider) -> u32 {
+        if let Some(id) = self.provider_id(provider) {
+            return id;
+        }
+        let id = u32::try_from(self.slots.len()).expect("fewer than 2^32 providers");
+        self.slots.push(Slot {
+            provider: provider.clone(),
+            versions: BTreeMap::new(),
+        });
+        self.ids.insert(provider.clone(), id);
+        id
+    }
+
+    /// The platform's number, numbering it when new. `None` past 65,536
+    /// platforms (there are a few dozen).
+    pub fn platform_id_or_new(&mut self, platform: &Platform) -> Option<u16> {
+        if let Some(id) = self.platform_ids.get(platform) {
+            return Some(*id);
+        }
+        let id = u16::try_from(self.platforms.len()).ok()?;
+        self.platforms.push(platform.clone());
+        self.platform_ids.insert(platform.clone(), id);
+        Some(id)
+    }
+
+    /// The table's name for `key`, when it holds that archive's provider
+    /// and platform.
+    pub fn name(&self, key: &ArchiveKey) -> Option<Name> {
+        Some(Name {
+            provider: self.provider_id(&key.provider)?,
+            version: key.version.as_str().into(),
+            platform: *self.platform_ids.get(&key.platform)?,
+        })
+    }
+
+    /// The key `name` stands for.
+    pub fn key(&self, name: &Name) -> Option<ArchiveKey> {
+        Some(ArchiveKey {
+            provider: self.slots.get(name.provider as usize)?.provider.clone(),
+            version: Version::parse(&name.version).ok()?,
+            platform: self.platforms.get(usize::from(name.platform))?.clone(),
+        })
+    }
+
+    /// The entry of an archive.
+    pub fn get(&self, name: &Name) -> Option<&Held> {
+        self.slots
+            .get(name.provider as usize)?
+            .versions
+            .get(&name.version)?
+            .iter()
+            .find(|h| h.platform == name.platform)
+    }
+
+    /// Sets an archive's entry (its `platform` is `name`'s). Returns the
+    /// entry it replaced.
+    pub fn put(&mut self, name: &Name, held: Held) -> Option<Held> {
+        let held = Held {
+            platform: name.platform,
+            ..held
+        };
+        let slot = &mut self.slots[name.provider as usize];
+        let Some(platforms) = slot.versions.get_mut(&name.version) else {
+            slot.versions.insert(name.version.clone(), Box::new([held]));
+            self.count += 1;
+            return None;
+        };
+        if let Some(old) = platforms.iter_mut().find(|h| h.platform == name.platform) {
+            return Some(std::mem::replace(old, held));
+        }
+        let mut grown = Vec::with_capacity(platforms.len() + 1);
+        grown.extend_from_slice(platforms);
+        grown.push(held);
+        grown.sort_by_key(|h| h.platform);
+        *platforms = grown.into_boxed_slice();
+        self.count += 1;
+        None
+    }
+
+    /// Takes an archive out. Returns its entry.
+    pub fn take(&mut self, name: &Name) -> Option<Held> {
+        let versions = &mut self.slots.get_mut(name.provider as usize)?.versions;
+        let platforms = versions.get_mut(&name.version)?;
+        let at = platforms.iter().position(|h| h.platform == name.platform)?;
+        let old = platforms[at];
+        if platforms.len() == 1 {
+            versions.remove(&name.version);
+        } else {
+            let mut left = platforms.to_vec();
+            left.remove(at);
+            *platforms = left.into_boxed_slice();
+        }
+        self.count -= 1;
+        Some(old)
+    }
+
+    /// Every archive: provider number, version as written, entry.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &str, &Held)> {
+        self.slots.iter().zip(0u32..).flat_map(|(slot, id)| {
+            slot.versions
+                .iter()
+                .flat_map(move |(v, held)| held.iter().map(move |h| (id, &**v, h)))
+        })
+    }
+}

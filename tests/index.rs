@@ -1,0 +1,169 @@
+//! The archive index across restarts: the daemon writes a snapshot of it
+//! when it stops and reads that instead of walking the cache when it
+//! starts, unless another process changed the cache's archives since, or
+//! the daemon did not stop cleanly.
+
+mod common;
+
+use common::*;
+use http::StatusCode;
+
+const KIB: usize = 1024;
+
+fn snapshot(setup: &Setup) -> std::path::PathBuf {
+    setup.cache_dir().join("index/archives.snapshot")
+}
+
+fn archive_file(setup: &Setup, v: &str) -> std::path::PathBuf {
+    setup.cache_dir().join(format!(
+        "providers/registry.origin.test/acme/big/{v}/terraform-provider-big_{v}_linux_amd64.zip"
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_stop_leaves_a_snapshot_the_next_start_reads_instead_of_the_cache() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let versions = ["1.0.0", "2.0.0", "3.0.0", "4.0.0"];
+    let published = publish_big(&origin, &signer, "big", &versions, 64 * KIB);
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    config.upstream.stream_above = bytesize::ByteSize::gib(1);
+    // Room for three archives.
+    let size = published["1.0.0"].len() as u64;
+    config.cache.max_size = Some(bytesize::ByteSize(3 * size));
+
+    let m = RunningMirror::start(config.clone()).await;
+    let c = Client::trusting(&m.ca_file);
+    let url = |m: &RunningMirror, v: &str| {
+        m.url(&format!(
+            "/registry.origin.test/acme/big/terraform-provider-big_{v}_linux_amd64.zip"
+        ))
+    };
+    // 1.0.0 is used again after 2.0.0 arrived: 2.0.0 is the oldest use.
+    for v in ["1.0.0", "2.0.0", "1.0.0", "3.0.0"] {
+        assert_eq!(c.get(&url(&m, v)).await.status, StatusCode::OK);
+    }
+    assert_eq!(m.mirror.usage(), (3 * size, 3));
+    assert!(!snapshot(&setup).exists(), "no snapshot while running");
+    m.stop().await;
+    assert!(
+        snapshot(&setup).is_file(),
+        "a clean stop writes the snapshot"
+    );
+
+    // Behind the daemon's back, 3.0.0 leaves the cache without a note: a
+    // walk would not count it, the snapshot does.
+    std::fs::remove_file(archive_file(&setup, "3.0.0")).unwrap();
+    let m = RunningMirror::start(config.clone()).await;
+    assert!(!snapshot(&setup).exists(), "the start takes the snapshot");
+    assert_eq!(
+        m.mirror.usage(),
+        (3 * size, 3),
+        "the index came from the snapshot"
+    );
+    // The order of use survived the restart: 2.0.0 goes first.
+    let c = Client::trusting(&m.ca_file);
+    assert_eq!(c.get(&url(&m, "4.0.0")).await.status, StatusCode::OK);
+    assert!(!archive_file(&setup, "2.0.0").exists(), "2.0.0 was evicted");
+    assert!(archive_file(&setup, "1.0.0").exists());
+    assert!(archive_file(&setup, "4.0.0").exists());
+    m.stop().await;
+
+    // `gc`, another process, changes the cache's archives: the snapshot
+    // the daemon wrote before is not trusted, and the start walks.
+    assert!(snapshot(&setup).is_file());
+    let gc_config = config.clone();
+    tokio::task::spawn_blocking(move || {
+        tfmirror::commands::gc::command(&gc_config, Some(bytesize::ByteSize(size)))
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let held: Vec<bool> = ["1.0.0", "4.0.0"]
+        .iter()
+        .map(|v| archive_file(&setup, v).exists())
+        .collect();
+    assert_eq!(
+        held.iter().filter(|h| **h).count(),
+        1,
+        "gc left one archive"
+    );
+    let m = RunningMirror::start(config.clone()).await;
+    assert_eq!(m.mirror.usage(), (size, 1), "the start walked the cache");
+    assert!(!snapshot(&setup).exists(), "the stale snapshot is gone");
+    m.stop().await;
+
+    // A snapshot that cannot be read is set aside the same way.
+    std::fs::write(snapshot(&setup), b"not a snapshot").unwrap();
+    let m = RunningMirror::start(config).await;
+    assert_eq!(m.mirror.usage(), (size, 1));
+    assert!(!snapshot(&setup).exists());
+    m.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_bucket_the_snapshot_stands_for_the_listing_until_another_process_changes_it() {
+    use common::seaweed::*;
+    use futures_util::TryStreamExt;
+    use object_store::{ObjectStore, ObjectStoreExt};
+    let weed = Seaweed::start().await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let published = publish_big(&origin, &signer, "big", &["1.0.0", "2.0.0"], 64 * KIB);
+    let size = published["1.0.0"].len() as u64;
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    config.upstream.stream_above = bytesize::ByteSize::gib(1);
+    weed.create_bucket("index").await;
+    use_bucket(&mut config, weed.s3_config("index", setup.dir.path()));
+
+    let m = RunningMirror::start(config.clone()).await;
+    let c = Client::trusting(&m.ca_file);
+    for v in ["1.0.0", "2.0.0"] {
+        let url = m.url(&format!(
+            "/registry.origin.test/acme/big/terraform-provider-big_{v}_linux_amd64.zip"
+        ));
+        assert_eq!(c.get(&url).await.status, StatusCode::OK);
+    }
+    m.stop().await;
+    assert!(snapshot(&setup).is_file(), "the snapshot is kept locally");
+
+    // 2.0.0's objects leave the bucket without a note (as another
+    // instance's eviction would): the restart counts what the snapshot
+    // says, without listing the bucket.
+    let bucket = weed.object_store("index");
+    let gone: Vec<object_store::path::Path> = bucket
+        .list(Some(&"mirror/providers".into()))
+        .map_ok(|o| o.location)
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.as_ref().contains("/2.0.0/terraform-provider-"))
+        .collect();
+    assert_eq!(gone.len(), 2, "the archive and its h1: {gone:?}");
+    for p in &gone {
+        bucket.delete(p).await.unwrap();
+    }
+    let m = RunningMirror::start(config.clone()).await;
+    assert_eq!(m.mirror.usage(), (2 * size, 2), "read from the snapshot");
+    m.stop().await;
+
+    // A command's change is noted in the bucket: the next start lists it.
+    let store = tfmirror::store::open(&config, false).await.unwrap();
+    tfmirror::store::changes::note(store.as_ref())
+        .await
+        .unwrap();
+    assert!(weed
+        .keys("index")
+        .await
+        .contains(&"mirror/index/changed.json".to_owned()));
+    let m = RunningMirror::start(config).await;
+    assert_eq!(m.mirror.usage(), (size, 1), "the bucket was listed");
+    m.stop().await;
+}
