@@ -39,9 +39,14 @@ fn version_line() -> String {
         return version;
     };
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo::rerun-if-changed={dir}/HEAD");
-        println!("cargo::rerun-if-changed={dir}/refs/heads");
-        println!("cargo::rerun-if-changed={dir}/packed-refs");
+        // Only paths that exist: cargo takes a missing one as changed, and
+        // would build the crate again every time. (`git pack-refs`, which
+        // makes `packed-refs`, empties `refs/heads` as it does.)
+        for path in ["HEAD", "refs/heads", "packed-refs"] {
+            if std::path::Path::new(&dir).join(path).exists() {
+                println!("cargo::rerun-if-changed={dir}/{path}");
+            }
+        }
     }
     println!("cargo::rerun-if-env-changed=SOURCE_DATE_EPOCH");
     let date = match std::env::var("SOURCE_DATE_EPOCH") {

@@ -64,9 +64,36 @@ pub fn shown_in_lines() -> bool {
     MODE.load(Ordering::Relaxed) != SPANS
 }
 
-/// The context for the request `id`, where the log's lines show one.
+/// The context for the request `id`, where the log's lines show one: the
+/// thread's spare ([`recycle`]) when it has one, else a new one.
 pub fn context_for(id: RequestId) -> Option<Arc<RequestContext>> {
-    (MODE.load(Ordering::Relaxed) == SHOWN).then(|| Arc::new(RequestContext::new(id)))
+    (MODE.load(Ordering::Relaxed) == SHOWN).then(|| spare_or_new(id))
+}
+
+/// A context for the request `id`: the thread's spare, or a new one.
+fn spare_or_new(id: RequestId) -> Arc<RequestContext> {
+    if let Some(mut spare) = SPARE.take() {
+        if let Some(context) = Arc::get_mut(&mut spare) {
+            context.id = id;
+            context
+                .cache
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+            return spare;
+        }
+    }
+    Arc::new(RequestContext::new(id))
+}
+
+/// Keeps a finished request's context as the thread's spare, for the next
+/// request's [`context_for`] (when nothing else holds it): a request
+/// answered at once then allocates nothing for its context.
+pub fn recycle(context: Option<Arc<RequestContext>>) {
+    if let Some(context) = context.filter(|c| Arc::strong_count(c) == 1 && Arc::weak_count(c) == 0)
+    {
+        SPARE.set(Some(context));
+    }
 }
 
 /// The request span's description (its name, target, level and fields),
@@ -210,6 +237,8 @@ impl RequestContext {
 thread_local! {
     /// The context of the request whose future this thread is polling.
     static CURRENT: Cell<Option<Arc<RequestContext>>> = const { Cell::new(None) };
+    /// A finished request's context, kept for the next ([`recycle`]).
+    static SPARE: Cell<Option<Arc<RequestContext>>> = const { Cell::new(None) };
 }
 
 /// Notes a cache outcome (`hit`, `miss`, `stale`) on the current request's

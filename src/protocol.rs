@@ -91,6 +91,10 @@ pub struct Rendered {
     /// The bytes' length as a `Content-Length` value (a copy shares it),
     /// for HTTP/2 answers.
     pub length: http::HeaderValue,
+    /// The headers of an answer carrying the document, made by whoever
+    /// answers with it the first time and shared by every copy, so that
+    /// each answer copies them instead of building them.
+    pub answer_headers: std::sync::Arc<std::sync::OnceLock<http::HeaderMap>>,
 }
 
 impl Rendered {
@@ -104,6 +108,7 @@ impl Rendered {
                 .expect("quotes and hexadecimal digits are a valid header value"),
             length: http::HeaderValue::from(bytes.len()),
             bytes: bytes.into(),
+            answer_headers: std::sync::Arc::default(),
         }
     }
 }

@@ -70,16 +70,26 @@ async fn a_clean_stop_leaves_a_snapshot_the_next_start_reads_instead_of_the_cach
     assert!(archive_file(&setup, "4.0.0").exists());
     m.stop().await;
 
+    // `gc` with nothing over its size changes nothing and notes nothing:
+    // the snapshot still stands (it counts 3.0.0, which a walk would not).
+    let gc = |max: u64| {
+        let gc_config = config.clone();
+        tokio::task::spawn_blocking(move || {
+            tfmirror::commands::gc::command(&gc_config, Some(bytesize::ByteSize(max)))
+        })
+    };
+    gc(3 * size).await.unwrap().unwrap();
+    let note = setup.cache_dir().join("index/changed.json");
+    assert!(!note.exists(), "a gc that removed nothing noted a change");
+    let m = RunningMirror::start(config.clone()).await;
+    assert_eq!(m.mirror.usage(), (3 * size, 3), "the snapshot still stood");
+    m.stop().await;
+
     // `gc`, another process, changes the cache's archives: the snapshot
     // the daemon wrote before is not trusted, and the start walks.
     assert!(snapshot(&setup).is_file());
-    let gc_config = config.clone();
-    tokio::task::spawn_blocking(move || {
-        tfmirror::commands::gc::command(&gc_config, Some(bytesize::ByteSize(size)))
-    })
-    .await
-    .unwrap()
-    .unwrap();
+    gc(size).await.unwrap().unwrap();
+    assert!(note.is_file(), "gc noted its change");
     let held: Vec<bool> = ["1.0.0", "4.0.0"]
         .iter()
         .map(|v| archive_file(&setup, v).exists())

@@ -17,10 +17,16 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
         .or(config.cache.max_size)
         .context("no size to shrink to: set cache.max_size or pass --max-size")?;
     let store = super::open_store(config)?;
-    super::runtime()?
-        .block_on(crate::store::changes::note(&store))
-        .with_context(|| format!("noting a change in {}", store.root().display()))?;
-    let removed = inventory::evict(&store, max.as_u64(), |_| false);
+    let runtime = super::runtime()?;
+    // The change is noted before the first removal (so that a daemon
+    // started next walks the cache), and only when something goes.
+    let removed = inventory::evict(
+        &store,
+        max.as_u64(),
+        |_| false,
+        || runtime.block_on(crate::store::changes::note(&store)),
+    )
+    .with_context(|| format!("noting a change in {}", store.root().display()))?;
     let now = crate::clock::SystemClock.unix_ms();
     for archive in &removed.archives {
         let path = store.version_path(&archive.provider, &archive.version);

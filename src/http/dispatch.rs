@@ -87,6 +87,7 @@ pub fn handle<B: Send + 'static>(app: Arc<App>, peer: Peer, req: Request<B>) -> 
         })
     };
     if let Some(response) = now {
+        log_context::recycle(context);
         return Either::Left(ready(Ok(response)));
     }
     let later = answer_later(app, peer, parts, body, (started, id));
@@ -146,11 +147,12 @@ struct Asked<'r> {
     method: Method,
     path: &'r str,
     query: Option<&'r str>,
-    /// The host the client asked for: `Host`, or `X-Forwarded-Host` from
-    /// a trusted proxy.
-    host: Option<&'r str>,
-    /// The scheme the client used, as a trusted proxy forwarded it.
-    scheme: Option<&'r str>,
+    /// The request's parts, for what only some answers read
+    /// ([`Asked::host`], [`Asked::scheme`]).
+    parts: &'r http::request::Parts,
+    /// Whether the request came from a trusted proxy, whose forwarded
+    /// headers count.
+    proxied: bool,
     authorization: Option<&'r str>,
     if_none_match: Option<&'r str>,
     /// The HTTP version the request came over.
@@ -184,10 +186,8 @@ impl<'r> Asked<'r> {
             method: parts.method.clone(),
             path: parts.uri.path(),
             query: parts.uri.query(),
-            host: forwarded(&X_FORWARDED_HOST)
-                .or_else(|| header(&header::HOST))
-                .or_else(|| parts.uri.authority().map(http::uri::Authority::as_str)),
-            scheme: forwarded(&X_FORWARDED_PROTO).filter(|p| *p == "https" || *p == "http"),
+            parts,
+            proxied,
             authorization: header(&header::AUTHORIZATION),
             if_none_match: header(&header::IF_NONE_MATCH),
             version: parts.version,
@@ -197,6 +197,32 @@ impl<'r> Asked<'r> {
                 None
             },
         }
+    }
+}
+
+impl<'r> Asked<'r> {
+    /// A header's value, if it is text.
+    fn header(&self, name: &HeaderName) -> Option<&'r str> {
+        self.parts.headers.get(name).and_then(|h| h.to_str().ok())
+    }
+
+    /// A header a trusted proxy forwarded.
+    fn forwarded(&self, name: &HeaderName) -> Option<&'r str> {
+        self.proxied.then(|| self.header(name)).flatten()
+    }
+
+    /// The host the client asked for: `Host`, or `X-Forwarded-Host` from
+    /// a trusted proxy.
+    fn host(&self) -> Option<&'r str> {
+        self.forwarded(&X_FORWARDED_HOST)
+            .or_else(|| self.header(&header::HOST))
+            .or_else(|| self.parts.uri.authority().map(http::uri::Authority::as_str))
+    }
+
+    /// The scheme the client used, as a trusted proxy forwarded it.
+    fn scheme(&self) -> Option<&'r str> {
+        self.forwarded(&X_FORWARDED_PROTO)
+            .filter(|p| *p == "https" || *p == "http")
     }
 }
 
@@ -299,8 +325,8 @@ async fn respond(
     match route {
         Route::Home => Ok(super::status_page::page(
             app,
-            asked.scheme,
-            asked.host,
+            asked.scheme(),
+            asked.host(),
             app.auth.check(asked.authorization).is_ok(),
             asked.query,
         )),
@@ -409,7 +435,7 @@ async fn respond(
         }
         Route::Release(release) => {
             let (scheme, authority) =
-                super::status_page::public_address(app, asked.scheme, asked.host);
+                super::status_page::public_address(app, asked.scheme(), asked.host());
             let base = format!("{scheme}://{authority}");
             Box::pin(super::releases::respond(mirror, &base, release.clone())).await
         }

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
+use super::drain::Drain;
 use super::sendfile::{Conn, SendQueue};
 use super::{dispatch, App};
 
@@ -33,7 +33,7 @@ pub async fn run(
     // Plain connections send stored archives with sendfile(2): hyper must
     // queue body parts, never copy them (see `sendfile`).
     let plain = acceptor.is_none();
-    let graceful = GracefulShutdown::new();
+    let drain = Arc::new(Drain::new());
     let settings = &app.mirror.config().server;
     let header_timeout = settings.header_timeout;
     let max_connections = settings.max_connections;
@@ -88,7 +88,7 @@ pub async fn run(
         let app = app.clone();
         let client = dispatch::Peer::new(peer.ip());
         let builder = builder.clone();
-        let watcher = graceful.watcher();
+        let drain = drain.clone();
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
             let _slot = slot;
@@ -109,9 +109,8 @@ pub async fn run(
                 let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     dispatch::handle(app.clone(), client, req)
                 });
-                watcher
-                    .watch(builder.serve_connection(io, service).into_owned())
-                    .await
+                let conn = builder.serve_connection(io, service).into_owned();
+                drain.watch(conn, auto::Connection::graceful_shutdown).await
             } else {
                 // Behind a proxy, HTTP/1 (HTTP/2 needs prior knowledge
                 // here), with the queue for `sendfile`.
@@ -122,7 +121,9 @@ pub async fn run(
                     dispatch::handle(app.clone(), client, req)
                 });
                 let conn = builder.serve_connection(TokioIo::new(conn), service);
-                watcher.watch(conn.into_owned()).await
+                drain
+                    .watch(conn.into_owned(), auto::Connection::graceful_shutdown)
+                    .await
             };
             if let Err(e) = result {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
@@ -131,10 +132,7 @@ pub async fn run(
     }
     drop(listener);
     tracing::info!("shutting down: waiting for requests in flight");
-    if tokio::time::timeout(grace, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(grace, drain.shutdown()).await.is_err() {
         tracing::warn!("requests still in flight after the grace period; exiting anyway");
     }
 }

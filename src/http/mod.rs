@@ -10,7 +10,9 @@
 pub mod audit;
 pub mod auth;
 pub mod body;
+mod date;
 pub mod dispatch;
+mod drain;
 mod html;
 mod keyless_section;
 pub mod listener;

@@ -6,6 +6,10 @@
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode, Version};
 
 use super::body::{self, Body};
+
+/// The header that returns a request's ID (set by the dispatcher on every
+/// answer).
+pub(super) const X_REQUEST_ID: header::HeaderName = header::HeaderName::from_static("x-request-id");
 use crate::protocol::Rendered;
 
 /// A facade answer: JSON that no one may cache without asking again.
@@ -28,17 +32,24 @@ pub(super) fn rendered_response(
             .map(|t| t.trim().trim_start_matches("W/"))
             .any(|t| doc.etag == t || t == "*")
     });
+    if !matches && version >= Version::HTTP_2 {
+        // Copied whole, with `Date` set and room kept for `X-Request-Id`.
+        let mut headers = doc
+            .answer_headers
+            .get_or_init(|| h2_document_headers(&doc))
+            .clone();
+        set_in_place(&mut headers, &header::DATE, super::date::now());
+        let mut r = Response::new(body::full(doc.bytes));
+        *r.headers_mut() = headers;
+        return r;
+    }
     let mut resp = if matches {
         let mut r = answer(body::empty(), version);
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
     } else {
+        // (Over HTTP/1, hyper writes the length itself.)
         let mut r = answer(body::full(doc.bytes), version);
-        if version >= Version::HTTP_2 {
-            // Made once with the document; hyper would make a value for
-            // each answer. (Over HTTP/1 it writes the length itself.)
-            r.headers_mut().insert(header::CONTENT_LENGTH, doc.length);
-        }
         r.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -49,6 +60,37 @@ pub(super) fn rendered_response(
     h.insert(header::ETAG, doc.etag);
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     resp
+}
+
+/// The headers of every HTTP/2 answer carrying `doc` whole: what
+/// [`rendered_response`] sets over HTTP/1 and hyper's `Content-Length`,
+/// then `Date` and `X-Request-Id` with values to be replaced, which keep
+/// their places when the map is copied (a copy has room for nothing more).
+/// hyper keeps a `Date` it finds.
+fn h2_document_headers(doc: &Rendered) -> HeaderMap {
+    let mut h = HeaderMap::with_capacity(HTTP2_ANSWER_HEADERS);
+    h.insert(header::CONTENT_LENGTH, doc.length.clone());
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::ETAG, doc.etag.clone());
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(header::DATE, HeaderValue::from_static(""));
+    h.insert(X_REQUEST_ID, HeaderValue::from_static(""));
+    h
+}
+
+/// Sets `name` to `value` in `headers`: found by a walk over the few
+/// headers an answer has, which compares names without hashing them, and
+/// inserted only if it is not there.
+pub(super) fn set_in_place(headers: &mut HeaderMap, name: &header::HeaderName, value: HeaderValue) {
+    match headers.iter_mut().find(|(n, _)| *n == name) {
+        Some((_, slot)) => *slot = value,
+        None => {
+            headers.insert(name, value);
+        }
+    }
 }
 
 /// A JSON answer with the right content type.
@@ -145,5 +187,59 @@ mod tests {
         let h1 = rendered_response(doc.clone(), None, Version::HTTP_11);
         let h2 = rendered_response(doc, None, Version::HTTP_2);
         assert!(h1.headers().capacity() < h2.headers().capacity());
+    }
+
+    #[test]
+    fn http2_answers_copy_the_documents_headers_with_the_date_of_now() {
+        let doc = Rendered::new(&serde_json::json!({"versions": {"1.0.0": {}}}));
+        let copy = doc.clone();
+        let before = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+        for doc in [doc, copy] {
+            let resp = rendered_response(doc.clone(), None, Version::HTTP_2);
+            let h = resp.headers();
+            assert_eq!(h["content-length"], doc.bytes.len().to_string().as_str());
+            assert_eq!(h["content-type"], "application/json");
+            assert_eq!(h["etag"], doc.etag);
+            assert_eq!(h["cache-control"], "no-cache");
+            let date = httpdate::parse_http_date(h["date"].to_str().unwrap()).unwrap();
+            assert!(date >= before && date <= std::time::SystemTime::now());
+            assert_eq!(
+                http_body::Body::size_hint(resp.body()).exact(),
+                Some(doc.bytes.len() as u64)
+            );
+        }
+        // Made once, for every copy of the document.
+        assert!(Rendered::new(&1).answer_headers.get().is_none());
+    }
+
+    #[test]
+    fn set_in_place_replaces_a_header_or_adds_it() {
+        let mut h = HeaderMap::new();
+        h.insert(header::ETAG, HeaderValue::from_static("\"a\""));
+        h.insert("x-request-id", HeaderValue::from_static(""));
+        let id = header::HeaderName::from_static("x-request-id");
+        set_in_place(&mut h, &id, HeaderValue::from_static("0123456789abcdef"));
+        assert_eq!(h.len(), 2);
+        assert_eq!(h.get_all(&id).iter().count(), 1);
+        assert_eq!(h[&id], "0123456789abcdef");
+        set_in_place(&mut h, &header::DATE, HeaderValue::from_static("now"));
+        assert_eq!(h.len(), 3);
+        assert_eq!(h[header::DATE], "now");
+        assert_eq!(h[header::ETAG], "\"a\"");
+    }
+
+    #[test]
+    fn http1_answers_are_built_as_before() {
+        let doc = Rendered::new(&serde_json::json!({"versions": {}}));
+        let resp = rendered_response(doc.clone(), None, Version::HTTP_11);
+        let h = resp.headers();
+        assert_eq!(h["etag"], doc.etag);
+        assert_eq!(h["cache-control"], "no-cache");
+        // hyper writes these over HTTP/1.
+        assert!(h.get("date").is_none() && h.get("content-length").is_none());
+        assert!(
+            doc.answer_headers.get().is_none(),
+            "nothing made for HTTP/2"
+        );
     }
 }

@@ -5,7 +5,10 @@ use std::task::{Context, Poll, Waker};
 
 use futures_util::FutureExt as _;
 
-use super::{in_current_request, note_cache, with_current, RequestContext, RequestId, WithRequest};
+use super::{
+    in_current_request, note_cache, recycle, spare_or_new, with_current, within, RequestContext,
+    RequestId, WithRequest,
+};
 
 /// The prefix the current request's context writes, if there is one.
 fn current_prefix() -> Option<String> {
@@ -136,4 +139,32 @@ async fn work_a_request_spawns_notes_on_that_request() {
     let mut text = String::new();
     request.write_prefix(&mut text).unwrap();
     assert_eq!(text, "request{id=0000000000000006 cache=\"miss\"}:");
+}
+
+#[test]
+fn a_finished_context_is_reused_blank_and_one_still_held_is_not() {
+    let prefix = |c: &RequestContext| {
+        let mut text = String::new();
+        c.write_prefix(&mut text).unwrap();
+        text
+    };
+    let mut first = Some(spare_or_new(RequestId::new(1)));
+    within(&mut first, || note_cache("hit"));
+    let first = first.unwrap();
+    assert_eq!(
+        prefix(&first),
+        "request{id=0000000000000001 cache=\"hit\"}:"
+    );
+    let at = Arc::as_ptr(&first);
+    recycle(Some(first));
+    let second = spare_or_new(RequestId::new(2));
+    assert_eq!(Arc::as_ptr(&second), at, "the spare was reused");
+    assert_eq!(prefix(&second), "request{id=0000000000000002}:");
+    // A context something else still holds (a task the request spawned)
+    // is left to it.
+    let held = second.clone();
+    recycle(Some(second));
+    let third = spare_or_new(RequestId::new(3));
+    assert_ne!(Arc::as_ptr(&third), Arc::as_ptr(&held));
+    assert_eq!(prefix(&held), "request{id=0000000000000002}:");
 }

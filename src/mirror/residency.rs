@@ -81,6 +81,18 @@ impl Index {
     /// Indexes an archive of `size` bytes last used at `secs`. Returns
     /// its entry as it was, if it was indexed.
     fn insert(&mut self, key: &ArchiveKey, size: u64, secs: u64) -> Option<Held> {
+        self.insert_touching(key, size, secs, |touched| touched)
+    }
+
+    /// Like [`Index::insert`], with the time its last use was written to
+    /// the store (0 for an archive not indexed) passed through `touch`.
+    fn insert_touching(
+        &mut self,
+        key: &ArchiveKey,
+        size: u64,
+        secs: u64,
+        touch: impl FnOnce(u32) -> u32,
+    ) -> Option<Held> {
         let provider = self.archives.provider_id_or_new(&key.provider);
         let platform = self.archives.platform_id_or_new(&key.platform)?;
         let name = Name {
@@ -89,7 +101,7 @@ impl Index {
             platform,
         };
         let stamp = self.next_stamp(secs);
-        let touched = self.archives.get(&name).map_or(0, |h| h.touched);
+        let touched = touch(self.archives.get(&name).map_or(0, |h| h.touched));
         let held = Held {
             size,
             stamp,
@@ -315,17 +327,17 @@ impl Residency {
     pub fn used(&self, key: &ArchiveKey, size: u64) -> bool {
         let now = now_secs();
         let mut index = self.lock();
-        let known = index.insert(key, size, now).is_some();
         let mut due = false;
-        if let Some(name) = index.archives.name(key) {
-            if let Some(held) = index.archives.get(&name).copied() {
-                due = now.saturating_sub(u64::from(held.touched)) >= TOUCH_EVERY.as_secs();
+        let known = index
+            .insert_touching(key, size, now, |touched| {
+                due = now.saturating_sub(u64::from(touched)) >= TOUCH_EVERY.as_secs();
                 if due {
-                    let touched = u32::try_from(now).unwrap_or(u32::MAX);
-                    index.archives.put(&name, Held { touched, ..held });
+                    u32::try_from(now).unwrap_or(u32::MAX)
+                } else {
+                    touched
                 }
-            }
-        }
+            })
+            .is_some();
         drop(index);
         if !known {
             self.publish();

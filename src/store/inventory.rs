@@ -177,10 +177,16 @@ pub fn total_size(store: &DiskStore) -> u64 {
 }
 
 /// Removes least recently used archives, module packages and release files
-/// until their
-/// total size is at most `max_bytes`, skipping archives `busy` says are in
-/// use. Returns what was removed.
-pub fn evict(store: &DiskStore, max_bytes: u64, busy: impl Fn(&CachedArchive) -> bool) -> Evicted {
+/// until their total size is at most `max_bytes`, skipping archives `busy`
+/// says are in use. `first` runs once, before the first removal (not at
+/// all when nothing is over); when it fails, nothing is removed and its
+/// error is returned. Returns what was removed.
+pub fn evict<E>(
+    store: &DiskStore,
+    max_bytes: u64,
+    busy: impl Fn(&CachedArchive) -> bool,
+    first: impl FnOnce() -> Result<(), E>,
+) -> Result<Evicted, E> {
     let mut all: Vec<(u64, u64, Candidate)> = archives(store)
         .into_iter()
         .map(|a| (a.last_used, a.size, Candidate::Archive(a)))
@@ -198,8 +204,9 @@ pub fn evict(store: &DiskStore, max_bytes: u64, busy: impl Fn(&CachedArchive) ->
     let mut total: u64 = all.iter().map(|c| c.1).sum();
     let mut removed = Evicted::default();
     if total <= max_bytes {
-        return removed;
+        return Ok(removed);
     }
+    first()?;
     all.sort_by_key(|c| c.0);
     for (_, size, candidate) in all {
         if total <= max_bytes {
@@ -238,7 +245,7 @@ pub fn evict(store: &DiskStore, max_bytes: u64, busy: impl Fn(&CachedArchive) ->
         }
         total -= size;
     }
-    removed
+    Ok(removed)
 }
 
 /// Records that an archive was used now (the modification time of its hash

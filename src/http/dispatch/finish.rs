@@ -4,20 +4,17 @@
 
 use std::time::Instant;
 
-use http::{header, HeaderName, HeaderValue, Method, Response, StatusCode};
+use http::{header, HeaderValue, Method, Response, StatusCode};
 
 use super::Asked;
 use crate::error::RequestError;
 use crate::http::audit::{self, Served};
 use crate::http::body::Body;
-use crate::http::respond::{json_response, strip_body};
+use crate::http::respond::{json_response, set_in_place, strip_body, X_REQUEST_ID};
 use crate::http::{oci, App};
 use crate::log_context::{self, RequestId};
 use crate::metrics::Endpoint;
 use crate::verify::Verification;
-
-/// The header that returns a request's ID.
-const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// `response` to `asked` (asked at `started`, under `id`, answered by
 /// `endpoint`) as it goes out. `served`: the artifact it serves, with how
@@ -56,9 +53,7 @@ pub(super) fn finish(
         ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
     }
     .log();
-    response
-        .headers_mut()
-        .insert(X_REQUEST_ID, id.header_value());
+    set_in_place(response.headers_mut(), &X_REQUEST_ID, id.header_value());
     if asked.method == Method::HEAD {
         strip_body(response)
     } else {

@@ -30,7 +30,12 @@ impl Tier {
     pub(super) async fn trim(self: &Arc<Self>) {
         let tier = self.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            inventory::evict(&tier.disk, tier.max_bytes, |_| false)
+            inventory::evict(
+                &tier.disk,
+                tier.max_bytes,
+                |_| false,
+                || Ok::<_, std::convert::Infallible>(()),
+            )
         })
         .await;
     }
