@@ -6,11 +6,11 @@
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode, Version};
 
 use super::body::{self, Body};
+use crate::protocol::Rendered;
 
 /// The header that returns a request's ID (set by the dispatcher on every
 /// answer).
 pub(super) const X_REQUEST_ID: header::HeaderName = header::HeaderName::from_static("x-request-id");
-use crate::protocol::Rendered;
 
 /// A facade answer: JSON that no one may cache without asking again.
 pub(super) fn registry_json(bytes: Vec<u8>) -> Response<Body> {
@@ -193,8 +193,11 @@ mod tests {
     fn http2_answers_copy_the_documents_headers_with_the_date_of_now() {
         let doc = Rendered::new(&serde_json::json!({"versions": {"1.0.0": {}}}));
         let copy = doc.clone();
+        assert!(copy.answer_headers.get().is_none());
         let before = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
-        for doc in [doc, copy] {
+        for (n, doc) in [doc, copy].into_iter().enumerate() {
+            // Made with the first answer, for every copy of the document.
+            assert_eq!(doc.answer_headers.get().is_some(), n == 1);
             let resp = rendered_response(doc.clone(), None, Version::HTTP_2);
             let h = resp.headers();
             assert_eq!(h["content-length"], doc.bytes.len().to_string().as_str());
@@ -208,8 +211,6 @@ mod tests {
                 Some(doc.bytes.len() as u64)
             );
         }
-        // Made once, for every copy of the document.
-        assert!(Rendered::new(&1).answer_headers.get().is_none());
     }
 
     #[test]
