@@ -14,8 +14,9 @@ use std::task::{Context, Poll};
 use futures_util::task::AtomicWaker;
 use tokio::sync::Notify;
 
-/// The connections of one listener, and whether they are to drain.
-#[derive(Default)]
+/// The connections of one listener, and whether they are to drain; a
+/// copy shares them.
+#[derive(Default, Clone)]
 pub struct Drain {
     shared: Arc<Shared>,
 }

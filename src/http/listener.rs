@@ -33,7 +33,7 @@ pub async fn run(
     // Plain connections send stored archives with sendfile(2): hyper must
     // queue body parts, never copy them (see `sendfile`).
     let plain = acceptor.is_none();
-    let drain = Arc::new(Drain::new());
+    let drain = Drain::new();
     let settings = &app.mirror.config().server;
     let header_timeout = settings.header_timeout;
     let max_connections = settings.max_connections;
