@@ -45,6 +45,7 @@ pub struct Metrics {
     downloads_in_flight: Gauge,
     cache_bytes: Gauge<i64, std::sync::atomic::AtomicI64>,
     cache_archives: Gauge,
+    index_walking: Gauge,
     verifications: Family<VerifyLabels, Counter>,
     prefetches: Family<PrefetchLabels, Counter>,
     module_fetches: Family<SourceLabels, Counter>,
@@ -93,6 +94,7 @@ impl Metrics {
             downloads_in_flight: Gauge::default(),
             cache_bytes: Gauge::default(),
             cache_archives: Gauge::default(),
+            index_walking: Gauge::default(),
             verifications: Family::default(),
             prefetches: Family::default(),
             module_fetches: Family::default(),
@@ -176,6 +178,11 @@ impl Metrics {
             "cache_archives",
             "Number of cached archives",
             m.cache_archives.clone(),
+        );
+        registry.register(
+            "cache_index_walking",
+            "1 while the daemon walks the store to build its archive index",
+            m.index_walking.clone(),
         );
         registry.register(
             "signature_verifications",
@@ -379,6 +386,12 @@ impl Metrics {
             .set(i64::try_from(bytes).unwrap_or(i64::MAX));
         self.cache_archives
             .set(i64::try_from(archives).unwrap_or(i64::MAX));
+    }
+
+    /// Says whether the daemon is walking the store to build its archive
+    /// index.
+    pub fn set_index_walking(&self, walking: bool) {
+        self.index_walking.set(i64::from(walking));
     }
 
     /// Counts a signature check.

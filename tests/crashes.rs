@@ -274,7 +274,7 @@ async fn a_daemon_killed_at_any_point_keeps_only_whole_verified_objects_and_comp
         // The restart sweeps what the kill left unfinished and completes
         // every download on the next request.
         let left = files_below(&cache.join("tmp"));
-        let daemon = serve(home, &config);
+        let mut daemon = serve(home, &config);
         let unswept: Vec<_> = files_below(&cache.join("tmp"))
             .into_iter()
             .filter(|f| left.contains(f))
@@ -285,6 +285,12 @@ async fn a_daemon_killed_at_any_point_keeps_only_whole_verified_objects_and_comp
             .iter()
             .filter(|f| f.starts_with("providers/"))
             .count();
+        // The restart walks the cache while it serves: the count is read
+        // once the walk is done.
+        let built = "archive index built from the store";
+        if !daemon.log.contains(built) {
+            daemon.wait_for(built);
+        }
         let metrics = Client::trusting(&ca)
             .get(&format!("{}metrics", daemon.url))
             .await;

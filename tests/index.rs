@@ -20,6 +20,30 @@ fn archive_file(setup: &Setup, v: &str) -> std::path::PathBuf {
     ))
 }
 
+/// The versions [`three_published`] publishes.
+const THREE: [&str; 3] = ["1.0.0", "2.0.0", "3.0.0"];
+
+/// An origin publishing [`THREE`] versions of a provider with a 64 KiB
+/// archive each, a mirror's configuration for it (archives stored whole),
+/// and the archives' size.
+async fn three_published(setup: &Setup) -> (FakeOrigin, tfmirror::config::Config, u64) {
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let published = publish_big(&origin, &Signer::new("acme"), "big", &THREE, 64 * KIB);
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    config.upstream.stream_above = bytesize::ByteSize::gib(1);
+    (origin, config, published["1.0.0"].len() as u64)
+}
+
+/// Fetches each of `versions`' archive through `m`.
+async fn fetch_each(m: &RunningMirror, c: &Client, versions: &[&str]) {
+    for v in versions {
+        let url = m.url(&format!(
+            "/registry.origin.test/acme/big/terraform-provider-big_{v}_linux_amd64.zip"
+        ));
+        assert_eq!(c.get(&url).await.status, StatusCode::OK, "{v}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clean_stop_leaves_a_snapshot_the_next_start_reads_instead_of_the_cache() {
     let setup = Setup::new();
@@ -112,6 +136,58 @@ async fn a_clean_stop_leaves_a_snapshot_the_next_start_reads_instead_of_the_cach
     m.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_that_walks_the_cache_evicts_what_is_over_its_size_once_the_walk_ends() {
+    let setup = Setup::new();
+    let (_origin, mut config, size) = three_published(&setup).await;
+    let versions = THREE;
+    let m = RunningMirror::start(config.clone()).await;
+    let c = Client::trusting(&m.ca_file);
+    fetch_each(&m, &c, &versions).await;
+    m.stop().await;
+    // No snapshot, as after a crash; the store records 3.0.0 as used
+    // last, then 1.0.0, then 2.0.0 (an hour apart).
+    std::fs::remove_file(snapshot(&setup)).unwrap();
+    let hours_ago =
+        |h: u64| std::time::SystemTime::now() - std::time::Duration::from_secs(h * 3600);
+    for (v, h) in [("1.0.0", 2), ("2.0.0", 3), ("3.0.0", 1)] {
+        let mut h1 = archive_file(&setup, v).into_os_string();
+        h1.push(".h1");
+        std::fs::File::options()
+            .write(true)
+            .open(h1)
+            .unwrap()
+            .set_modified(hours_ago(h))
+            .unwrap();
+    }
+
+    // Room for one archive now: the walk, not the start, evicts the two
+    // used least recently.
+    config.cache.max_size = Some(bytesize::ByteSize(size));
+    let m = RunningMirror::start(config).await;
+    assert!(!m.mirror.index_walking());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while archive_file(&setup, "1.0.0").exists() || archive_file(&setup, "2.0.0").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing was evicted after the walk"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(archive_file(&setup, "3.0.0").exists());
+    assert_eq!(m.mirror.usage(), (size, 1));
+    let metrics = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
+    assert!(
+        metrics.contains("tfmirror_cache_index_walking 0\n"),
+        "{metrics}"
+    );
+    m.stop().await;
+    assert!(
+        snapshot(&setup).is_file(),
+        "a stop after the walk writes the snapshot"
+    );
+}
+
 #[cfg_attr(
     tfmirror_no_seaweedfs,
     ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
@@ -123,23 +199,14 @@ async fn on_a_bucket_the_snapshot_stands_for_the_listing_until_another_process_c
     use object_store::{ObjectStore, ObjectStoreExt};
     let weed = Seaweed::start().await;
     let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let signer = Signer::new("acme");
-    let published = publish_big(&origin, &signer, "big", &["1.0.0", "2.0.0"], 64 * KIB);
-    let size = published["1.0.0"].len() as u64;
-    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
-    config.upstream.stream_above = bytesize::ByteSize::gib(1);
+    let (_origin, mut config, size) = three_published(&setup).await;
+    let versions = THREE;
     weed.create_bucket("index").await;
     use_bucket(&mut config, weed.s3_config("index", setup.dir.path()));
 
     let m = RunningMirror::start(config.clone()).await;
     let c = Client::trusting(&m.ca_file);
-    for v in ["1.0.0", "2.0.0"] {
-        let url = m.url(&format!(
-            "/registry.origin.test/acme/big/terraform-provider-big_{v}_linux_amd64.zip"
-        ));
-        assert_eq!(c.get(&url).await.status, StatusCode::OK);
-    }
+    fetch_each(&m, &c, &versions).await;
     m.stop().await;
     assert!(snapshot(&setup).is_file(), "the snapshot is kept locally");
 
@@ -161,7 +228,7 @@ async fn on_a_bucket_the_snapshot_stands_for_the_listing_until_another_process_c
         bucket.delete(p).await.unwrap();
     }
     let m = RunningMirror::start(config.clone()).await;
-    assert_eq!(m.mirror.usage(), (2 * size, 2), "read from the snapshot");
+    assert_eq!(m.mirror.usage(), (3 * size, 3), "read from the snapshot");
     m.stop().await;
 
     // A command's change is noted in the bucket: the next start lists it.
@@ -173,7 +240,9 @@ async fn on_a_bucket_the_snapshot_stands_for_the_listing_until_another_process_c
         .keys("index")
         .await
         .contains(&"mirror/index/changed.json".to_owned()));
+    // The listing, directory by directory, finds 1.0.0 and 3.0.0 on
+    // either side of 2.0.0's directory, which holds no archive now.
     let m = RunningMirror::start(config).await;
-    assert_eq!(m.mirror.usage(), (size, 1), "the bucket was listed");
+    assert_eq!(m.mirror.usage(), (2 * size, 2), "the bucket was listed");
     m.stop().await;
 }

@@ -234,13 +234,17 @@ impl Mirror {
                 })
             })
             .collect();
+        let walk = held.is_none();
         let residency = Residency::new(
-            held,
+            held.unwrap_or_default(),
             packages,
             release_files,
             config.cache.max_size,
             metrics.clone(),
         );
+        if walk {
+            residency.walk_begins();
+        }
         let trust = config.trust_policy()?;
         let keyless = crate::store::pins::list(store.as_ref())
             .await

@@ -5,15 +5,16 @@
 //! reader keeps the removed file open. Its pin stays in the store.)
 //!
 //! The index is built once, at start, from the daemon's snapshot of it
-//! ([`snapshot`]) or else from the store, and kept up to date as archives
-//! are stored, used and evicted. Archives take 24 bytes each (the
+//! ([`snapshot`]) or else from the store (by the daemon while it serves:
+//! the `walk` module), and kept up to date as archives are stored, used and
+//! evicted. Archives take 24 bytes each (the
 //! `table` module); the order of last use costs nothing per archive (the
 //! `order` module); one eviction costs the same however many archives the
 //! cache holds. An archive that another process (`tfmirror sync`,
 //! `import`, another instance on a shared bucket) put in the store joins
 //! the index when the daemon first finds it there.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -69,6 +70,10 @@ struct Index {
     readers: HashMap<ArchiveKey, usize>,
     /// Eviction's next candidates.
     queue: Queue,
+    /// While the store is walked as the daemon serves (`walk`): the
+    /// archives that left the store meanwhile, which the walk may still
+    /// report.
+    walking: Option<HashSet<ArchiveKey>>,
 }
 
 impl Index {
@@ -100,6 +105,9 @@ impl Index {
             version: key.version.as_str().into(),
             platform,
         };
+        if let Some(gone) = &mut self.walking {
+            gone.remove(key);
+        }
         let stamp = self.next_stamp(secs);
         let touched = touch(self.archives.get(&name).map_or(0, |h| h.touched));
         let held = Held {
@@ -191,7 +199,7 @@ impl Index {
     /// Takes the least recently used archives and packages out of the
     /// index (never `keep`, never an archive being read) until it holds at
     /// most `max` bytes.
-    fn evict_over(&mut self, max: u64, keep: &Evicted) -> Vec<Evicted> {
+    fn evict_over(&mut self, max: u64, keep: Option<&Evicted>) -> Vec<Evicted> {
         let mut picked = Vec::new();
         let mut passed = Vec::new();
         // A pass that queued only what cannot go ends the search.
@@ -216,7 +224,7 @@ impl Index {
                 Evicted::Archive(key) => self.readers.get(key).is_some_and(|n| *n > 0),
                 _ => false,
             };
-            if being_read || named == *keep {
+            if being_read || keep == Some(&named) {
                 passed.push((stamp, candidate));
                 continue;
             }
@@ -348,7 +356,9 @@ impl Residency {
     /// Counts a newly stored archive and picks the least recently used
     /// archives and module packages to evict (never `key`, never an archive
     /// being read) until the cache fits `cache.max_size`. They leave the
-    /// index at once; the caller removes them from the store.
+    /// index at once; the caller removes them from the store. Nothing is
+    /// picked while the store is being walked: the index does not yet
+    /// know what is least recently used.
     pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<Evicted> {
         self.stored_then_evict(&Evicted::Archive(key.clone()), |index| {
             index.insert(key, size, now_secs());
@@ -361,8 +371,8 @@ impl Residency {
         let mut index = self.lock();
         insert(&mut index);
         let chosen = match self.max_bytes {
-            Some(max) => index.evict_over(max, keep),
-            None => Vec::new(),
+            Some(max) if index.walking.is_none() => index.evict_over(max, Some(keep)),
+            _ => Vec::new(),
         };
         drop(index);
         self.publish();
@@ -404,7 +414,12 @@ impl Residency {
 
     /// Forgets an archive that is no longer in the store.
     pub fn forget(&self, key: &ArchiveKey) {
-        let removed = self.lock().remove(key).is_some();
+        let mut index = self.lock();
+        let removed = index.remove(key).is_some();
+        if let Some(gone) = &mut index.walking {
+            gone.insert(key.clone());
+        }
+        drop(index);
         if removed {
             self.publish();
         }
@@ -439,3 +454,4 @@ pub mod snapshot;
 mod table;
 #[cfg(test)]
 mod tests;
+mod walk;

@@ -58,6 +58,16 @@ impl RunningMirror {
         let task = tokio::spawn(async move {
             daemon.run(rx, || {}, || {}).await.unwrap();
         });
+        // A start without a snapshot walks the cache while it serves; the
+        // tests read an index that knows the whole cache.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while app.mirror.index_walking() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the archive index was not built from the cache within 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
         RunningMirror {
             addr,
             mirror: app.mirror.clone(),

@@ -21,20 +21,8 @@ impl Archives {
     /// Adds a listed archive, with its last use.
     pub fn push(&mut self, archive: &CachedArchive) {
         self.turns += 1;
-        let provider = self.table.provider_id_or_new(&archive.provider);
-        let Some(platform) = self.table.platform_id_or_new(&archive.platform) else {
+        let Some((name, held)) = listed(&mut self.table, archive, self.turns) else {
             return;
-        };
-        let name = Name {
-            provider,
-            version: archive.version.as_str().into(),
-            platform,
-        };
-        let held = Held {
-            size: archive.size,
-            stamp: stamp(archive.last_used, self.turns),
-            touched: 0,
-            platform,
         };
         let old = self.table.put(&name, held);
         self.bytes = self.bytes - old.map_or(0, |o| o.size) + archive.size;
@@ -53,6 +41,30 @@ impl Archives {
     pub(super) fn into_parts(self) -> (Table, u64, u64) {
         (self.table, self.bytes, self.turns)
     }
+}
+
+/// A listed archive's name in `table` (its provider and platform
+/// numbered there when new) and its entry as the use of turn `turn` at its
+/// last use; `None` when `table` has no room for another platform.
+pub(super) fn listed(
+    table: &mut Table,
+    archive: &CachedArchive,
+    turn: u64,
+) -> Option<(Name, Held)> {
+    let provider = table.provider_id_or_new(&archive.provider);
+    let platform = table.platform_id_or_new(&archive.platform)?;
+    let name = Name {
+        provider,
+        version: archive.version.as_str().into(),
+        platform,
+    };
+    let held = Held {
+        size: archive.size,
+        stamp: stamp(archive.last_used, turn),
+        touched: 0,
+        platform,
+    };
+    Some((name, held))
 }
 
 /// One page of the held archives, grouped by provider and version.

@@ -314,3 +314,45 @@ fn a_snapshot_for_another_store_or_an_older_state_is_not_used() {
         );
     }
 }
+
+#[test]
+fn a_walk_while_serving_keeps_newer_uses_skips_what_left_and_evicts_at_its_end() {
+    let r = archives_only(Vec::new(), Some(40));
+    r.walk_begins();
+    assert!(r.walking());
+    // While the store is walked: archive 0 is served, archive 1 leaves
+    // the store, and archive 9 is stored, over the size: nothing is
+    // evicted from an index that does not know all it holds.
+    r.used(&key(0), 10);
+    r.forget(&key(1));
+    assert_eq!(r.stored(&key(9), 10), vec![]);
+    // The walk reports archives 0 to 4, last used at seconds 0 to 4.
+    let walked = held(5, 10);
+    r.found(&walked[..2]);
+    r.found(&walked[2..]);
+    // 0 is not counted twice and 1 is not brought back: 0, 2, 3, 4, 9.
+    assert_eq!(r.usage(), (50, 5));
+    assert!(r.walking());
+    // At its end, the least recently used go: 2, by its recorded use.
+    assert_eq!(r.walked(), vec![old(2)]);
+    assert!(!r.walking());
+    // A late report changes nothing.
+    r.found(&held(8, 10));
+    assert_eq!(r.usage(), (40, 4));
+    // Archive 0 kept the use it had while the walk ran (now), not the
+    // record's (second 0): it goes after 3 and 4, before 9.
+    assert_eq!(r.stored(&key(10), 30), vec![old(3), old(4), old(0)]);
+}
+
+#[test]
+fn an_archive_stored_again_while_the_walk_runs_is_not_passed_over() {
+    let r = archives_only(Vec::new(), None);
+    r.walk_begins();
+    r.forget(&key(1));
+    r.stored(&key(1), 10);
+    r.forget(&key(2));
+    r.found(&held(3, 10));
+    // 1 came back before the walk reported it; 2 stayed gone.
+    assert_eq!(r.usage(), (20, 2));
+    assert_eq!(r.walked(), vec![]);
+}

@@ -250,6 +250,13 @@ impl Store for S3Store {
         self.archives_held().await
     }
 
+    async fn each_archive(
+        &self,
+        each: &mut (dyn FnMut(CachedArchive) + Send),
+    ) -> Result<(), StoreError> {
+        self.each_archive_held(each).await
+    }
+
     async fn read_module_index(
         &self,
         module: &Module,
