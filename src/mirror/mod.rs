@@ -149,6 +149,9 @@ pub struct Mirror {
     held_back: std::sync::Mutex<std::collections::BTreeMap<String, Vec<crate::policy::Denied>>>,
     metrics: Arc<Metrics>,
     draining: AtomicBool,
+    /// Whether the archive index knows the whole store: false while the
+    /// daemon's walk runs, until what its end evicted is removed.
+    index_built: tokio::sync::watch::Sender<bool>,
     /// Whether the cache can be written.
     health: StoreHealth,
     /// Archives being read, last uses, usage and eviction.
@@ -279,6 +282,7 @@ impl Mirror {
             held_back: std::sync::Mutex::default(),
             metrics,
             draining: AtomicBool::new(false),
+            index_built: tokio::sync::watch::Sender::new(!walk),
             residency,
             role,
             tasks: tokio_util::task::TaskTracker::new(),

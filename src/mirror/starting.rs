@@ -87,6 +87,15 @@ impl Mirror {
         self.residency.walking()
     }
 
+    /// Waits until the archive index knows the whole store: at once after
+    /// a start from the snapshot, else once the walk has ended and what it
+    /// evicted is removed.
+    pub async fn index_built(&self) {
+        let mut built = self.index_built.subscribe();
+        // The sender lives as long as the mirror, which `&self` borrows.
+        let _ = built.wait_for(|b| *b).await;
+    }
+
     /// Builds the daemon's archive index from the store while it serves,
     /// when it started without a snapshot; returns at once otherwise. A
     /// walk that fails is tried again, after 5 s at first and at most
@@ -117,6 +126,7 @@ impl Mirror {
                         "archive index built from the store"
                     );
                     self.evict(evicted).await;
+                    self.index_built.send_replace(true);
                 }
                 Err(e) => {
                     tracing::warn!(
@@ -125,6 +135,9 @@ impl Mirror {
                         "could not walk {} to build the archive index; nothing is evicted until a walk succeeds",
                         self.store.location()
                     );
+                    // A store that failed is given time to recover, longer
+                    // each time, rather than asked again at once: nothing
+                    // announces its recovery, and a walk lists it whole.
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(WALK_RETRY_MAX);
                 }

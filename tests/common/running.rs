@@ -60,14 +60,9 @@ impl RunningMirror {
         });
         // A start without a snapshot walks the cache while it serves; the
         // tests read an index that knows the whole cache.
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while app.mirror.index_walking() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the archive index was not built from the cache within 30 s"
-            );
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        tokio::time::timeout(Duration::from_secs(30), app.mirror.index_built())
+            .await
+            .expect("the archive index was not built from the cache within 30 s");
         RunningMirror {
             addr,
             mirror: app.mirror.clone(),
