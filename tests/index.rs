@@ -1,7 +1,8 @@
 //! The archive index across restarts: the daemon writes a snapshot of it
 //! when it stops and reads that instead of walking the cache when it
 //! starts, unless another process changed the cache's archives since, or
-//! the daemon did not stop cleanly.
+//! the daemon did not stop cleanly; a walk of the store that fails is
+//! tried again while the daemon serves.
 
 mod common;
 
@@ -241,4 +242,59 @@ async fn on_a_bucket_the_snapshot_stands_for_the_listing_until_another_process_c
     let m = RunningMirror::start(config).await;
     assert_eq!(m.mirror.usage(), (2 * size, 2), "the bucket was listed");
     m.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walk_the_bucket_refuses_is_tried_again_while_the_daemon_serves() {
+    use common::s3_gate::S3Gate;
+    use common::seaweed::*;
+    let weed = Seaweed::start().await;
+    let setup = Setup::new();
+    let (_origin, mut config, size) = three_published(&setup).await;
+    weed.create_bucket("index").await;
+    use_bucket(&mut config, weed.s3_config("index", setup.dir.path()));
+    let m = RunningMirror::start(config.clone()).await;
+    let c = Client::trusting(&m.ca_file);
+    fetch_each(&m, &c, &THREE).await;
+    m.stop().await;
+    // No snapshot, as after a crash: the next start lists the bucket.
+    std::fs::remove_file(snapshot(&setup)).unwrap();
+
+    // The bucket refuses the first listing of its archives.
+    let gate = S3Gate::start(weed.s3_addr(), "mirror/providers", 1).await;
+    config.storage.s3.as_mut().unwrap().endpoint = Some(gate.endpoint().parse().unwrap());
+    let m = RunningMirror::start_unbuilt(config).await;
+    wait_until(
+        "the walk's first listing",
+        std::time::Duration::from_secs(30),
+        || gate.listings() >= 1,
+    )
+    .await;
+    // Refused: still walking, nothing counted from the bucket, and
+    // serving meanwhile (from the bucket, through the gate).
+    assert!(m.mirror.index_walking());
+    let metrics = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
+    assert!(
+        metrics.contains("tfmirror_cache_index_walking 1\n"),
+        "{metrics}"
+    );
+    fetch_each(&m, &c, &["2.0.0"]).await;
+
+    // The retry (5 s later) lists the bucket whole; 2.0.0, used since the
+    // start, is not counted twice.
+    tokio::time::timeout(std::time::Duration::from_secs(30), m.mirror.index_built())
+        .await
+        .expect("the walk was tried again and succeeded");
+    assert_eq!(gate.listings(), 2);
+    assert!(!m.mirror.index_walking());
+    assert_eq!(m.mirror.usage(), (3 * size, 3));
+    m.stop().await;
+    assert!(
+        snapshot(&setup).is_file(),
+        "a stop after the walk writes it"
+    );
 }

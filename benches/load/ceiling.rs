@@ -1,6 +1,7 @@
 //! The load benchmark's ceiling: the smallest server on tfmirror's own
 //! stack (hyper 1 with hyper-util's auto builder, tokio, rustls with the
-//! *ring* provider, the same TLS settings and ALPN as tfmirror) answering
+//! *ring* provider, the same TLS settings and ALPN as tfmirror, HTTP/2
+//! streams run by tfmirror's executor) answering
 //! the same JSON documents from memory, with nothing else: no routing
 //! beyond a map lookup, no cache, no metrics, no log line. What it reaches
 //! is what the stack can do on this machine; tfmirror's figures are read
@@ -19,9 +20,10 @@ use bytes::Bytes;
 use http::{header, Response, StatusCode};
 use http_body_util::Full;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto;
 use rustls_pki_types::pem::PemObject;
+use tfmirror::http::streams::Streams;
 
 fn documents(root: &Path, dir: &Path, out: &mut HashMap<String, Bytes>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -68,7 +70,8 @@ fn main() {
             .await
             .unwrap();
         println!("ready");
-        let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
+        // HTTP/2 streams run as tfmirror runs them (`tfmirror::http::streams`).
+        let builder = Arc::new(auto::Builder::new(Streams));
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;

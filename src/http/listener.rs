@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -15,6 +15,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::drain::Drain;
 use super::sendfile::{Conn, SendQueue};
+use super::streams::Streams;
 use super::{dispatch, App};
 
 /// The most bytes of request headers read (HTTP/1.1 read buffer, HTTP/2
@@ -38,7 +39,7 @@ pub async fn run(
     let header_timeout = settings.header_timeout;
     let max_connections = settings.max_connections;
     let slots = Arc::new(Semaphore::new(max_connections));
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(Streams);
     builder
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())

@@ -4,7 +4,7 @@
 //! the mirror call, the one place where errors become answers), in a
 //! [`body::Body`], built by `respond`; each route declares who may use it
 //! ([`routes::Access`]) and the dispatcher checks that once. [`status_page`]
-//! renders `/`; [`auth`] holds the tokens
+//! renders `/`; [`streams`] runs each HTTP/2 stream; [`auth`] holds the tokens
 //! and signs archive links; [`tls`] loads or makes the certificate.
 
 pub mod audit;
@@ -22,6 +22,7 @@ mod respond;
 pub mod routes;
 pub mod sendfile;
 pub mod status_page;
+pub mod streams;
 pub mod tls;
 
 use std::sync::Arc;

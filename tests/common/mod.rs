@@ -5,7 +5,7 @@
 //! waiting for conditions (`wait`), the binary run as a process
 //! (`daemon`), git repositories served by the origin (`git`), the
 //! registry shapes the origin answers in (`shapes`), an S3-compatible
-//! server (`seaweed`), CLI releases as HashiCorp publishes them (`releases`), the Terraform CLI run on its own (`terraform`), and
+//! server (`seaweed`) and a gate that makes it refuse listings (`s3_gate`), CLI releases as HashiCorp publishes them (`releases`), the Terraform CLI run on its own (`terraform`), and
 //! Podman with tfmirror's image (`podman`). Each test binary uses some of it.
 
 #![allow(dead_code, unused_imports)]
@@ -21,6 +21,7 @@ mod origin;
 pub mod podman;
 pub mod releases;
 mod running;
+pub mod s3_gate;
 pub mod seaweed;
 mod shapes;
 pub mod terraform;

@@ -37,6 +37,18 @@ pub struct RunningMirror {
 
 impl RunningMirror {
     pub async fn start(config: Config) -> RunningMirror {
+        let m = Self::start_unbuilt(config).await;
+        // A start without a snapshot walks the cache while it serves; the
+        // tests read an index that knows the whole cache.
+        tokio::time::timeout(Duration::from_secs(30), m.mirror.index_built())
+            .await
+            .expect("the archive index was not built from the cache within 30 s");
+        m
+    }
+
+    /// Like `start`, returning as soon as the daemon serves, while it may
+    /// still be walking its cache.
+    pub async fn start_unbuilt(config: Config) -> RunningMirror {
         let listener = TcpListener::bind(config.server.listen).await.unwrap();
         let clock = ManualClock::new();
         let daemon = Daemon::with_clock(config, listener, clock.clone())
@@ -58,11 +70,6 @@ impl RunningMirror {
         let task = tokio::spawn(async move {
             daemon.run(rx, || {}, || {}).await.unwrap();
         });
-        // A start without a snapshot walks the cache while it serves; the
-        // tests read an index that knows the whole cache.
-        tokio::time::timeout(Duration::from_secs(30), app.mirror.index_built())
-            .await
-            .expect("the archive index was not built from the cache within 30 s");
         RunningMirror {
             addr,
             mirror: app.mirror.clone(),
