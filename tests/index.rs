@@ -277,6 +277,7 @@ async fn a_walk_the_bucket_refuses_is_tried_again_while_the_daemon_serves() {
     // Refused: still walking, nothing counted from the bucket, and
     // serving meanwhile (from the bucket, through the gate).
     assert!(m.mirror.index_walking());
+    assert_eq!(m.mirror.usage(), (0, 0));
     let metrics = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
     assert!(
         metrics.contains("tfmirror_cache_index_walking 1\n"),
