@@ -45,6 +45,22 @@ async fn fetch_each(m: &RunningMirror, c: &Client, versions: &[&str]) {
     }
 }
 
+/// [`three_published`] on a new bucket `index` of `weed`, each archive
+/// fetched through a mirror on that bucket, which then stopped cleanly.
+async fn three_in_a_bucket(
+    weed: &common::seaweed::Seaweed,
+    setup: &Setup,
+) -> (FakeOrigin, tfmirror::config::Config, u64) {
+    let (origin, mut config, size) = three_published(setup).await;
+    weed.create_bucket("index").await;
+    common::seaweed::use_bucket(&mut config, weed.s3_config("index", setup.dir.path()));
+    let m = RunningMirror::start(config.clone()).await;
+    let c = Client::trusting(&m.ca_file);
+    fetch_each(&m, &c, &THREE).await;
+    m.stop().await;
+    (origin, config, size)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clean_stop_leaves_a_snapshot_the_next_start_reads_instead_of_the_cache() {
     let setup = Setup::new();
@@ -196,15 +212,7 @@ async fn on_a_bucket_the_snapshot_stands_for_the_listing_until_another_process_c
     use object_store::{ObjectStore, ObjectStoreExt};
     let weed = Seaweed::start().await;
     let setup = Setup::new();
-    let (_origin, mut config, size) = three_published(&setup).await;
-    let versions = THREE;
-    weed.create_bucket("index").await;
-    use_bucket(&mut config, weed.s3_config("index", setup.dir.path()));
-
-    let m = RunningMirror::start(config.clone()).await;
-    let c = Client::trusting(&m.ca_file);
-    fetch_each(&m, &c, &versions).await;
-    m.stop().await;
+    let (_origin, config, size) = three_in_a_bucket(&weed, &setup).await;
     assert!(snapshot(&setup).is_file(), "the snapshot is kept locally");
 
     // 2.0.0's objects leave the bucket without a note (as another
@@ -254,13 +262,7 @@ async fn a_walk_the_bucket_refuses_is_tried_again_while_the_daemon_serves() {
     use common::seaweed::*;
     let weed = Seaweed::start().await;
     let setup = Setup::new();
-    let (_origin, mut config, size) = three_published(&setup).await;
-    weed.create_bucket("index").await;
-    use_bucket(&mut config, weed.s3_config("index", setup.dir.path()));
-    let m = RunningMirror::start(config.clone()).await;
-    let c = Client::trusting(&m.ca_file);
-    fetch_each(&m, &c, &THREE).await;
-    m.stop().await;
+    let (_origin, mut config, size) = three_in_a_bucket(&weed, &setup).await;
     // No snapshot, as after a crash: the next start lists the bucket.
     std::fs::remove_file(snapshot(&setup)).unwrap();
 
@@ -268,6 +270,7 @@ async fn a_walk_the_bucket_refuses_is_tried_again_while_the_daemon_serves() {
     let gate = S3Gate::start(weed.s3_addr(), "mirror/providers", 1).await;
     config.storage.s3.as_mut().unwrap().endpoint = Some(gate.endpoint().parse().unwrap());
     let m = RunningMirror::start_unbuilt(config).await;
+    let c = Client::trusting(&m.ca_file);
     wait_until(
         "the walk's first listing",
         std::time::Duration::from_secs(30),
