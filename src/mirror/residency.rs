@@ -147,34 +147,44 @@ impl Index {
         }
     }
 
-    fn insert_module(&mut self, key: &ModuleKey, size: u64, secs: u64) {
+    /// Takes `key` out of `map`, a module package's or release file's.
+    fn unplace<K: Eq + std::hash::Hash>(
+        map: &mut HashMap<Arc<K>, Entry>,
+        bytes: &mut u64,
+        key: &K,
+    ) -> Option<Entry> {
+        let old = map.remove(key)?;
+        *bytes -= old.size;
+        Some(old)
+    }
+
+    /// The entry of a module package or release file of `size` bytes used
+    /// at `secs`, with eviction's queue told of its stamp.
+    fn queued_entry(&mut self, size: u64, secs: u64) -> Entry {
         let entry = Entry {
             size,
             stamp: self.next_stamp(secs),
         };
-        Self::place(&mut self.modules, &mut self.bytes, key, entry);
         self.queue.joined(entry.stamp);
+        entry
+    }
+
+    fn insert_module(&mut self, key: &ModuleKey, size: u64, secs: u64) {
+        let entry = self.queued_entry(size, secs);
+        Self::place(&mut self.modules, &mut self.bytes, key, entry);
     }
 
     fn remove_module(&mut self, key: &ModuleKey) -> Option<Entry> {
-        let old = self.modules.remove(key)?;
-        self.bytes -= old.size;
-        Some(old)
+        Self::unplace(&mut self.modules, &mut self.bytes, key)
     }
 
     fn insert_release(&mut self, key: &ReleaseFile, size: u64, secs: u64) {
-        let entry = Entry {
-            size,
-            stamp: self.next_stamp(secs),
-        };
+        let entry = self.queued_entry(size, secs);
         Self::place(&mut self.releases, &mut self.bytes, key, entry);
-        self.queue.joined(entry.stamp);
     }
 
     fn remove_release(&mut self, key: &ReleaseFile) -> Option<Entry> {
-        let old = self.releases.remove(key)?;
-        self.bytes -= old.size;
-        Some(old)
+        Self::unplace(&mut self.releases, &mut self.bytes, key)
     }
 
     /// What a queued candidate is now: gone or used since it was queued
