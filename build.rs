@@ -1,8 +1,10 @@
 //! Decides which tests can run on this machine. A test that needs a tool
 //! or a privilege the machine lacks is marked ignored, with the reason,
-//! through a `cfg` set here; it never runs and reports a pass. Under
-//! `CI=true` nothing is marked: every such test runs, and fails when what
-//! it needs is missing.
+//! through a `cfg` set here; it never runs and reports a pass, and the
+//! build warns which tools are missing. The decision is made again when a
+//! tool appears: this script reruns when a directory on `PATH` or a tool's
+//! path changes. Under `CI=true` nothing is marked: every such test runs,
+//! and fails when what it needs is missing.
 
 use std::path::Path;
 use std::process::Command;
@@ -17,7 +19,7 @@ const CFGS: &[&str] = &[
     "tfmirror_no_prometheus",
     "tfmirror_no_oci_tools",
     "tfmirror_no_podman",
-    "tfmirror_no_kubectl",
+    "tfmirror_no_kustomize",
 ];
 
 /// `tfmirror --version`'s line: the package's version and, when built
@@ -62,6 +64,40 @@ fn version_line() -> String {
     }
 }
 
+/// Reruns this script when a file or directory at `path` (or, when it
+/// does not exist yet, the nearest directory above it that does) changes,
+/// so that a tool installed after a build is seen by the next one.
+fn watch(path: &Path) {
+    let existing = path.ancestors().find(|p| p.exists());
+    if let Some(p) = existing.filter(|p| *p != Path::new("/")) {
+        println!("cargo::rerun-if-changed={}", p.display());
+    }
+}
+
+/// Whether kubectl's built-in Kustomize is 4.1 or newer (the overlays'
+/// `labels` field needs it); its version as it says it, for the notice.
+fn kubectl_kustomize() -> (bool, String) {
+    let Ok(out) = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+    else {
+        return (false, "no kubectl".into());
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(version) = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Kustomize Version: v"))
+    else {
+        return (false, "kubectl without a Kustomize version".into());
+    };
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (
+        (major, minor) >= (4, 1),
+        format!("kubectl's Kustomize v{major}.{minor}"),
+    )
+}
+
 fn main() {
     println!("cargo::rustc-env=VERSION_LINE={}", version_line());
     for cfg in CFGS {
@@ -76,6 +112,7 @@ fn main() {
         "ORAS_PY",
         "CONTAINER_BASE_IMAGE",
         "CONTAINERS_CONF",
+        "KUSTOMIZE_BIN",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -83,6 +120,24 @@ fn main() {
     if std::env::var("CI").as_deref() == Ok("true") {
         return;
     }
+    // What the decisions below look at: a tool installed (or removed)
+    // later changes one of these, and the next build decides again.
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        watch(&dir);
+    }
+    for var in [
+        "TERRAFORM_BIN",
+        "WEED_BIN",
+        "CHROMIUM",
+        "ORAS_PY",
+        "KUSTOMIZE_BIN",
+    ] {
+        if let Some(path) = std::env::var_os(var) {
+            watch(Path::new(&path));
+        }
+    }
+    watch(Path::new("/usr/bin/chromium"));
+    watch(Path::new("/usr/bin/docker-registry"));
     let runs = |program: &str, arg: &str| {
         Command::new(program)
             .arg(arg)
@@ -108,19 +163,59 @@ fn main() {
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    for (present, cfg) in [
-        (terraform, "tfmirror_no_terraform"),
-        (seaweedfs, "tfmirror_no_seaweedfs"),
-        (chromium, "tfmirror_no_chromium"),
-        (systemd, "tfmirror_no_systemd_tools"),
-        (root, "tfmirror_not_root"),
-        (prometheus, "tfmirror_no_prometheus"),
-        (oci, "tfmirror_no_oci_tools"),
-        (podman && root, "tfmirror_no_podman"),
-        (runs("kubectl", "help"), "tfmirror_no_kubectl"),
+    // Kustomize 4.1 or newer: a standalone one (scripts/install-kustomize),
+    // or kubectl's own.
+    let (kubectl_new, kubectl_says) = kubectl_kustomize();
+    let kustomize = kubectl_new
+        || std::env::var_os("KUSTOMIZE_BIN")
+            .is_some_and(|p| !p.is_empty() && Path::new(&p).is_file());
+    let mut ignored = Vec::new();
+    for (present, cfg, what) in [
+        (
+            terraform,
+            "tfmirror_no_terraform",
+            "TERRAFORM_BIN".to_owned(),
+        ),
+        (seaweedfs, "tfmirror_no_seaweedfs", "WEED_BIN".to_owned()),
+        (chromium, "tfmirror_no_chromium", "chromium".to_owned()),
+        (
+            systemd,
+            "tfmirror_no_systemd_tools",
+            "systemd's tools".to_owned(),
+        ),
+        (root, "tfmirror_not_root", "root".to_owned()),
+        (
+            prometheus,
+            "tfmirror_no_prometheus",
+            "prometheus".to_owned(),
+        ),
+        (
+            oci,
+            "tfmirror_no_oci_tools",
+            "docker-registry and ORAS_PY".to_owned(),
+        ),
+        (
+            podman && root,
+            "tfmirror_no_podman",
+            "Podman as root".to_owned(),
+        ),
+        (
+            kustomize,
+            "tfmirror_no_kustomize",
+            format!("Kustomize 4.1 or newer ({kubectl_says}, no KUSTOMIZE_BIN)"),
+        ),
     ] {
         if !present {
             println!("cargo::rustc-cfg={cfg}");
+            ignored.push(what);
         }
+    }
+    // A developer's run says what it leaves out, here and in each ignored
+    // test's reason; installing a tool rebuilds (see `watch` above).
+    if !ignored.is_empty() {
+        println!(
+            "cargo::warning=tests that need these are ignored (scripts/test provides them all): {}",
+            ignored.join("; ")
+        );
     }
 }
