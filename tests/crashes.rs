@@ -9,12 +9,19 @@
 //! staging file holds a number of bytes (mid-download), once a number of
 //! objects are kept, or after a delay, each drawn from the seed. The seed
 //! is printed; `CRASH_SEED=<n>` repeats a run.
+//!
+//! Every kill must land: the process was still running, and the write it
+//! targets not complete (the origin holds one archive back until the kill;
+//! `import` and `gc`, which read nothing from the origin, run under strace
+//! with their renames or removals slowed). A round whose kill came after
+//! the work was done fails, and each test says how many of its kills
+//! landed.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::daemon::*;
@@ -54,8 +61,8 @@ impl Points {
     }
 
     /// A point of a run that keeps up to `objects` objects in the local
-    /// cache (none on a bucket), downloading them (`downloads`) or copying
-    /// them.
+    /// cache before its kill (none on a bucket), downloading them
+    /// (`downloads`) or copying them.
     fn pick(&mut self, objects: usize, downloads: bool) -> Point {
         let kinds = if objects == 0 { 1 } else { 2 } + u64::from(downloads);
         match self.below(kinds) {
@@ -107,17 +114,29 @@ fn staged_bytes(cache: &Path) -> u64 {
     })
 }
 
-/// Waits for `point` (or for the process to end first), then kills it
-/// with SIGKILL. Returns what was kept at the kill.
-async fn kill_at(child: &mut Child, cache: &Path, point: Point) -> usize {
+/// What a kill found.
+#[derive(Debug, Clone, Copy)]
+struct Kill {
+    /// Archives and packages kept when it came.
+    kept: usize,
+    /// Whether the process was still running and died of it.
+    killed: bool,
+}
+
+/// Waits for `point` (or for the process to end first), then kills the
+/// process `pid` (`child` itself, or what it runs) with SIGKILL, and waits
+/// for `child`.
+async fn kill_at(child: &mut Child, pid: u32, cache: &Path, point: Point) -> Kill {
+    use std::os::unix::process::ExitStatusExt;
     let start = tokio::time::Instant::now();
     let what = format!("{point:?}, or the process's end");
     wait_until(&what, Duration::from_secs(30), || {
         let reached = match point {
-            // Or everything is kept already: a poll can miss the last
-            // staging file on a busy machine, and nothing is left to stage.
+            // Or everything but what is held back is kept: a poll can miss
+            // a staging file on a busy machine (each is written whole once
+            // it arrived), and nothing else is left to stage.
             Point::Staged(bytes) => {
-                staged_bytes(cache) >= bytes || kept(cache).len() >= every_path().len()
+                staged_bytes(cache) >= bytes || kept(cache).len() + 1 >= every_path().len()
             }
             Point::Kept(n) => kept(cache).len() >= n,
             Point::Left(n) => kept(cache).len() <= n,
@@ -126,9 +145,70 @@ async fn kill_at(child: &mut Child, cache: &Path, point: Point) -> usize {
         reached || child.try_wait().unwrap().is_some()
     })
     .await;
-    let _ = child.kill();
-    child.wait().unwrap();
-    kept(cache).len()
+    let running = child.try_wait().unwrap().is_none();
+    let _ = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    Kill {
+        kept: kept(cache).len(),
+        killed: running && status.signal() == Some(9),
+    }
+}
+
+/// The process `child` runs under strace: its first child.
+fn traced(child: &Child) -> u32 {
+    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    let mut pid = None;
+    for _ in 0..500 {
+        pid = std::fs::read_to_string(&children)
+            .ok()
+            .and_then(|c| c.split_whitespace().next()?.parse().ok());
+        if pid.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    pid.expect("strace started the command")
+}
+
+/// `tfmirror args` under strace, every call of `calls` delayed by a
+/// quarter second on its way back: the command does the same work, slowly
+/// enough that a kill lands between two of those calls even when the
+/// machine is busy.
+fn slowed(home: &Path, args: &[&str], calls: &str) -> Command {
+    let plain = tfmirror(home);
+    let mut cmd = Command::new("strace");
+    cmd.env_clear();
+    for (key, value) in plain.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    cmd.args(["-f", "-qq", "-o", "/dev/null", "-e"])
+        .arg(format!("trace={calls}"))
+        .arg("-e")
+        .arg(format!("inject={calls}:delay_exit=250000"))
+        .arg("--")
+        .arg(plain.get_program())
+        .args(args);
+    cmd
+}
+
+/// Counts a kill that must have landed: the process died of it, and what
+/// it left (`unfinished`, read once it is dead) shows its work was not
+/// complete.
+fn landed(kill: Kill, unfinished: bool, what: &str, point: Point, count: &mut usize) {
+    assert!(
+        kill.killed,
+        "{what}: the process had ended before the kill at {point:?}"
+    );
+    assert!(
+        unfinished,
+        "{what}: the kill at {point:?} came after the work was done ({} kept)",
+        kill.kept
+    );
+    *count += 1;
 }
 
 /// What the origin publishes: `bulk` (four big archives, each sent in ten
@@ -258,14 +338,28 @@ async fn a_daemon_killed_at_any_point_keeps_only_whole_verified_objects_and_comp
     let home = setup.dir.path();
     let ca = home.join("data/tls/ca.pem");
     let mut points = Points::from_env("daemon");
+    let all = every_path().len();
+    let mut count = 0;
     for round in 0..6 {
         let cache = home.join(format!("cache-{round}"));
         let config = config_on(&setup, &origin, "daemon", &cache, "");
-        let point = points.pick(every_path().len(), true);
+        // One archive is held back until the kill: the daemon cannot have
+        // finished before it.
+        let point = points.pick(all - 1, true);
+        let held_back = origin.hold_file(HELD);
         let mut daemon = serve(home, &config);
         let asked = ask_everything(&daemon, &ca);
-        let at_kill = kill_at(&mut daemon.child, &cache, point).await;
-        eprintln!("round {round}: killed at {point:?} with {at_kill} kept");
+        let pid = daemon.child.id();
+        let kill = kill_at(&mut daemon.child, pid, &cache, point).await;
+        drop(held_back);
+        eprintln!("round {round}: killed at {point:?} with {} kept", kill.kept);
+        landed(
+            kill,
+            kill.kept < all,
+            &format!("round {round}"),
+            point,
+            &mut count,
+        );
         for a in asked {
             a.abort();
         }
@@ -303,9 +397,10 @@ async fn a_daemon_killed_at_any_point_keeps_only_whole_verified_objects_and_comp
         daemon.signal("TERM");
         let (status, log) = daemon.wait().await;
         assert!(status.success(), "{log}");
-        assert_eq!(kept(&cache).len(), every_path().len(), "round {round}");
+        assert_eq!(kept(&cache).len(), all, "round {round}");
         assert_whole(home, &config, &cache, &archives).await;
     }
+    eprintln!("daemon: {count} of 6 kills landed mid-write");
 }
 
 /// The sync manifest of everything the origin publishes.
@@ -321,14 +416,28 @@ fn manifest(home: &Path) -> PathBuf {
     path
 }
 
-/// Runs `args` as a process and kills it at `point`; returns what was
-/// kept at the kill.
-async fn run_killed(home: &Path, args: &[&str], cache: &Path, point: Point) -> usize {
-    let mut cmd = tfmirror(home);
-    cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+/// Runs `cmd` and kills it at `point` (under strace, what strace runs).
+async fn run_killed(mut cmd: Command, cache: &Path, point: Point) -> Kill {
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let traced_by_strace = cmd.get_program() == "strace";
     let mut child = cmd.spawn().unwrap();
-    kill_at(&mut child, cache, point).await
+    let pid = if traced_by_strace {
+        traced(&child)
+    } else {
+        child.id()
+    };
+    kill_at(&mut child, pid, cache, point).await
 }
+
+/// `tfmirror args`.
+fn command(home: &Path, args: &[&str]) -> Command {
+    let mut cmd = tfmirror(home);
+    cmd.args(args);
+    cmd
+}
+
+/// The archive the origin holds back until a kill.
+const HELD: &str = "terraform-provider-bulk_1.3.0_linux_amd64.zip";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_when_run_again() {
@@ -340,14 +449,22 @@ async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_
     let all = every_path().len();
     let full = home.join("full");
     let bundle = home.join("everything.tar");
+    let mut count = 0;
     for round in 0..4 {
         // sync
         let cache = home.join(format!("sync-{round}"));
         let config = config_on(&setup, &origin, "sync", &cache, "");
         let sync = ["sync", "--config", s(&config), "--manifest", s(&manifest)];
-        let point = points.pick(all, true);
-        let at_kill = run_killed(home, &sync, &cache, point).await;
-        eprintln!("sync round {round}: killed at {point:?} with {at_kill} kept");
+        let point = points.pick(all - 1, true);
+        let held_back = origin.hold_file(HELD);
+        let kill = run_killed(command(home, &sync), &cache, point).await;
+        drop(held_back);
+        eprintln!(
+            "sync round {round}: killed at {point:?} with {} kept",
+            kill.kept
+        );
+        let what = format!("sync round {round}");
+        landed(kill, kill.kept < all, &what, point, &mut count);
         assert_whole(home, &config, &cache, &archives).await;
         run_ok(home, &sync).await;
         assert_eq!(kept(&cache).len(), all, "sync round {round}");
@@ -366,9 +483,15 @@ async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_
         let site = home.join(format!("import-{round}"));
         let config = config_on(&setup, &origin, "import", &site, "");
         let import = ["import", "--config", s(&config), s(&bundle)];
-        let point = points.pick(all, false);
-        let at_kill = run_killed(home, &import, &site, point).await;
-        eprintln!("import round {round}: killed at {point:?} with {at_kill} kept");
+        let point = points.pick(all - 1, false);
+        let renames = "rename,renameat,renameat2";
+        let kill = run_killed(slowed(home, &import, renames), &site, point).await;
+        eprintln!(
+            "import round {round}: killed at {point:?} with {} kept",
+            kill.kept
+        );
+        let what = format!("import round {round}");
+        landed(kill, kill.kept < all, &what, point, &mut count);
         assert_whole(home, &config, &site, &archives).await;
         run_ok(home, &import).await;
         assert_eq!(kept(&site).len(), all, "import round {round}");
@@ -377,25 +500,40 @@ async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_
         // gc, down to two archives' worth
         let limit = format!("{}B", 2 * SIZE + SIZE / 2);
         let gc = ["gc", "--config", s(&config), "--max-size", &limit];
+        // Before it starts, or after the first of the two evictions it
+        // makes (each removal slowed by strace).
         let point = match points.below(3) {
             0 => Point::After(Duration::from_millis(points.below(40))),
-            // After one to three evictions of the four it makes.
-            _ => Point::Left(all - 1 - usize::try_from(points.below(3)).unwrap()),
+            _ => Point::Left(all - 1),
         };
-        let at_kill = run_killed(home, &gc, &site, point).await;
-        eprintln!("gc round {round}: killed at {point:?} with {at_kill} kept");
+        let held_bytes = |site: &Path| -> u64 {
+            kept(site)
+                .iter()
+                .map(|f| std::fs::metadata(site.join(f)).unwrap().len())
+                .sum()
+        };
+        let kill = run_killed(slowed(home, &gc, "unlink,unlinkat"), &site, point).await;
+        eprintln!(
+            "gc round {round}: killed at {point:?} with {} kept",
+            kill.kept
+        );
+        let over = held_bytes(&site) > (2 * SIZE + SIZE / 2) as u64;
+        landed(kill, over, &format!("gc round {round}"), point, &mut count);
         assert_whole(home, &config, &site, &archives).await;
         run_ok(home, &gc).await;
-        let held_bytes: u64 = kept(&site)
-            .iter()
-            .map(|f| std::fs::metadata(site.join(f)).unwrap().len())
-            .sum();
+        let held_bytes = held_bytes(&site);
         assert!(
             held_bytes <= (2 * SIZE + SIZE / 2) as u64,
             "gc round {round}: {held_bytes} B left"
         );
         assert_whole(home, &config, &site, &archives).await;
     }
+    eprintln!("commands: {count} of 12 kills landed mid-write");
+}
+
+/// How many archives are among `held`'s objects.
+fn zips(held: &BTreeMap<String, bytes::Bytes>) -> usize {
+    held.keys().filter(|k| k.ends_with(".zip")).count()
 }
 
 /// Every object in `bucket` below `prefix`, with its bytes.
@@ -434,6 +572,7 @@ async fn on_a_bucket_a_killed_daemon_or_sync_leaves_only_whole_objects() {
     // volumes of its own, and has few.
     let bucket = "crash";
     weed.create_bucket(bucket).await;
+    let mut count = 0;
     let storage = |prefix: &str| {
         weed.storage_toml(bucket, home)
             .replace("prefix = \"mirror\"", &format!("prefix = \"{prefix}\""))
@@ -455,15 +594,21 @@ async fn on_a_bucket_a_killed_daemon_or_sync_leaves_only_whole_objects() {
 
         // The daemon, killed while it downloads; restarted, it waits out
         // its own dead claims and completes.
+        let held_back = origin.hold_file(HELD);
         let mut daemon = serve(home, &config);
         let asked = ask_everything(&daemon, &ca);
         let point = points.pick(0, true);
-        kill_at(&mut daemon.child, &cache, point).await;
+        let pid = daemon.child.id();
+        let kill = kill_at(&mut daemon.child, pid, &cache, point).await;
+        drop(held_back);
         for a in asked {
             a.abort();
         }
         eprintln!("bucket round {round}: daemon killed at {point:?}");
-        assert_bucket_whole(objects(&weed, bucket, &daemon_prefix).await);
+        let held = objects(&weed, bucket, &daemon_prefix).await;
+        let what = format!("bucket round {round}: daemon");
+        landed(kill, zips(&held) < VERSIONS.len(), &what, point, &mut count);
+        assert_bucket_whole(held);
         let daemon = serve(home, &config);
         assert_everything_served(&daemon, &ca, &archives).await;
         daemon.signal("TERM");
@@ -487,13 +632,22 @@ async fn on_a_bucket_a_killed_daemon_or_sync_leaves_only_whole_objects() {
         );
         let sync = ["sync", "--config", s(&config), "--manifest", s(&manifest)];
         let point = points.pick(0, true);
-        run_killed(home, &sync, &cache, point).await;
+        let held_back = origin.hold_file(HELD);
+        let kill = run_killed(command(home, &sync), &cache, point).await;
+        drop(held_back);
         eprintln!("bucket round {round}: sync killed at {point:?}");
-        assert_bucket_whole(objects(&weed, bucket, &sync_prefix).await);
+        let held = objects(&weed, bucket, &sync_prefix).await;
+        let what = format!("bucket round {round}: sync");
+        landed(kill, zips(&held) < VERSIONS.len(), &what, point, &mut count);
+        assert_bucket_whole(held);
         run_ok(home, &sync).await;
         let held = objects(&weed, bucket, &sync_prefix).await;
-        let zips = held.keys().filter(|k| k.ends_with(".zip")).count();
-        assert_eq!(zips, VERSIONS.len(), "round {round}: {:?}", held.keys());
+        assert_eq!(
+            zips(&held),
+            VERSIONS.len(),
+            "round {round}: {:?}",
+            held.keys()
+        );
         assert_bucket_whole(held);
         let verified = run_ok(home, &["verify", "--config", s(&config)]).await;
         assert!(
@@ -502,4 +656,5 @@ async fn on_a_bucket_a_killed_daemon_or_sync_leaves_only_whole_objects() {
             verified.stdout
         );
     }
+    eprintln!("bucket: {count} of 6 kills landed mid-write");
 }
