@@ -23,7 +23,8 @@ use crate::mirror::Mirror;
 /// What a running daemon is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {
-    /// Reload the TLS certificate and the token file (SIGHUP).
+    /// Reload the TLS certificate and the token file, and reconcile the
+    /// archive index with the store (SIGHUP).
     Reload,
     /// Drain and stop (SIGTERM, SIGINT).
     Stop,
@@ -132,13 +133,18 @@ impl Daemon {
                 let _ = stop_tx.send(());
             })
         };
-        let walk = app.mirror.index_walking().then(|| {
+        let upkeep = {
             let mirror = app.mirror.clone();
+            let walking = mirror.index_walking();
             tokio::spawn(async move {
-                mirror.walk_the_store().await;
-                give_back_start_up_memory();
+                tokio::join!(mirror.keep_index(), async {
+                    if walking {
+                        mirror.index_built().await;
+                        give_back_start_up_memory();
+                    }
+                });
             })
-        });
+        };
         ready();
         let draining = app.mirror.clone();
         let stopped = async move {
@@ -158,7 +164,8 @@ impl Daemon {
         control.abort();
         // Downloads a watch pass started run on in the mirror's tasks, and
         // are drained with the rest.
-        for task in [watcher, passes, walk].into_iter().flatten() {
+        upkeep.abort();
+        for task in [watcher, passes].into_iter().flatten() {
             task.abort();
         }
         // Downloads whose clients have gone still get their time to finish.
@@ -172,6 +179,7 @@ impl Daemon {
                 "could not write the archive index snapshot; the next start walks the cache"
             );
         }
+        app.mirror.close().await;
         tracing::info!("stopped");
         Ok(())
     }
@@ -230,9 +238,10 @@ fn announce(
     Ok(())
 }
 
-/// Reloads the certificate and the token file; what cannot be read is
-/// kept as it is.
+/// Reloads the certificate and the token file (what cannot be read is
+/// kept as it is), and reconciles the archive index with the store.
 fn reload(tls: Option<&ServerTls>, app: &App) {
+    app.mirror.reconcile_index("signal");
     if let Some(tls) = tls {
         match tls.reload() {
             Ok(()) => {

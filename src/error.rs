@@ -167,6 +167,9 @@ impl RequestError {
             DownloadError::Write(io) => RequestError::DiskUnavailable(format!(
                 "the cache cannot be written (writing an archive: {io}); what is already cached is still served"
             )),
+            DownloadError::NoRoomAnnounced(_) | DownloadError::NoRoom { .. } => {
+                RequestError::InsufficientStorage(format!("{what}: {e}"))
+            }
         }
     }
 }

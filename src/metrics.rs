@@ -45,7 +45,7 @@ pub struct Metrics {
     downloads_in_flight: Gauge,
     cache_bytes: Gauge<i64, std::sync::atomic::AtomicI64>,
     cache_archives: Gauge,
-    index_walking: Gauge,
+    index: index::IndexMetrics,
     verifications: Family<VerifyLabels, Counter>,
     prefetches: Family<PrefetchLabels, Counter>,
     module_fetches: Family<SourceLabels, Counter>,
@@ -94,7 +94,7 @@ impl Metrics {
             downloads_in_flight: Gauge::default(),
             cache_bytes: Gauge::default(),
             cache_archives: Gauge::default(),
-            index_walking: Gauge::default(),
+            index: index::IndexMetrics::default(),
             verifications: Family::default(),
             prefetches: Family::default(),
             module_fetches: Family::default(),
@@ -179,11 +179,7 @@ impl Metrics {
             "Number of cached archives",
             m.cache_archives.clone(),
         );
-        registry.register(
-            "cache_index_walking",
-            "1 while the daemon walks the store to build its archive index",
-            m.index_walking.clone(),
-        );
+        index::register(&mut registry, &m.index);
         registry.register(
             "signature_verifications",
             "SHA256SUMS signature checks by outcome",
@@ -388,12 +384,6 @@ impl Metrics {
             .set(i64::try_from(archives).unwrap_or(i64::MAX));
     }
 
-    /// Says whether the daemon is walking the store to build its archive
-    /// index.
-    pub fn set_index_walking(&self, walking: bool) {
-        self.index_walking.set(i64::from(walking));
-    }
-
     /// Counts a signature check.
     pub fn verification(&self, outcome: VerifyOutcome) {
         self.verifications
@@ -445,6 +435,7 @@ impl Drop for InFlight<'_> {
     }
 }
 
+pub mod index;
 mod kept;
 mod keyless;
 mod known;

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use common::daemon::{run_ok, run_tfmirror};
 use common::*;
 use http::StatusCode;
 
@@ -303,4 +304,186 @@ async fn a_download_that_would_eat_into_the_reserve_is_refused_before_it_starts(
     std::fs::remove_file(filler).unwrap();
     assert_eq!(c.get(&m.url("/readyz")).await.status, StatusCode::OK);
     m.stop().await;
+}
+
+/// Incompressible bytes: a package of them is as large as they are.
+fn noise(len: usize) -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()[0]
+        })
+        .collect()
+}
+
+#[cfg_attr(
+    tfmirror_not_root,
+    ignore = "mounts a tmpfs, which needs root (CI runs it as root)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_write_that_grows_the_store_keeps_the_reserve() {
+    let setup = Setup::new();
+    // 16 MiB, of which 12 are kept free: 4 MiB for the cache.
+    let _fs = Tmpfs::mount(&setup.cache_dir(), "16m");
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    publish_big(&origin, &signer, "big", &["1.0.0"], 6 << 20);
+    publish_big(&origin, &signer, "chunked", &["1.0.0"], 6 << 20);
+    origin.set_fault(
+        "/files/terraform-provider-chunked_1.0.0_linux_amd64.zip",
+        Some(Fault::Chunked),
+    );
+    let mut package = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    let mut header = tar::Header::new_gnu();
+    let blob = noise(6 << 20);
+    header.set_size(blob.len() as u64);
+    header.set_mode(0o644);
+    package
+        .append_data(&mut header, "main.bin", &blob[..])
+        .unwrap();
+    let package = package.into_inner().unwrap().finish().unwrap();
+    origin.publish_archive_module(("acme", "huge", "aws"), "1.0.0", package);
+    let key = setup.dir.path().join("release-key.asc");
+    std::fs::write(&key, signer.public_armored()).unwrap();
+    let terraform = common::releases::zip_of("terraform", &noise(6 << 20));
+    common::releases::publish_terraform(&origin, &signer, "1.9.0", &[("linux_amd64", terraform)]);
+    common::releases::publish_terraform_index(&origin, &["1.9.0"]);
+    let base = origin.file_url("x");
+    let base = base.trim_end_matches("/files/x");
+    let mut config = setup.module_config(&origin, "registry.origin.test");
+    *config.releases = toml::from_str(&format!(
+        "products = [\"terraform\"]\n[terraform]\nlist_url = \"{base}/files/index.json\"\ndownload_url = \"{base}/files/{{artifact}}\"\nkey_files = [\"{}\"]\n",
+        key.display()
+    ))
+    .unwrap();
+    config.cache.min_free_space = bytesize::ByteSize::mib(12);
+    let m = RunningMirror::start(config.clone()).await;
+    let c = Client::trusting(&m.ca_file);
+    let refused = |what: &str, got: &Answer, says: &str| {
+        assert_eq!(got.status, StatusCode::INSUFFICIENT_STORAGE, "{what}");
+        assert!(
+            got.error_text().contains(says),
+            "{what}: {}",
+            got.error_text()
+        );
+    };
+
+    // A provider archive whose size the origin does not announce: stopped
+    // as it streams, when the next bytes would eat into the reserve.
+    let chunked = c
+        .get(&m.url(
+            "/registry.origin.test/acme/chunked/terraform-provider-chunked_1.0.0_linux_amd64.zip",
+        ))
+        .await;
+    refused(
+        "a chunked archive",
+        &chunked,
+        "the origin announced no size, and after ",
+    );
+    // A module package from an archive source, and a CLI release file.
+    let module = c
+        .get(&m.url("/v1/modules/registry.origin.test/acme/huge/aws/1.0.0/package.tar.gz"))
+        .await;
+    refused(
+        "a module package",
+        &module,
+        "does not fit in the cache's free space",
+    );
+    let release = c
+        .get(&m.url("/terraform/1.9.0/terraform_1.9.0_linux_amd64.zip"))
+        .await;
+    refused(
+        "a release file",
+        &release,
+        "(6.0 MiB announced by the origin) does not fit in the cache's free space",
+    );
+    m.stop().await;
+    let left: Vec<String> = files_below(&setup.cache_dir())
+        .into_iter()
+        .filter(|f| f.starts_with("tmp/") || f.ends_with(".zip") || f.ends_with(".tar.gz"))
+        .collect();
+    assert!(left.is_empty(), "nothing is kept or left staged: {left:?}");
+
+    // sync, beside no daemon: the archive is refused, and said so.
+    let sync_config = config.clone();
+    let summary = tokio::task::spawn_blocking(move || {
+        let platforms = [tfmirror::address::Platform::parse("linux_amd64").unwrap()];
+        let selection = tfmirror::site::selection::Selection {
+            providers: vec![tfmirror::site::selection::from_argument(
+                "registry.origin.test/acme/big",
+                &platforms,
+            )
+            .unwrap()],
+            ..Default::default()
+        };
+        tfmirror::commands::sync::run(
+            sync_config,
+            &selection,
+            1,
+            tfmirror::site::fill::Freshness::Cached,
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(summary.downloaded, 0);
+    assert!(
+        summary
+            .failures
+            .iter()
+            .any(|f| f.contains("does not fit in the cache's free space")),
+        "{:?}",
+        summary.failures
+    );
+
+    // import of a bundle holding the 6 MiB archive (made on a disk with
+    // room): the archive is refused as it is copied in, and the summary
+    // counts none stored.
+    let roomy = setup.dir.path().join("roomy");
+    let mut roomy_config = config.clone();
+    roomy_config.cache.dir = roomy.clone();
+    roomy_config.cache.min_free_space = bytesize::ByteSize(0);
+    let filled = RunningMirror::start(roomy_config.clone()).await;
+    let fc = Client::trusting(&filled.ca_file);
+    let big = "/registry.origin.test/acme/big/terraform-provider-big_1.0.0_linux_amd64.zip";
+    assert_eq!(fc.get(&filled.url(big)).await.status, StatusCode::OK);
+    filled.stop().await;
+    let home = setup.dir.path();
+    let bundle = home.join("big.tar");
+    let roomy_file = home.join("roomy.toml");
+    std::fs::write(&roomy_file, toml::to_string(&roomy_config).unwrap()).unwrap();
+    let site_file = home.join("site.toml");
+    std::fs::write(&site_file, toml::to_string(&config).unwrap()).unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    run_ok(
+        home,
+        &[
+            "export",
+            "--config",
+            &s(&roomy_file),
+            "--output",
+            &s(&bundle),
+        ],
+    )
+    .await;
+    let imported = run_tfmirror(home, &["import", "--config", &s(&site_file), &s(&bundle)]).await;
+    assert!(!imported.ok, "{}{}", imported.stdout, imported.stderr);
+    let said = format!("{}{}", imported.stdout, imported.stderr);
+    assert!(
+        said.contains("the next bytes do not fit in the cache's free space"),
+        "{said}"
+    );
+    assert!(said.contains(", 0 archives stored, "), "{said}");
+    assert!(
+        !files_below(&setup.cache_dir())
+            .iter()
+            .any(|f| f.ends_with(".zip")),
+        "nothing was kept"
+    );
 }

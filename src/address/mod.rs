@@ -425,7 +425,7 @@ impl Provider {
 
 /// One archive of the cache: a provider's package for one version and
 /// platform.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ArchiveKey {
     /// The provider.
     pub provider: Provider,

@@ -135,7 +135,7 @@ impl ArtifactName {
 }
 
 /// One file of one release, as the store keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ReleaseFile {
     /// The product.
     pub product: Product,

@@ -79,6 +79,7 @@ pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
                 .await;
                 eprintln!("fetched: {summary}");
             }
+            mirror.close().await;
         }
         let mirror = Mirror::beside_daemon(offline).await?;
         let mut report = Report::default();

@@ -1,7 +1,8 @@
 //! `tfmirror gc`: evicts least recently used archives, module packages and
 //! CLI release files until the cache fits `cache.max_size` (or `--max-size`), and says what
 //! it freed. Module pins stay, so a package fetched again is checked
-//! against what was first seen.
+//! against what was first seen. A daemon running beside it learns of each
+//! removal through the store's journal.
 
 use std::fmt::Write as _;
 
@@ -16,17 +17,26 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
     let max = max_size
         .or(config.cache.max_size)
         .context("no size to shrink to: set cache.max_size or pass --max-size")?;
-    let store = super::open_store(config)?;
     let runtime = super::runtime()?;
-    // The change is noted before the first removal (so that a daemon
-    // started next walks the cache), and only when something goes.
+    let store = super::open_store(config)?;
+    // Each removal is noted in the store's journal (a daemon beside gc
+    // learns of it within seconds), and the change note is written before
+    // the first one (so that a daemon started next does not trust its
+    // snapshot).
+    let journal = {
+        let _runtime = runtime.enter();
+        crate::store::journal::Journal::start(Box::new(store.place()), "gc", true)
+    };
+    let store = store.with_journal(journal.clone());
     let removed = inventory::evict(
         &store,
         max.as_u64(),
         |_| false,
-        || runtime.block_on(crate::store::changes::note(&store)),
-    )
-    .with_context(|| format!("noting a change in {}", store.root().display()))?;
+        |item| runtime.block_on(journal.changing(item)),
+    );
+    runtime.block_on(journal.close());
+    let removed =
+        removed.with_context(|| format!("noting a change in {}", store.root().display()))?;
     let now = crate::clock::SystemClock.unix_ms();
     for archive in &removed.archives {
         let path = store.version_path(&archive.provider, &archive.version);

@@ -40,56 +40,62 @@ pub fn command(
     };
     let text = super::runtime()?.block_on(async {
         let mirror = Arc::new(Mirror::beside_daemon(config).await?);
-        // The providers the configuration's registry modules require are
-        // locked too, as `terraform init` locks them.
-        let progress = super::progress::Progress::new();
-        let (requirements, failures) =
-            fill::providers_needed(&mirror, &selection, Freshness::Cached, &progress).await;
-        progress.finish();
-        if !failures.is_empty() {
-            anyhow::bail!("{}", failures.join("; "));
-        }
-        let mut entries = Vec::new();
-        for req in &requirements {
-            let versions = fill::select_versions(&mirror, req, Freshness::Cached)
+        // The journal's last entries are written whatever the outcome.
+        let locked = async {
+            // The providers the configuration's registry modules require are
+            // locked too, as `terraform init` locks them.
+            let progress = super::progress::Progress::new();
+            let (requirements, failures) =
+                fill::providers_needed(&mirror, &selection, Freshness::Cached, &progress).await;
+            progress.finish();
+            if !failures.is_empty() {
+                anyhow::bail!("{}", failures.join("; "));
+            }
+            let mut entries = Vec::new();
+            for req in &requirements {
+                let versions = fill::select_versions(&mirror, req, Freshness::Cached)
+                    .await
+                    .map_err(|e| anyhow::anyhow!(e))?;
+                // With several pinned versions, the newest is locked.
+                let version = versions.last().expect("never empty");
+                let constraints = Some(req.constraints.as_str().to_string());
+                let entry = crate::mirror::lockfile::entry(
+                    &mirror,
+                    &req.provider,
+                    version,
+                    constraints,
+                    &platforms,
+                )
                 .await
-                .map_err(|e| anyhow::anyhow!(e))?;
-            // With several pinned versions, the newest is locked.
-            let version = versions.last().expect("never empty");
-            let constraints = Some(req.constraints.as_str().to_string());
-            let entry = crate::mirror::lockfile::entry(
-                &mirror,
-                &req.provider,
-                version,
-                constraints,
-                &platforms,
-            )
-            .await
-            .with_context(|| format!("locking {} {version}", req.provider))?;
-            let names = |platforms: &[crate::address::Platform]| {
-                platforms
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            if !entry.downloaded.is_empty() {
-                eprintln!(
-                    "{} {version}: downloaded and hashed {}",
-                    req.provider,
-                    names(&entry.downloaded)
-                );
+                .with_context(|| format!("locking {} {version}", req.provider))?;
+                let names = |platforms: &[crate::address::Platform]| {
+                    platforms
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                if !entry.downloaded.is_empty() {
+                    eprintln!(
+                        "{} {version}: downloaded and hashed {}",
+                        req.provider,
+                        names(&entry.downloaded)
+                    );
+                }
+                if !entry.reported.is_empty() {
+                    eprintln!(
+                        "{} {version}: h1: taken from the origin's packages field for {}",
+                        req.provider,
+                        names(&entry.reported)
+                    );
+                }
+                entries.push(entry);
             }
-            if !entry.reported.is_empty() {
-                eprintln!(
-                    "{} {version}: h1: taken from the origin's packages field for {}",
-                    req.provider,
-                    names(&entry.reported)
-                );
-            }
-            entries.push(entry);
+            anyhow::Ok(crate::mirror::lockfile::render(&entries))
         }
-        anyhow::Ok(crate::mirror::lockfile::render(&entries))
+        .await;
+        mirror.close().await;
+        locked
     })?;
     print!("{text}");
     Ok(())

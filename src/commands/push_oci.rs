@@ -98,6 +98,7 @@ pub fn command(config: Config, args: &PushOciArgs) -> anyhow::Result<()> {
         };
         let progress = Versions(Progress::new());
         let mut pushed = oci_push::push(&mirror, &registry, &target, &items, &progress).await;
+        mirror.close().await;
         failures.append(&mut pushed.failures);
         pushed.failures = failures;
         anyhow::Ok(pushed)
@@ -123,7 +124,9 @@ pub fn push_selection(
         let (items, _) =
             oci_push::items_of_selection(&mirror, selection, &[], Freshness::Cached).await;
         let progress = Versions(Progress::new());
-        anyhow::Ok(oci_push::push(&mirror, registry, target, &items, &progress).await)
+        let pushed = oci_push::push(&mirror, registry, target, &items, &progress).await;
+        mirror.close().await;
+        anyhow::Ok(pushed)
     })?;
     report(&pushed);
     Ok(pushed)

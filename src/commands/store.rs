@@ -17,8 +17,7 @@ use crate::store::Store;
 pub struct CommandStore {
     store: Arc<dyn Store>,
     runtime: Runtime,
-    /// Whether this command noted that it changes the store's archives.
-    noted: std::sync::OnceLock<()>,
+    room: crate::store::space::Room,
 }
 
 impl CommandStore {
@@ -34,7 +33,7 @@ impl CommandStore {
         Ok(CommandStore {
             store,
             runtime,
-            noted: std::sync::OnceLock::new(),
+            room: crate::store::space::Room::of(config),
         })
     }
 
@@ -43,15 +42,10 @@ impl CommandStore {
         self.store.as_ref()
     }
 
-    /// Before a change to the store's archives: notes the first one in
-    /// the store, so that the daemon's next start does not trust an index
-    /// snapshot taken before it (`crate::store::changes`).
-    pub fn changing_archives(&self) -> Result<(), crate::store::StoreError> {
-        if self.noted.get().is_none() {
-            self.wait(crate::store::changes::note(self.store()))?;
-            let _ = self.noted.set(());
-        }
-        Ok(())
+    /// `cache.min_free_space` on the file system where the command stages
+    /// what it stores.
+    pub fn room(&self) -> &crate::store::space::Room {
+        &self.room
     }
 
     /// Where the store is, for people.
@@ -69,6 +63,14 @@ impl CommandStore {
     /// the command's blocking writes.
     pub fn handle(&self) -> &Handle {
         self.runtime.handle()
+    }
+}
+
+/// What the command changed is noted in the store's journal when it ends:
+/// a daemon beside it learns of the last changes at once.
+impl Drop for CommandStore {
+    fn drop(&mut self) {
+        self.runtime.block_on(self.store.close());
     }
 }
 

@@ -26,7 +26,10 @@ pub fn run(
     }
     let summary = super::runtime()?.block_on(async {
         let mirror = Arc::new(Mirror::beside_daemon(config).await?);
-        anyhow::Ok(fill::fill(mirror, selection, jobs, freshness, &Progress::new()).await)
+        let summary =
+            fill::fill(mirror.clone(), selection, jobs, freshness, &Progress::new()).await;
+        mirror.close().await;
+        anyhow::Ok(summary)
     })?;
     println!("{summary}");
     for failure in &summary.failures {

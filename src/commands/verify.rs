@@ -186,9 +186,6 @@ fn verify_store(
             let relative = archive_relative(&key);
             places.keep(&mut file, &relative)?;
             store
-                .changing_archives()
-                .with_context(|| format!("noting a change in {location}"))?;
-            store
                 .wait(store.store().remove_archive(&key))
                 .with_context(|| format!("removing {key} from {location}"))?;
             failed(relative, reason, &mut report);

@@ -218,6 +218,13 @@ pub struct CacheConfig {
     /// refused before it is downloaded (507), and `/readyz` answers 503
     /// while less is free. Default `"256MiB"`; `"0B"` keeps no reserve.
     pub min_free_space: bytesize::ByteSize,
+    /// `reconcile_every`: how often the daemon reconciles its archive
+    /// index with the store (walks the cache, or lists the bucket) besides
+    /// after each start and on SIGHUP: what no tfmirror process changed
+    /// (files removed by hand, a bucket's lifecycle rules) is counted
+    /// right within this long. Default `1h`; `0s` turns the schedule off.
+    #[serde(with = "humantime_serde")]
+    pub reconcile_every: Duration,
     /// `allow_unsigned_imports`: serve providers imported with
     /// `tfmirror import --static` from a `terraform providers mirror`
     /// directory, which carry hashes but no signature. Default `false`.
@@ -275,6 +282,7 @@ impl Default for Config {
                 negative_ttl: Duration::from_secs(60),
                 max_size: None,
                 min_free_space: bytesize::ByteSize::mib(256),
+                reconcile_every: Duration::from_secs(3600),
                 allow_unsigned_imports: false,
                 prefetch_platforms: Vec::new(),
             },

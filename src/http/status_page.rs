@@ -141,7 +141,8 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
 <h2>Cache</h2>
 <p class="figures"><span id="cache-size">{size} in {count} archives</span>
 <span id="hit-rate">hit rate {rate} ({hits} of {lookups} lookups since start)</span>
-<span id="free-space">{free}</span></p>
+<span id="free-space">{free}</span>
+<span id="index-state">{index}</span></p>
 <p id="summary">{summary}</p>
 <table id="providers"><thead><tr><th>Provider</th><th>Version</th><th>Platforms</th></tr></thead><tbody>
 "#,
@@ -150,6 +151,7 @@ Windows, or the file named by <code>TF_CLI_CONFIG_FILE</code>; OpenTofu also rea
         url = escape(&url),
         size = bytesize::ByteSize(bytes).display().iec(),
         free = free_space(mirror),
+        index = index_state(mirror),
         rate = if lookups == 0 {
             "n/a".to_string()
         } else {
@@ -315,6 +317,33 @@ fn free_space(mirror: &crate::mirror::Mirror) -> String {
         Err(_) => format!(
             "<strong>{free_text} free on disk, below cache.min_free_space: new archives are refused</strong>"
         ),
+    }
+}
+
+/// Whether the counts above are the store's: a reconciliation under way,
+/// or when the last one ended and what it corrected.
+fn index_state(mirror: &crate::mirror::Mirror) -> String {
+    let at =
+        |ms: u64| humantime::format_rfc3339_seconds(crate::clock::from_unix_ms(ms)).to_string();
+    let status = mirror.index_status();
+    if let Some((reason, since)) = status.reconciling {
+        return format!(
+            "index: reconciling with the store since {} ({reason}); nothing is evicted meanwhile",
+            at(since)
+        );
+    }
+    match status.last {
+        Some(last) if last.corrections.none() => {
+            format!("index: agreed with the store at {}", at(last.ended_ms))
+        }
+        Some(last) => format!(
+            "index: reconciled with the store at {} ({} added, {} dropped, {} resized)",
+            at(last.ended_ms),
+            last.corrections.added,
+            last.corrections.dropped,
+            last.corrections.resized
+        ),
+        None => String::new(),
     }
 }
 

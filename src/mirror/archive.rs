@@ -101,7 +101,8 @@ impl Mirror {
             })?;
         if url.is_some() {
             // A use, for eviction; the bytes go from the bucket, not from here.
-            self.residency.used(key, archive.size);
+            let used = self.residency.used(key, archive.size);
+            self.evict(used.evicted).await;
         }
         Ok(url)
     }
@@ -168,10 +169,14 @@ impl Mirror {
                 self.residency.forget(key);
                 continue;
             };
-            if self.residency.used(key, archive.size) {
+            let used = self.residency.used(key, archive.size);
+            if used.touch {
                 let (this, key) = (self.clone(), key.clone());
                 tokio::spawn(async move { this.store.touch_archive(&key).await });
             }
+            // Found in the store without the index knowing it: it joined,
+            // and what no longer fits goes, as for an arrival.
+            self.evict(used.evicted).await;
             let (mirror, size) = (self.clone(), opened.size);
             let source = match opened.source {
                 ArchiveSource::File(file) => BodySource::Stored {
@@ -312,18 +317,13 @@ impl Mirror {
         let (file, staged) = staged.into_parts();
         let mut file = tokio::fs::File::from_std(file);
         let max_size = self.config.upstream.max_archive_size.as_u64();
+        // An announced size that does not fit is refused before the body
+        // is read (the download is dropped unread); one not announced is
+        // checked as it arrives.
         let download = Download::start(&self.origin.client, &pkg.download_url, None, max_size)
             .await
+            .and_then(|d| d.keeping(self.room()))
             .map_err(|e| RequestError::download(&e, &what))?;
-        // Refused before the body is read: the download is dropped unread.
-        self.room_for(download.announced().unwrap_or(0))
-            .map_err(|no| {
-                RequestError::InsufficientStorage(format!(
-                    "{what}: the archive ({} announced by the origin) does not fit in the cache's free space ({}); nothing was downloaded",
-                    no.size(),
-                    no.describe()
-                ))
-            })?;
         let stream_above = self.config.upstream.stream_above.as_u64();
         let publisher = download
             .announced()
@@ -371,9 +371,6 @@ impl Mirror {
             .await
             .map_err(|e| self.store_failed("writing an archive", &StoreError::from(e)))?;
         drop(file);
-        self.changing_archives()
-            .await
-            .map_err(|e| self.store_failed("noting a change to the cache", &e))?;
         let h1 = match self.store.keep_archive(staged, key).await {
             Ok(kept) => {
                 self.metrics

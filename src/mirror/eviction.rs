@@ -5,21 +5,31 @@
 //! CLI releases their file (whose release's record stays). No domain
 //! reaches into another's state.
 
-use super::residency::Evicted;
 use super::Mirror;
 use crate::address::{ArchiveKey, Module, ReleaseFile, Version};
+use crate::store::Item;
 
 impl Mirror {
-    /// Removes from the store what the residency index gave up.
-    pub(super) async fn evict(&self, evicted: Vec<Evicted>) {
-        if !evicted.is_empty() {
-            if let Err(e) = self.changing_archives().await {
-                tracing::warn!(error = %e, "could not note a change to the cache");
-            }
-        }
+    /// Removes from the store what the residency index gave up. Each item
+    /// is looked for first: one the store no longer holds is only
+    /// forgotten, and counted as an index correction, not an eviction.
+    pub(super) async fn evict(&self, evicted: Vec<Item>) {
         for old in evicted {
+            match self.store.held(&old).await {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    tracing::info!(item = %old, "the archive index held what the store no longer holds: forgotten, nothing evicted for it");
+                    self.metrics.index_dropped(1);
+                    self.gone_from_store(&old).await;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(item = %old, error = %e, "could not look for what eviction picked: it stays in the store, and the next reconciliation counts it again");
+                    continue;
+                }
+            }
             match old {
-                Evicted::Archive(old) => match self.store.remove_archive(&old).await {
+                Item::Archive(old) => match self.store.remove_archive(&old).await {
                     Ok(()) => {
                         tracing::info!(provider = %old.provider, version = %old.version, platform = %old.platform, "evicted least recently used archive");
                         self.providers.forget_archive(&old).await;
@@ -28,21 +38,20 @@ impl Mirror {
                     }
                     Err(e) => {
                         tracing::warn!(archive = %old, error = %e, "could not evict archive");
-                        if let Ok(Some(kept)) = self.store.archive(&old).await {
-                            self.residency.restore(&old, kept.size);
-                        }
+                        self.put_back(&Item::Archive(old)).await;
                     }
                 },
-                Evicted::Release(file) => match self.store.remove_release_file(&file).await {
+                Item::Release(file) => match self.store.remove_release_file(&file).await {
                     Ok(()) => {
                         self.metrics.evicted("release");
                         tracing::info!(target: crate::releases::state::RELEASES_LOG, product = %file.product, version = %file.version, file = %file.name, "evicted least recently used release file; its release's record stays");
                     }
                     Err(e) => {
                         tracing::warn!(target: crate::releases::state::RELEASES_LOG, %file, error = %e, "could not evict release file");
+                        self.put_back(&Item::Release(file)).await;
                     }
                 },
-                Evicted::Module(module, version) => {
+                Item::Module(module, version) => {
                     match self.store.remove_module(&module, &version).await {
                         Ok(()) => {
                             self.metrics.evicted("module");
@@ -51,10 +60,19 @@ impl Mirror {
                         }
                         Err(e) => {
                             tracing::warn!(%module, %version, error = %e, "could not evict module package");
+                            self.put_back(&Item::Module(module, version)).await;
                         }
                     }
                 }
             }
+        }
+    }
+
+    /// Puts back in the index an item whose removal failed, as the store
+    /// holds it.
+    async fn put_back(&self, item: &Item) {
+        if let Ok(Some(held)) = self.store.held(item).await {
+            self.item_held(item, held).await;
         }
     }
 

@@ -155,9 +155,6 @@ impl Mirror {
                 continue;
             }
             let key = ArchiveKey::new(&old.provider, &old.version, platform);
-            if let Err(e) = self.changing_archives().await {
-                tracing::warn!(archive = %key, error = %e, "could not note a change to the cache");
-            }
             if let Err(e) = self.store.remove_archive(&key).await {
                 tracing::warn!(archive = %key, error = %e, "could not remove an archive the re-pin replaced");
             }

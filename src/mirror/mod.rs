@@ -46,6 +46,7 @@ pub mod packages;
 mod refreshed;
 pub mod residency;
 mod starting;
+pub mod upkeep;
 pub mod versions;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -149,9 +150,12 @@ pub struct Mirror {
     held_back: std::sync::Mutex<std::collections::BTreeMap<String, Vec<crate::policy::Denied>>>,
     metrics: Arc<Metrics>,
     draining: AtomicBool,
-    /// Whether the archive index knows the whole store: false while the
-    /// daemon's walk runs, until what its end evicted is removed.
+    /// Whether the archive index knows the whole store: false until the
+    /// daemon's first reconciliation ended and what it left over
+    /// `cache.max_size` is removed.
     index_built: tokio::sync::watch::Sender<bool>,
+    /// The daemon's upkeep of its archive index.
+    upkeep: upkeep::Upkeep,
     /// Whether the cache can be written.
     health: StoreHealth,
     /// Archives being read, last uses, usage and eviction.
@@ -245,8 +249,8 @@ impl Mirror {
             config.cache.max_size,
             metrics.clone(),
         );
-        if walk {
-            residency.walk_begins();
+        if daemon {
+            residency.reconcile_begins(walk);
         }
         let trust = config.trust_policy()?;
         let keyless = crate::store::pins::list(store.as_ref())
@@ -282,7 +286,8 @@ impl Mirror {
             held_back: std::sync::Mutex::default(),
             metrics,
             draining: AtomicBool::new(false),
-            index_built: tokio::sync::watch::Sender::new(!walk),
+            index_built: tokio::sync::watch::Sender::new(!daemon),
+            upkeep: upkeep::Upkeep::default(),
             residency,
             role,
             tasks: tokio_util::task::TaskTracker::new(),
@@ -367,11 +372,13 @@ impl Mirror {
     /// Whether `size` more bytes fit while keeping `cache.min_free_space`
     /// free (always, when the free space cannot be read).
     pub fn room_for(&self, size: u64) -> Result<(), crate::store::space::NoRoom> {
-        let reserve = self.config.cache.min_free_space.as_u64();
-        match self.free_space() {
-            Some(free) if reserve > 0 || size > 0 => crate::store::space::fits(size, free, reserve),
-            _ => Ok(()),
-        }
+        self.room().fits(size)
+    }
+
+    /// `cache.min_free_space` on the file system of `cache.dir`, which
+    /// every write that grows the store keeps free.
+    pub fn room(&self) -> crate::store::space::Room {
+        crate::store::space::Room::of(&self.config)
     }
 
     /// Waits, at most `grace`, for the downloads under way to end; false

@@ -95,6 +95,12 @@ impl ModuleState {
         self.packages.invalidate(&key).await;
         self.held.write().expect("held modules lock").remove(&key);
     }
+
+    /// Lists a package another process put in the store, with its pin.
+    pub(super) fn package_held(&self, pin: ModuleRecord) {
+        let key = (pin.module.clone(), pin.version.clone());
+        (self.held.write().expect("held modules lock")).insert(key, Arc::new(pin));
+    }
 }
 
 impl Mirror {
@@ -432,5 +438,6 @@ fn fetch_failed(e: &FetchError, what: &str, url: &url::Url) -> RequestError {
         }
         FetchError::Git(_) | FetchError::Refused(_) => RequestError::UpstreamUnreachable(message),
         FetchError::Tree(_) | FetchError::TooLarge(_) => RequestError::UpstreamInvalid(message),
+        FetchError::NoRoom(_) => RequestError::InsufficientStorage(format!("{what}: {e}")),
     }
 }

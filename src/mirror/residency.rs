@@ -4,27 +4,28 @@
 //! `cache.max_size`. (A module package being sent may be evicted: its
 //! reader keeps the removed file open. Its pin stays in the store.)
 //!
-//! The index is built once, at start, from the daemon's snapshot of it
-//! ([`snapshot`]) or else from the store (by the daemon while it serves:
-//! the `walk` module), and kept up to date as archives are stored, used and
-//! evicted. Archives take 24 bytes each (the
-//! `table` module); the order of last use costs nothing per archive (the
-//! `order` module); one eviction costs the same however many archives the
-//! cache holds. An archive that another process (`tfmirror sync`,
-//! `import`, another instance on a shared bucket) put in the store joins
-//! the index when the daemon first finds it there.
+//! The daemon's index starts from its snapshot ([`snapshot`]) or from
+//! nothing, is reconciled with the store while the daemon serves
+//! ([`reconcile`]), and is kept up to date as archives are stored, used
+//! and evicted, and as the store's journal reports what other processes
+//! changed. Archives take 24 bytes each (the `table` module); the order of
+//! last use costs nothing per archive (the `order` module); one eviction
+//! costs the same however many archives the cache holds; module packages
+//! and release files are few (the `packages` module). An archive found in
+//! the store on use joins the index as an arrival does.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::address::{ArchiveKey, Module, Product, ReleaseFile, Version};
+use crate::address::{ArchiveKey, Module, ReleaseFile, Version};
 use crate::metrics::Metrics;
-use crate::store::CachedArchive;
+use crate::store::{CachedArchive, Item};
 use order::{stamp, Candidate, Queue};
 use table::{Held, Name, Table};
 
 pub use held::{Archives, HeldPage};
+pub use reconcile::Corrections;
 
 /// How long between two updates of an archive's last-use time in the store.
 const TOUCH_EVERY: Duration = Duration::from_secs(3600);
@@ -39,16 +40,13 @@ struct Entry {
 /// A module version, as the index knows its package.
 pub type ModuleKey = (Module, Version);
 
-/// Something eviction removed from the index, for the caller to remove
-/// from the store.
+/// What a use of an archive asks of the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Evicted {
-    /// An archive.
-    Archive(ArchiveKey),
-    /// A module version's package (its pin stays).
-    Module(Module, Version),
-    /// A CLI release file (its release's record stays).
-    Release(ReleaseFile),
+pub struct Used {
+    /// Write the use to the store now (at most once per `TOUCH_EVERY`).
+    pub touch: bool,
+    /// What to evict now that an archive the index lacked joined it.
+    pub evicted: Vec<Item>,
 }
 
 /// The index.
@@ -70,10 +68,8 @@ struct Index {
     readers: HashMap<ArchiveKey, usize>,
     /// Eviction's next candidates.
     queue: Queue,
-    /// While the store is walked as the daemon serves (`walk`): the
-    /// archives that left the store meanwhile, which the walk may still
-    /// report.
-    walking: Option<HashSet<ArchiveKey>>,
+    /// The reconciliation with the store under way, if any.
+    reconciling: Option<reconcile::Reconciling>,
 }
 
 impl Index {
@@ -105,9 +101,7 @@ impl Index {
             version: key.version.as_str().into(),
             platform,
         };
-        if let Some(gone) = &mut self.walking {
-            gone.remove(key);
-        }
+        self.back(key);
         let stamp = self.next_stamp(secs);
         let touched = touch(self.archives.get(&name).map_or(0, |h| h.touched));
         let held = Held {
@@ -115,6 +109,7 @@ impl Index {
             stamp,
             touched,
             platform,
+            seen: true,
         };
         let old = self.archives.put(&name, held);
         self.bytes = self.bytes - old.map_or(0, |o| o.size) + size;
@@ -130,78 +125,21 @@ impl Index {
         Some(old)
     }
 
-    /// Indexes a module package or release file in `map`.
-    fn place<K: Eq + std::hash::Hash + Clone>(
-        map: &mut HashMap<Arc<K>, Entry>,
-        bytes: &mut u64,
-        key: &K,
-        entry: Entry,
-    ) {
-        let key = match map.get_key_value(key) {
-            Some((held, _)) => held.clone(),
-            None => Arc::new(key.clone()),
-        };
-        *bytes += entry.size;
-        if let Some(old) = map.insert(key, entry) {
-            *bytes -= old.size;
-        }
-    }
-
-    /// Takes `key` out of `map`, a module package's or release file's.
-    fn unplace<K: Eq + std::hash::Hash>(
-        map: &mut HashMap<Arc<K>, Entry>,
-        bytes: &mut u64,
-        key: &K,
-    ) -> Option<Entry> {
-        let old = map.remove(key)?;
-        *bytes -= old.size;
-        Some(old)
-    }
-
-    /// The entry of a module package or release file of `size` bytes used
-    /// at `secs`, with eviction's queue told of its stamp.
-    fn queued_entry(&mut self, size: u64, secs: u64) -> Entry {
-        let entry = Entry {
-            size,
-            stamp: self.next_stamp(secs),
-        };
-        self.queue.joined(entry.stamp);
-        entry
-    }
-
-    fn insert_module(&mut self, key: &ModuleKey, size: u64, secs: u64) {
-        let entry = self.queued_entry(size, secs);
-        Self::place(&mut self.modules, &mut self.bytes, key, entry);
-    }
-
-    fn remove_module(&mut self, key: &ModuleKey) -> Option<Entry> {
-        Self::unplace(&mut self.modules, &mut self.bytes, key)
-    }
-
-    fn insert_release(&mut self, key: &ReleaseFile, size: u64, secs: u64) {
-        let entry = self.queued_entry(size, secs);
-        Self::place(&mut self.releases, &mut self.bytes, key, entry);
-    }
-
-    fn remove_release(&mut self, key: &ReleaseFile) -> Option<Entry> {
-        Self::unplace(&mut self.releases, &mut self.bytes, key)
-    }
-
     /// What a queued candidate is now: gone or used since it was queued
     /// (`None`), or what eviction would remove and its size.
-    fn still(&self, stamp: u64, candidate: &Candidate) -> Option<(Evicted, u64)> {
+    fn still(&self, stamp: u64, candidate: &Candidate) -> Option<(Item, u64)> {
         match candidate {
             Candidate::Archive(name) => {
                 let held = self.archives.get(name).filter(|h| h.stamp == stamp)?;
-                Some((Evicted::Archive(self.archives.key(name)?), held.size))
+                Some((Item::Archive(self.archives.key(name)?), held.size))
             }
             Candidate::Module(key) => {
                 let entry = self.modules.get(key).filter(|e| e.stamp == stamp)?;
-                Some((Evicted::Module(key.0.clone(), key.1.clone()), entry.size))
+                Some((Item::Module(key.0.clone(), key.1.clone()), entry.size))
             }
             Candidate::Release(key) => {
                 let entry = self.releases.get(key).filter(|e| e.stamp == stamp)?;
-                Some((Evicted::Release(ReleaseFile::clone(key)), entry.size))
+                Some((Item::Release(ReleaseFile::clone(key)), entry.size))
             }
         }
     }
@@ -209,7 +147,7 @@ impl Index {
     /// Takes the least recently used archives and packages out of the
     /// index (never `keep`, never an archive being read) until it holds at
     /// most `max` bytes.
-    fn evict_over(&mut self, max: u64, keep: Option<&Evicted>) -> Vec<Evicted> {
+    fn evict_over(&mut self, max: u64, keep: Option<&Item>) -> Vec<Item> {
         let mut picked = Vec::new();
         let mut passed = Vec::new();
         // A pass that queued only what cannot go ends the search.
@@ -231,7 +169,7 @@ impl Index {
                 continue;
             };
             let being_read = match &named {
-                Evicted::Archive(key) => self.readers.get(key).is_some_and(|n| *n > 0),
+                Item::Archive(key) => self.readers.get(key).is_some_and(|n| *n > 0),
                 _ => false,
             };
             if being_read || keep == Some(&named) {
@@ -239,13 +177,13 @@ impl Index {
                 continue;
             }
             match &named {
-                Evicted::Archive(key) => {
+                Item::Archive(key) => {
                     self.remove(key);
                 }
-                Evicted::Module(m, v) => {
+                Item::Module(m, v) => {
                     self.remove_module(&(m.clone(), v.clone()));
                 }
-                Evicted::Release(file) => {
+                Item::Release(file) => {
                     self.remove_release(file);
                 }
             }
@@ -301,15 +239,6 @@ impl Residency {
         self.index.lock().expect("residency lock")
     }
 
-    /// The CLI releases whose files the cache holds, with how many files.
-    pub fn held_releases(&self) -> BTreeMap<(Product, Version), usize> {
-        let mut out = BTreeMap::new();
-        for file in self.lock().releases.keys() {
-            *out.entry((file.product, file.version.clone())).or_default() += 1;
-        }
-        out
-    }
-
     /// Cached bytes (archives, module packages and release files) and
     /// archives.
     pub fn usage(&self) -> (u64, u64) {
@@ -339,10 +268,9 @@ impl Residency {
         }
     }
 
-    /// Records a use of an archive of `size` bytes (indexing it when it
-    /// was not). Returns whether its last-use time should be written to
-    /// the store now (at most once per `TOUCH_EVERY`).
-    pub fn used(&self, key: &ArchiveKey, size: u64) -> bool {
+    /// Records a use of an archive of `size` bytes, indexing it when it
+    /// was not (and then picking what to evict, as for an arrival).
+    pub fn used(&self, key: &ArchiveKey, size: u64) -> Used {
         let now = now_secs();
         let mut index = self.lock();
         let mut due = false;
@@ -357,10 +285,16 @@ impl Residency {
             })
             .is_some();
         drop(index);
-        if !known {
-            self.publish();
+        if known {
+            return Used {
+                touch: due,
+                evicted: Vec::new(),
+            };
         }
-        due
+        Used {
+            touch: due,
+            evicted: self.over(Some(&Item::Archive(key.clone()))),
+        }
     }
 
     /// Counts a newly stored archive and picks the least recently used
@@ -369,19 +303,28 @@ impl Residency {
     /// index at once; the caller removes them from the store. Nothing is
     /// picked while the store is being walked: the index does not yet
     /// know what is least recently used.
-    pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<Evicted> {
-        self.stored_then_evict(&Evicted::Archive(key.clone()), |index| {
+    pub fn stored(&self, key: &ArchiveKey, size: u64) -> Vec<Item> {
+        self.stored_then_evict(&Item::Archive(key.clone()), |index| {
             index.insert(key, size, now_secs());
         })
     }
 
     /// Indexes what was stored (`insert`) and picks what to evict, never
     /// `keep`, the newly stored item.
-    fn stored_then_evict(&self, keep: &Evicted, insert: impl FnOnce(&mut Index)) -> Vec<Evicted> {
+    fn stored_then_evict(&self, keep: &Item, insert: impl FnOnce(&mut Index)) -> Vec<Item> {
+        insert(&mut self.lock());
+        self.over(Some(keep))
+    }
+
+    /// Picks the least recently used archives and packages to evict (never
+    /// `keep`, never an archive being read) until the cache fits
+    /// `cache.max_size`. They leave the index at once; the caller removes
+    /// them from the store. Nothing is picked while a reconciliation runs
+    /// ([`reconcile`]).
+    pub fn over(&self, keep: Option<&Item>) -> Vec<Item> {
         let mut index = self.lock();
-        insert(&mut index);
         let chosen = match self.max_bytes {
-            Some(max) if index.walking.is_none() => index.evict_over(max, Some(keep)),
+            Some(max) if index.reconciling.is_none() => index.evict_over(max, keep),
             _ => Vec::new(),
         };
         drop(index);
@@ -389,56 +332,15 @@ impl Residency {
         chosen
     }
 
-    /// Like [`Residency::stored`], for a newly stored module package.
-    pub fn stored_module(&self, module: &Module, version: &Version, size: u64) -> Vec<Evicted> {
-        let key = (module.clone(), version.clone());
-        self.stored_then_evict(&Evicted::Module(key.0.clone(), key.1.clone()), |index| {
-            index.insert_module(&key, size, now_secs());
-        })
-    }
-
-    /// Like [`Residency::stored`], for a newly stored release file.
-    pub fn stored_release(&self, file: &ReleaseFile, size: u64) -> Vec<Evicted> {
-        self.stored_then_evict(&Evicted::Release(file.clone()), |index| {
-            index.insert_release(file, size, now_secs());
-        })
-    }
-
-    /// Records a use of a release file of `size` bytes.
-    pub fn release_used(&self, file: &ReleaseFile, size: u64) {
-        self.lock().insert_release(file, size, now_secs());
-    }
-
-    /// Records a use of a module package of `size` bytes.
-    pub fn module_used(&self, module: &Module, version: &Version, size: u64) {
-        let key = (module.clone(), version.clone());
-        self.lock().insert_module(&key, size, now_secs());
-    }
-
-    /// Forgets a module package that is no longer in the store.
-    pub fn forget_module(&self, module: &Module, version: &Version) {
-        let key = (module.clone(), version.clone());
-        self.lock().remove_module(&key);
-        self.publish();
-    }
-
     /// Forgets an archive that is no longer in the store.
     pub fn forget(&self, key: &ArchiveKey) {
         let mut index = self.lock();
         let removed = index.remove(key).is_some();
-        if let Some(gone) = &mut index.walking {
-            gone.insert(key.clone());
-        }
+        index.left(key);
         drop(index);
         if removed {
             self.publish();
         }
-    }
-
-    /// Puts back an archive whose eviction failed.
-    pub fn restore(&self, key: &ArchiveKey, size: u64) {
-        self.lock().insert(key, size, 0);
-        self.publish();
     }
 }
 
@@ -460,8 +362,9 @@ impl From<Vec<CachedArchive>> for Archives {
 
 mod held;
 mod order;
+mod packages;
+pub mod reconcile;
 pub mod snapshot;
 mod table;
 #[cfg(test)]
 mod tests;
-mod walk;

@@ -60,6 +60,13 @@ pub enum FetchError {
     /// Local scratch space could not be used.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// The cache's file system is below `cache.min_free_space`, before the
+    /// fetch or with the package staged.
+    #[error(
+        "the cache's file system is low on space ({}); nothing was stored",
+        .0.describe()
+    )]
+    NoRoom(crate::store::space::NoRoom),
 }
 
 /// A source fetched and packaged, not yet kept.
@@ -82,6 +89,9 @@ pub struct Fetcher {
     max_package: u64,
     max_unpacked: u64,
     timeout: Duration,
+    /// `cache.min_free_space`, kept before a fetch, as an archive
+    /// downloads, and with the package staged.
+    room: crate::store::space::Room,
 }
 
 impl Fetcher {
@@ -106,6 +116,7 @@ impl Fetcher {
             max_package: config.modules.max_package_size.as_u64(),
             max_unpacked: config.modules.max_unpacked_size.as_u64(),
             timeout: config.modules.fetch_timeout,
+            room: crate::store::space::Room::of(config),
         }
     }
 
@@ -117,6 +128,7 @@ impl Fetcher {
         scratch: &Path,
         staging: NamedTempFile,
     ) -> Result<Packaged, FetchError> {
+        self.room.fits(0).map_err(FetchError::NoRoom)?;
         let work = tempfile::tempdir_in(scratch)?;
         let tree = work.path().join("tree");
         tokio::fs::create_dir(&tree).await?;
@@ -162,7 +174,8 @@ impl Fetcher {
                     Download::start(&self.client, url, token.as_deref(), self.max_package),
                 )
                 .await
-                .map_err(|_| DownloadError::Stalled(self.timeout.as_secs()))??;
+                .map_err(|_| DownloadError::Stalled(self.timeout.as_secs()))??
+                .keeping(self.room.clone())?;
                 download
                     .write_to(&mut file, &self.metrics, false, |_| {})
                     .await?;
@@ -193,6 +206,9 @@ impl Fetcher {
             ));
         }
         drop(work);
+        // The package is on the cache's file system now: kept only if the
+        // reserve still is.
+        self.room.fits(0).map_err(FetchError::NoRoom)?;
         Ok(Packaged {
             staged,
             packed,

@@ -405,6 +405,7 @@ impl Mirror {
         let written = async {
             Download::start(self.origin_client(), &url, source.token(), max_size)
                 .await?
+                .keeping(self.room())?
                 .write_to(&mut out, self.metrics(), false, |_| {})
                 .await
         }

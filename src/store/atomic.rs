@@ -43,6 +43,18 @@ pub enum CopyError {
     /// Writing the temporary file failed.
     #[error("cache: {0}")]
     Write(io::Error),
+    /// The next bytes would eat into `cache.min_free_space`.
+    #[error(
+        "after {}, the next bytes do not fit in the cache's free space ({}); nothing was stored",
+        bytesize::ByteSize(*.written).display().iec(),
+        .no.describe()
+    )]
+    NoRoom {
+        /// Why.
+        no: super::space::NoRoom,
+        /// What was copied before.
+        written: u64,
+    },
 }
 
 /// Copies `input` into a new temporary file in `tmp_dir` while hashing it,
@@ -51,24 +63,33 @@ pub fn copy_hashed(
     input: &mut impl io::Read,
     tmp_dir: &Path,
 ) -> Result<(TempPath, String), CopyError> {
-    copy_hashed_into(input, temp_file(tmp_dir).map_err(CopyError::Write)?)
+    let room = super::space::Room::new(tmp_dir, 0);
+    copy_hashed_into(input, temp_file(tmp_dir).map_err(CopyError::Write)?, &room)
 }
 
 /// Copies `input` into `temp` (a new, empty temporary file) as
-/// [`copy_hashed`] does.
+/// [`copy_hashed`] does, keeping `room`'s reserve free: each piece is
+/// checked before it is written.
 pub fn copy_hashed_into(
     input: &mut impl io::Read,
     temp: NamedTempFile,
+    room: &super::space::Room,
 ) -> Result<(TempPath, String), CopyError> {
     let (file, temp_path) = temp.into_parts();
     let mut out = io::BufWriter::new(file);
     let mut hasher = crate::verify::Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
+    let mut written = 0u64;
     loop {
         let n = input.read(&mut buf).map_err(CopyError::Read)?;
         if n == 0 {
             break;
         }
+        // Bytes still in the writer's buffer count as not yet written.
+        let piece = (n + out.buffer().len()) as u64;
+        room.fits(piece)
+            .map_err(|no| CopyError::NoRoom { no, written })?;
+        written += n as u64;
         hasher.update(&buf[..n]);
         out.write_all(&buf[..n]).map_err(CopyError::Write)?;
     }

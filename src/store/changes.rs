@@ -1,15 +1,17 @@
 //! The store's note of the last time a process other than the daemon
-//! (`sync`, `import`, `gc`, `verify`) changed its archives:
-//! `index/changed.json`, on disk or under the bucket prefix. The daemon
-//! reads it when it starts and seals its index snapshot with it
-//! (`mirror::residency::snapshot`), so that a snapshot taken before such a
-//! change is not trusted: the next start walks the store instead.
+//! (`sync`, `import`, `gc`, `verify`) changed its archives, module
+//! packages or release files: `index/changed.json`, on disk or under the
+//! bucket prefix. The daemon reads it when it starts and seals its index
+//! snapshot with it (`mirror::residency::snapshot`), so that a snapshot
+//! taken before such a change is not trusted: the next start walks the
+//! store instead.
 //!
-//! A process writes the note before its first change, so that a change
-//! cut short by a crash is noted too.
+//! A process writes the note before its first change (its journal does:
+//! [`super::journal`]), so that a change cut short by a crash is noted too.
 
 use serde::{Deserialize, Serialize};
 
+use super::place::Place;
 use super::{Store, StoreError};
 
 /// Where the note is kept.
@@ -38,14 +40,15 @@ pub async fn last(store: &dyn Store) -> Result<Option<u64>, StoreError> {
     }))
 }
 
-/// Notes that this process is about to change the store's archives.
-pub async fn note(store: &dyn Store) -> Result<(), StoreError> {
+/// Notes in `place` (a store's root) that this process is about to
+/// change what the store holds.
+pub async fn note(place: &dyn Place) -> Result<(), StoreError> {
     let note = Note {
         at_ns: now_ns(),
         written_by: Some(super::format::THIS_VERSION.to_owned()),
     };
     let bytes = serde_json::to_vec(&note).expect("a note encodes");
-    store.write_document(&NOTE, bytes).await
+    place.put(&NOTE, bytes).await
 }
 
 fn now_ns() -> u64 {

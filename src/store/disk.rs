@@ -31,6 +31,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::journal::{DiskPlace, Journal};
 use super::{atomic, HeldRelease, ModuleRecord, ReleaseRecord, StoreError};
 use crate::address::{Module, Platform, Product, Provider, ReleaseFile, Version};
 
@@ -46,6 +47,9 @@ pub fn h1_of_file(path: &Path) -> Result<String, StoreError> {
 pub struct DiskStore {
     root: PathBuf,
     tmp: PathBuf,
+    /// Where its changes are noted, when it was opened as the cache's
+    /// store (the local tier of a bucket notes none).
+    journal: Option<std::sync::Arc<Journal>>,
 }
 
 impl DiskStore {
@@ -57,7 +61,23 @@ impl DiskStore {
         Ok(DiskStore {
             root: root.to_path_buf(),
             tmp,
+            journal: None,
         })
+    }
+
+    /// The same store, noting its changes in `journal`.
+    #[must_use]
+    pub fn with_journal(mut self, journal: std::sync::Arc<Journal>) -> DiskStore {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Its root, as a journal writes there.
+    pub fn place(&self) -> DiskPlace {
+        DiskPlace {
+            root: self.root.clone(),
+            tmp: self.tmp.clone(),
+        }
     }
 
     /// Removes unfinished files that an earlier run of the daemon left in
@@ -319,3 +339,4 @@ impl DiskStore {
 }
 
 mod backend;
+mod held;

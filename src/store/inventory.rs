@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use super::DiskStore;
+use super::{DiskStore, Item};
 use crate::address::{
     ArchiveKey, ArtifactName, Hostname, Namespace, Platform, Provider, ProviderType, ReleaseFile,
     Version,
@@ -178,14 +178,15 @@ pub fn total_size(store: &DiskStore) -> u64 {
 
 /// Removes least recently used archives, module packages and release files
 /// until their total size is at most `max_bytes`, skipping archives `busy`
-/// says are in use. `first` runs once, before the first removal (not at
-/// all when nothing is over); when it fails, nothing is removed and its
-/// error is returned. Returns what was removed.
-pub fn evict<E>(
+/// says are in use. `before` runs before each removal, and what it returns
+/// is kept until the removal ended (a journal's note of the change); when
+/// it fails, nothing more is removed and its error is returned. Returns
+/// what was removed.
+pub fn evict<G, E>(
     store: &DiskStore,
     max_bytes: u64,
     busy: impl Fn(&CachedArchive) -> bool,
-    first: impl FnOnce() -> Result<(), E>,
+    mut before: impl FnMut(Item) -> Result<G, E>,
 ) -> Result<Evicted, E> {
     let mut all: Vec<(u64, u64, Candidate)> = archives(store)
         .into_iter()
@@ -206,7 +207,6 @@ pub fn evict<E>(
     if total <= max_bytes {
         return Ok(removed);
     }
-    first()?;
     all.sort_by_key(|c| c.0);
     for (_, size, candidate) in all {
         if total <= max_bytes {
@@ -217,6 +217,7 @@ pub fn evict<E>(
                 if busy(&archive) {
                     continue;
                 }
+                let _noted = before(Item::Archive(archive.key()))?;
                 if let Err(e) = remove(store, &archive.key()) {
                     tracing::warn!(path = %archive.path.display(), error = %e, "could not evict archive");
                     continue;
@@ -225,6 +226,7 @@ pub fn evict<E>(
                 removed.archives.push(archive);
             }
             Candidate::Module(pin, size) => {
+                let _noted = before(Item::Module(pin.module.clone(), pin.version.clone()))?;
                 let path = store.module_package_path(&pin.module, &pin.version);
                 if let Err(e) = std::fs::remove_file(&path) {
                     tracing::warn!(path = %path.display(), error = %e, "could not evict module package");
@@ -234,6 +236,7 @@ pub fn evict<E>(
                 removed.modules.push((pin, size));
             }
             Candidate::Release(file) => {
+                let _noted = before(Item::Release(file.clone()))?;
                 let path = store.release_file_path(&file);
                 if let Err(e) = std::fs::remove_file(&path) {
                     tracing::warn!(path = %path.display(), error = %e, "could not evict release file");

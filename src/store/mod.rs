@@ -16,7 +16,10 @@ pub mod evidence;
 pub mod format;
 pub mod health;
 pub mod inventory;
+mod item;
+pub mod journal;
 pub mod pins;
+mod place;
 pub mod records;
 mod s3;
 pub mod space;
@@ -35,6 +38,7 @@ use crate::config::{Config, StorageBackend};
 
 pub use disk::{h1_of_file, DiskStore};
 pub use inventory::CachedArchive;
+pub use item::{HeldItem, Item};
 pub use records::{
     IndexRecord, KeyDetails, KeylessPin, ModuleIndexRecord, ModuleRecord, PackageRecord,
     PinnedPackage, PolicyDecision, PolicyDecisions, ReleaseIndexRecord, ReleaseRecord, Repin,
@@ -174,6 +178,11 @@ pub trait Store: Send + Sync {
 
     /// Every archive the store holds, with its size and last use.
     async fn list_archives(&self) -> Result<Vec<CachedArchive>, StoreError>;
+
+    /// Whether the store holds `item` now, with its size and last use as
+    /// the store records them: an archive only with its `h1:` file, as a
+    /// listing counts it.
+    async fn held(&self, item: &Item) -> Result<Option<HeldItem>, StoreError>;
 
     /// Calls `each` with every cached archive, in no set order, without
     /// holding the whole listing (the archive index's start).
@@ -317,6 +326,32 @@ pub trait Store: Send + Sync {
     /// The paths of every record kept below the folder `top`.
     async fn list_documents(&self, top: &str) -> Result<Vec<Vec<String>>, StoreError>;
 
+    /// The names of the records kept in the folder `dir` (not below it)
+    /// that sort after `after`, in order.
+    async fn list_documents_after(
+        &self,
+        dir: &[&str],
+        after: &str,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// Removes the record at `path`; a record that is not there is not an
+    /// error.
+    async fn remove_document(&self, path: &[&str]) -> Result<(), StoreError>;
+
+    /// The journal this store notes its changes in ([`journal`]), when it
+    /// was opened with one.
+    fn journal(&self) -> Option<&Arc<journal::Journal>> {
+        None
+    }
+
+    /// Writes the journal's pending entries and closes its session: what a
+    /// command does when it ends.
+    async fn close(&self) {
+        if let Some(journal) = self.journal() {
+            journal.close().await;
+        }
+    }
+
     /// The file on this machine that holds a stored archive, where the
     /// store keeps archives as files (so that a copy can be a hard link);
     /// `None` otherwise.
@@ -386,27 +421,49 @@ pub trait Store: Send + Sync {
 /// Opens the store `storage.backend` names, proves it can be used
 /// ([`Store::check_reachable`]) and refuses it when a newer tfmirror wrote
 /// it ([`format::open_cache`]), so that a misconfigured or newer store
-/// stops the daemon or the command with its reason. `sweep`: remove what
-/// an earlier run left unfinished in the local `tmp/` (only the daemon
-/// does, at start: commands may run beside a daemon whose files are being
-/// written there).
-pub async fn open(config: &Config, sweep: bool) -> anyhow::Result<Arc<dyn Store>> {
+/// stops the daemon or the command with its reason. Its changes are noted
+/// in its journal ([`journal`]). `daemon`: opened by the daemon, which
+/// removes what an earlier run left unfinished in the local `tmp/`
+/// (commands may run beside a daemon whose files are being written
+/// there); every other process also writes the change note
+/// ([`changes`]) before its first change.
+pub async fn open(config: &Config, daemon: bool) -> anyhow::Result<Arc<dyn Store>> {
     let disk = DiskStore::open(&config.cache.dir)
         .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
-    if sweep {
+    if daemon {
         disk.sweep()
             .with_context(|| format!("sweeping {}", disk.tmp_dir().display()))?;
     }
-    let store: Arc<dyn Store> = match (config.storage.backend, &config.storage.s3) {
-        (StorageBackend::S3, Some(s3)) => Arc::new(
-            S3Store::open(s3, &config.cache.dir).context("opening the bucket (storage.s3)")?,
-        ),
-        _ => Arc::new(disk),
+    let role = if daemon {
+        "serve".to_owned()
+    } else {
+        command_name()
     };
+    let store: Arc<dyn Store> =
+        if let (StorageBackend::S3, Some(s3)) = (config.storage.backend, &config.storage.s3) {
+            let bucket =
+                S3Store::open(s3, &config.cache.dir).context("opening the bucket (storage.s3)")?;
+            let journal = journal::Journal::start(bucket.place(), &role, !daemon);
+            Arc::new(bucket.with_journal(journal))
+        } else {
+            let journal = journal::Journal::start(Box::new(disk.place()), &role, !daemon);
+            Arc::new(disk.with_journal(journal))
+        };
     store
         .check_reachable()
         .await
         .map_err(|e| anyhow::anyhow!("the cache's store cannot be used: {e}"))?;
     format::open_cache(store.as_ref()).await?;
     Ok(store)
+}
+
+/// The command this process runs, as its journal names it: the first
+/// argument when it is a plain word (`sync`, `import`), else `command`.
+fn command_name() -> String {
+    std::env::args()
+        .nth(1)
+        .filter(|a| {
+            !a.is_empty() && a.len() <= 32 && a.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+        })
+        .unwrap_or_else(|| "command".to_owned())
 }

@@ -1,9 +1,11 @@
 //! Free space on the file system that holds the cache's staging directory,
-//! against the reserve `cache.min_free_space` keeps: downloads that would
-//! eat into it are refused before they start.
+//! against the reserve `cache.min_free_space` keeps: every write that
+//! grows the store (archives, module packages, release files, by the
+//! daemon, `sync` or `import`) is refused before it starts when its size
+//! is known and would eat into it, and checked as it streams when not.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The bytes an unprivileged writer may still use on the file system of
 /// `dir`.
@@ -37,6 +39,39 @@ impl NoRoom {
     /// `size`, for people.
     pub fn size(&self) -> String {
         bytesize::ByteSize(self.size).display().iec().to_string()
+    }
+}
+
+/// The reserve kept on the file system of a directory (the cache's, where
+/// everything is staged before it is kept).
+#[derive(Debug, Clone)]
+pub struct Room {
+    dir: PathBuf,
+    reserve: u64,
+}
+
+impl Room {
+    /// The reserve `reserve` on the file system of `dir`.
+    pub fn new(dir: &Path, reserve: u64) -> Room {
+        Room {
+            dir: dir.to_path_buf(),
+            reserve,
+        }
+    }
+
+    /// `cache.min_free_space` on the file system of `cache.dir`.
+    pub fn of(config: &crate::config::Config) -> Room {
+        Room::new(&config.cache.dir, config.cache.min_free_space.as_u64())
+    }
+
+    /// Whether `size` more bytes fit while keeping the reserve free
+    /// (always, when the free space cannot be read: the write itself then
+    /// says what is wrong).
+    pub fn fits(&self, size: u64) -> Result<(), NoRoom> {
+        match free_space(&self.dir) {
+            Ok(free) if self.reserve > 0 || size > 0 => fits(size, free, self.reserve),
+            _ => Ok(()),
+        }
     }
 }
 

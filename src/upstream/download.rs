@@ -15,6 +15,7 @@ use url::Url;
 use super::client::error_chain;
 use super::{Client, UpstreamError};
 use crate::metrics::Metrics;
+use crate::store::space::{NoRoom, Room};
 
 /// How many downloaded bytes are gathered before they are written out.
 const WRITE_BATCH: usize = 1024 * 1024;
@@ -55,6 +56,26 @@ pub enum DownloadError {
     /// Writing the local file failed.
     #[error("writing the download failed: {0}")]
     Write(#[from] std::io::Error),
+    /// What the origin announced would eat into `cache.min_free_space`.
+    #[error(
+        "the file ({} announced by the origin) does not fit in the cache's free space ({}); nothing was downloaded",
+        .0.size(),
+        .0.describe()
+    )]
+    NoRoomAnnounced(NoRoom),
+    /// With no size announced, the next bytes would eat into
+    /// `cache.min_free_space`.
+    #[error(
+        "the origin announced no size, and after {} the next bytes do not fit in the cache's free space ({}); the download was stopped",
+        human(*.written),
+        .no.describe()
+    )]
+    NoRoom {
+        /// Why.
+        no: NoRoom,
+        /// What was written before.
+        written: u64,
+    },
 }
 
 /// A download whose answer has arrived and whose body has not been read.
@@ -63,6 +84,7 @@ pub struct Download {
     announced: Option<u64>,
     max_size: u64,
     idle: Duration,
+    room: Option<Room>,
 }
 
 /// What a finished download wrote.
@@ -100,7 +122,20 @@ impl Download {
             announced,
             max_size,
             idle: client.request_timeout(),
+            room: None,
         })
+    }
+
+    /// Keeps `room`'s reserve free: an announced size that would eat into
+    /// it is refused now, before any of the body is read; otherwise each
+    /// batch of the body is checked before it is written.
+    pub fn keeping(mut self, room: Room) -> Result<Download, DownloadError> {
+        if let Some(announced) = self.announced {
+            room.fits(announced)
+                .map_err(DownloadError::NoRoomAnnounced)?;
+        }
+        self.room = Some(room);
+        Ok(self)
     }
 
     /// The size the origin announced, if it did.
@@ -139,6 +174,7 @@ impl Download {
                 metrics.fetched(data.len() as u64);
                 pending.extend_from_slice(&data);
                 if pending.len() >= WRITE_BATCH {
+                    self.room_for(&pending, size)?;
                     write_batch(file, &mut pending, flush_batches).await?;
                     if flush_batches {
                         written(size);
@@ -146,6 +182,7 @@ impl Download {
                 }
             }
         }
+        self.room_for(&pending, size)?;
         write_batch(file, &mut pending, flush_batches).await?;
         if flush_batches {
             written(size);
@@ -160,6 +197,23 @@ impl Download {
             size,
             sha256: crate::verify::hex(&hasher.finalize()),
         })
+    }
+}
+
+impl Download {
+    /// Whether `pending`, the bytes up to `received`, may be written, when
+    /// the size was not announced (an announced one was checked whole).
+    fn room_for(&self, pending: &[u8], received: u64) -> Result<(), DownloadError> {
+        match &self.room {
+            Some(room) if self.announced.is_none() => {
+                let size = pending.len() as u64;
+                room.fits(size).map_err(|no| DownloadError::NoRoom {
+                    no,
+                    written: received - size,
+                })
+            }
+            _ => Ok(()),
+        }
     }
 }
 

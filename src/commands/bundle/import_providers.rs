@@ -201,9 +201,6 @@ pub(super) fn import_archive(
         let h1 = crate::store::h1_of_file(&temp_path).map_err(|e| e.to_string())?;
         crate::commands::keyless::check_archive(store, record, platform, (size, h1))?;
     }
-    store
-        .changing_archives()
-        .map_err(|e| Refusal::from(e.to_string()))?;
     let kept = store
         .wait(store.store().keep_archive(temp_path, &key))
         .map_err(|e| Refusal::from(e.to_string()))?;

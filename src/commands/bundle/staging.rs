@@ -46,10 +46,10 @@ pub fn stage(
     entry: &mut impl Read,
 ) -> Result<(tempfile::TempPath, String), Refusal> {
     let staging = store.store().staging_file().map_err(|e| e.to_string())?;
-    atomic::copy_hashed_into(entry, staging).map_err(|e| {
+    atomic::copy_hashed_into(entry, staging, store.room()).map_err(|e| {
         Refusal::from(match e {
             atomic::CopyError::Read(e) => format!("reading it from the bundle failed: {e}"),
-            e @ atomic::CopyError::Write(_) => e.to_string(),
+            e => e.to_string(),
         })
     })
 }

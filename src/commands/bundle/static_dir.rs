@@ -316,9 +316,9 @@ fn import_archive(
         std::fs::File::open(src).map_err(|e| format!("reading {}: {e}", src.display()))?;
     let staging = store.store().staging_file().map_err(|e| e.to_string())?;
     let (temp_path, sha256) =
-        atomic::copy_hashed_into(&mut input, staging).map_err(|e| match e {
+        atomic::copy_hashed_into(&mut input, staging, store.room()).map_err(|e| match e {
             atomic::CopyError::Read(e) => format!("reading {}: {e}", src.display()),
-            e @ atomic::CopyError::Write(_) => e.to_string(),
+            e => e.to_string(),
         })?;
     let h1 = h1_of_file(&temp_path).map_err(|e| Refusal::from(e.to_string()))?;
     if !recorded.contains(&h1) && !recorded.contains(&verify::zh(&sha256)) {
@@ -337,9 +337,6 @@ fn import_archive(
         }
         return Ok((sha256, false));
     }
-    store
-        .changing_archives()
-        .map_err(|e| Refusal::from(e.to_string()))?;
     store
         .wait(store.store().keep_archive(temp_path, key))
         .map_err(|e| Refusal::from(e.to_string()))?;

@@ -63,6 +63,7 @@ pub(super) fn listed(
         stamp: stamp(archive.last_used, turn),
         touched: 0,
         platform,
+        seen: true,
     };
     Some((name, held))
 }

@@ -5,27 +5,35 @@
 //! The daemon writes it when it stops (`<cache.dir>/index/archives.snapshot`)
 //! and takes it (reads and removes it) when it starts, so that a daemon
 //! that did not stop cleanly leaves none and the next start walks the
-//! store. A snapshot is used only by the daemon and only when its
-//! [`Seal`] matches: the same store, and no other process (`sync`,
-//! `import`, `gc`, `verify`) changed the store's archives since the
+//! store. A snapshot is used only by the daemon and only when its checksum
+//! holds and its [`Seal`] matches: the same store, and no other process
+//! (`sync`, `import`, `gc`, `verify`) changed the store since the
 //! snapshot's daemon started ([`crate::store::changes`]). Anything else
-//! (no snapshot, another format, an unreadable one) means a walk.
+//! (no snapshot, another format, a damaged one) means a walk. A snapshot
+//! that is used is a fast start, not the truth: the daemon reconciles it
+//! with the store at once, while it serves. It says whether a
+//! reconciliation confirmed the index it holds (a daemon stopped while
+//! reconciling writes one that says it did not).
 //!
 //! The file is postcard: a header, then one record per provider with its
 //! versions and, per platform, size, stamp and the last time its use was
-//! written to the store.
+//! written to the store; then the SHA-256 of everything before it.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::verify::Sha256;
 use serde::{Deserialize, Serialize};
 
 use super::table::Held;
 use super::{Archives, Residency};
 use crate::address::{Platform, Provider, Version};
 
-/// The snapshot format this build writes and reads.
-const FORMAT: u32 = 1;
+/// The snapshot format this build writes and reads (1 had no checksum).
+const FORMAT: u32 = 2;
+
+/// The bytes of the checksum at the end.
+const SUM: usize = 32;
 
 /// What a snapshot was made for: it is used only where both match.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +49,8 @@ pub struct Seal {
 struct Header {
     format: u32,
     seal: Seal,
+    /// Whether a reconciliation with the store confirmed the index.
+    confirmed: bool,
     archives: u64,
     turns: u64,
     platforms: Vec<String>,
@@ -78,8 +88,9 @@ pub enum Unused {
 }
 
 impl Residency {
-    /// The index's archives, as a snapshot sealed with `seal`.
-    pub fn snapshot(&self, seal: &Seal) -> Vec<u8> {
+    /// The index's archives, as a snapshot sealed with `seal`, saying
+    /// whether a reconciliation `confirmed` them.
+    pub fn snapshot(&self, seal: &Seal, confirmed: bool) -> Vec<u8> {
         let index = self.lock();
         let table = &index.archives;
         let platforms: Vec<String> = (0..)
@@ -95,6 +106,7 @@ impl Residency {
         let header = Header {
             format: FORMAT,
             seal: seal.clone(),
+            confirmed,
             archives: table.len(),
             turns: index.turns,
             platforms,
@@ -119,6 +131,8 @@ impl Residency {
             };
             out = postcard::to_extend(&record, out).expect("a record encodes");
         }
+        let sum = Sha256::digest(&out);
+        out.extend_from_slice(&sum);
         out
     }
 }
@@ -131,8 +145,9 @@ pub fn write(cache_dir: &Path, tmp_dir: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Reads the snapshot below `cache_dir` if it is sealed with `seal`, and
-/// removes it, used or not.
-pub fn take(cache_dir: &Path, seal: &Seal) -> Result<Archives, Unused> {
+/// removes it, used or not. Returns its archives, and whether a
+/// reconciliation confirmed them.
+pub fn take(cache_dir: &Path, seal: &Seal) -> Result<(Archives, bool), Unused> {
     let file = path(cache_dir);
     let bytes = match std::fs::read(&file) {
         Ok(bytes) => bytes,
@@ -156,12 +171,23 @@ enum Decoded {
     Stale(&'static str),
 }
 
-fn decode(bytes: &[u8], seal: &Seal) -> Result<Archives, Decoded> {
+fn decode(bytes: &[u8], seal: &Seal) -> Result<(Archives, bool), Decoded> {
     let bad = |e: postcard::Error| Decoded::Bad(e.to_string());
-    let (header, mut rest) = postcard::take_from_bytes::<Header>(bytes).map_err(bad)?;
-    if header.format != FORMAT {
+    // The format first: a snapshot of another format is not damaged, and
+    // says so.
+    let (format, _) = postcard::take_from_bytes::<u32>(bytes).map_err(bad)?;
+    if format != FORMAT {
         return Err(Decoded::Stale("it was written in another format"));
     }
+    let Some(body) = bytes.len().checked_sub(SUM).map(|at| &bytes[..at]) else {
+        return Err(Decoded::Bad("it is shorter than its checksum".into()));
+    };
+    if Sha256::digest(body).as_slice() != &bytes[body.len()..] {
+        return Err(Decoded::Bad(
+            "its checksum does not match: it is truncated or damaged".into(),
+        ));
+    }
+    let (header, mut rest) = postcard::take_from_bytes::<Header>(body).map_err(bad)?;
     if header.seal.location != seal.location {
         return Err(Decoded::Stale("it was written for another store"));
     }
@@ -198,6 +224,7 @@ fn decode(bytes: &[u8], seal: &Seal) -> Result<Archives, Decoded> {
                     stamp,
                     touched,
                     platform,
+                    seen: false,
                 });
             }
             held.sort_by_key(|h| h.platform);
@@ -216,5 +243,5 @@ fn decode(bytes: &[u8], seal: &Seal) -> Result<Archives, Decoded> {
         )));
     }
     archives.turns = header.turns;
-    Ok(archives)
+    Ok((archives, header.confirmed))
 }

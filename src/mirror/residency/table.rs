@@ -21,6 +21,10 @@ pub(super) struct Held {
     pub touched: u32,
     /// The platform's number in [`Table::platform`].
     pub platform: u16,
+    /// Whether it is known to be in the store: set when the daemon stores
+    /// or uses it, or a reconciliation finds it; cleared when a
+    /// reconciliation begins (in the padding: still 24 bytes).
+    pub seen: bool,
 }
 
 /// One provider and what the cache holds of it.
@@ -146,6 +150,47 @@ impl Table {
             .get(&name.version)?
             .iter()
             .find(|h| h.platform == name.platform)
+    }
+
+    /// The entry of an archive, to change in place (its platform stays).
+    pub fn get_mut(&mut self, name: &Name) -> Option<&mut Held> {
+        self.slots
+            .get_mut(name.provider as usize)?
+            .versions
+            .get_mut(&name.version)?
+            .iter_mut()
+            .find(|h| h.platform == name.platform)
+    }
+
+    /// Marks every archive as not seen.
+    pub fn clear_seen(&mut self) {
+        for slot in &mut self.slots {
+            for held in slot.versions.values_mut() {
+                held.iter_mut().for_each(|h| h.seen = false);
+            }
+        }
+    }
+
+    /// Takes out every archive not seen. Returns how many, and their
+    /// bytes.
+    pub fn drop_unseen(&mut self) -> (u64, u64) {
+        let (mut count, mut bytes) = (0, 0);
+        for slot in &mut self.slots {
+            slot.versions.retain(|_, held| {
+                if held.iter().all(|h| h.seen) {
+                    return true;
+                }
+                let kept: Vec<Held> = held.iter().filter(|h| h.seen).copied().collect();
+                for gone in held.iter().filter(|h| !h.seen) {
+                    count += 1;
+                    bytes += gone.size;
+                }
+                *held = kept.into_boxed_slice();
+                !held.is_empty()
+            });
+        }
+        self.count -= count;
+        (count, bytes)
     }
 
     /// Sets an archive's entry (its `platform` is `name`'s). Returns the

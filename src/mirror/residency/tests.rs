@@ -3,6 +3,7 @@
 use super::*;
 use crate::address::{Platform, Provider, Version};
 use crate::mirror::residency::snapshot;
+use crate::store::HeldItem;
 
 fn key(n: usize) -> ArchiveKey {
     let provider = Provider::from_source("r.example/ns/t").unwrap();
@@ -14,8 +15,8 @@ fn key(n: usize) -> ArchiveKey {
     )
 }
 
-fn old(n: usize) -> Evicted {
-    Evicted::Archive(key(n))
+fn old(n: usize) -> Item {
+    Item::Archive(key(n))
 }
 
 fn module(n: usize) -> ModuleKey {
@@ -42,7 +43,7 @@ fn module_packages_take_their_turn_with_archives() {
     // Then the old package (used at 0), then archive 1 (used at 1).
     assert_eq!(
         r.stored(&key(5), 10),
-        vec![Evicted::Module(module(0).0, module(0).1), old(1)]
+        vec![Item::Module(module(0).0, module(0).1), old(1)]
     );
     // A use makes the new package more recent than archive 5.
     r.module_used(&m, &v, 10);
@@ -84,7 +85,7 @@ fn evicts_the_least_recently_used_that_no_one_reads() {
     assert_eq!(r.usage(), (50, 5));
     r.reading(&key(0));
     // Archive 1 is used now: it becomes the most recent.
-    assert!(r.used(&key(1), 10));
+    assert!(r.used(&key(1), 10).touch);
     let new = key(99);
     let evicted = r.stored(&new, 25);
     // 75 bytes held, 50 allowed: 0 is being read and 1 was just used,
@@ -151,8 +152,11 @@ fn a_page_shows_its_providers_newest_version_first() {
 #[test]
 fn use_is_written_to_the_store_at_most_hourly() {
     let r = archives_only(Vec::new(), None);
-    assert!(r.used(&key(1), 5), "first use is written");
-    assert!(!r.used(&key(1), 5), "a second use within the hour is not");
+    assert!(r.used(&key(1), 5).touch, "first use is written");
+    assert!(
+        !r.used(&key(1), 5).touch,
+        "a second use within the hour is not"
+    );
     assert_eq!(r.usage(), (5, 1), "an unknown archive joins the index");
     assert!(r.stored(&key(2), 5).is_empty(), "no limit, no eviction");
 }
@@ -176,10 +180,7 @@ fn release_files_take_their_turn_and_a_new_one_stays() {
     // Archive 0 was just used: the old release file goes; the new one is
     // never picked.
     r.used(&key(0), 10);
-    assert_eq!(
-        r.stored_release(&file(1), 10),
-        vec![Evicted::Release(file(0))]
-    );
+    assert_eq!(r.stored_release(&file(1), 10), vec![Item::Release(file(0))]);
     assert_eq!(r.usage().0, 20);
     // Using a file makes it the most recent.
     r.release_used(&file(1), 10);
@@ -213,18 +214,40 @@ fn eviction_keeps_the_order_of_use_across_many_passes() {
     for i in 0..n {
         evicted.extend(r.stored(&key(1_000_000 + i), 1));
     }
-    let expected: Vec<Evicted> = (100..n).chain(0..100).map(old).collect();
+    let expected: Vec<Item> = (100..n).chain(0..100).map(old).collect();
     assert_eq!(evicted, expected);
     assert_eq!(r.usage(), (n as u64, n as u64));
 }
 
 #[test]
-fn a_restored_archive_goes_first_even_with_a_pass_queued() {
+fn an_archive_found_with_an_old_use_goes_first_even_with_a_pass_queued() {
     let r = archives_only(held(10, 1), Some(10));
     assert_eq!(r.stored(&key(100), 1), vec![old(0)]);
-    // A failed eviction puts archive 0 back with the oldest use there is.
-    r.restore(&key(0), 1);
+    // The journal reports archive 0 back in the store, last used at the
+    // epoch: older than every queued candidate.
+    let back = HeldItem {
+        size: 1,
+        last_used: 0,
+    };
+    assert!(r.archive_is(&key(0), Some(back)), "it joins the index");
     assert_eq!(r.stored(&key(101), 1), vec![old(0), old(1)]);
+}
+
+#[test]
+fn an_archive_found_on_use_joins_and_what_no_longer_fits_goes() {
+    let r = archives_only(held(3, 10), Some(30));
+    // Archive 9 is in the store but not in the index: its use brings it
+    // in, and the least recently used archive makes room for it.
+    let used = r.used(&key(9), 10);
+    assert_eq!(used.evicted, vec![old(0)]);
+    assert_eq!(r.usage(), (30, 3));
+    // A use of an indexed archive evicts nothing.
+    assert_eq!(r.used(&key(9), 10).evicted, vec![]);
+}
+
+#[test]
+fn an_indexed_archive_still_takes_24_bytes() {
+    assert_eq!(std::mem::size_of::<table::Held>(), 24);
 }
 
 #[test]
@@ -238,8 +261,9 @@ fn a_snapshot_gives_back_the_archives_their_order_and_sizes() {
         location: "disk:/c".into(),
         changed: Some(5),
     };
-    snapshot::write(dir.path(), &tmp, &r.snapshot(&seal)).unwrap();
-    let read = snapshot::take(dir.path(), &seal).unwrap();
+    snapshot::write(dir.path(), &tmp, &r.snapshot(&seal, true)).unwrap();
+    let (read, confirmed) = snapshot::take(dir.path(), &seal).unwrap();
+    assert!(confirmed);
     assert!(!snapshot::path(dir.path()).exists(), "taking it removes it");
     let again = Residency::new(
         read,
@@ -260,7 +284,7 @@ fn a_snapshot_gives_back_the_archives_their_order_and_sizes() {
     for i in 0..49 {
         rest.extend(again.stored(&key(200 + i), 3));
     }
-    let expected: Vec<Evicted> = (1..50).filter(|i| *i != 7).chain([7]).map(old).collect();
+    let expected: Vec<Item> = (1..50).filter(|i| *i != 7).chain([7]).map(old).collect();
     assert_eq!(rest, expected);
 }
 
@@ -274,7 +298,7 @@ fn a_snapshot_for_another_store_or_an_older_state_is_not_used() {
         location: "disk:/c".into(),
         changed: None,
     };
-    let write = || snapshot::write(dir.path(), &tmp, &r.snapshot(&seal)).unwrap();
+    let write = || snapshot::write(dir.path(), &tmp, &r.snapshot(&seal, true)).unwrap();
     write();
     let changed = snapshot::Seal {
         changed: Some(1),
@@ -300,12 +324,21 @@ fn a_snapshot_for_another_store_or_an_older_state_is_not_used() {
         snapshot::take(dir.path(), &elsewhere),
         Err(snapshot::Unused::Stale(..))
     ));
-    // Cut short, or with bytes after its end: unreadable.
-    let bytes = r.snapshot(&seal);
-    for broken in [
-        &bytes[..bytes.len() - 3],
-        &[bytes.as_slice(), b"x"].concat()[..],
-    ] {
+    // Cut short anywhere, with bytes after its end, or with one bit
+    // flipped anywhere (its checksum or what it covers): unreadable.
+    let bytes = r.snapshot(&seal, true);
+    let mut broken: Vec<Vec<u8>> = vec![
+        bytes[..bytes.len() - 3].to_vec(),
+        bytes[..bytes.len() / 2].to_vec(),
+        bytes[..5].to_vec(),
+        [bytes.as_slice(), b"x"].concat(),
+    ];
+    for at in [1, bytes.len() / 2, bytes.len() - 40, bytes.len() - 1] {
+        let mut flipped = bytes.clone();
+        flipped[at] ^= 0x10;
+        broken.push(flipped);
+    }
+    for broken in &broken {
         snapshot::write(dir.path(), &tmp, broken).unwrap();
         let taken = snapshot::take(dir.path(), &seal);
         assert!(
@@ -316,9 +349,72 @@ fn a_snapshot_for_another_store_or_an_older_state_is_not_used() {
 }
 
 #[test]
+fn a_snapshot_of_another_format_says_so_and_an_unconfirmed_one_says_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let seal = snapshot::Seal {
+        location: "disk:/c".into(),
+        changed: None,
+    };
+    // Format 1, as the build before this one wrote it: its header starts
+    // with the format number, and it has no checksum.
+    let mut old_format = postcard::to_stdvec(&1u32).unwrap();
+    old_format.extend_from_slice(&[0; 40]);
+    snapshot::write(dir.path(), &tmp, &old_format).unwrap();
+    let taken = snapshot::take(dir.path(), &seal);
+    assert!(
+        matches!(&taken, Err(snapshot::Unused::Stale(_, why)) if why.contains("another format")),
+        "{taken:?}"
+    );
+    let r = archives_only(held(2, 1), None);
+    snapshot::write(dir.path(), &tmp, &r.snapshot(&seal, false)).unwrap();
+    let (archives, confirmed) = snapshot::take(dir.path(), &seal).unwrap();
+    assert_eq!(archives.len(), 2);
+    assert!(!confirmed, "a snapshot no reconciliation confirmed says so");
+}
+
+#[test]
+fn a_reconciliation_drops_what_left_adds_what_came_and_only_then_evicts() {
+    // The index (from a snapshot) holds archives 0 to 4, used in that
+    // order, in room for three after one more arrives; the store lost 3
+    // and 4 (the most recently used) and gained 7.
+    let r = archives_only(held(5, 10), Some(40));
+    r.reconcile_begins(false);
+    assert_eq!(r.reconciling(), Some(false));
+    assert!(!r.walking());
+    // An arrival meanwhile evicts nothing: the index is not yet known to
+    // be the store.
+    assert_eq!(r.stored(&key(9), 10), vec![]);
+    let mut store = held(3, 10);
+    let mut seven = held(8, 10).remove(7);
+    seven.size = 12;
+    store.push(seven);
+    // Archive 1 is in the store at another size.
+    store[1].size = 11;
+    r.found(&store);
+    let corrected = r.reconciled();
+    assert_eq!(
+        corrected,
+        Corrections {
+            added: 1,
+            dropped: 2,
+            resized: 1
+        }
+    );
+    assert_eq!(r.reconciling(), None);
+    // 0, 1, 2, 7 and 9: 10 + 11 + 10 + 12 + 10 bytes.
+    assert_eq!(r.usage(), (53, 5));
+    // Now the oldest real archives go, and only as many as the limit asks:
+    // 0 (second 0) and 1 (second 1).
+    assert_eq!(r.over(None), vec![old(0), old(1)]);
+    assert_eq!(r.usage(), (32, 3));
+}
+
+#[test]
 fn a_walk_while_serving_keeps_newer_uses_skips_what_left_and_evicts_at_its_end() {
     let r = archives_only(Vec::new(), Some(40));
-    r.walk_begins();
+    r.reconcile_begins(true);
     assert!(r.walking());
     // While the store is walked: archive 0 is served, archive 1 leaves
     // the store, and archive 9 is stored, over the size: nothing is
@@ -334,7 +430,8 @@ fn a_walk_while_serving_keeps_newer_uses_skips_what_left_and_evicts_at_its_end()
     assert_eq!(r.usage(), (50, 5));
     assert!(r.walking());
     // At its end, the least recently used go: 2, by its recorded use.
-    assert_eq!(r.walked(), vec![old(2)]);
+    assert!(r.reconciled().dropped == 0);
+    assert_eq!(r.over(None), vec![old(2)]);
     assert!(!r.walking());
     // A late report changes nothing.
     r.found(&held(8, 10));
@@ -347,12 +444,13 @@ fn a_walk_while_serving_keeps_newer_uses_skips_what_left_and_evicts_at_its_end()
 #[test]
 fn an_archive_stored_again_while_the_walk_runs_is_not_passed_over() {
     let r = archives_only(Vec::new(), None);
-    r.walk_begins();
+    r.reconcile_begins(true);
     r.forget(&key(1));
     r.stored(&key(1), 10);
     r.forget(&key(2));
     r.found(&held(3, 10));
     // 1 came back before the walk reported it; 2 stayed gone.
     assert_eq!(r.usage(), (20, 2));
-    assert_eq!(r.walked(), vec![]);
+    assert!(r.reconciled().none());
+    assert_eq!(r.over(None), vec![]);
 }

@@ -11,10 +11,11 @@ use tempfile::{NamedTempFile, TempPath};
 
 use super::DiskStore;
 use crate::address::{ArchiveKey, Module, Product, Provider, ReleaseFile, Version};
+use crate::store::journal::{self, Journal};
 use crate::store::{
-    atomic, inventory, ArchiveReader, ArchiveSource, CachedArchive, HeldRelease, IndexRecord, Kept,
-    ModuleIndexRecord, ModuleRecord, PolicyDecisions, ReleaseIndexRecord, ReleaseRecord, Store,
-    StoreError, StoredArchive, VersionRecord,
+    atomic, inventory, ArchiveReader, ArchiveSource, CachedArchive, HeldItem, HeldRelease,
+    IndexRecord, Item, Kept, ModuleIndexRecord, ModuleRecord, PolicyDecisions, ReleaseIndexRecord,
+    ReleaseRecord, Store, StoreError, StoredArchive, VersionRecord,
 };
 
 #[async_trait]
@@ -91,12 +92,40 @@ impl Store for DiskStore {
         Ok(found)
     }
 
+    async fn list_documents_after(
+        &self,
+        dir: &[&str],
+        after: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let dir: PathBuf = dir.iter().fold(self.root.clone(), |p, s| p.join(s));
+        let after = after.to_owned();
+        Ok(
+            tokio::task::spawn_blocking(move || super::held::files_after(&dir, &after))
+                .await
+                .map_err(io::Error::other)??,
+        )
+    }
+
+    async fn remove_document(&self, path: &[&str]) -> Result<(), StoreError> {
+        let file: PathBuf = path.iter().fold(self.root.clone(), |p, s| p.join(s));
+        match tokio::fs::remove_file(file).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn journal(&self) -> Option<&std::sync::Arc<Journal>> {
+        self.journal.as_ref()
+    }
+
     fn archive_file(&self, key: &ArchiveKey) -> Option<PathBuf> {
         let path = self.archive_path(&key.provider, &key.version, &key.platform);
         path.is_file().then_some(path)
     }
 
     async fn keep_archive(&self, staged: TempPath, key: &ArchiveKey) -> Result<Kept, StoreError> {
+        let _noted = self.changing(Item::Archive(key.clone())).await?;
         let (store, key) = (self.clone(), key.clone());
         let h1 = tokio::task::spawn_blocking(move || {
             store.keep_archive(staged, &key.provider, &key.version, &key.platform)
@@ -132,6 +161,7 @@ impl Store for DiskStore {
     }
 
     async fn remove_archive(&self, key: &ArchiveKey) -> Result<(), StoreError> {
+        let _noted = self.changing(Item::Archive(key.clone())).await?;
         let (store, key) = (self.clone(), key.clone());
         tokio::task::spawn_blocking(move || inventory::remove(&store, &key))
             .await
@@ -142,6 +172,13 @@ impl Store for DiskStore {
     async fn touch_archive(&self, key: &ArchiveKey) {
         let (store, key) = (self.clone(), key.clone());
         let _ = tokio::task::spawn_blocking(move || inventory::touch(&store, &key)).await;
+    }
+
+    async fn held(&self, item: &Item) -> Result<Option<HeldItem>, StoreError> {
+        let (store, item) = (self.clone(), item.clone());
+        Ok(tokio::task::spawn_blocking(move || store.held_item(&item))
+            .await
+            .map_err(io::Error::other)??)
     }
 
     async fn list_archives(&self) -> Result<Vec<CachedArchive>, StoreError> {
@@ -207,6 +244,8 @@ impl Store for DiskStore {
     }
 
     async fn keep_module(&self, staged: TempPath, record: &ModuleRecord) -> Result<(), StoreError> {
+        let item = Item::Module(record.module.clone(), record.version.clone());
+        let _noted = self.changing(item).await?;
         let package = self.module_package_path(&record.module, &record.version);
         tokio::task::spawn_blocking(move || atomic::persist(staged, &package))
             .await
@@ -224,6 +263,7 @@ impl Store for DiskStore {
     }
 
     async fn remove_module(&self, module: &Module, version: &Version) -> Result<(), StoreError> {
+        let _noted = (self.changing(Item::Module(module.clone(), version.clone()))).await?;
         match tokio::fs::remove_file(self.module_package_path(module, version)).await {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -272,6 +312,7 @@ impl Store for DiskStore {
         file: &ReleaseFile,
         _sha256: &str,
     ) -> Result<(), StoreError> {
+        let _noted = self.changing(Item::Release(file.clone())).await?;
         let path = self.release_file_path(file);
         tokio::task::spawn_blocking(move || atomic::persist(staged, &path))
             .await
@@ -287,6 +328,7 @@ impl Store for DiskStore {
     }
 
     async fn remove_release_file(&self, file: &ReleaseFile) -> Result<(), StoreError> {
+        let _noted = self.changing(Item::Release(file.clone())).await?;
         match tokio::fs::remove_file(self.release_file_path(file)).await {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -315,6 +357,13 @@ impl Store for DiskStore {
         .await
         .map_err(io::Error::other)??;
         Ok(())
+    }
+}
+
+impl DiskStore {
+    /// Before a change to `item`: noted in the journal, when there is one.
+    async fn changing(&self, item: Item) -> Result<Option<journal::Change<'_>>, StoreError> {
+        journal::changing(self.journal.as_ref(), item).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! Opening a bucket: the `object_store` client built from `[storage.s3]`
 //! (endpoint, addressing style, credentials, conditional writes, retries)
-//! and the local directories beside it. Nothing is asked of the bucket
-//! yet.
+//! and the local directories beside it, with nothing asked of the bucket
+//! yet; and the probe that proves it can be used.
 
 use std::collections::HashMap;
 use std::io;
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use object_store::aws::{AmazonS3Builder, S3ConditionalPut, S3CopyIfNotExists};
 use object_store::path::Path as Key;
-use object_store::{ClientOptions, RetryConfig};
+use object_store::{ClientOptions, ObjectStore, PutMode, PutOptions, PutPayload, RetryConfig};
 
 use super::leases::instance_id;
 use super::tier::Tier;
@@ -92,6 +92,40 @@ impl S3Store {
             lease_time: config.lease_time,
             renewing: Mutex::new(HashMap::new()),
             uploads: AtomicU64::new(0),
+            journal: None,
         })
+    }
+}
+
+impl S3Store {
+    /// A conditional write (as archives are created), a read of what was
+    /// written, and its removal, under `probe/`.
+    pub(super) async fn probe_bucket(&self, bytes: usize) -> Result<(), StoreError> {
+        let key = self.key(["probe", &self.instance]);
+        let create = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        let payload = || PutPayload::from(vec![0u8; bytes]);
+        match self.bucket.put_opts(&key, payload(), create.clone()).await {
+            Ok(_) => {}
+            // Left by a probe this instance did not finish.
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                self.delete(&key).await?;
+                self.bucket
+                    .put_opts(&key, payload(), create)
+                    .await
+                    .map_err(|e| self.failed(&e))?;
+            }
+            Err(e) => return Err(self.failed(&e)),
+        }
+        let read = self.read_bytes(&key).await?.map(|b| b.len());
+        if read != Some(bytes) {
+            return Err(StoreError::Unavailable(io::Error::other(format!(
+                "bucket {}: the probe object just written reads back as {read:?} bytes, not {bytes}",
+                self.name
+            ))));
+        }
+        self.delete(&key).await
     }
 }

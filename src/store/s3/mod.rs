@@ -42,17 +42,19 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::aws::AmazonS3;
 use object_store::path::Path as Key;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tempfile::{NamedTempFile, TempPath};
 
+use super::journal::{self, Journal};
 use super::{
-    atomic, ArchiveReader, ArchiveSource, CachedArchive, Claim, DiskStore, HeldRelease,
-    IndexRecord, Kept, ModuleIndexRecord, ModuleRecord, PolicyDecisions, ReleaseIndexRecord,
+    atomic, ArchiveReader, ArchiveSource, CachedArchive, Claim, DiskStore, HeldItem, HeldRelease,
+    IndexRecord, Item, Kept, ModuleIndexRecord, ModuleRecord, PolicyDecisions, ReleaseIndexRecord,
     ReleaseRecord, Store, StoreError, StoredArchive, VersionRecord,
 };
 use crate::address::{ArchiveKey, Module, Product, Provider, ReleaseFile, Version};
 
 mod connect;
+mod documents;
 mod keys;
 mod leases;
 mod listing;
@@ -82,6 +84,8 @@ pub struct S3Store {
     uploads: AtomicU64,
     /// The local read-through tier, when configured.
     tier: Option<Arc<Tier>>,
+    /// Where its changes are noted.
+    journal: Option<Arc<Journal>>,
 }
 
 impl S3Store {
@@ -106,6 +110,11 @@ impl S3Store {
             .try_collect()
             .await
             .map_err(|e| self.failed(&e))
+    }
+
+    /// Before a change to `item`: noted in the journal.
+    async fn changing(&self, item: Item) -> Result<Option<journal::Change<'_>>, StoreError> {
+        journal::changing(self.journal.as_ref(), item).await
     }
 
     async fn delete(&self, key: &Key) -> Result<(), StoreError> {
@@ -163,6 +172,7 @@ impl Store for S3Store {
     }
 
     async fn keep_archive(&self, staged: TempPath, key: &ArchiveKey) -> Result<Kept, StoreError> {
+        let _noted = self.changing(Item::Archive(key.clone())).await?;
         let path = staged.to_path_buf();
         let (h1, sha256) = tokio::task::spawn_blocking(move || hash_file(&path))
             .await
@@ -231,6 +241,7 @@ impl Store for S3Store {
     }
 
     async fn remove_archive(&self, key: &ArchiveKey) -> Result<(), StoreError> {
+        let _noted = self.changing(Item::Archive(key.clone())).await?;
         if let Some(tier) = &self.tier {
             tier.disk.remove_archive(key).await?;
         }
@@ -287,6 +298,8 @@ impl Store for S3Store {
     }
 
     async fn keep_module(&self, staged: TempPath, record: &ModuleRecord) -> Result<(), StoreError> {
+        let item = Item::Module(record.module.clone(), record.version.clone());
+        let _noted = self.changing(item).await?;
         let version = record.version.as_str();
         let package = self.module_key(&record.module, &[version, "package.tar.gz"]);
         self.create_checked(&staged, &package, &record.sha256)
@@ -305,6 +318,7 @@ impl Store for S3Store {
     }
 
     async fn remove_module(&self, module: &Module, version: &Version) -> Result<(), StoreError> {
+        let _noted = (self.changing(Item::Module(module.clone(), version.clone()))).await?;
         self.delete(&self.module_key(module, &[version.as_str(), "package.tar.gz"]))
             .await
     }
@@ -320,32 +334,35 @@ impl Store for S3Store {
     }
 
     async fn read_document(&self, path: &[&str]) -> Result<Option<Vec<u8>>, StoreError> {
-        let bytes = self.read_bytes(&self.key(path.iter().copied())).await?;
-        Ok(bytes.map(|b| b.to_vec()))
+        self.document(path).await
     }
 
     async fn write_document(&self, path: &[&str], bytes: Vec<u8>) -> Result<(), StoreError> {
-        self.bucket
-            .put(&self.key(path.iter().copied()), PutPayload::from(bytes))
-            .await
-            .map_err(|e| self.failed(&e))?;
-        Ok(())
+        self.put_document(path, bytes).await
     }
 
     async fn list_documents(&self, top: &str) -> Result<Vec<Vec<String>>, StoreError> {
-        let skip = self.key([top]).parts().count() - 1;
-        Ok(self
-            .list_below(top)
-            .await?
-            .iter()
-            .map(|o| {
-                o.location
-                    .parts()
-                    .skip(skip)
-                    .map(|p| p.as_ref().to_owned())
-                    .collect()
-            })
-            .collect())
+        self.documents(top).await
+    }
+
+    async fn list_documents_after(
+        &self,
+        dir: &[&str],
+        after: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        self.documents_after(dir, after).await
+    }
+
+    async fn remove_document(&self, path: &[&str]) -> Result<(), StoreError> {
+        self.remove_document_at(path).await
+    }
+
+    fn journal(&self) -> Option<&Arc<Journal>> {
+        self.journal.as_ref()
+    }
+
+    async fn held(&self, item: &Item) -> Result<Option<HeldItem>, StoreError> {
+        self.held_item(item).await
     }
 
     async fn list_modules(&self) -> Result<Vec<(ModuleRecord, bool)>, StoreError> {
@@ -394,6 +411,7 @@ impl Store for S3Store {
         file: &ReleaseFile,
         sha256: &str,
     ) -> Result<(), StoreError> {
+        let _noted = self.changing(Item::Release(file.clone())).await?;
         self.create_checked(&staged, &self.release_file_key(file), sha256)
             .await
             .map(|_created| ())
@@ -407,6 +425,7 @@ impl Store for S3Store {
     }
 
     async fn remove_release_file(&self, file: &ReleaseFile) -> Result<(), StoreError> {
+        let _noted = self.changing(Item::Release(file.clone())).await?;
         self.delete(&self.release_file_key(file)).await
     }
 
@@ -414,35 +433,8 @@ impl Store for S3Store {
         self.releases_held().await
     }
 
-    /// A conditional write (as archives are created), a read of what was
-    /// written, and its removal, under `probe/`.
     async fn probe(&self, bytes: usize) -> Result<(), StoreError> {
-        let key = self.key(["probe", &self.instance]);
-        let create = PutOptions {
-            mode: PutMode::Create,
-            ..PutOptions::default()
-        };
-        let payload = || PutPayload::from(vec![0u8; bytes]);
-        match self.bucket.put_opts(&key, payload(), create.clone()).await {
-            Ok(_) => {}
-            // Left by a probe this instance did not finish.
-            Err(object_store::Error::AlreadyExists { .. }) => {
-                self.delete(&key).await?;
-                self.bucket
-                    .put_opts(&key, payload(), create)
-                    .await
-                    .map_err(|e| self.failed(&e))?;
-            }
-            Err(e) => return Err(self.failed(&e)),
-        }
-        let read = self.read_bytes(&key).await?.map(|b| b.len());
-        if read != Some(bytes) {
-            return Err(StoreError::Unavailable(io::Error::other(format!(
-                "bucket {}: the probe object just written reads back as {read:?} bytes, not {bytes}",
-                self.name
-            ))));
-        }
-        self.delete(&key).await
+        self.probe_bucket(bytes).await
     }
 
     async fn check_reachable(&self) -> Result<(), StoreError> {

@@ -34,7 +34,7 @@ impl Tier {
                 &tier.disk,
                 tier.max_bytes,
                 |_| false,
-                || Ok::<_, std::convert::Infallible>(()),
+                |_| Ok::<_, std::convert::Infallible>(()),
             )
         })
         .await;
