@@ -411,27 +411,7 @@ async fn every_write_that_grows_the_store_keeps_the_reserve() {
     assert!(left.is_empty(), "nothing is kept or left staged: {left:?}");
 
     // sync, beside no daemon: the archive is refused, and said so.
-    let sync_config = config.clone();
-    let summary = tokio::task::spawn_blocking(move || {
-        let platforms = [tfmirror::address::Platform::parse("linux_amd64").unwrap()];
-        let selection = tfmirror::site::selection::Selection {
-            providers: vec![tfmirror::site::selection::from_argument(
-                "registry.origin.test/acme/big",
-                &platforms,
-            )
-            .unwrap()],
-            ..Default::default()
-        };
-        tfmirror::commands::sync::run(
-            sync_config,
-            &selection,
-            1,
-            tfmirror::site::fill::Freshness::Cached,
-        )
-    })
-    .await
-    .unwrap()
-    .unwrap();
+    let summary = sync_one(&config, "registry.origin.test/acme/big").await;
     assert_eq!(summary.downloaded, 0);
     assert!(
         summary

@@ -79,6 +79,16 @@ fn elsewhere(config: &Config, setup: &Setup, name: &str) -> Config {
     c
 }
 
+/// A cache of its own (`other-cache`) into which `v` was fetched, to be
+/// copied into another by hand; its configuration.
+async fn fetched_elsewhere(config: &Config, setup: &Setup, v: &str) -> Config {
+    let other = elsewhere(config, setup, "other");
+    let m = RunningMirror::start(other.clone()).await;
+    fetch_each(&m, &Client::trusting(&m.ca_file), &[v]).await;
+    m.stop().await;
+    other
+}
+
 fn archive_url(m: &RunningMirror, v: &str) -> String {
     m.url(&format!(
         "/registry.origin.test/acme/big/terraform-provider-big_{v}_linux_amd64.zip"
@@ -207,27 +217,7 @@ async fn the_daemon_sees_gc_and_sync_beside_it_and_evicts_only_what_does_not_fit
 
     // sync, beside the daemon, stores 5.0.0 and evicts what it takes to be
     // the least recently used (2.0.0); the daemon counts both changes.
-    let sync_config = config.clone();
-    tokio::task::spawn_blocking(move || {
-        let platforms = [tfmirror::address::Platform::parse("linux_amd64").unwrap()];
-        let selection = tfmirror::site::selection::Selection {
-            providers: vec![tfmirror::site::selection::from_argument(
-                "registry.origin.test/acme/big@5.0.0",
-                &platforms,
-            )
-            .unwrap()],
-            ..Default::default()
-        };
-        tfmirror::commands::sync::run(
-            sync_config,
-            &selection,
-            2,
-            tfmirror::site::fill::Freshness::Cached,
-        )
-    })
-    .await
-    .unwrap()
-    .unwrap();
+    sync_one(&config, "registry.origin.test/acme/big@5.0.0").await;
     assert_eq!(on_disk(&cache), ["3.0.0", "4.0.0", "5.0.0"]);
     wait_until("the daemon's index matching sync's changes", LEARNS, || {
         let page = m.mirror.held_page(1, 10);
@@ -256,10 +246,7 @@ async fn an_archive_found_in_the_cache_on_use_joins_the_index_and_makes_room_as_
     let cache = setup.cache_dir();
     let (_origin, config, size) = published(&setup, &["1.0.0", "2.0.0", "3.0.0", "4.0.0"], 3).await;
     // 4.0.0 is fetched into another cache, to be copied in by hand.
-    let other = elsewhere(&config, &setup, "other");
-    let m = RunningMirror::start(other.clone()).await;
-    fetch_each(&m, &Client::trusting(&m.ca_file), &["4.0.0"]).await;
-    m.stop().await;
+    let other = fetched_elsewhere(&config, &setup, "4.0.0").await;
 
     let m = RunningMirror::start(config.clone()).await;
     let c = Client::trusting(&m.ca_file);
@@ -283,10 +270,7 @@ async fn what_nobody_notes_is_counted_at_the_next_reconciliation_on_sighup_or_on
     let setup = Setup::new();
     let cache = setup.cache_dir();
     let (_origin, config, size) = published(&setup, &["1.0.0", "2.0.0", "3.0.0", "4.0.0"], 3).await;
-    let other = elsewhere(&config, &setup, "other");
-    let m = RunningMirror::start(other.clone()).await;
-    fetch_each(&m, &Client::trusting(&m.ca_file), &["4.0.0"]).await;
-    m.stop().await;
+    let other = fetched_elsewhere(&config, &setup, "4.0.0").await;
 
     let m = RunningMirror::start(config.clone()).await;
     let c = Client::trusting(&m.ca_file);

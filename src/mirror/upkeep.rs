@@ -337,7 +337,7 @@ impl Mirror {
     /// into the index as the store holds it now, and evicts what is then
     /// over `cache.max_size`.
     async fn check_items(&self, items: Vec<Item>) {
-        self.metrics.journal_items(items.len());
+        let count = items.len();
         let checked: Vec<(Item, Result<Option<HeldItem>, crate::store::StoreError>)> =
             futures_util::stream::iter(items)
                 .map(|item| async move {
@@ -366,6 +366,7 @@ impl Mirror {
         }
         tracing::debug!(added, gone, "the store's journal read");
         self.evict(self.residency.over(None)).await;
+        self.metrics.journal_items(count);
     }
 
     /// Brings an item the store holds into the index; true when it was not

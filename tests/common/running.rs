@@ -312,3 +312,28 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// Runs `tfmirror sync` for one provider named on the command line
+/// (`[host/]namespace/type[@constraints]`, for `linux_amd64`) in this
+/// process, beside whatever else uses the cache; its summary.
+pub async fn sync_one(config: &Config, provider: &str) -> tfmirror::site::fill::Summary {
+    let (config, provider) = (config.clone(), provider.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let platforms = [tfmirror::address::Platform::parse("linux_amd64").unwrap()];
+        let selection = tfmirror::site::selection::Selection {
+            providers: vec![
+                tfmirror::site::selection::from_argument(&provider, &platforms).unwrap(),
+            ],
+            ..Default::default()
+        };
+        tfmirror::commands::sync::run(
+            config,
+            &selection,
+            1,
+            tfmirror::site::fill::Freshness::Cached,
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap()
+}
