@@ -55,6 +55,10 @@ pub const KEEP: Duration = Duration::from_secs(3600);
 /// The most items one `changes` entry lists.
 const MAX_ITEMS: usize = 1000;
 
+/// How long the writing task waits after a write failed (a full or
+/// read-only disk, a bucket refusing writes) before it tries again.
+const RETRY: Duration = Duration::from_secs(5);
+
 /// What an entry says of its writer's session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -119,6 +123,8 @@ struct State {
     in_flight: usize,
     pending: Vec<Item>,
     pending_since: Option<Instant>,
+    /// After a failed write, nothing is written before this.
+    retry_at: Option<Instant>,
     last_write: Instant,
     last_change: Instant,
     seq: u64,
@@ -166,6 +172,7 @@ impl Journal {
                 in_flight: 0,
                 pending: Vec::new(),
                 pending_since: None,
+                retry_at: None,
                 last_write: now,
                 last_change: now,
                 seq: 0,
@@ -273,6 +280,9 @@ impl Journal {
     fn next(&self) -> Next {
         let now = Instant::now();
         let mut state = self.lock();
+        if let Some(at) = state.retry_at.filter(|at| *at > now) {
+            return Next::Wait(Some(at - now));
+        }
         if let Some(since) = state.pending_since {
             if now >= since + FLUSH_AFTER || state.pending.len() >= MAX_ITEMS {
                 let take = state.pending.len().min(MAX_ITEMS);
@@ -298,43 +308,43 @@ impl Journal {
     }
 
     /// Writes `kind` with `items`; on failure the items wait for the next
-    /// turn, and a `close` is not taken as written.
-    async fn write_due(&self, kind: Kind, items: Vec<Item>) {
+    /// turn, and a `close` is not taken as written. Returns whether it was
+    /// written.
+    async fn write_due(&self, kind: Kind, items: Vec<Item>) -> bool {
         let _turn = self.writing.lock().await;
-        if let Err(e) = self.write_now(kind, items.clone()).await {
-            tracing::warn!(error = %e, "could not write the store's journal of changes; trying again");
-            let mut state = self.lock();
-            if kind == Kind::Close {
-                state.open = true;
-            }
-            if !items.is_empty() {
-                let mut pending = items;
-                pending.append(&mut state.pending);
-                state.pending = pending;
-                state.pending_since = Some(Instant::now());
-            }
+        let written = self.write_now(kind, items.clone()).await;
+        self.lock().retry_at = written.is_err().then(|| Instant::now() + RETRY);
+        let Err(e) = written else {
+            return true;
+        };
+        tracing::warn!(error = %e, retry_in_s = RETRY.as_secs(), "could not write the store's journal of changes");
+        let mut state = self.lock();
+        if kind == Kind::Close {
+            state.open = true;
         }
+        if !items.is_empty() {
+            let mut pending = items;
+            pending.append(&mut state.pending);
+            state.pending = pending;
+            state.pending_since = Some(Instant::now());
+        }
+        false
     }
 
     /// Writes what is pending and closes the session: the end of a
-    /// command. Later changes open a new one.
+    /// command. Later changes open a new one. When the pending items
+    /// cannot be written, the session stays open: a reader takes its
+    /// silence for a writer that died, and checks the whole store.
     pub async fn close(&self) {
-        loop {
-            let items = {
-                let mut state = self.lock();
-                state.pending_since = None;
-                std::mem::take(&mut state.pending)
-            };
-            if items.is_empty() {
-                break;
+        let items = {
+            let mut state = self.lock();
+            state.pending_since = None;
+            std::mem::take(&mut state.pending)
+        };
+        for chunk in items.chunks(MAX_ITEMS) {
+            if !self.write_due(Kind::Changes, chunk.to_vec()).await {
+                return;
             }
-            for chunk in items.chunks(MAX_ITEMS) {
-                self.write_due(Kind::Changes, chunk.to_vec()).await;
-            }
-            if self.lock().pending.is_empty() {
-                break;
-            }
-            tokio::time::sleep(FLUSH_AFTER).await;
         }
         let open = {
             let mut state = self.lock();

@@ -153,3 +153,48 @@ fn entry_names_sort_by_time_then_writer_then_count() {
     assert_eq!(written_at(&c), Some(40));
     assert_eq!(written_at("x"), None);
 }
+
+/// A place that refuses writes while `refusing` is set.
+struct Flaky {
+    disk: DiskPlace,
+    refusing: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Place for Arc<Flaky> {
+    async fn put(&self, path: &[&str], bytes: Vec<u8>) -> Result<(), StoreError> {
+        if self.refusing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(StoreError::Unavailable(std::io::Error::other("refused")));
+        }
+        self.disk.put(path, bytes).await
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_refuses_the_journal_refuses_the_change_and_leaves_the_session_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = store(dir.path());
+    let flaky = Arc::new(Flaky {
+        disk: disk.place(),
+        refusing: std::sync::atomic::AtomicBool::new(true),
+    });
+    let journal = Journal::start(Box::new(flaky.clone()), "import", true);
+    // Nothing can be noted: the change is refused before it happens.
+    assert!(journal.changing(archive(1)).await.is_err());
+    // Noted, then the store refuses the rest: close gives up, and the
+    // session stays open for a reader to take as dead.
+    flaky.refusing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let change = journal.changing(archive(2)).await.unwrap();
+    flaky.refusing.store(true, std::sync::atomic::Ordering::SeqCst);
+    drop(change);
+    journal.close().await;
+    let mut reader = Follower::new(None);
+    let stale = u64::try_from(STALE.as_millis()).unwrap();
+    let first = reader.look(&disk, now_ms(), now_ms()).await.unwrap();
+    assert!(first.items.is_empty(), "the change itself was never written");
+    let later = reader
+        .look(&disk, now_ms(), now_ms() + stale + 1000)
+        .await
+        .unwrap();
+    assert_eq!(later.lost.len(), 1, "{later:?}");
+}
