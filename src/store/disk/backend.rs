@@ -194,26 +194,35 @@ impl Store for DiskStore {
         &self,
         each: &mut (dyn FnMut(CachedArchive) + Send),
     ) -> Result<(), StoreError> {
-        // The walk runs on a blocking thread and hands the archives over
-        // in batches, so that no more than a few batches are held at once.
+        // The walk runs on a thread of its own at the lowest priority, so
+        // that the answers being served beside it come first; it hands the
+        // archives over in batches, so that no more than a few batches are
+        // held at once.
         const BATCH: usize = 1024;
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<CachedArchive>>(4);
+        let (done_tx, done) = tokio::sync::oneshot::channel::<()>();
         let store = self.clone();
-        let walker = tokio::task::spawn_blocking(move || {
-            let mut batch = Vec::with_capacity(BATCH);
-            inventory::walk(&store, &mut |a| {
-                batch.push(a);
-                if batch.len() == BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    let _ = tx.blocking_send(full);
-                }
-            });
-            let _ = tx.blocking_send(batch);
-        });
+        std::thread::Builder::new()
+            .name("tfmirror-walk".into())
+            .spawn(move || {
+                super::held::lowest_priority();
+                let mut batch = Vec::with_capacity(BATCH);
+                inventory::walk(&store, &mut |a| {
+                    batch.push(a);
+                    if batch.len() == BATCH {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        let _ = tx.blocking_send(full);
+                    }
+                });
+                let _ = tx.blocking_send(batch);
+                let _ = done_tx.send(());
+            })?;
         while let Some(batch) = rx.recv().await {
             batch.into_iter().for_each(&mut *each);
         }
-        walker.await.map_err(io::Error::other)?;
+        // A walk that stopped short (a panic) sent no end.
+        done.await
+            .map_err(|_| io::Error::other("the walk of the cache stopped short"))?;
         Ok(())
     }
 

@@ -1,6 +1,6 @@
 //! What the disk cache says of one item (whether it holds it, its size and
-//! last use, read as the walk of the cache reads them), and the files of
-//! one folder, as the journal lists them.
+//! last use, read as the walk of the cache reads them), the files of one
+//! folder, as the journal lists them, and the priority the walk runs at.
 
 use std::io;
 use std::path::Path;
@@ -59,6 +59,13 @@ pub(super) fn files_after(dir: &Path, after: &str) -> io::Result<Vec<String>> {
     }
     names.sort();
     Ok(names)
+}
+
+/// Puts the calling thread at the lowest scheduling priority (nice 19):
+/// work that may take seconds and must not slow the answers being served.
+/// Where the system refuses, it runs as it is.
+pub(super) fn lowest_priority() {
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
 }
 
 fn metadata(path: &Path) -> io::Result<Option<std::fs::Metadata>> {
