@@ -240,6 +240,66 @@ async fn the_daemon_sees_gc_and_sync_beside_it_and_evicts_only_what_does_not_fit
     m.stop().await;
 }
 
+/// A configuration file for `config`, for the binary's commands.
+fn config_file(config: &Config, setup: &Setup, name: &str) -> PathBuf {
+    let path = setup.dir.path().join(format!("{name}.toml"));
+    std::fs::write(&path, toml::to_string(config).unwrap()).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_sees_import_and_verify_beside_it() {
+    use common::daemon::run_ok;
+    let setup = Setup::new();
+    let cache = setup.cache_dir();
+    let home = setup.dir.path();
+    let (_origin, config, size) = published(&setup, &["1.0.0", "2.0.0", "3.0.0"], 0).await;
+    // A bundle of 2.0.0 and 3.0.0, from another cache.
+    let other = elsewhere(&config, &setup, "other");
+    let m = RunningMirror::start(other.clone()).await;
+    fetch_each(&m, &Client::trusting(&m.ca_file), &["2.0.0", "3.0.0"]).await;
+    m.stop().await;
+    let bundle = home.join("two.tar");
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let other_file = config_file(&other, &setup, "other");
+    run_ok(
+        home,
+        &[
+            "export",
+            "--config",
+            &s(&other_file),
+            "--output",
+            &s(&bundle),
+        ],
+    )
+    .await;
+
+    let m = RunningMirror::start(config.clone()).await;
+    fetch_each(&m, &Client::trusting(&m.ca_file), &["1.0.0"]).await;
+    let site_file = config_file(&config, &setup, "site");
+    // import, beside the daemon, stores two archives: counted.
+    run_ok(home, &["import", "--config", &s(&site_file), &s(&bundle)]).await;
+    counts(&m, 3, size, "the daemon counting what import stored").await;
+    // verify finds 1.0.0 damaged (same size, other bytes) and quarantines
+    // it: counted too.
+    let zip = archive_file(&cache, "1.0.0");
+    let mut bytes = std::fs::read(&zip).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last / 2] ^= 0xff;
+    std::fs::write(&zip, bytes).unwrap();
+    let verified =
+        common::daemon::run_tfmirror(home, &["verify", "--config", &s(&site_file)]).await;
+    assert!(
+        verified.stdout.contains(", quarantined 1"),
+        "{}{}",
+        verified.stdout,
+        verified.stderr
+    );
+    counts(&m, 2, size, "the daemon counting what verify quarantined").await;
+    assert_eq!(on_disk(&cache), ["2.0.0", "3.0.0"]);
+    m.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archive_found_in_the_cache_on_use_joins_the_index_and_makes_room_as_an_arrival() {
     let setup = Setup::new();

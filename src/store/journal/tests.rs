@@ -183,15 +183,22 @@ async fn a_store_that_refuses_the_journal_refuses_the_change_and_leaves_the_sess
     assert!(journal.changing(archive(1)).await.is_err());
     // Noted, then the store refuses the rest: close gives up, and the
     // session stays open for a reader to take as dead.
-    flaky.refusing.store(false, std::sync::atomic::Ordering::SeqCst);
+    flaky
+        .refusing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
     let change = journal.changing(archive(2)).await.unwrap();
-    flaky.refusing.store(true, std::sync::atomic::Ordering::SeqCst);
+    flaky
+        .refusing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     drop(change);
     journal.close().await;
     let mut reader = Follower::new(None);
     let stale = u64::try_from(STALE.as_millis()).unwrap();
     let first = reader.look(&disk, now_ms(), now_ms()).await.unwrap();
-    assert!(first.items.is_empty(), "the change itself was never written");
+    assert!(
+        first.items.is_empty(),
+        "the change itself was never written"
+    );
     let later = reader
         .look(&disk, now_ms(), now_ms() + stale + 1000)
         .await
