@@ -113,6 +113,8 @@ fn main() {
         "CONTAINER_BASE_IMAGE",
         "CONTAINERS_CONF",
         "KUSTOMIZE_BIN",
+        "AXE_JS",
+        "CHROMEDRIVER",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -131,12 +133,15 @@ fn main() {
         "CHROMIUM",
         "ORAS_PY",
         "KUSTOMIZE_BIN",
+        "AXE_JS",
+        "CHROMEDRIVER",
     ] {
         if let Some(path) = std::env::var_os(var) {
             watch(Path::new(&path));
         }
     }
     watch(Path::new("/usr/bin/chromium"));
+    watch(Path::new("/usr/bin/chromedriver"));
     watch(Path::new("/usr/bin/docker-registry"));
     let runs = |program: &str, arg: &str| {
         Command::new(program)
@@ -146,10 +151,14 @@ fn main() {
     };
     let terraform = std::env::var_os("TERRAFORM_BIN").is_some_and(|p| Path::new(&p).is_file());
     let seaweedfs = std::env::var_os("WEED_BIN").is_some_and(|p| Path::new(&p).is_file());
-    let chromium = std::env::var_os("CHROMIUM").map_or_else(
-        || Path::new("/usr/bin/chromium").is_file(),
-        |p| Path::new(&p).is_file(),
-    );
+    let file = |var: &str, default: &str| {
+        std::env::var_os(var)
+            .map_or_else(|| Path::new(default).is_file(), |p| Path::new(&p).is_file())
+    };
+    // Chromium, the driver the page tests drive it with, and axe-core.
+    let chromium = file("CHROMIUM", "/usr/bin/chromium")
+        && file("CHROMEDRIVER", "/usr/bin/chromedriver")
+        && std::env::var_os("AXE_JS").is_some_and(|p| Path::new(&p).is_file());
     let systemd =
         runs("systemd-analyze", "--version") && runs("systemd-socket-activate", "--version");
     let prometheus = runs("promtool", "--version") && runs("prometheus", "--version");
@@ -177,7 +186,11 @@ fn main() {
             "TERRAFORM_BIN".to_owned(),
         ),
         (seaweedfs, "tfmirror_no_seaweedfs", "WEED_BIN".to_owned()),
-        (chromium, "tfmirror_no_chromium", "chromium".to_owned()),
+        (
+            chromium,
+            "tfmirror_no_chromium",
+            "chromium, chromium-driver and AXE_JS".to_owned(),
+        ),
         (
             systemd,
             "tfmirror_no_systemd_tools",

@@ -98,6 +98,7 @@ fn version_record() -> VersionRecord {
         }],
         unsigned_import: false,
         evicted_ms: BTreeMap::new(),
+        verified_at_ms: 0,
     }
 }
 

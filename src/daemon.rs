@@ -14,10 +14,11 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+use crate::auth::Auth;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::http::tls::ServerTls;
-use crate::http::{auth::Auth, App};
+use crate::http::App;
 use crate::mirror::Mirror;
 
 /// What a running daemon is told.

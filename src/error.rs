@@ -79,22 +79,36 @@ pub enum RequestError {
     /// A task of the mirror's own failed (a bug).
     #[error("{0}")]
     Internal(String),
+    /// No page has this path.
+    #[error("{0}")]
+    NoSuchPage(String),
+    /// What a form sent is larger than the page takes.
+    #[error("{0}")]
+    TooLarge(String),
+    /// A form was sent from another site, or without the token its page
+    /// gave.
+    #[error("{0}")]
+    FormRefused(String),
 }
 
 impl RequestError {
     /// The HTTP status this error answers with.
     pub fn status(&self) -> StatusCode {
         use RequestError::{
-            Denied, DiskUnavailable, HostNotAllowed, InsufficientStorage, Internal, InvalidRequest,
-            LinkRefused, MethodNotAllowed, NoPackage, NotAtOrigin, NotHeld, NotReady, PinMismatch,
-            Unauthenticated, UnsupportedSource, UpstreamBusy, UpstreamInvalid, UpstreamTimeout,
-            UpstreamUnreachable, VerificationFailed,
+            Denied, DiskUnavailable, FormRefused, HostNotAllowed, InsufficientStorage, Internal,
+            InvalidRequest, LinkRefused, MethodNotAllowed, NoPackage, NoSuchPage, NotAtOrigin,
+            NotHeld, NotReady, PinMismatch, TooLarge, Unauthenticated, UnsupportedSource,
+            UpstreamBusy, UpstreamInvalid, UpstreamTimeout, UpstreamUnreachable,
+            VerificationFailed,
         };
         match self {
             InvalidRequest(_) => StatusCode::BAD_REQUEST,
             Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-            HostNotAllowed(_) | LinkRefused(_) | Denied(_) => StatusCode::FORBIDDEN,
-            NotAtOrigin(_) | NotHeld(_) | NoPackage(_) => StatusCode::NOT_FOUND,
+            HostNotAllowed(_) | LinkRefused(_) | Denied(_) | FormRefused(_) => {
+                StatusCode::FORBIDDEN
+            }
+            NotAtOrigin(_) | NotHeld(_) | NoPackage(_) | NoSuchPage(_) => StatusCode::NOT_FOUND,
+            TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             UpstreamUnreachable(_)
             | UpstreamInvalid(_)

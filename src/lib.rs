@@ -8,11 +8,13 @@
 //! documents, archives, modules) → `upstream` (discovery, registry,
 //! download), `modules` (module sources: git, archives, packaging) and
 //! `verify` (signature, SHA256SUMS, hashes) → `store` (what the cache
-//! keeps). `daemon` runs it all; `commands` are the command line.
+//! keeps); the pages for people are `web`'s. `daemon` runs it all;
+//! `commands` are the command line.
 
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod auth;
 pub mod clock;
 pub mod commands;
 pub mod config;
@@ -31,3 +33,4 @@ pub mod site;
 pub mod store;
 pub mod upstream;
 pub mod verify;
+pub mod web;

@@ -88,11 +88,20 @@ async fn tokens_guard_the_json_endpoints_and_archive_links_are_signed() {
     }
     // The status page shows the credentials block, and no provider list
     // without a token.
-    let page = String::from_utf8(c.get(&m.url("/")).await.body.to_vec()).unwrap();
+    let page = c.get(&m.url("/")).await.page_text();
     assert!(page.contains("credentials \"127.0.0.1:"), "{page}");
     assert!(!page.contains("acme/widget"), "{page}");
+    // The operator's view needs a sign-in.
+    assert_eq!(
+        c.get(&m.url("/-/status")).await.status,
+        http::StatusCode::SEE_OTHER
+    );
     let page = c
-        .request_with(Method::GET, &m.url("/"), Some(&format!("Bearer {TOKEN}")))
+        .request_with(
+            Method::GET,
+            &m.url("/-/status"),
+            Some(&format!("Bearer {TOKEN}")),
+        )
         .await;
     assert!(String::from_utf8_lossy(&page.body).contains("acme/widget"));
     m.stop().await;

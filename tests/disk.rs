@@ -260,9 +260,8 @@ async fn a_download_that_would_eat_into_the_reserve_is_refused_before_it_starts(
     let free = series(&text, "tfmirror_cache_free_bytes");
     assert!((12 * MIB..16 * MIB).contains(&free), "{free}");
     assert_eq!(series(&text, "tfmirror_ready"), 1);
-    let page = c.get(&m.url("/")).await;
-    let page = String::from_utf8_lossy(&page.body);
-    assert!(page.contains(" free on disk</span>"), "{page}");
+    let page = c.get(&m.url("/-/status")).await.page_text();
+    assert!(page.contains(" free on disk</li>"), "{page}");
 
     // Below the reserve: not ready, and every download refused, however
     // small; what is cached is still served.
@@ -289,8 +288,7 @@ async fn a_download_that_would_eat_into_the_reserve_is_refused_before_it_starts(
         fresh.error_text()
     );
     assert_eq!(c.get(&small).await.status, StatusCode::OK);
-    let page = c.get(&m.url("/")).await;
-    let page = String::from_utf8_lossy(&page.body);
+    let page = c.get(&m.url("/-/status")).await.page_text();
     assert!(
         page.contains("free on disk, below cache.min_free_space: new archives are refused"),
         "{page}"

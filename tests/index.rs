@@ -107,7 +107,7 @@ async fn fetch_each(m: &RunningMirror, c: &Client, versions: &[&str]) {
 }
 
 async fn metrics(m: &RunningMirror, c: &Client) -> String {
-    String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap()
+    c.get(&m.url("/metrics")).await.page_text()
 }
 
 /// Waits until `m` counts `archives` archives of `size` bytes each.
@@ -164,8 +164,8 @@ async fn archives_removed_while_the_daemon_was_stopped_are_dropped_before_anythi
     assert_eq!((last.corrections.dropped, last.corrections.added), (2, 0));
     assert_eq!(m.mirror.usage(), (size, 1));
     let c = Client::trusting(&m.ca_file);
-    let page = String::from_utf8(c.get(&m.url("/")).await.body.to_vec()).unwrap();
-    assert!(page.contains(" in 1 archives</span>"), "{page}");
+    let page = c.get(&m.url("/-/status")).await.page_text();
+    assert!(page.contains(" in 1 archives</li>"), "{page}");
     assert!(
         page.contains("index: reconciled with the store at"),
         "{page}"
@@ -621,7 +621,7 @@ async fn a_reconciliation_the_bucket_refuses_is_tried_again_and_a_stop_meanwhile
         metrics.contains("tfmirror_cache_index_reconciling 1\n"),
         "{metrics}"
     );
-    let page = String::from_utf8(c.get(&m.url("/")).await.body.to_vec()).unwrap();
+    let page = c.get(&m.url("/-/status")).await.page_text();
     assert!(
         page.contains("index: reconciling with the store since"),
         "{page}"

@@ -193,10 +193,10 @@ async fn keyless_answers_are_refused_by_default_and_installed_checked_when_opted
             text.contains("tfmirror_signature_verifications_total{outcome=\"keyless\"} 1"),
             "{text}"
         );
-        let page = String::from_utf8(c.get(&m.url("/")).await.body.to_vec()).unwrap();
+        let page = c.get(&m.url("/-/status")).await.page_text();
         assert!(page.contains("1 keyless provider versions held"), "{page}");
         assert!(
-            page.contains("<td>registry.opentofu.org/acme/widget</td><td>1.0.0</td><td>2</td>"),
+            page.contains("<td>registry.opentofu.org/acme/widget</td><td>1.0.0</td><td>darwin_arm64, linux_amd64</td>"),
             "{page}"
         );
         let pin = widget_pin(&setup.cache_dir(), "1.0.0");
@@ -496,7 +496,7 @@ async fn a_republished_keyless_version_is_refused_until_an_operator_repins_it() 
             "tfmirror_keyless_pin_mismatches_total 1",
             "{instance}"
         );
-        let page = String::from_utf8(c.get(&m.url("/")).await.body.to_vec()).unwrap();
+        let page = c.get(&m.url("/-/status")).await.page_text();
         assert!(
             page.contains("1 answers refused since start") && page.contains("SHA256SUMS now has"),
             "{instance}: {page}"

@@ -387,7 +387,7 @@ async fn hostile_paths_are_bad_requests() {
     assert_eq!(origin.requests.load(std::sync::atomic::Ordering::SeqCst), 0);
     let home = c.get(&m.url("/")).await;
     assert_eq!(home.status, StatusCode::OK);
-    let page = String::from_utf8_lossy(&home.body).into_owned();
+    let page = home.page_text();
     assert!(
         page.contains(&format!("url = \"{}\"", m.url("/"))),
         "{page}"

@@ -115,16 +115,16 @@ async fn probes_metrics_request_ids_and_status_page() {
     assert_ne!(ida, idb);
 
     // The status page names this server and lists what is cached.
-    let page = c.get(&m.url("/")).await;
+    let page = c.get(&m.url("/-/status")).await;
     assert_eq!(page.headers["content-type"], "text/html; charset=utf-8");
-    let html = String::from_utf8(page.body.to_vec()).unwrap();
+    let html = page.page_text();
     assert!(
         html.contains(&format!("url = \"{}\"", m.url("/"))),
         "{html}"
     );
     assert!(
         html.contains(
-            "<tr><td>registry.origin.test/acme/widget</td><td>1.0.0</td><td>linux_amd64</td></tr>"
+            "<tr><td><a href=\"/-/providers/registry.origin.test/acme/widget\">registry.origin.test/acme/widget</a></td><td>1.0.0</td><td>linux_amd64</td></tr>"
         ),
         "{html}"
     );

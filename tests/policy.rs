@@ -301,14 +301,14 @@ async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
         0
     );
     // The status page says what is held back, why, and until when.
-    let page = String::from_utf8(c.get(&m.url("/")).await.body.to_vec()).unwrap();
+    let page = c.get(&m.url("/-/status")).await.page_text();
     let held = page.split("id=\"held-back\"").nth(1).unwrap();
     assert!(
         held.contains("<td>1.1.0</td><td>policy.min_age</td>"),
         "{held}"
     );
     assert!(held.contains("held back until"), "{held}");
-    let metrics = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
+    let metrics = c.get(&m.url("/metrics")).await.page_text();
     assert!(metrics.contains("tfmirror_versions_held 1\n"), "{metrics}");
 
     // Nearly three days on, still held; then visible, the list refreshed
@@ -331,7 +331,7 @@ async fn a_new_release_waits_out_its_cooldown_on_the_mirrors_clock() {
         listed(c.get(&sc.url("widget/index.json")).await.json()),
         ["1.0.0", "1.1.0"]
     );
-    let page = String::from_utf8(c.get(&m.url("/")).await.body.to_vec()).unwrap();
+    let page = c.get(&m.url("/-/status")).await.page_text();
     assert!(page.contains("Nothing is held back."), "{page}");
     assert_eq!(
         c.get(&sc.url("widget/1.1.0.json")).await.status,

@@ -144,8 +144,8 @@ async fn a_watch_fetches_new_versions_for_its_platforms_on_the_mirrors_clock() {
     assert_eq!(failed.failed_in_a_row, 1);
     let retry = failed.next_ms.unwrap() - pass.finished_ms;
     assert!((54_000..=66_000).contains(&retry), "retried {retry} ms on");
-    let page = sc.client.get(&sc.mirror.url("/")).await;
-    let html = String::from_utf8_lossy(&page.body).into_owned();
+    let page = sc.client.get(&sc.mirror.url("/-/status")).await;
+    let html = page.page_text();
     assert!(
         html.contains("1 providers and 0 modules are watched"),
         "{html}"

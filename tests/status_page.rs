@@ -94,7 +94,7 @@ async fn the_status_page_renders_the_cached_providers_in_a_browser() {
     }
 
     let profile = setup.dir.path().join("chromium-profile");
-    let out = run_chromium(&chromium, &profile, &["--dump-dom"], &m.url("/")).await;
+    let out = run_chromium(&chromium, &profile, &["--dump-dom"], &m.url("/-/status")).await;
     let dom = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -102,8 +102,8 @@ async fn the_status_page_renders_the_cached_providers_in_a_browser() {
         String::from_utf8_lossy(&out.stderr)
     );
     for row in [
-        "<tr><td>registry.origin.test/acme/gadget</td><td>0.9.1</td><td>windows_amd64</td></tr>",
-        "<tr><td>registry.origin.test/acme/widget</td><td>1.2.0</td><td>darwin_arm64, linux_amd64</td></tr>",
+        "<tr><td><a href=\"/-/providers/registry.origin.test/acme/gadget\">registry.origin.test/acme/gadget</a></td><td>0.9.1</td><td>windows_amd64</td></tr>",
+        "<tr><td><a href=\"/-/providers/registry.origin.test/acme/widget\">registry.origin.test/acme/widget</a></td><td>1.2.0</td><td>darwin_arm64, linux_amd64</td></tr>",
     ] {
         assert!(dom.contains(row), "{row} not in the rendered page:\n{dom}");
     }
@@ -128,7 +128,7 @@ async fn the_status_page_renders_the_cached_providers_in_a_browser() {
             "--window-size=1100,760",
             "--hide-scrollbars",
         ],
-        &m.url("/"),
+        &m.url("/-/status"),
     )
     .await;
     assert!(
@@ -168,7 +168,7 @@ async fn a_cache_of_many_providers_is_listed_a_page_at_a_time() {
     let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
     let c = Client::trusting(&m.ca_file);
     let page = |n: &str| {
-        let url = m.url(&format!("/{n}"));
+        let url = m.url(&format!("/-/status{n}"));
         let c = &c;
         async move {
             let a = c.get(&url).await;
@@ -176,7 +176,19 @@ async fn a_cache_of_many_providers_is_listed_a_page_at_a_time() {
             String::from_utf8(a.body.to_vec()).unwrap()
         }
     };
-    let row = |i: usize| format!("<tr><td>registry.origin.test/acme/p{i:03}</td>");
+    let row = |i: usize| {
+        format!("<tr><td><a href=\"/-/providers/registry.origin.test/acme/p{i:03}\">registry.origin.test/acme/p{i:03}</a></td>")
+    };
+    // The table of providers, which is all a page of them changes.
+    let table = |page: &str| {
+        page.split("<table id=\"providers\">")
+            .nth(1)
+            .unwrap()
+            .split("</table>")
+            .next()
+            .unwrap()
+            .to_owned()
+    };
 
     let first = page("").await;
     assert!(
@@ -195,8 +207,8 @@ async fn a_cache_of_many_providers_is_listed_a_page_at_a_time() {
     assert!(last.contains(&row(200)) && last.contains(&row(249)));
     assert!(!last.contains(&row(199)));
     // Beyond the last page, the last page; nonsense, the first.
-    assert_eq!(page("?page=99").await, last);
-    assert_eq!(page("?page=x").await, first);
+    assert_eq!(table(&page("?page=99").await), table(&last));
+    assert_eq!(table(&page("?page=x").await), table(&first));
     m.stop().await;
 }
 
@@ -214,7 +226,7 @@ async fn behind_a_proxy_the_public_url_is_named_and_forwarded_headers_need_trust
         .client
         .get_with_header(&scene.mirror.url("/"), "x-forwarded-host", "evil.example")
         .await;
-    let html = String::from_utf8_lossy(&page.body).into_owned();
+    let html = page.page_text();
     assert!(html.contains(&format!("url = \"{public}\"")), "{html}");
     assert!(
         html.contains("https://tfmirror.example.internal/v1/providers/"),
@@ -250,7 +262,7 @@ async fn behind_a_proxy_the_public_url_is_named_and_forwarded_headers_need_trust
             "evil.example",
         )
         .await;
-    assert!(!String::from_utf8_lossy(&page.body).contains("evil.example"));
+    assert!(!page.page_text().contains("evil.example"));
     let trusted = Scene::start_with("widget", "1.0.0", &["linux_amd64"], |c| {
         c.server.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
     })
@@ -259,6 +271,6 @@ async fn behind_a_proxy_the_public_url_is_named_and_forwarded_headers_need_trust
         .client
         .get_with_header(&trusted.mirror.url("/"), "x-forwarded-host", "lb.example")
         .await;
-    let html = String::from_utf8_lossy(&page.body).into_owned();
+    let html = page.page_text();
     assert!(html.contains("url = \"https://lb.example/\""), "{html}");
 }

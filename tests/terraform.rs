@@ -84,7 +84,7 @@ impl Workspace {
         let page = Client::trusting(&mirror.ca_file)
             .get(&mirror.url("/"))
             .await;
-        let html = String::from_utf8(page.body.to_vec()).unwrap();
+        let html = page.page_text();
         let start = format!("<pre id=\"host-{host}\">");
         let block = html
             .split_once(&start)

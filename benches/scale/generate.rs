@@ -107,6 +107,7 @@ fn write_provider(store: &DiskStore, i: usize) {
             }],
             unsigned_import: false,
             evicted_ms: BTreeMap::new(),
+            verified_at_ms: tfmirror::clock::system().unix_ms(),
         };
         for platform in &platforms {
             let bytes = &archives[platform.as_str()];

@@ -19,12 +19,14 @@ use url::Url;
 use crate::address::{Hostname, Platform};
 use crate::verify::{TrustPolicy, TrustRule, Unsigned};
 
+mod auth;
 pub mod policy;
 pub mod releases;
 mod storage;
 mod upstream;
 pub mod watch;
 
+pub use auth::AuthConfig;
 pub use storage::{LocalCacheConfig, S3Config, StorageBackend, StorageConfig};
 pub use upstream::{HostConfig, UpstreamConfig};
 
@@ -64,30 +66,6 @@ pub struct Config {
     /// `docs/releases.md`).
     #[serde(default)]
     pub releases: Box<releases::ReleasesConfig>,
-}
-
-/// `[auth]`: access control. With no token configured, anyone who can reach
-/// the mirror may use it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct AuthConfig {
-    /// `tokens`: bearer tokens that may use the mirror. When any token is
-    /// configured here or in `token_file`, `index.json` and `:version.json`
-    /// require `Authorization: Bearer <token>`, and archive links are signed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tokens: Vec<String>,
-    /// `token_file`: a file of tokens, one per line (blank lines and `#`
-    /// comments skipped), re-read when it changes and on SIGHUP.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_file: Option<PathBuf>,
-    /// `url_key_file`: a file of at least 32 bytes keying the HMAC that signs
-    /// archive links. Default: a key generated once in `server.data_dir`.
-    /// Mirrors behind one load balancer must share it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url_key_file: Option<PathBuf>,
-    /// `url_lifetime`: how long a signed archive link stays valid. Default `1h`.
-    #[serde(with = "humantime_serde")]
-    pub url_lifetime: Duration,
 }
 
 /// `[modules]`: how module sources are fetched and packaged.
@@ -309,12 +287,7 @@ impl Default for Config {
                 level: "info".into(),
                 audit_file: None,
             },
-            auth: AuthConfig {
-                tokens: Vec::new(),
-                token_file: None,
-                url_key_file: None,
-                url_lifetime: Duration::from_secs(3600),
-            },
+            auth: AuthConfig::default(),
             trust: Vec::new(),
             policy: policy::PolicyConfig::default(),
             watch: watch::WatchConfig::default(),

@@ -25,7 +25,7 @@ pub enum Served {
 /// A token's fingerprint, `sha256:` and the first 12 hex digits of its
 /// SHA-256: enough to tell tokens apart in the trail, nothing to use.
 pub fn token_fingerprint(authorization: Option<&str>) -> Option<String> {
-    let token = super::auth::bearer(authorization)?;
+    let token = crate::auth::bearer(authorization)?;
     let digest = verify::hex(&verify::Sha256::digest(token.as_bytes()));
     Some(format!("sha256:{}", &digest[..12]))
 }

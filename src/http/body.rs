@@ -12,6 +12,24 @@ use hyper::body::Frame;
 /// stream.
 pub type Body = Either<Full<Bytes>, UnsyncBoxBody<Bytes, std::io::Error>>;
 
+/// What a request's body may be: hyper's, or one a test builds. Only a
+/// form sent to a page is read.
+pub trait RequestBody:
+    http_body::Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+    + Send
+    + Unpin
+    + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: http_body::Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + Unpin
+        + 'static
+{
+}
+
 /// An empty body.
 pub fn empty() -> Body {
     full(Bytes::new())

@@ -16,7 +16,7 @@ use http::{header, HeaderName, HeaderValue, Method, Request, Response, StatusCod
 use tracing::Instrument;
 
 use super::audit::Served;
-use super::body::{self, Body};
+use super::body::{self, Body, RequestBody};
 use super::oci;
 use super::respond::{registry_json, rendered_response, text_response, with_type};
 use super::routes::{self, Access, OciRoute, Route};
@@ -33,6 +33,7 @@ use crate::mirror::FileOrStream;
 mod finish;
 mod ids;
 mod links;
+mod pages;
 #[cfg(test)]
 mod tests;
 use finish::{error_response, finish};
@@ -63,7 +64,7 @@ pub type Handled = Either<Ready<Answer>, Pin<Box<dyn Future<Output = Answer> + S
 /// Answers one request from `peer`. A document held in memory (nearly
 /// every request) is answered before this returns, with no future made,
 /// moved or polled for it; everything else, in the future returned.
-pub fn handle<B: Send + 'static>(app: Arc<App>, peer: Peer, req: Request<B>) -> Handled {
+pub fn handle<B: RequestBody>(app: Arc<App>, peer: Peer, req: Request<B>) -> Handled {
     let started = Instant::now();
     let id = next_request_id();
     // The request's parts are read where they are, not copied; its body
@@ -115,16 +116,29 @@ fn request_log(id: RequestId) -> (tracing::Span, Option<Arc<RequestContext>>) {
 }
 
 /// A request [`answer_now`] did not answer, answered by [`answer`]: its
-/// parts read again, and an archive's verification looked up for the
-/// audit trail.
-async fn answer_later<B>(
+/// parts read again (and a form's body, for a page that takes one), and
+/// an archive's verification looked up for the audit trail.
+async fn answer_later<B: RequestBody>(
     app: Arc<App>,
     peer: Peer,
     parts: http::request::Parts,
-    _body: B,
+    body: B,
     asked_at: (Instant, RequestId),
 ) -> Answer {
-    let asked = Asked::read(&app, &peer, &parts);
+    let mut asked = Asked::read(&app, &peer, &parts);
+    if asked.method == Method::POST {
+        if let Err(e) = pages::read_form(&mut asked, body).await {
+            let response = error_response(&e, asked.path);
+            return Ok(finish(
+                &app,
+                &asked,
+                asked_at,
+                Endpoint::Home,
+                response,
+                None,
+            ));
+        }
+    }
     let (endpoint, served, result) = answer(&app, &asked).await;
     let response = result.unwrap_or_else(|e| error_response(&e, asked.path));
     // Served: answered with the bytes, or sent to the bucket for them.
@@ -160,6 +174,8 @@ struct Asked<'r> {
     /// Where an HTTP/1 request on a plain connection queues files to be
     /// sent as they are (`sendfile`).
     send_queue: Option<SendQueue>,
+    /// The body of a form sent to a page (empty otherwise).
+    form: bytes::Bytes,
 }
 
 impl<'r> Asked<'r> {
@@ -196,6 +212,7 @@ impl<'r> Asked<'r> {
             } else {
                 None
             },
+            form: bytes::Bytes::new(),
         }
     }
 }
@@ -256,15 +273,15 @@ async fn answer(
     Option<Served>,
     Result<Response<Body>, RequestError>,
 ) {
-    if asked.method != Method::GET && asked.method != Method::HEAD {
-        return (Endpoint::Invalid, None, Err(RequestError::MethodNotAllowed));
-    }
     let route = match routes::parse_kept(asked.path) {
         Ok(r) => r,
         Err(e) => return (Endpoint::Invalid, None, Err(e)),
     };
     let route = &*route;
     let endpoint = route.endpoint();
+    if !route.takes(&asked.method) {
+        return (endpoint, None, Err(RequestError::MethodNotAllowed));
+    }
     // What goes on the audit trail when it is answered (not a HEAD).
     let served = match route {
         Route::Archive(key) if asked.method == Method::GET => Some(Served::Archive(key.clone())),
@@ -323,13 +340,7 @@ async fn respond(
 ) -> Result<Response<Body>, RequestError> {
     let mirror = &app.mirror;
     match route {
-        Route::Home => Ok(super::status_page::page(
-            app,
-            asked.scheme(),
-            asked.host(),
-            app.auth.check(asked.authorization).is_ok(),
-            asked.query,
-        )),
+        Route::Page(page) => Ok(Box::pin(pages::answer(app, asked, page)).await),
         Route::Health => Ok(text_response(StatusCode::OK, "ok\n")),
         Route::Ready => Box::pin(mirror.ready())
             .await
@@ -434,8 +445,7 @@ async fn respond(
             Ok(resp)
         }
         Route::Release(release) => {
-            let (scheme, authority) =
-                super::status_page::public_address(app, asked.scheme(), asked.host());
+            let (scheme, authority) = pages::public_address(app, asked);
             let base = format!("{scheme}://{authority}");
             Box::pin(super::releases::respond(mirror, &base, release.clone())).await
         }

@@ -3,25 +3,23 @@
 //! [`dispatch`] (request ID, access control, routing through [`routes`],
 //! the mirror call, the one place where errors become answers), in a
 //! [`body::Body`], built by `respond`; each route declares who may use it
-//! ([`routes::Access`]) and the dispatcher checks that once. [`status_page`]
-//! renders `/`; [`streams`] runs each HTTP/2 stream; [`auth`] holds the tokens
-//! and signs archive links; [`tls`] loads or makes the certificate.
+//! ([`routes::Access`]) and the dispatcher checks that once; the pages for
+//! people are [`crate::web`]'s, reached through the dispatcher like any
+//! route; [`streams`] runs each HTTP/2 stream; [`crate::auth`] holds the tokens
+//! and signs archive links and sessions; [`tls`] loads or makes the
+//! certificate.
 
 pub mod audit;
-pub mod auth;
 pub mod body;
 mod date;
 pub mod dispatch;
 mod drain;
-mod html;
-mod keyless_section;
 pub mod listener;
 pub mod oci;
 pub mod releases;
 mod respond;
 pub mod routes;
 pub mod sendfile;
-pub mod status_page;
 pub mod streams;
 pub mod tls;
 
@@ -38,7 +36,7 @@ pub struct App {
     /// The mirror.
     pub mirror: Arc<Mirror>,
     /// Who may use it.
-    pub auth: auth::Auth,
+    pub auth: crate::auth::Auth,
     /// The watch (`[watch]`), when it lists anything: its passes, for the
     /// status page.
     pub watch: Option<Arc<crate::site::watch::Watch>>,

@@ -4,9 +4,10 @@
 //! and `/:hostname/:namespace/:type/:version.json`; tfmirror serves archives
 //! beside them as `/:hostname/:namespace/:type/terraform-provider-<type>_<version>_<os>_<arch>.zip`,
 //! the name `terraform providers mirror` gives them, and lock file blocks as
-//! `/:hostname/:namespace/:type/:version.lock.hcl`. `/`, `/healthz`,
-//! `/readyz` and `/metrics` are one-segment paths outside the protocol's
-//! four-segment space.
+//! `/:hostname/:namespace/:type/:version.lock.hcl`. `/healthz`, `/readyz`
+//! and `/metrics` are one-segment paths outside the protocol's
+//! four-segment space; the pages are `/` and the paths below `/-/`, which
+//! no hostname can begin (`crate::web::routes`).
 //!
 //! The provider registry facade lives under
 //! `/v1/providers/:hostname/`, the base URL a `host` block names as the
@@ -53,8 +54,8 @@ const MAX_PATH_LEN: usize = 1024;
 /// What a request asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
-    /// `/`: the page that says what this server is.
-    Home,
+    /// A page for people: `/`, or below `/-/` ([`crate::web::routes`]).
+    Page(crate::web::routes::PageRoute),
     /// `/healthz`: the process is alive.
     Health,
     /// `/readyz`: the mirror can serve.
@@ -108,8 +109,8 @@ pub enum ReleaseRoute {
 /// Who may use a route, when access control is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access<'a> {
-    /// Anyone: the probes, the metrics, and the status page (which shows
-    /// more to a token holder).
+    /// Anyone: the probes, the metrics, and the pages (which check who
+    /// is asking themselves, and show more to a token holder).
     Open,
     /// Holders of a token.
     Token,
@@ -129,7 +130,7 @@ impl Route {
     /// Who may use this route.
     pub fn access(&self) -> Access<'_> {
         match self {
-            Route::Home | Route::Health | Route::Ready | Route::Metrics => Access::Open,
+            Route::Page(_) | Route::Health | Route::Ready | Route::Metrics => Access::Open,
             Route::Index(_)
             | Route::Version(..)
             | Route::Lock(..)
@@ -146,10 +147,19 @@ impl Route {
         }
     }
 
+    /// Whether the route answers `method`: every route `GET` and `HEAD`,
+    /// and the pages that take forms `POST`.
+    pub fn takes(&self, method: &http::Method) -> bool {
+        *method == http::Method::GET
+            || *method == http::Method::HEAD
+            || (*method == http::Method::POST
+                && matches!(self, Route::Page(page) if page.takes_posts()))
+    }
+
     /// What the route counts as in the metrics.
     pub fn endpoint(&self) -> Endpoint {
         match self {
-            Route::Home => Endpoint::Home,
+            Route::Page(_) => Endpoint::Home,
             Route::Health | Route::Ready | Route::Metrics => Endpoint::Operations,
             Route::Index(_) => Endpoint::Index,
             Route::Version(..) => Endpoint::Version,
@@ -186,8 +196,10 @@ pub fn parse(raw_path: &str) -> Result<Route, RequestError> {
     if raw_path.len() > MAX_PATH_LEN {
         return Err(bad("request path too long"));
     }
+    if crate::web::routes::is_page(raw_path) {
+        return crate::web::routes::parse(raw_path).map(Route::Page);
+    }
     match raw_path {
-        "/" => return Ok(Route::Home),
         "/healthz" => return Ok(Route::Health),
         "/readyz" => return Ok(Route::Ready),
         "/metrics" => return Ok(Route::Metrics),

@@ -24,7 +24,7 @@ pub enum Endpoint {
     Release,
     /// OpenTofu's `oci_mirror` paths (`/v2/…`).
     Oci,
-    /// The status page.
+    /// The pages for people (`/` and `/-/…`, with their JSON).
     Home,
     /// `/healthz`, `/readyz`, `/metrics`.
     Operations,

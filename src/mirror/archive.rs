@@ -295,6 +295,7 @@ impl Mirror {
 
     /// Counts a newly stored archive and evicts what no longer fits.
     async fn evict_for(&self, key: &ArchiveKey, size: u64) {
+        self.arrived(crate::store::Item::Archive(key.clone()));
         let evicted = self.residency.stored(key, size);
         self.evict(evicted).await;
     }

@@ -79,6 +79,7 @@ impl Mirror {
     /// Counts a newly stored release file, and evicts what the cache must
     /// give up for it.
     pub(crate) async fn release_stored(&self, file: &ReleaseFile, size: u64) {
+        self.arrived(Item::Release(file.clone()));
         let evicted = self.residency.stored_release(file, size);
         self.evict(evicted).await;
     }

@@ -43,11 +43,13 @@ pub mod module_proxy;
 pub mod oci;
 mod package_checks;
 pub mod packages;
+mod recent;
 mod refreshed;
 pub mod residency;
 mod starting;
 pub mod upkeep;
 pub mod versions;
+mod view;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -156,6 +158,8 @@ pub struct Mirror {
     index_built: tokio::sync::watch::Sender<bool>,
     /// The daemon's upkeep of its archive index.
     upkeep: upkeep::Upkeep,
+    /// What arrived in the cache lately.
+    recent: recent::Recent,
     /// Whether the cache can be written.
     health: StoreHealth,
     /// Archives being read, last uses, usage and eviction.
@@ -288,6 +292,7 @@ impl Mirror {
             draining: AtomicBool::new(false),
             index_built: tokio::sync::watch::Sender::new(!daemon),
             upkeep: upkeep::Upkeep::default(),
+            recent: recent::Recent::default(),
             residency,
             role,
             tasks: tokio_util::task::TaskTracker::new(),
@@ -400,6 +405,24 @@ impl Mirror {
         self.residency.held_page(wanted, per_page)
     }
 
+    /// The CLI release files held, as the index knows them.
+    pub fn held_release_files(&self) -> Vec<crate::address::ReleaseFile> {
+        self.residency.held_release_files()
+    }
+
+    /// The providers with an archive held, as the index knows them.
+    pub fn held_providers(&self) -> Vec<String> {
+        self.residency.held_providers()
+    }
+
+    /// A provider's versions held, newest first, with their platforms.
+    pub fn held_versions(
+        &self,
+        provider: &crate::address::Provider,
+    ) -> Vec<residency::HeldVersion> {
+        self.residency.held_versions(provider)
+    }
+
     /// The CLI releases whose files the cache holds, with how many files,
     /// as its index knows them.
     pub fn held_releases(
@@ -419,9 +442,10 @@ impl Mirror {
             .collect()
     }
 
-    /// Whether the mirror never contacts origins (`upstream.offline`).
+    /// Whether the mirror never contacts origins (`upstream.offline`), or
+    /// not for the work under way ([`Mirror::held_only`]).
     pub fn offline(&self) -> bool {
-        self.config.upstream.offline
+        self.config.upstream.offline || view::held_only_now()
     }
 
     /// Counts a cache lookup and notes its outcome on the request's span,

@@ -391,6 +391,7 @@ impl Mirror {
             .write()
             .expect("held modules lock")
             .insert((module.clone(), version.clone()), Arc::new(record.clone()));
+        self.arrived(crate::store::Item::Module(module.clone(), version.clone()));
         let evicted = self.residency.stored_module(module, version, record.size);
         self.evict(evicted).await;
         tracing::info!(%module, %version, source = source.kind(), commit = record.commit.as_deref().unwrap_or("-"), h1 = %record.h1, size = record.size, "module packaged and pinned");

@@ -353,6 +353,7 @@ impl Mirror {
                 Ok(Some(held)) => {
                     if self.item_held(&item, held).await {
                         added += 1;
+                        self.arrived(item);
                     }
                 }
                 Ok(None) => {

@@ -344,6 +344,7 @@ impl Mirror {
             sums: Vec::new(),
             unsigned_import: false,
             evicted_ms: BTreeMap::new(),
+            verified_at_ms: self.clock.unix_ms(),
         };
         for (platform, answer) in answers {
             let (pkg, final_url) = match answer {
@@ -434,7 +435,10 @@ impl Mirror {
 
     /// Checks a stored version record's evidence against today's trust
     /// policy.
-    fn recheck(&self, record: &VersionRecord) -> Result<(), crate::store::evidence::Rejected> {
+    pub(super) fn recheck(
+        &self,
+        record: &VersionRecord,
+    ) -> Result<(), crate::store::evidence::Rejected> {
         crate::store::evidence::check_record(&self.trust, record).map(|_| ())
     }
 }

@@ -327,7 +327,7 @@ pub fn module_requirements(
 }
 
 mod configured;
-pub use configured::{from_directory, locked, Locked};
+pub use configured::{from_directory, from_locks, from_read, lock_text, locked, Locked};
 
 #[cfg(test)]
 mod tests;

@@ -53,6 +53,18 @@ pub struct VersionRecord {
     /// carried in bundles.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub evicted_ms: BTreeMap<Platform, u64>,
+    /// When the record was made: its packages verified (or, for an
+    /// unsigned import, taken in), in milliseconds since the Unix epoch; a
+    /// bundle carries it from the mirror that verified it. 0 in records
+    /// written before it was kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verified_at_ms: u64,
+}
+
+/// Whether a time was not recorded.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
 }
 
 impl VersionRecord {

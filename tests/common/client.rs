@@ -16,7 +16,7 @@ use super::{tls_client_config, wait_until, RunningMirror};
 pub struct Client {
     inner: hyper_util::client::legacy::Client<
         hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-        http_body_util::Empty<Bytes>,
+        http_body_util::Full<Bytes>,
     >,
 }
 
@@ -31,6 +31,20 @@ impl Answer {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// A page's HTML with the characters its templates escape in text
+    /// (`&`, `<`, `>`, `"`, `'`) read back, to compare with what a person
+    /// reads.
+    pub fn page_text(&self) -> String {
+        String::from_utf8(self.body.to_vec())
+            .expect("a page is UTF-8")
+            .replace("&#34;", "\"")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
     }
 
     pub fn error_text(&self) -> String {
@@ -104,7 +118,7 @@ impl Client {
         for (name, value) in headers {
             req = req.header(*name, *value);
         }
-        let req = req.body(http_body_util::Empty::new()).unwrap();
+        let req = req.body(http_body_util::Full::default()).unwrap();
         let resp = tokio::time::timeout(Duration::from_secs(60), self.inner.request(req))
             .await
             .expect("mirror answered in time")
@@ -121,7 +135,7 @@ impl Client {
     /// body unread.
     pub async fn start_get(&self, url: &str) -> Response<hyper::body::Incoming> {
         let req = Request::get(url)
-            .body(http_body_util::Empty::new())
+            .body(http_body_util::Full::default())
             .unwrap();
         self.inner.request(req).await.unwrap()
     }
@@ -130,7 +144,7 @@ impl Client {
     pub async fn get_with_header(&self, url: &str, name: &str, value: &str) -> Answer {
         let req = Request::get(url)
             .header(name, value)
-            .body(http_body_util::Empty::new())
+            .body(http_body_util::Full::default())
             .unwrap();
         let resp = self.inner.request(req).await.expect("request went through");
         let (parts, body) = resp.into_parts();
@@ -144,7 +158,7 @@ impl Client {
     /// A GET that may fail (the mirror may be killed under it).
     pub async fn try_get(&self, url: &str) -> Option<Answer> {
         let req = Request::get(url)
-            .body(http_body_util::Empty::new())
+            .body(http_body_util::Full::default())
             .unwrap();
         let resp = self.inner.request(req).await.ok()?;
         let (parts, body) = resp.into_parts();
@@ -157,6 +171,27 @@ impl Client {
 
     pub async fn get(&self, url: &str) -> Answer {
         self.request(http::Method::GET, url).await
+    }
+
+    /// A POST of `body` with these headers.
+    pub async fn post(&self, url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Answer {
+        let mut req = Request::post(url);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let req = req
+            .body(http_body_util::Full::new(Bytes::from(body)))
+            .unwrap();
+        let resp = tokio::time::timeout(Duration::from_secs(60), self.inner.request(req))
+            .await
+            .expect("mirror answered in time")
+            .expect("request went through");
+        let (parts, body) = resp.into_parts();
+        Answer {
+            status: parts.status,
+            headers: parts.headers,
+            body: body.collect().await.unwrap().to_bytes(),
+        }
     }
 }
 

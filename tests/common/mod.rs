@@ -6,11 +6,13 @@
 //! (`daemon`), git repositories served by the origin (`git`), the
 //! registry shapes the origin answers in (`shapes`), an S3-compatible
 //! server (`seaweed`) and a gate that makes it refuse listings (`s3_gate`), CLI releases as HashiCorp publishes them (`releases`), the Terraform CLI run on its own (`terraform`), and
-//! Podman with tfmirror's image (`podman`). Each test binary uses some of it.
+//! Podman with tfmirror's image (`podman`), chromium driven through
+//! `WebDriver` (`browser`) and the mirror the pages' tests browse (`pages`). Each test binary uses some of it.
 
 #![allow(dead_code, unused_imports)]
 
 mod archives;
+pub mod browser;
 mod ca;
 mod client;
 pub mod daemon;
@@ -18,6 +20,7 @@ mod git;
 mod keys;
 pub mod oci;
 mod origin;
+pub mod pages;
 pub mod podman;
 pub mod releases;
 mod running;

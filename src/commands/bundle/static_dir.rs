@@ -245,6 +245,7 @@ fn import_version(
         sums: Vec::new(),
         unsigned_import: true,
         evicted_ms: BTreeMap::new(),
+        verified_at_ms: crate::clock::system().unix_ms(),
     };
     for (platform, entry) in &doc.archives {
         let item = format!("{provider} {version} {platform}");

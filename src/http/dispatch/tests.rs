@@ -58,7 +58,7 @@ fn a_request_future_holds_no_routes_state() {
         handled <= answer + 16,
         "what hyper moves for a request is {handled} bytes, an answer {answer}"
     );
-    let later = later_size(answer_later::<()>);
+    let later = later_size(answer_later::<hyper::body::Incoming>);
     let respond = future_size(respond);
     let archive = future_size(archive_response);
     assert!(

@@ -88,6 +88,38 @@ pub struct HeldPage {
 pub type HeldVersion = (Version, Vec<String>);
 
 impl Residency {
+    /// The providers with an archive held, as written.
+    pub fn held_providers(&self) -> Vec<String> {
+        let index = self.lock();
+        (index.archives.slots().iter())
+            .filter(|slot| !slot.versions.is_empty())
+            .map(|slot| slot.provider.to_string())
+            .collect()
+    }
+
+    /// A provider's versions held, newest first, each with its platforms
+    /// (sorted).
+    pub fn held_versions(&self, provider: &crate::address::Provider) -> Vec<HeldVersion> {
+        let index = self.lock();
+        let table = &index.archives;
+        let Some(slot) =
+            (table.provider_id(provider)).and_then(|id| table.slots().get(id as usize))
+        else {
+            return Vec::new();
+        };
+        let mut held: Vec<HeldVersion> = (slot.versions.iter())
+            .filter_map(|(v, platforms)| {
+                let mut shown: Vec<String> = (platforms.iter())
+                    .map(|h| table.platform(h.platform).to_string())
+                    .collect();
+                shown.sort();
+                Some((Version::parse(v).ok()?, shown))
+            })
+            .collect();
+        held.sort_by(|a, b| b.0.cmp(&a.0));
+        held
+    }
+
     /// Page `wanted` (from 1; out of range means the nearest page) of the
     /// held archives, `per_page` providers to a page. Its cost grows with
     /// the number of providers and with what the page shows, not with the

@@ -78,6 +78,15 @@ impl Residency {
         out
     }
 
+    /// The CLI release files held.
+    pub fn held_release_files(&self) -> Vec<ReleaseFile> {
+        self.lock()
+            .releases
+            .keys()
+            .map(|f| ReleaseFile::clone(f))
+            .collect()
+    }
+
     /// Like [`Residency::stored`], for a newly stored module package.
     pub fn stored_module(&self, module: &Module, version: &Version, size: u64) -> Vec<Item> {
         let key = (module.clone(), version.clone());

@@ -93,7 +93,7 @@ impl Table {
     }
 
     /// The provider's number, if it was ever indexed.
-    fn provider_id(&self, provider: &Provider) -> Option<u32> {
+    pub fn provider_id(&self, provider: &Provider) -> Option<u32> {
         self.ids.get(provider).copied()
     }
 

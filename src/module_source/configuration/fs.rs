@@ -69,6 +69,19 @@ impl ConfigFs for Disk {
 pub struct Package {
     files: BTreeMap<PathBuf, String>,
     dirs: BTreeSet<PathBuf>,
+    /// README files, when read for a page ([`Package::read_with_readmes`]):
+    /// the first [`README_MAX`] bytes of each, and whether there was more.
+    readmes: BTreeMap<PathBuf, (String, bool)>,
+}
+
+/// The most of one README a page reads.
+pub const README_MAX: u64 = 1 << 20;
+
+/// Whether a file name is a README's (`README.md`, `readme.markdown`,
+/// `README`).
+fn is_readme(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    ["readme.md", "readme.markdown", "readme"].contains(&lower.as_str())
 }
 
 /// Whether a file name may be a configuration file of either client.
@@ -101,6 +114,31 @@ impl Package {
     /// Reads the configuration files of a packaged module. A file that is
     /// not UTF-8 is an error naming it, as the clients refuse it too.
     pub fn read(package: impl Read) -> std::io::Result<Package> {
+        Self::read_keeping(package, false)
+    }
+
+    /// Like [`Package::read`], also keeping the first [`README_MAX`] bytes
+    /// of each README (read as UTF-8, lossily), for the module's page.
+    pub fn read_with_readmes(package: impl Read) -> std::io::Result<Package> {
+        Self::read_keeping(package, true)
+    }
+
+    /// A README the package holds at `path`: its text, and whether it was
+    /// longer than what was kept.
+    pub fn readme(&self, path: &Path) -> Option<(&str, bool)> {
+        self.readmes.get(path).map(|(t, more)| (t.as_str(), *more))
+    }
+
+    /// The directories directly below `dir`.
+    pub fn subdirs(&self, dir: &Path) -> Vec<PathBuf> {
+        self.dirs
+            .iter()
+            .filter(|d| d.parent() == Some(dir) && d.as_path() != dir)
+            .cloned()
+            .collect()
+    }
+
+    fn read_keeping(package: impl Read, readmes: bool) -> std::io::Result<Package> {
         let mut out = Package::default();
         out.dirs.insert(PathBuf::new());
         let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(package));
@@ -116,6 +154,15 @@ impl Package {
             for dir in path.ancestors().skip(1) {
                 out.dirs.insert(dir.to_path_buf());
             }
+            if readmes && name.as_deref().is_some_and(is_readme) {
+                let mut bytes = Vec::new();
+                (&mut entry).take(README_MAX + 1).read_to_end(&mut bytes)?;
+                let more = bytes.len() as u64 > README_MAX;
+                bytes.truncate(usize::try_from(README_MAX).unwrap_or(usize::MAX));
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                out.readmes.insert(path, (text, more));
+                continue;
+            }
             if !name.as_deref().is_some_and(may_be_configuration) {
                 continue;
             }
@@ -127,6 +174,30 @@ impl Package {
                 )
             })?;
             out.files.insert(path, text);
+        }
+        Ok(out)
+    }
+
+    /// The configuration files among `files` (path → bytes, as a form
+    /// sent them), each path normalized inside the package (one that
+    /// leads out of it is left out); a configuration file that is not
+    /// UTF-8 is an error naming it.
+    pub fn from_files(files: &[(String, Vec<u8>)]) -> anyhow::Result<Package> {
+        let mut out = Package::default();
+        out.dirs.insert(PathBuf::new());
+        for (path, bytes) in files {
+            let Some(path) = normalized(Path::new(path)) else {
+                continue;
+            };
+            for dir in path.ancestors().skip(1) {
+                out.dirs.insert(dir.to_path_buf());
+            }
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            if name.as_deref().is_some_and(may_be_configuration) {
+                let text = String::from_utf8(bytes.clone())
+                    .map_err(|_| anyhow!("{} is not UTF-8 text", path.display()))?;
+                out.files.insert(path, text);
+            }
         }
         Ok(out)
     }

@@ -18,6 +18,7 @@ use crate::address::{Module, Product, Provider};
 
 pub mod files;
 pub mod fs;
+pub mod interface;
 pub mod module;
 pub mod parts;
 
@@ -183,27 +184,35 @@ pub fn read(path: &Path, client: Option<Product>) -> anyhow::Result<Configuratio
             path.display()
         );
     }
-    let roots = [path.to_path_buf()];
-    let mut read = if let Some(client) = client {
-        walk(&Disk, &roots, given(client))?.0
-    } else {
-        let terraform = ClientRules {
-            client: Product::Terraform,
-            chosen_by: ChosenBy::Default,
-        };
-        let (read, has_tofu) = walk(&Disk, &roots, terraform)?;
-        if has_tofu {
-            let tofu = ClientRules {
-                client: Product::Tofu,
-                chosen_by: ChosenBy::TofuFiles,
-            };
-            walk(&Disk, &roots, tofu)?.0
-        } else {
-            read
-        }
-    };
+    let mut read = read_in(&Disk, path, client)?;
     read.lock_file = Some(path.join(".terraform.lock.hcl")).filter(|p| p.is_file());
     Ok(read)
+}
+
+/// Reads the configuration whose root module is `root` of `fs` (a site's
+/// disk, or files sent to a page, held in memory), as [`read`] does.
+pub fn read_in(
+    fs: &dyn ConfigFs,
+    root: &Path,
+    client: Option<Product>,
+) -> anyhow::Result<Configuration> {
+    let roots = [root.to_path_buf()];
+    if let Some(client) = client {
+        return Ok(walk(fs, &roots, given(client))?.0);
+    }
+    let terraform = ClientRules {
+        client: Product::Terraform,
+        chosen_by: ChosenBy::Default,
+    };
+    let (read, has_tofu) = walk(fs, &roots, terraform)?;
+    if !has_tofu {
+        return Ok(read);
+    }
+    let tofu = ClientRules {
+        client: Product::Tofu,
+        chosen_by: ChosenBy::TofuFiles,
+    };
+    Ok(walk(fs, &roots, tofu)?.0)
 }
 
 /// Reads a registry module's package by `client`'s rules, from each of

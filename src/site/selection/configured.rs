@@ -29,17 +29,33 @@ pub fn from_directory(
         bail!("give at least one --platform");
     }
     if path.is_file() && path.file_name().is_some_and(|n| n == ".terraform.lock.hcl") {
-        return Ok(Selection {
-            providers: each_pinned(read_lock_file(path)?, platforms),
-            one_configuration: true,
-            ..Selection::default()
-        });
+        return Ok(from_locks(read_lock_file(path)?, platforms));
     }
     let read = configuration::read(path, client)?;
-    let mut locks = match &read.lock_file {
+    let locks = match &read.lock_file {
         Some(file) => read_lock_file(file)?,
         None => Vec::new(),
     };
+    from_read(read, locks, platforms, &path.display().to_string())
+}
+
+/// What a lock file alone asks for: exactly the versions it pins.
+pub fn from_locks(locks: Vec<Locked>, platforms: &[Platform]) -> Selection {
+    Selection {
+        providers: each_pinned(locks, platforms),
+        one_configuration: true,
+        ..Selection::default()
+    }
+}
+
+/// What a configuration `read` (its lock file's entries `locks`) needs
+/// for `platforms`; `named` names it in messages.
+pub fn from_read(
+    read: configuration::Configuration,
+    mut locks: Vec<Locked>,
+    platforms: &[Platform],
+    named: &str,
+) -> anyhow::Result<Selection> {
     let mut providers = Vec::new();
     for (provider, terms) in &read.providers {
         let constraints = Constraints::parse(&terms.join(", "))
@@ -69,8 +85,7 @@ pub fn from_directory(
     };
     if providers.is_empty() && modules.is_empty() && read.unserved.is_empty() && cli.is_none() {
         bail!(
-            "{} requires no provider, CLI version or module (read by {})",
-            path.display(),
+            "{named} requires no provider, CLI version or module (read by {})",
             read.rules
         );
     }
@@ -129,9 +144,13 @@ fn pinned(
 fn read_lock_file(path: &Path) -> anyhow::Result<Vec<Locked>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let body = hcl::parse(&text)
-        .map_err(|e| anyhow::anyhow!("{} is not valid HCL: {e}", path.display()))?;
-    locked(&body).with_context(|| format!("reading {}", path.display()))
+    lock_text(&text, &path.display().to_string())
+}
+
+/// The entries of a lock file's text; `named` names it in messages.
+pub fn lock_text(text: &str, named: &str) -> anyhow::Result<Vec<Locked>> {
+    let body = hcl::parse(text).map_err(|e| anyhow::anyhow!("{named} is not valid HCL: {e}"))?;
+    locked(&body).with_context(|| format!("reading {named}"))
 }
 
 /// One `provider` block of a lock file.

@@ -32,6 +32,7 @@ pub struct Auth {
     from_file: RwLock<FileTokens>,
     url_key: hmac::Key,
     url_lifetime: Duration,
+    session_lifetime: Duration,
     clock: SharedClock,
 }
 
@@ -76,6 +77,7 @@ impl Auth {
             from_file: RwLock::default(),
             url_key: hmac::Key::new(hmac::HMAC_SHA256, &key_bytes),
             url_lifetime: config.url_lifetime,
+            session_lifetime: config.session_lifetime,
             clock,
         };
         if auth.token_file.is_some() {
@@ -158,6 +160,51 @@ impl Auth {
                 "the token is not valid for this mirror".into(),
             ))
         }
+    }
+
+    /// The keyed name of a token in force (`authorization` as a request
+    /// carries it): what a session says it was opened with, which tells
+    /// nothing of the token without the signing key. `None` for a token
+    /// not in force.
+    pub fn token_name(&self, authorization: Option<&str>) -> Option<String> {
+        self.check(authorization).ok()?;
+        let token = bearer(authorization)?;
+        Some(self.name_of(&digest(token)))
+    }
+
+    fn name_of(&self, digest: &[u8; 32]) -> String {
+        let tag = hmac::sign(&self.url_key, &[b"token\n".as_slice(), digest].concat());
+        hex::encode(&tag.as_ref()[..16])
+    }
+
+    /// Whether a token named `name` ([`Auth::token_name`]) is still in force.
+    pub fn names_a_token(&self, name: &str) -> bool {
+        let file = self.from_file.read().expect("token lock");
+        let mut found = subtle::Choice::from(0);
+        for known in self.static_tokens.iter().chain(&file.digests) {
+            found |= self.name_of(known).as_bytes().ct_eq(name.as_bytes());
+        }
+        bool::from(found)
+    }
+
+    /// Signs `text` with the key that signs links (for sessions).
+    pub fn sign_text(&self, text: &[u8]) -> String {
+        hex::encode(hmac::sign(&self.url_key, text).as_ref())
+    }
+
+    /// Whether `signature` ([`Auth::sign_text`]) signs `text`.
+    pub fn signs_text(&self, text: &[u8], signature: &str) -> bool {
+        decode_hex(signature).is_some_and(|tag| hmac::verify(&self.url_key, text, &tag).is_ok())
+    }
+
+    /// How long a session lasts (`auth.session_lifetime`).
+    pub fn session_lifetime(&self) -> Duration {
+        self.session_lifetime
+    }
+
+    /// The time, in seconds since the epoch, by this mirror's clock.
+    pub fn now_secs(&self) -> u64 {
+        self.clock.unix_secs()
     }
 
     /// The query string that makes an archive URL valid until now plus the
@@ -391,6 +438,7 @@ mod tests {
             token_file: None,
             url_key_file: None,
             url_lifetime: lifetime,
+            session_lifetime: Duration::from_secs(8 * 3600),
         };
         Auth::new(&cfg, dir, clock).unwrap()
     }

@@ -1,0 +1,58 @@
+//! Module READMEs, which anyone who publishes a module writes, made safe
+//! to show: Markdown turned into HTML (pulldown-cmark), images turned into
+//! links to them (so that nothing is loaded from elsewhere), and the
+//! result through one sanitiser (ammonia) that keeps text, structure and
+//! plain links: no script, no event handler, no style, no form, frame or
+//! SVG, no link but to `http`, `https` and `mailto` addresses, and every
+//! link marked `nofollow noopener noreferrer`. This is the one place
+//! untrusted markup becomes HTML.
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+/// The HTML of a README written in Markdown.
+pub fn render(markdown: &str) -> String {
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_FOOTNOTES;
+    let mut in_image = false;
+    let events = Parser::new_ext(markdown, options).map(|event| match event {
+        // An image becomes a link to it: its text is its alt text.
+        Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => {
+            in_image = true;
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            })
+        }
+        Event::End(TagEnd::Image) if in_image => {
+            in_image = false;
+            Event::End(TagEnd::Link)
+        }
+        other => other,
+    });
+    let mut html = String::with_capacity(markdown.len() + markdown.len() / 4);
+    pulldown_cmark::html::push_html(&mut html, events);
+    sanitize(&html)
+}
+
+/// HTML from anyone, made safe to show (see the module documentation).
+pub fn sanitize(html: &str) -> String {
+    ammonia::Builder::default()
+        .rm_tags(["img"])
+        .url_schemes(["http", "https", "mailto"].into())
+        .url_relative(ammonia::UrlRelative::Deny)
+        .link_rel(Some("nofollow noopener noreferrer"))
+        .clean(html)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,95 @@
+//! The hostile README corpus (`tests/fixtures/hostile-readmes/`) through
+//! [`render`]: nothing that runs, loads or sends is left.
+
+use super::*;
+
+fn corpus() -> Vec<(String, String)> {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile-readmes");
+    let mut out: Vec<(String, String)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_to_string(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    assert!(out.len() >= 7, "the corpus is there");
+    out
+}
+
+/// What must never be left in a README's HTML, in lower case.
+const NEVER: [&str; 19] = [
+    "<script",
+    "<style",
+    "<svg",
+    "<math",
+    "<img",
+    "<picture",
+    "<source",
+    "<video",
+    "<audio",
+    "<object",
+    "<embed",
+    "<iframe",
+    "<form",
+    "<input",
+    "<meta",
+    "<base",
+    "<link",
+    "style=",
+    "javascript:",
+];
+
+#[test]
+fn nothing_that_runs_loads_or_sends_is_left() {
+    let handler = regex::Regex::new(r"<[^>]*\son[a-z]+\s*=").unwrap();
+    for (name, markdown) in corpus() {
+        let html = render(&markdown).to_lowercase();
+        for never in NEVER {
+            assert!(!html.contains(never), "{name}: {never} left in\n{html}");
+        }
+        for scheme in ["data:", "vbscript:"] {
+            assert!(
+                !html.contains(&format!("href=\"{scheme}")),
+                "{name}: {scheme} link"
+            );
+        }
+        // No event handler attribute of any name.
+        assert!(!handler.is_match(&html), "{name}: an event handler\n{html}");
+        // No relative link (it would point into the mirror).
+        assert!(!html.contains("href=\"../"), "{name}: a relative link");
+        assert!(!html.contains("href=\"relative-link"), "{name}");
+    }
+}
+
+#[test]
+fn images_become_links_and_plain_links_stay_without_a_referrer() {
+    let html =
+        render("![tracker](https://evil.example/pixel.png) and [docs](https://example.com/d)");
+    assert!(
+        html.contains(r#"<a href="https://evil.example/pixel.png" rel="nofollow noopener noreferrer">tracker</a>"#),
+        "{html}"
+    );
+    assert!(html.contains(
+        r#"<a href="https://example.com/d" rel="nofollow noopener noreferrer">docs</a>"#
+    ));
+    let table = render("| a | b |\n|---|---|\n| 1 | 2 |\n\n```hcl\nmodule \"x\" {}\n```\n");
+    assert!(
+        table.contains("<table>") && table.contains("<code"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_five_mib_readme_renders_whole_and_safe() {
+    let line = "Some **bold** text with a [link](https://example.com) and <script>x</script>\n\n";
+    let big = line.repeat((5 << 20) / line.len());
+    let html = render(&big);
+    assert!(html.len() > 4 << 20, "{}", html.len());
+    assert!(!html.to_lowercase().contains("<script"));
+}

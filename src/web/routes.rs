@@ -1,0 +1,177 @@
+//! The pages' paths, parsed into typed pages. Pages live below `/-/`,
+//! where no registry hostname can be (`-` is not one), and the home page
+//! at `/`; each page's data is also served as JSON below `/-/api/`, at the
+//! same path. Every address segment goes through its validated type.
+
+use percent_encoding::percent_decode_str;
+
+use crate::address::{
+    Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace, Provider, ProviderType,
+    Version,
+};
+use crate::error::RequestError;
+
+/// A page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Page {
+    /// `/`: what the mirror holds, how to use it, a search box.
+    Home,
+    /// `/-/status`: the operator's view.
+    Status,
+    /// `/-/search?q=`: providers, modules and CLI releases by address.
+    Search,
+    /// `/-/providers/:hostname/:namespace/:type`: a provider's versions.
+    Provider(Provider),
+    /// `/-/modules/:hostname/:namespace/:name/:system`: a module's
+    /// versions.
+    Module(Module),
+    /// `/-/modules/:hostname/:namespace/:name/:system/:version`: one
+    /// version of a module: its README, inputs, outputs and what it needs.
+    ModuleVersion(Module, Version),
+    /// `/-/releases`: the CLI releases held.
+    Releases,
+    /// `/-/check`: whether a lock file or a configuration will install.
+    Check,
+    /// `/-/signin`: a token entered once for a session.
+    SignIn,
+    /// `/-/signout`: the session ended.
+    SignOut,
+    /// `/-/assets/:name`: the pages' style sheet.
+    Asset(&'static str),
+}
+
+/// A page and whether its data is asked for as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRoute {
+    /// The page.
+    pub page: Page,
+    /// Asked below `/-/api/`: the page's data as JSON.
+    pub json: bool,
+}
+
+impl PageRoute {
+    /// Whether `POST` asks something of this page (a form sends it).
+    pub fn takes_posts(&self) -> bool {
+        matches!(self.page, Page::Check | Page::SignIn | Page::SignOut)
+    }
+}
+
+/// Whether a raw path is a page's: `/` or below `/-/`.
+pub fn is_page(raw_path: &str) -> bool {
+    raw_path == "/" || raw_path == "/-" || raw_path.starts_with("/-/")
+}
+
+/// The page of a raw (still percent-encoded) path [`is_page`] accepted.
+pub fn parse(raw_path: &str) -> Result<PageRoute, RequestError> {
+    let below = raw_path.strip_prefix("/-").unwrap_or("");
+    let (json, rest) = match below.strip_prefix("/api") {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => (true, rest),
+        _ => (false, below),
+    };
+    let segments: Vec<String> = rest
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            percent_decode_str(s)
+                .decode_utf8()
+                .map(std::borrow::Cow::into_owned)
+                .map_err(|_| RequestError::InvalidRequest("a path segment is not UTF-8".into()))
+        })
+        .collect::<Result<_, _>>()?;
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let page = match segments.as_slice() {
+        [] => Page::Home,
+        ["status"] => Page::Status,
+        ["search"] => Page::Search,
+        ["releases"] => Page::Releases,
+        ["check"] => Page::Check,
+        ["signin"] if !json => Page::SignIn,
+        ["signout"] if !json => Page::SignOut,
+        ["assets", "style.css"] if !json => Page::Asset("style.css"),
+        ["providers", host, namespace, kind] => Page::Provider(Provider {
+            hostname: Hostname::parse(host)?,
+            namespace: Namespace::parse(namespace)?,
+            kind: ProviderType::parse(kind)?,
+        }),
+        ["modules", host, namespace, name, system, rest @ ..] if rest.len() <= 1 => {
+            let module = Module {
+                hostname: Hostname::parse(host)?,
+                namespace: ModuleNamespace::parse(namespace)?,
+                name: ModuleName::parse(name)?,
+                system: ModuleSystem::parse(system)?,
+            };
+            match rest {
+                [version] => Page::ModuleVersion(module, Version::parse(version)?),
+                _ => Page::Module(module),
+            }
+        }
+        _ => {
+            return Err(RequestError::NoSuchPage(
+                "no such page: the pages are /, /-/search, /-/providers/…, /-/modules/…, /-/releases, /-/check and /-/status".into(),
+            ))
+        }
+    };
+    Ok(PageRoute { page, json })
+}
+
+/// The path of a provider's page.
+pub fn provider_path(provider: &Provider) -> String {
+    format!(
+        "/-/providers/{}/{}/{}",
+        provider.hostname, provider.namespace, provider.kind
+    )
+}
+
+/// The path of a module's page, or of one of its versions'.
+pub fn module_path(module: &Module, version: Option<&Version>) -> String {
+    let base = format!(
+        "/-/modules/{}/{}/{}/{}",
+        module.hostname, module.namespace, module.name, module.system
+    );
+    match version {
+        Some(v) => format!("{base}/{v}"),
+        None => base,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_and_their_json_share_paths_and_every_segment_is_checked() {
+        let p = |path: &str| parse(path).unwrap();
+        assert_eq!(p("/").page, Page::Home);
+        assert!(!p("/").json);
+        assert!(p("/-/api/").json && p("/-/api").json);
+        assert_eq!(p("/-/api/").page, Page::Home);
+        let aws = p("/-/providers/registry.terraform.io/hashicorp/aws");
+        assert_eq!(
+            aws.page,
+            Page::Provider(Provider::from_source("hashicorp/aws").unwrap())
+        );
+        assert!(p("/-/api/providers/registry.terraform.io/hashicorp/aws").json);
+        assert!(matches!(
+            p("/-/modules/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0").page,
+            Page::ModuleVersion(_, _)
+        ));
+        assert!(matches!(
+            p("/-/modules/registry.terraform.io/terraform-aws-modules/vpc/aws").page,
+            Page::Module(_)
+        ));
+        for bad in [
+            "/-/providers/registry.terraform.io/hashicorp/a%2Fws",
+            "/-/providers/../etc/passwd/x",
+            "/-/modules/h.example/n/m/s/not-a-version",
+            "/-/nothing",
+            "/-/api/signin",
+            "/-/assets/other.css",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert!(
+            is_page("/") && is_page("/-/check") && !is_page("/registry.example/a/b/index.json")
+        );
+        assert!(p("/-/check").takes_posts() && !p("/-/status").takes_posts());
+    }
+}

@@ -1,0 +1,217 @@
+//! `/-/search?q=`: providers, modules and CLI releases held, by address.
+//! A name matches as a whole first (`registry.terraform.io/hashicorp/aws`,
+//! `hashicorp/aws` on its default registry, or the type `aws`), then by its
+//! start, then anywhere; case does not matter. At a million archives this
+//! reads the index's providers (some tens of thousands), not its archives.
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+use http::StatusCode;
+use serde::Serialize;
+
+use super::layout::Layout;
+use super::{PageAnswer, PageRequest, Site};
+use crate::address::{Module, Provider};
+
+/// The most results of one kind a search lists.
+const SHOWN: usize = 100;
+
+/// A search's results.
+#[derive(Debug, Serialize)]
+pub struct Results {
+    /// What was searched for.
+    pub query: String,
+    /// Providers, best first.
+    pub providers: Vec<Hit>,
+    /// Modules, best first.
+    pub modules: Vec<Hit>,
+    /// CLI releases, best first.
+    pub releases: Vec<Hit>,
+    /// Matches left out past the first 100 of a kind.
+    pub more: usize,
+}
+
+/// One result.
+#[derive(Debug, Serialize)]
+pub struct Hit {
+    /// The address, or the release's name.
+    pub name: String,
+    /// How it matched: `exact`, `prefix` or `substring`.
+    pub matched: &'static str,
+    /// The versions held, newest first (the first few).
+    pub versions: Vec<String>,
+    /// Its page.
+    pub href: String,
+}
+
+#[derive(Template)]
+#[template(path = "search.html")]
+struct SearchPage<'a> {
+    layout: &'a Layout,
+    results: &'a Results,
+}
+
+/// `/-/search`.
+pub fn page(site: Site<'_>, req: &PageRequest<'_>, layout: &Layout) -> PageAnswer {
+    let query = req.param("q").unwrap_or_default();
+    let results = search(site, query.trim());
+    if req.route.json {
+        return PageAnswer::json(&results);
+    }
+    PageAnswer::html(
+        StatusCode::OK,
+        &SearchPage {
+            layout,
+            results: &results,
+        },
+    )
+}
+
+/// How well one of `names` matches `query` (already lower case): 0 for a
+/// whole name, 1 for a start, 2 anywhere.
+fn rank(query: &str, names: &[String]) -> Option<u8> {
+    if query.is_empty() {
+        return Some(2);
+    }
+    names
+        .iter()
+        .map(|name| name.to_lowercase())
+        .filter_map(|name| {
+            if name == query {
+                Some(0)
+            } else if name.starts_with(query) {
+                Some(1)
+            } else if name.contains(query) {
+                Some(2)
+            } else {
+                None
+            }
+        })
+        .min()
+}
+
+const MATCHED: [&str; 3] = ["exact", "prefix", "substring"];
+
+/// The results for `query`.
+pub fn search(site: Site<'_>, query: &str) -> Results {
+    let q = query.to_lowercase();
+    let mirror = site.mirror;
+    let mut more = 0;
+    let mut keep = |mut hits: Vec<(u8, Hit)>| {
+        hits.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+        more += hits.len().saturating_sub(SHOWN);
+        hits.into_iter()
+            .take(SHOWN)
+            .map(|(_, h)| h)
+            .collect::<Vec<_>>()
+    };
+    let mut providers = Vec::new();
+    for name in mirror.held_providers() {
+        let Ok(provider) = Provider::from_source(&name) else {
+            continue;
+        };
+        let mut names = vec![name.clone(), provider.kind.to_string()];
+        if provider.hostname.as_str() == Provider::DEFAULT_HOSTNAME {
+            names.push(format!("{}/{}", provider.namespace, provider.kind));
+        }
+        if let Some(r) = rank(&q, &names) {
+            providers.push((
+                r,
+                hit(r, name, Vec::new(), super::routes::provider_path(&provider)),
+            ));
+        }
+    }
+    let mut providers = keep(providers);
+    for hit in &mut providers {
+        if let Ok(provider) = Provider::from_source(&hit.name) {
+            hit.versions = (mirror.held_versions(&provider).into_iter())
+                .take(5)
+                .map(|(v, _)| v.to_string())
+                .collect();
+        }
+    }
+    let mut by_module: BTreeMap<Module, Vec<String>> = BTreeMap::new();
+    for pin in mirror.held_modules() {
+        by_module
+            .entry(pin.module.clone())
+            .or_default()
+            .push(pin.version.to_string());
+    }
+    let modules = by_module
+        .into_iter()
+        .filter_map(|(module, mut versions)| {
+            let name = module.to_string();
+            let short = format!("{}/{}/{}", module.namespace, module.name, module.system);
+            let r = rank(&q, &[name.clone(), short, module.name.to_string()])?;
+            versions.sort_by(|a, b| {
+                let v = |s: &str| crate::address::Version::parse(s).ok();
+                v(b).cmp(&v(a))
+            });
+            versions.truncate(5);
+            let href = super::routes::module_path(&module, None);
+            Some((r, hit(r, name, versions, href)))
+        })
+        .collect();
+    let modules = keep(modules);
+    let releases = (mirror.held_releases().into_keys())
+        .filter_map(|(product, version)| {
+            let name = format!("{} {version}", product.title());
+            let r = rank(
+                &q,
+                &[
+                    name.clone(),
+                    product.as_str().to_owned(),
+                    version.to_string(),
+                ],
+            )?;
+            Some((
+                r,
+                hit(r, name, vec![version.to_string()], "/-/releases".into()),
+            ))
+        })
+        .collect();
+    let releases = keep(releases);
+    Results {
+        query: query.to_owned(),
+        providers,
+        modules,
+        releases,
+        more,
+    }
+}
+
+fn hit(rank: u8, name: String, versions: Vec<String>, href: String) -> Hit {
+    Hit {
+        name,
+        matched: MATCHED[usize::from(rank)],
+        versions,
+        href,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_name_ranks_before_its_start_and_its_start_before_the_rest() {
+        let names = |s: &[&str]| s.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        let aws = names(&[
+            "registry.terraform.io/hashicorp/aws",
+            "aws",
+            "hashicorp/aws",
+        ]);
+        assert_eq!(rank("hashicorp/aws", &aws), Some(0));
+        assert_eq!(rank("aws", &aws), Some(0));
+        assert_eq!(rank("hashi", &aws), Some(1));
+        assert_eq!(rank("corp/a", &aws), Some(2));
+        assert_eq!(rank("azure", &aws), None);
+        assert_eq!(rank("", &aws), Some(2), "an empty search lists everything");
+        assert_eq!(
+            rank("aws", &names(&["AWS"])),
+            Some(0),
+            "case does not matter"
+        );
+    }
+}

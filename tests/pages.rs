@@ -1,0 +1,403 @@
+//! The pages for people, on a mirror filled through the real protocol
+//! paths, in a real browser: Debian's chromium through chromedriver. A
+//! person finds a provider and a module by the search box and by links,
+//! and each page says what the mirror holds (the lock file block as the
+//! real Terraform writes it, a module's inputs as its `variables.tf` has
+//! them); axe-core finds no accessibility violation on any kind of page;
+//! the pages work with JavaScript off; hostile READMEs run nothing and
+//! fetch nothing; people sign in and out.
+
+mod common;
+
+use common::browser::{accessible, axe_js, screenshot, text, Browser, Elsewhere};
+use common::pages::{h1_set, world};
+use fantoccini::Locator;
+
+const HOST: &str = "registry.origin.test";
+
+#[cfg_attr(
+    any(tfmirror_no_chromium, tfmirror_no_terraform),
+    ignore = "needs Debian's chromium and chromium-driver, axe-core and Terraform; scripts/test installs them"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_finds_and_understands_what_the_mirror_holds() {
+    let w = world(&[]).await;
+    let m = &w.mirror;
+    let elsewhere = Elsewhere::start().await;
+    let b = Browser::start(true, &elsewhere).await;
+    assert!(b.runs_scripts().await, "JavaScript is on");
+    let axe = axe_js();
+
+    // Home: counts, the configuration to copy, what arrived lately.
+    b.client.goto(&m.url("/")).await.unwrap();
+    assert_eq!(b.client.title().await.unwrap(), "Home · tfmirror");
+    let counts = text(&b, "#counts").await;
+    assert!(
+        counts.contains("2 providers, 3 versions, 4 archives"),
+        "{counts}"
+    );
+    assert!(
+        counts.contains(&format!("{} module versions", 1 + w.hostile.len())),
+        "{counts}"
+    );
+    assert!(text(&b, "#cli-config")
+        .await
+        .contains(&format!("url = \"{}\"", m.url("/"))));
+    let recent = text(&b, "#recent").await;
+    assert!(
+        recent.starts_with(
+            "What Version Detail When\nmodule registry.origin.test/acme/hostile-big/aws 1.0.0"
+        ),
+        "the newest first: {recent}"
+    );
+    assert!(
+        recent.contains("provider registry.origin.test/acme/widget 1.2.0"),
+        "{recent}"
+    );
+    accessible(&b, &axe, "home").await;
+    screenshot(&b, "page-home").await;
+
+    // Search by the box, as a person would: the exact name first.
+    b.fill("q", "widget").await;
+    b.click("form[role=search] button").await;
+    assert!(b
+        .client
+        .current_url()
+        .await
+        .unwrap()
+        .as_str()
+        .ends_with("/-/search?q=widget"));
+    let results = text(&b, "#providers").await;
+    assert!(
+        results.starts_with("registry.origin.test/acme/widget (exact; 1.2.0, 1.1.0)"),
+        "{results}"
+    );
+    accessible(&b, &axe, "search").await;
+    screenshot(&b, "page-search").await;
+
+    // The provider, by its link.
+    b.follow("registry.origin.test/acme/widget").await;
+    assert_eq!(
+        text(&b, "#provider").await,
+        "registry.origin.test/acme/widget"
+    );
+    let versions: Vec<String> = {
+        let mut out = Vec::new();
+        for h in b
+            .client
+            .find_all(Locator::Css("section.version h3"))
+            .await
+            .unwrap()
+        {
+            out.push(h.text().await.unwrap());
+        }
+        out
+    };
+    assert_eq!(versions, ["1.2.0", "1.1.0"], "newest first");
+    let newest = "section.version:first-of-type";
+    assert_eq!(
+        text(&b, &format!("{newest} .platforms")).await,
+        "darwin_arm64, linux_amd64"
+    );
+    assert_eq!(
+        text(&b, &format!("{newest} .verification")).await,
+        format!(
+            "signed by key {}, which its registry lists for the provider",
+            w.key_id
+        )
+    );
+    // Verified while the world was built; listed at the mirror's first
+    // listing of the provider.
+    let verified = text(&b, &format!("{newest} .verified-at")).await;
+    let at = humantime::parse_rfc3339(&verified).unwrap_or_else(|e| panic!("{verified}: {e}"));
+    let second = std::time::Duration::from_secs(1);
+    assert!(
+        at + second >= w.began && at <= std::time::SystemTime::now(),
+        "{verified}"
+    );
+    assert_eq!(
+        text(&b, &format!("{newest} .first-listed")).await,
+        "already listed when this mirror first asked its origin"
+    );
+    assert_eq!(
+        text(&b, &format!("{newest} .policy")).await,
+        "allowed: the policy has no rule"
+    );
+    let lock = text(&b, &format!("{newest} .lock")).await;
+    assert!(
+        lock.contains("provider \"registry.origin.test/acme/widget\"")
+            && lock.contains("version = \"1.2.0\""),
+        "{lock}"
+    );
+    assert!(text(&b, "#required-providers")
+        .await
+        .contains("source  = \"registry.origin.test/acme/widget\""));
+    accessible(&b, &axe, "provider").await;
+    screenshot(&b, "page-provider").await;
+
+    // The block's h1: set is what the real Terraform writes for the same
+    // platforms through this mirror.
+    let mut written = String::new();
+    for (cli, bin) in common::terraform::clis() {
+        let work = w
+            .setup
+            .dir
+            .path()
+            .join(format!("lock-{}", cli.replace(' ', "-")));
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(work.join("main.tf"), "terraform {\n  required_providers {\n    widget = {\n      source  = \"registry.origin.test/acme/widget\"\n      version = \"1.2.0\"\n    }\n  }\n}\n").unwrap();
+        let cli_config = work.join("cli.tfrc");
+        std::fs::write(&cli_config, "").unwrap();
+        let out = common::terraform::command(&bin, &work, &cli_config, &m.ca_file)
+            .args([
+                "providers",
+                "lock",
+                "-no-color",
+                &format!("-net-mirror={}", m.url("/")),
+                "-platform=linux_amd64",
+                "-platform=darwin_arm64",
+            ])
+            .output()
+            .unwrap();
+        let (ok, said) = common::terraform::outcome(&out);
+        assert!(ok, "{cli}: {said}");
+        written = std::fs::read_to_string(work.join(".terraform.lock.hcl")).unwrap();
+        assert_eq!(
+            h1_set(&lock),
+            h1_set(&written),
+            "{cli}: the page's block against\n{written}"
+        );
+        assert_eq!(h1_set(&lock).len(), 2);
+    }
+
+    // The module: found by search, its inputs as variables.tf has them.
+    b.client.goto(&m.url("/-/search?q=vpc")).await.unwrap();
+    b.follow("registry.origin.test/acme/vpc/aws").await;
+    accessible(&b, &axe, "module").await;
+    b.follow("1.0.0").await;
+    let mut inputs = Vec::new();
+    for row in b
+        .client
+        .find_all(Locator::Css("#inputs tbody tr"))
+        .await
+        .unwrap()
+    {
+        let mut cells = Vec::new();
+        for cell in row.find_all(Locator::Css("td")).await.unwrap() {
+            cells.push(cell.text().await.unwrap());
+        }
+        inputs.push(cells);
+    }
+    assert_eq!(
+        inputs,
+        [
+            [
+                "cidr",
+                "string",
+                "\"10.0.0.0/16\"",
+                "Its address range",
+                "no",
+                "no"
+            ],
+            ["name", "string", "", "The network's name", "yes", "no"],
+            ["secret", "string", "null", "", "no", "yes"],
+            ["zones", "list(string)", "[]", "", "no", "no"],
+        ]
+    );
+    assert!(text(&b, "#outputs").await.contains("The network's id"));
+    assert!(text(&b, "#providers")
+        .await
+        .contains("registry.origin.test/acme/widget ~> 1.2"));
+    assert_eq!(text(&b, "#required-version").await, "CLI: >= 1.0");
+    let parts = text(&b, "#parts").await;
+    assert!(
+        parts.contains("modules/subnet")
+            && parts.contains("cidr*")
+            && parts.contains("examples/basic"),
+        "{parts}"
+    );
+    assert_eq!(
+        b.run("return document.querySelectorAll('#readme table').length")
+            .await,
+        1
+    );
+    assert!(text(&b, "#usage")
+        .await
+        .contains("source  = \"registry.origin.test/acme/vpc/aws\""));
+    accessible(&b, &axe, "module version").await;
+    screenshot(&b, "page-module").await;
+
+    // Will it install? The lock file Terraform wrote: ready. One that
+    // pins a version the mirror lacks: not ready, and why.
+    for (lock, verdict) in [
+        (
+            written.clone(),
+            "ready: 2 held, 0 missing, 0 not matching their lock files",
+        ),
+        (
+            written.replace("1.2.0", "1.9.0"),
+            "not ready: 0 held, 1 missing, 0 not matching their lock files",
+        ),
+    ] {
+        b.client.goto(&m.url("/-/check")).await.unwrap();
+        b.fill("lock", &lock).await;
+        b.fill("platforms", "linux_amd64 darwin_arm64").await;
+        b.click("form.stacked button").await;
+        assert_eq!(text(&b, "#verdict").await, verdict);
+    }
+    accessible(&b, &axe, "check").await;
+    screenshot(&b, "page-check").await;
+
+    // The other kinds of page.
+    for (path, name) in [
+        ("/-/releases", "releases"),
+        ("/-/status", "status"),
+        ("/-/signin", "sign-in"),
+        ("/-/providers/registry.origin.test/acme/none", "not found"),
+    ] {
+        b.client.goto(&m.url(path)).await.unwrap();
+        accessible(&b, &axe, name).await;
+    }
+
+    // Everything the browser asked for came from the mirror.
+    let base = m.url("/");
+    let elsewhere_asked: Vec<String> = b
+        .requested()
+        .await
+        .into_iter()
+        .filter(|u| !u.starts_with(&base))
+        .collect();
+    assert!(elsewhere_asked.is_empty(), "{elsewhere_asked:?}");
+    assert_eq!(elsewhere.connections(), 0);
+    b.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_chromium,
+    ignore = "needs Debian's chromium and chromium-driver; scripts/test installs them"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_work_with_javascript_off() {
+    let w = world(&[]).await;
+    let m = &w.mirror;
+    let elsewhere = Elsewhere::start().await;
+    let b = Browser::start(false, &elsewhere).await;
+    assert!(!b.runs_scripts().await, "JavaScript is off");
+    b.client.goto(&m.url("/")).await.unwrap();
+    b.fill("q", "gadget").await;
+    b.click("form[role=search] button").await;
+    b.follow("registry.origin.test/acme/gadget").await;
+    assert_eq!(
+        text(&b, "section.version .platforms").await,
+        "windows_amd64"
+    );
+    b.client.goto(&m.url("/-/check")).await.unwrap();
+    let lock = "provider \"registry.origin.test/acme/gadget\" {\n  version = \"0.9.1\"\n}\n";
+    b.fill("lock", lock).await;
+    b.fill("platforms", "windows_amd64").await;
+    b.click("form.stacked button").await;
+    assert_eq!(
+        text(&b, "#verdict").await,
+        "ready: 1 held, 0 missing, 0 not matching their lock files"
+    );
+    b.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_chromium,
+    ignore = "needs Debian's chromium and chromium-driver; scripts/test installs them"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_readmes_run_nothing_and_fetch_nothing() {
+    let w = world(&[]).await;
+    let m = &w.mirror;
+    let elsewhere = Elsewhere::start().await;
+    let b = Browser::start(true, &elsewhere).await;
+    assert!(
+        b.runs_scripts().await,
+        "JavaScript is on, so a script let through would run"
+    );
+    for (name, module) in &w.hostile {
+        let page = m.url(&format!("/-/modules/{HOST}/acme/{module}/aws/1.0.0"));
+        b.client.goto(&page).await.unwrap();
+        let title = b.client.title().await.unwrap();
+        assert_eq!(
+            title,
+            format!("registry.origin.test/acme/{module}/aws 1.0.0 · tfmirror"),
+            "{name}"
+        );
+        assert!(
+            b.client.get_alert_text().await.is_err(),
+            "{name}: an alert is open"
+        );
+        assert_eq!(
+            b.client.current_url().await.unwrap().as_str(),
+            page,
+            "{name}: the page navigated away"
+        );
+        let asked: Vec<String> = b
+            .requested()
+            .await
+            .into_iter()
+            .filter(|u| !u.starts_with(&m.url("/")))
+            .collect();
+        assert!(asked.is_empty(), "{name}: asked for {asked:?}");
+    }
+    assert_eq!(elsewhere.connections(), 0, "a page reached evil.example");
+    b.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_chromium,
+    ignore = "needs Debian's chromium and chromium-driver; scripts/test installs them"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_sign_in_with_a_token_and_out_again() {
+    let w = world(&["s3cret-token"]).await;
+    let m = &w.mirror;
+    let elsewhere = Elsewhere::start().await;
+    let b = Browser::start(false, &elsewhere).await;
+    // Without a sign-in, the home page says how, and the others send the
+    // browser to sign in, and back.
+    b.client.goto(&m.url("/")).await.unwrap();
+    assert!(text(&b, "#sign-in-note").await.contains("sign in"));
+    assert!(
+        b.client.find(Locator::Id("counts")).await.is_err(),
+        "no counts before a sign-in"
+    );
+    b.client.goto(&m.url("/-/status")).await.unwrap();
+    assert!(b
+        .client
+        .current_url()
+        .await
+        .unwrap()
+        .as_str()
+        .contains("/-/signin?next=%2F-%2Fstatus"));
+    b.fill("token", "wrong").await;
+    b.click("form.stacked button").await;
+    assert_eq!(
+        text(&b, "#refused").await,
+        "This token is not valid for this mirror."
+    );
+    b.fill("token", "s3cret-token").await;
+    b.click("form.stacked button").await;
+    let at = b.client.current_url().await.unwrap();
+    assert!(
+        at.as_str().ends_with("/-/status"),
+        "{at}: {}",
+        b.client.source().await.unwrap()
+    );
+    assert!(text(&b, "#cache-size").await.contains("4 archives"));
+    // Out again: back to the note.
+    b.click("form.inline button").await;
+    assert!(text(&b, "#sign-in-note").await.contains("sign in"));
+    b.client.goto(&m.url("/-/releases")).await.unwrap();
+    assert!(b
+        .client
+        .current_url()
+        .await
+        .unwrap()
+        .as_str()
+        .contains("/-/signin"));
+    b.stop().await;
+}
