@@ -108,6 +108,19 @@ fn an_oci_path_naming_no_repository_is_not_found() {
     assert_eq!(e.status(), http::StatusCode::BAD_REQUEST);
 }
 
+/// A path below `/-/` that names no page is not found, and one that is not
+/// a path at all stays a bad request. (A random case of the property below
+/// found the first.)
+#[test]
+fn a_page_path_naming_no_page_is_not_found() {
+    for path in ["/-/-", "/-/no-such-page", "/-/provider"] {
+        let e = routes::parse(path).unwrap_err();
+        assert_eq!(e.status(), http::StatusCode::NOT_FOUND, "{path}");
+    }
+    let e = routes::parse("/-/search/%FF").unwrap_err();
+    assert_eq!(e.status(), http::StatusCode::BAD_REQUEST);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(4000))]
 
@@ -127,8 +140,11 @@ proptest! {
             }
             // A bad path is a bad request; below `/v2/`, a path that names
             // no repository is one the registry does not have, as OCI
-            // registries answer it (`NAME_UNKNOWN`).
-            Err(e) if path.starts_with("/v2/") && e.status() == http::StatusCode::NOT_FOUND => {}
+            // registries answer it (`NAME_UNKNOWN`), and below `/-/` a path
+            // that names no page is a page the mirror does not have.
+            Err(e)
+                if (path.starts_with("/v2/") || path.starts_with("/-/"))
+                    && e.status() == http::StatusCode::NOT_FOUND => {}
             Err(e) => prop_assert_eq!(e.status(), http::StatusCode::BAD_REQUEST),
         }
     }

@@ -13,8 +13,6 @@
 //! Listings put the newest version first and hold no other version-like
 //! text, since some readers take every match in the page.
 
-use std::fmt::Write as _;
-
 use serde_json::{json, Value};
 
 use super::Source;
@@ -141,42 +139,50 @@ pub enum ListingStyle {
     GithubTags,
 }
 
+/// An HTML listing of links, as version managers read them
+/// (`templates/listing.html`; every value escaped).
+#[derive(askama::Template)]
+#[template(path = "listing.html")]
+struct Listing {
+    title: String,
+    links: Vec<(String, String)>,
+}
+
+impl Listing {
+    fn render(&self) -> String {
+        askama::Template::render(self).expect("a listing renders")
+    }
+}
+
 /// The HTML listing of a product's versions, newest first.
 pub fn listing(list: &ReleaseIndexRecord, style: ListingStyle) -> String {
     let product = list.product;
-    let mut out = format!(
-        "<!DOCTYPE html>\n<html>\n<head><title>{} releases</title></head>\n<body>\n<ul>\n",
-        product.title()
-    );
-    for v in newest_first(list) {
-        let _ = match style {
-            ListingStyle::Plain => writeln!(
-                out,
-                "<li><a href=\"/{product}/{v}/\">{product}_{v}</a></li>"
+    let links = (newest_first(list).into_iter())
+        .map(|v| match style {
+            ListingStyle::Plain => (format!("/{product}/{v}/"), format!("{product}_{v}")),
+            ListingStyle::GithubTags => (
+                format!("/opentofu/opentofu/releases/download/v{v}/"),
+                format!("v{v}"),
             ),
-            ListingStyle::GithubTags => writeln!(
-                out,
-                "<li><a href=\"/opentofu/opentofu/releases/download/v{v}/\">v{v}</a></li>"
-            ),
-        };
+        })
+        .collect();
+    Listing {
+        title: format!("{} releases", product.title()),
+        links,
     }
-    out.push_str("</ul>\n</body>\n</html>\n");
-    out
+    .render()
 }
 
 /// The HTML listing of one release's files.
 pub fn version_listing(record: &ReleaseRecord, source: &Source) -> String {
-    let product = record.product;
-    let version = &record.version;
-    let mut out = format!(
-        "<!DOCTYPE html>\n<html>\n<head><title>{} {version}</title></head>\n<body>\n<ul>\n",
-        product.title()
-    );
-    for f in served_files(record, source) {
-        let _ = writeln!(out, "<li><a href=\"/{product}/{version}/{f}\">{f}</a></li>");
+    let (product, version) = (record.product, &record.version);
+    Listing {
+        title: format!("{} {version}", product.title()),
+        links: (served_files(record, source).into_iter())
+            .map(|f| (format!("/{product}/{version}/{f}"), f.to_string()))
+            .collect(),
     }
-    out.push_str("</ul>\n</body>\n</html>\n");
-    out
+    .render()
 }
 
 /// The content type a release file is served with.
