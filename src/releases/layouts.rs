@@ -179,7 +179,7 @@ pub fn version_listing(record: &ReleaseRecord, source: &Source) -> String {
     Listing {
         title: format!("{} {version}", product.title()),
         links: (served_files(record, source).into_iter())
-            .map(|f| (format!("/{product}/{version}/{f}"), f.to_string()))
+            .map(|f| (format!("/{product}/{version}/{f}"), f.clone()))
             .collect(),
     }
     .render()
