@@ -344,14 +344,38 @@ async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
             let work = dir.join(format!("{name}-work-{compared}"));
             compared += 1;
             let (ok, out) = terraform_init(bin, &case.root, &daemon.url, &ca, &work);
+            // `check` by the rules of this very release of the client.
+            let release = version.trim_start_matches("Terraform v");
+            let this = run_tfmirror(
+                dir,
+                &[
+                    "check",
+                    "--config",
+                    s(&config),
+                    "--from",
+                    s(&case.root),
+                    "--platform",
+                    &platform,
+                    "--json",
+                    "--client-version",
+                    release,
+                ],
+            )
+            .await;
             assert_eq!(
                 ok,
-                checked.ok,
+                this.ok,
                 "{name}: {version} init {} but check said {}\ninit:\n{out}\ncheck:\n{}",
                 if ok { "succeeded" } else { "failed" },
-                if checked.ok { "ready" } else { "not ready" },
-                checked.stdout
+                if this.ok { "ready" } else { "not ready" },
+                this.stdout
             );
+            let mut numbers = release.split('.').map(|n| n.parse::<u64>().unwrap_or(0));
+            let older = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0)) < (1, 6);
+            let installs = match case.expect.get("installs_before_1_6") {
+                Some(before) if older => before,
+                _ => installs,
+            };
             if ok {
                 let (providers, modules) = installed(&work, &platform);
                 assert_eq!(
@@ -360,10 +384,20 @@ async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
                     "{name}: {version}"
                 );
                 assert_eq!(modules, as_map(&installs["modules"]), "{name}: {version}");
+                let report: Value = serde_json::from_str(&this.stdout).unwrap();
+                assert_eq!(
+                    required_by_check(&report, "provider"),
+                    providers,
+                    "{name}: check --client-version {release}"
+                );
                 // Everything init asked the mirror for, sync fetched, and
-                // nothing else.
+                // nothing else (sync reads by the newest rules).
                 let took = archive_names(&providers, &platform);
-                assert_eq!(fetched, took, "{name}: {version}");
+                if installs == &case.expect["installs"] {
+                    assert_eq!(fetched, took, "{name}: {version}");
+                } else {
+                    assert!(took.is_subset(&fetched), "{name}: {version}");
+                }
                 let asked = archives_asked(&mut daemon, &took);
                 let answered: BTreeSet<String> = asked.keys().cloned().collect();
                 assert_eq!(answered, took, "{name}: {version} asked for {asked:?}");
@@ -457,4 +491,120 @@ async fn check_names_what_this_mirror_cannot_serve() {
         "{}",
         as_tofu.stdout
     );
+}
+
+/// Each `--from` gets its own verdict: one that cannot be read is named
+/// with its error while the others are still checked; a configuration that
+/// needs nothing is ready and says so; one the client refuses says where.
+/// The exit status fails when any is not ready or unreadable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_configurations_each_get_their_own_verdict() {
+    let platform = common::terraform::platform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish(&origin, &platform);
+    let dir = setup.dir.path();
+    let config = mirror_config(&setup, &origin, "mirror");
+    let broken = dir.join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("main.tf"), "resource \"alpha_x\" {\n").unwrap();
+    let nothing = corpus().join("needs-nothing/root");
+    let refused = corpus().join("duplicate-blocks/root");
+    let implied = corpus().join("implied/root");
+    let run = |froms: Vec<&Path>, json: bool| {
+        let mut args = vec!["check", "--config", s(&config), "--platform", &platform];
+        for from in froms {
+            args.extend(["--from", s(from)]);
+        }
+        if json {
+            args.push("--json");
+        }
+        let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run_tfmirror(dir, &args).await
+        }
+    };
+    let alone = run(vec![&nothing], false).await;
+    assert!(alone.ok, "{}{}", alone.stdout, alone.stderr);
+    assert!(
+        alone
+            .stdout
+            .contains("ready: it needs no provider, module or CLI release"),
+        "{}",
+        alone.stdout
+    );
+    // Fetch what `implied` needs, so that it is ready beside the others.
+    let synced = run_tfmirror(
+        dir,
+        &[
+            "sync",
+            "--config",
+            s(&config),
+            "--from",
+            s(&implied),
+            "--platform",
+            &platform,
+        ],
+    )
+    .await;
+    assert!(synced.ok, "{}{}", synced.stdout, synced.stderr);
+    let all = run(vec![&broken, &nothing, &refused, &implied], false).await;
+    assert!(!all.ok);
+    let out = &all.stdout;
+    assert!(
+        out.contains(&format!("{}:\n  unreadable: ", broken.display())),
+        "{out}"
+    );
+    assert!(out.contains("is not valid HCL"), "{out}");
+    assert!(
+        out.contains("REFUSED  the client refuses this configuration: duplicate resource \"alpha_thing\" alpha_thing.a: already declared at ")
+            && out.contains("main.tf:1)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "HELD     provider registry.terraform.io/hashicorp/gamma 0.1.0 {platform}"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("2 of 4 configurations ready, 1 not ready, 1 unreadable"),
+        "{out}"
+    );
+    assert!(
+        all.stderr
+            .contains("2 of 4 configurations would not install"),
+        "{}",
+        all.stderr
+    );
+    let json = run(vec![&broken, &nothing, &refused, &implied], true).await;
+    assert!(!json.ok);
+    let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["ready"], false);
+    let verdicts: Vec<&str> = report["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["unreadable", "ready", "not ready", "ready"]);
+    let configurations = report["configurations"].as_array().unwrap();
+    assert!(configurations[0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("broken"));
+    assert_eq!(configurations[1]["needs_nothing"], true);
+    assert_eq!(configurations[1]["items"], serde_json::json!([]));
+    let refusals: Vec<&Value> = configurations[2]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["why"] == "refused")
+        .collect();
+    assert_eq!(refusals.len(), 2, "{}", configurations[2]);
+    assert!(refusals[0]["at"].as_str().unwrap().ends_with("main.tf:1"));
+    assert_eq!(configurations[3]["items"].as_array().unwrap().len(), 3);
+    let rule = configurations[3]["tests"]["rule"].as_str().unwrap();
+    assert!(rule.contains("1.6 and later"), "{rule}");
 }

@@ -682,7 +682,7 @@ async fn a_synced_terraform_release_crosses_the_gap_in_a_bundle_and_serves_offli
     }
     let page = client.get(&format!("{base}/terraform/")).await;
     assert!(String::from_utf8_lossy(&page.body).contains("/terraform/1.0.3/"));
-    let status = client.get(&format!("{base}/")).await;
+    let status = client.get(&format!("{base}/-/status")).await;
     assert!(
         String::from_utf8_lossy(&status.body).contains("Held: Terraform 1.0.3 (1 file)"),
         "the status page lists the held release"
@@ -1085,5 +1085,32 @@ async fn a_configurations_required_version_is_checked_and_synced() {
             .contains("MISSING  cli terraform (required by required_version >= 2.0.0): no version this mirror lists meets \">= 2.0.0\""),
         "{}",
         none.stdout
+    );
+
+    // A registry module's own `required_version`, which `init` checks as
+    // it checks the root's: the release held no longer meets them all.
+    origin.publish_archive_module(
+        ("acme", "net", "aws"),
+        "1.0.0",
+        common::pages::tar_gz(&[(
+            "main.tf",
+            b"terraform {\n  required_version = \"< 1.0.3\"\n}\n",
+        )]),
+    );
+    std::fs::write(
+        conf.join("versions.tf"),
+        "terraform {\n  required_version = \"~> 1.0.0\"\n}\nmodule \"net\" {\n  source  = \"registry.origin.test/acme/net/aws\"\n  version = \"1.0.0\"\n}\n",
+    )
+    .unwrap();
+    let synced = on_conf("sync").await;
+    assert!(synced.ok, "{}{}", synced.stdout, synced.stderr);
+    let joined = on_conf("check").await;
+    assert!(!joined.ok, "{}", joined.stdout);
+    assert!(
+        joined.stdout.contains(
+            "MISSING  cli terraform 1.0.2 linux_amd64 (required by required_version ~> 1.0.0, < 1.0.3): never fetched"
+        ),
+        "{}",
+        joined.stdout
     );
 }

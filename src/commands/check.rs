@@ -43,32 +43,111 @@ pub struct CheckArgs {
     pub jobs: usize,
 }
 
+/// The verdict on one `--from`.
+struct Verdict<'a> {
+    from: &'a std::path::Path,
+    /// How it was read, or why it could not be.
+    read: Result<Selection, String>,
+    report: Report,
+}
+
+impl Verdict<'_> {
+    fn word(&self) -> &'static str {
+        match &self.read {
+            Err(_) => "unreadable",
+            Ok(_) if !self.report.ready() => "not ready",
+            Ok(_) => "ready",
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let mut out = serde_json::json!({
+            "from": self.from,
+            "verdict": self.word(),
+            "ready": self.word() == "ready",
+        });
+        match &self.read {
+            Err(error) => out["error"] = error.clone().into(),
+            Ok(selection) => {
+                out["client"] = selection.rules.map(|r| r.client.as_str()).into();
+                out["needs_nothing"] = selection.needs_nothing().into();
+                if let Some(tests) = &selection.tests {
+                    out["tests"] = serde_json::json!({
+                        "read": tests.read,
+                        "rule": tests.rule,
+                        "files": tests.files,
+                    });
+                }
+                out["items"] = serde_json::to_value(&self.report.items).unwrap_or_default();
+            }
+        }
+        out
+    }
+
+    fn print(&self) {
+        println!("{}:", self.from.display());
+        let selection = match &self.read {
+            Err(error) => {
+                println!("  unreadable: {error}");
+                return;
+            }
+            Ok(selection) => selection,
+        };
+        if let Some(rules) = &selection.rules {
+            println!("  read by {rules}");
+        }
+        if let Some(tests) = &selection.tests {
+            let files = match tests.files.len() {
+                _ if !tests.read => "not read".to_owned(),
+                0 => "none found".to_owned(),
+                _ => tests.files.join(", "),
+            };
+            println!("  test files: {files} ({})", tests.rule);
+        }
+        for item in &self.report.items {
+            println!("  {item}");
+        }
+        let (held, missing, mismatched) = self.report.counts();
+        if selection.needs_nothing() && selection.refused.is_empty() {
+            println!(
+                "  ready: it needs no provider, module or CLI release; init has nothing to install"
+            );
+        } else {
+            println!(
+                "  {}: {held} held, {missing} missing, {mismatched} not matching their lock files",
+                self.word()
+            );
+        }
+    }
+}
+
 /// `tfmirror check`.
 pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
     let platforms = super::platforms_or_current(&args.platforms)?;
-    let selections: Vec<Selection> = args
+    let options = args.client.options();
+    // Each configuration is read on its own: one that cannot be read is
+    // reported as such, and the others are still checked.
+    let mut verdicts: Vec<Verdict> = args
         .from
         .iter()
-        .map(|path| crate::site::selection::from_directory(path, &platforms, args.client.client))
-        .collect::<anyhow::Result<_>>()?;
-    if !args.json {
-        for (path, selection) in args.from.iter().zip(&selections) {
-            if let Some(rules) = &selection.rules {
-                println!("{}: read by {rules}", path.display());
-            }
-        }
-    }
+        .map(|path| Verdict {
+            from: path,
+            read: crate::site::selection::from_directory(path, &platforms, &options)
+                .map_err(|e| format!("{e:#}")),
+            report: Report::default(),
+        })
+        .collect();
     if args.fetch && config.upstream.offline {
         anyhow::bail!("--fetch fetches from origins; it cannot run with upstream.offline");
     }
     // What is held counts, not what an origin could give.
     let mut offline = config.clone();
     offline.upstream.offline = true;
-    let report = super::runtime()?.block_on(async {
+    super::runtime()?.block_on(async {
         if args.fetch {
             let mirror = Arc::new(Mirror::beside_daemon(config).await?);
             let progress = super::progress::Progress::new();
-            for selection in &selections {
+            for selection in verdicts.iter().filter_map(|v| v.read.as_ref().ok()) {
                 let summary = fill::fill(
                     mirror.clone(),
                     selection,
@@ -82,44 +161,46 @@ pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
             mirror.close().await;
         }
         let mirror = Mirror::beside_daemon(offline).await?;
-        let mut report = Report::default();
-        for selection in &selections {
-            readiness::check(&mirror, selection, &mut report).await;
+        for verdict in &mut verdicts {
+            if let Ok(selection) = &verdict.read {
+                readiness::check(&mirror, selection, &mut verdict.report).await;
+            }
         }
-        anyhow::Ok(report)
+        anyhow::Ok(())
     })?;
-    let (held, missing, mismatched) = report.counts();
+    let mut all = Report::default();
+    for verdict in &verdicts {
+        all.extend(&verdict.report);
+    }
+    let ready = verdicts.iter().filter(|v| v.word() == "ready").count();
+    let unreadable = verdicts.iter().filter(|v| v.read.is_err()).count();
     if args.json {
-        // Beside the report: whose rules read each configuration.
-        let mut out = serde_json::to_value(&report)?;
-        out["configurations"] = args
-            .from
-            .iter()
-            .zip(&selections)
-            .map(|(path, selection)| {
-                serde_json::json!({
-                    "from": path,
-                    "client": selection.rules.map(|r| r.client.as_str()),
-                })
-            })
-            .collect();
+        let mut out = serde_json::to_value(&all)?;
+        out["ready"] = (ready == verdicts.len()).into();
+        out["configurations"] = verdicts.iter().map(Verdict::json).collect();
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        for item in &report.items {
-            println!("{item}");
+        for verdict in &verdicts {
+            verdict.print();
         }
-        println!(
-            "{}: {held} held, {missing} missing, {mismatched} not matching their lock files",
-            if report.ready() { "ready" } else { "not ready" }
-        );
+        if verdicts.len() > 1 {
+            println!(
+                "{} of {} configurations ready, {} not ready, {unreadable} unreadable",
+                ready,
+                verdicts.len(),
+                verdicts.len() - ready - unreadable
+            );
+        }
     }
-    if report.ready() {
-        Ok(())
-    } else {
-        anyhow::bail!(
-            "not ready: {} of {} items would not install from this mirror",
-            missing + mismatched,
-            report.items.len()
-        )
+    if ready == verdicts.len() {
+        return Ok(());
     }
+    let (_, missing, mismatched) = all.counts();
+    anyhow::bail!(
+        "not ready: {} of {} configurations would not install from this mirror ({} of {} items missing or not matching, {unreadable} configurations unreadable)",
+        verdicts.len() - ready,
+        verdicts.len(),
+        missing + mismatched,
+        all.items.len()
+    )
 }

@@ -11,6 +11,7 @@ use anyhow::Context;
 
 use crate::config::Config;
 use crate::mirror::Mirror;
+use crate::module_source::configuration::ReadOptions;
 use crate::site::fill::{self, Freshness};
 use crate::site::selection::Selection;
 
@@ -24,7 +25,11 @@ pub fn command(
     let platforms = super::platforms_or_current(platforms)?;
     let selection = match from {
         Some((dir, client)) => {
-            let selection = crate::site::selection::from_directory(&dir, &platforms, client)?;
+            let selection = crate::site::selection::from_directory(
+                &dir,
+                &platforms,
+                &ReadOptions::client(client),
+            )?;
             if let Some(rules) = &selection.rules {
                 eprintln!("{}: read by {rules}", dir.display());
             }

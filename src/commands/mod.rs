@@ -8,6 +8,7 @@
 pub mod bundle;
 pub mod check;
 pub mod check_upstream;
+mod client_arg;
 pub mod gc;
 pub mod inventory;
 pub mod keyless;
@@ -26,6 +27,7 @@ pub mod store;
 pub mod sync;
 pub mod verify;
 pub mod watch;
+pub use client_arg::ClientArg;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -423,16 +425,6 @@ pub fn main() -> ExitCode {
 }
 
 /// The platforms given on the command line, or this machine's.
-/// `--client terraform|opentofu`: whose rules read a configuration.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ClientArg {
-    /// Read the configuration as this client reads it (`terraform` or
-    /// `opentofu`); default: OpenTofu when it holds .tofu files, else
-    /// Terraform.
-    #[arg(long)]
-    pub client: Option<crate::address::Product>,
-}
-
 fn platforms_or_current(given: &[String]) -> anyhow::Result<Vec<crate::address::Platform>> {
     if given.is_empty() {
         Ok(vec![crate::address::Platform::current()])

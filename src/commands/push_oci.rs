@@ -79,7 +79,7 @@ pub fn command(config: Config, args: &PushOciArgs) -> anyhow::Result<()> {
         (None, Some(dir)) => Some(selection::from_directory(
             dir,
             &super::platforms_or_current(&args.platforms)?,
-            args.client.client,
+            &args.client.options(),
         )?),
         (None, None) => None,
     };

@@ -9,6 +9,7 @@ use super::progress::Progress;
 use crate::address::Product;
 use crate::config::Config;
 use crate::mirror::Mirror;
+use crate::module_source::configuration::ReadOptions;
 use crate::site::fill::{self, Freshness, Summary};
 use crate::site::selection::Selection;
 
@@ -50,7 +51,11 @@ pub fn command(
         (Some(path), _) => crate::site::selection::from_manifest(&path)?,
         (None, Some((dir, client))) => {
             let platforms = super::platforms_or_current(platforms)?;
-            let selection = crate::site::selection::from_directory(&dir, &platforms, client)?;
+            let selection = crate::site::selection::from_directory(
+                &dir,
+                &platforms,
+                &ReadOptions::client(client),
+            )?;
             say_what_is_skipped(&dir, &selection);
             selection
         }

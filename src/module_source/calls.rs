@@ -20,6 +20,9 @@ pub struct Needs {
     pub providers: Vec<(Provider, Option<String>)>,
     /// The module sources it calls that its client fetches itself.
     pub unserved: Vec<Unserved>,
+    /// Its `required_version` constraints (and those of the local modules
+    /// it calls), which `init` checks as it checks the root module's.
+    pub core: Vec<String>,
 }
 
 /// The value of a body's attribute `name` when it is a literal string.
@@ -50,6 +53,7 @@ pub fn needs_in_package(
             .map(|(p, terms)| (p, Some(terms.join(", ")).filter(|t| !t.is_empty())))
             .collect(),
         unserved: read.unserved,
+        core: read.core.into_iter().map(|c| c.constraint).collect(),
     })
 }
 

@@ -94,6 +94,9 @@ impl std::fmt::Display for Item {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.finding {
             Finding::Held => write!(f, "HELD     {}", self.needed),
+            Finding::Missing {
+                why: why @ Why::Refused { .. },
+            } => write!(f, "REFUSED  {why}"),
             Finding::Missing { why } => write!(f, "MISSING  {}: {why}", self.needed),
             Finding::LockMismatch { locked, held } => write!(
                 f,
@@ -143,6 +146,13 @@ impl Report {
         counts
     }
 
+    /// Adds `other`'s items that this report lacks.
+    pub fn extend(&mut self, other: &Report) {
+        for item in &other.items {
+            self.add(item.needed.clone(), item.finding.clone());
+        }
+    }
+
     fn add(&mut self, needed: Needed, finding: Finding) {
         let item = Item { needed, finding };
         if !self.items.contains(&item) {
@@ -158,7 +168,7 @@ pub async fn check(mirror: &Mirror, selection: &Selection, report: &mut Report) 
     let found =
         registry_modules::modules(mirror, &selection.modules, selection.client(), &mut modules)
             .await;
-    let (providers, unmergeable) = selection.providers_with(&found);
+    let (providers, unmergeable) = selection.providers_with(&found.providers);
     for req in &providers {
         provider(mirror, req, report).await;
     }
@@ -180,9 +190,21 @@ pub async fn check(mirror: &Mirror, selection: &Selection, report: &mut Report) 
     for item in modules.items {
         report.add(item.needed, item.finding);
     }
+    configured::refused(selection, report);
     configured::unserved(selection, report);
-    if let Some(cli) = &selection.cli {
-        configured::cli(mirror, cli, report).await;
+    match configured::cli_with_modules(selection, &found.core) {
+        Ok(Some(cli)) => configured::cli(mirror, &cli, report).await,
+        Ok(None) => {}
+        Err(error) => {
+            let needed = Needed {
+                kind: "cli",
+                source: selection.client().as_str().to_owned(),
+                version: None,
+                platform: None,
+                required_by: found.core.clone(),
+            };
+            report.add(needed, missing(Why::Unmergeable { error }));
+        }
     }
 }
 

@@ -117,9 +117,25 @@ pub struct Selection {
     /// the configuration does not require itself; they decide for the
     /// providers its registry modules require.
     pub lock_only: Vec<Requirement>,
+    /// For a configuration: the test files read beside its root module,
+    /// and the rule that decided it.
+    pub tests: Option<crate::module_source::configuration::TestsRead>,
+    /// For a configuration: what its client refuses in it.
+    pub refused: Vec<crate::module_source::configuration::Refusal>,
 }
 
 impl Selection {
+    /// Whether this configuration needs nothing installed: no provider,
+    /// module or CLI release (`init` succeeds on it with nothing to reach).
+    pub fn needs_nothing(&self) -> bool {
+        self.providers.is_empty()
+            && self.modules.is_empty()
+            && self.releases.is_empty()
+            && self.unserved.is_empty()
+            && self.cli.is_none()
+            && self.lock_only.is_empty()
+    }
+
     /// Whose rules read what this selection's registry modules require:
     /// its configuration's client, Terraform's for manifests and entries.
     pub fn client(&self) -> Product {

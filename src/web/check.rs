@@ -17,7 +17,7 @@ use super::layout::Layout;
 use super::{PageAnswer, PageRequest, Site};
 use crate::address::{Platform, Product};
 use crate::error::RequestError;
-use crate::module_source::configuration::{fs::Package, read_in};
+use crate::module_source::configuration::{fs::Package, read_in, ReadOptions};
 use crate::site::readiness::{self, Finding, Report};
 use crate::site::selection::{self, Selection};
 
@@ -158,8 +158,12 @@ fn selection_of(page: &CheckPage, form: &Form) -> Result<Selection, RequestError
     }
     let root = root_of(&files);
     let package = Package::from_files(&files).map_err(|e| bad(format!("{e:#}")))?;
-    let read = read_in(&package, std::path::Path::new(&root), client)
-        .map_err(|e| bad(format!("{e:#}")))?;
+    let read = read_in(
+        &package,
+        std::path::Path::new(&root),
+        &ReadOptions::client(client),
+    )
+    .map_err(|e| bad(format!("{e:#}")))?;
     let lock_path = if root.is_empty() {
         ".terraform.lock.hcl".to_owned()
     } else {
@@ -172,8 +176,7 @@ fn selection_of(page: &CheckPage, form: &Form) -> Result<Selection, RequestError
         }
         None => Vec::new(),
     };
-    selection::from_read(read, locks, &platforms, "the configuration sent")
-        .map_err(|e| bad(format!("{e:#}")))
+    selection::from_read(read, locks, &platforms).map_err(|e| bad(format!("{e:#}")))
 }
 
 /// The root module's directory among `files`: the top, unless every file
@@ -259,19 +262,27 @@ fn unpack(name: &str, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, RequestErr
 fn verdict(report: &Report, selection: &Selection) -> Verdict {
     let (held, missing, mismatched) = report.counts();
     let ready = report.ready();
-    Verdict {
-        ready,
-        summary: format!(
+    let summary = if ready && selection.needs_nothing() {
+        "ready: it needs no provider, module or CLI release; init has nothing to install".to_owned()
+    } else {
+        format!(
             "{}: {held} held, {missing} missing, {mismatched} not matching their lock files",
             if ready { "ready" } else { "not ready" }
-        ),
+        )
+    };
+    Verdict {
+        ready,
+        summary,
         rules: selection.rules.map(|r| r.to_string()),
         items: report
             .items
             .iter()
             .map(|item| Row {
-                status: match item.finding {
+                status: match &item.finding {
                     Finding::Held => "held",
+                    Finding::Missing {
+                        why: crate::site::readiness::Why::Refused { .. },
+                    } => "refused",
                     Finding::Missing { .. } => "missing",
                     Finding::LockMismatch { .. } => "mismatch",
                 },

@@ -53,6 +53,9 @@ pub struct Status {
     pub watch: WatchView,
     /// The CLI configuration to copy.
     pub recipes: Recipes,
+    /// The CLI releases held, each with how many of its files
+    /// (`Terraform 1.0.3 (1 file)`).
+    pub releases_held: Vec<String>,
 }
 
 /// The cache's figures.
@@ -236,6 +239,12 @@ fn status(site: Site<'_>, req: &PageRequest<'_>, wanted: usize) -> Status {
         keyless: keyless(site),
         watch: watch(site),
         recipes: recipes(site, req),
+        releases_held: (mirror.held_releases().into_iter())
+            .map(|((product, version), files)| {
+                let plural = if files == 1 { "" } else { "s" };
+                format!("{} {version} ({files} file{plural})", product.title())
+            })
+            .collect(),
     }
 }
 

@@ -343,6 +343,7 @@ pub fn import_command(
     bundle: Option<PathBuf>,
     static_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
+    let whole = bundle.is_some();
     let (report, source, location) = match (bundle, static_dir) {
         (Some(path), _) => {
             let trust = config.trust_policy()?;
@@ -401,9 +402,16 @@ pub fn import_command(
     if report.rejected.is_empty() {
         Ok(())
     } else {
+        // A bundle goes in whole or not at all; a static directory's
+        // versions go in one by one.
         anyhow::bail!(
-            "{} items were rejected; nothing else was changed",
-            report.rejected.len()
+            "{} items were rejected; {}",
+            report.rejected.len(),
+            if whole {
+                "nothing else was changed"
+            } else {
+                "the rest was imported as the summary counts"
+            }
         )
     }
 }

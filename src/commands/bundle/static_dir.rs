@@ -163,6 +163,11 @@ fn place_archive(store: &CommandStore, key: &ArchiveKey, dest: &Path) -> anyhow:
 /// `h1:` or `zh:` hash it records. Versions the cache holds with a
 /// signature are left as they are.
 pub fn import(store: &CommandStore, policy: &Gate, dir: &Path) -> anyhow::Result<Imported> {
+    // A relative directory is relative to the working directory; the
+    // records name each archive by its absolute `file:` URL.
+    let absolute = std::path::absolute(dir)
+        .with_context(|| format!("finding the absolute path of {}", dir.display()))?;
+    let dir = absolute.as_path();
     let mut report = Imported::default();
     let mut found = Vec::new();
     for host in read_dirs(dir)? {
@@ -247,6 +252,9 @@ fn import_version(
         evicted_ms: BTreeMap::new(),
         verified_at_ms: crate::clock::system().unix_ms(),
     };
+    // Archives stored now and already held, counted once the version's
+    // record that names them is written.
+    let mut archives = (0, 0);
     for (platform, entry) in &doc.archives {
         let item = format!("{provider} {version} {platform}");
         let expected = provider.archive_name(&version, platform);
@@ -263,15 +271,15 @@ fn import_version(
             continue;
         }
         let key = ArchiveKey::new(provider, &version, platform);
+        let download_url = url::Url::from_file_path(dir.join(&expected))
+            .map_err(|()| format!("{} is not an absolute path", dir.display()))?;
         match import_archive(store, &key, &dir.join(&expected), &entry.hashes) {
             Ok((sha256, stored)) => {
                 if stored {
-                    report.archives += 1;
+                    archives.0 += 1;
                 } else {
-                    report.unchanged += 1;
+                    archives.1 += 1;
                 }
-                let download_url = url::Url::from_file_path(dir.join(&expected))
-                    .map_err(|()| format!("{} is not an absolute path", dir.display()))?;
                 record.packages.insert(
                     platform.clone(),
                     PackageRecord {
@@ -299,6 +307,8 @@ fn import_version(
         })
         .map_err(|e| format!("cache: {e}"))?;
     report.versions += 1;
+    report.archives += archives.0;
+    report.unchanged += archives.1;
     Ok(())
 }
 

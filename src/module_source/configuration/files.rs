@@ -33,7 +33,7 @@ fn endings(client: Product) -> &'static [&'static str] {
 
 /// Files the clients skip whatever their ending: hidden files, and the
 /// backups editors leave (`x.tf~`, `#x.tf#`).
-fn ignored(name: &str) -> bool {
+pub(super) fn ignored(name: &str) -> bool {
     name.starts_with('.') || name.ends_with('~') || (name.starts_with('#') && name.ends_with('#'))
 }
 

@@ -6,21 +6,31 @@
 //! registries, with unqualified sources on the client's default registry;
 //! the module sources the client fetches itself, which a mirror cannot
 //! serve; the `required_version` constraints; and the root directory's
-//! lock file. Directories nobody calls (`examples/`, `test/`) are not
-//! read.
+//! lock file; the test files `init` reads beside the root module
+//! ([`test_files`]); and the declarations the clients refuse (a resource,
+//! variable, output, module call or provider configuration declared
+//! twice). Directories nobody calls (`examples/`, `test/`) are not read.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use crate::address::{Module, Product, Provider};
+use crate::address::{Module, Product, Provider, Version};
 
+pub mod defaults;
 pub mod files;
 pub mod fs;
 pub mod interface;
 pub mod module;
 pub mod parts;
+pub mod sources;
+pub mod test_files;
+
+pub use sources::{classify, Source};
+
+pub use module::Refusal;
+pub use test_files::TestsRead;
 
 use fs::{ConfigFs, Disk, Package};
 
@@ -106,85 +116,47 @@ pub struct Configuration {
     pub core: Vec<CoreConstraint>,
     /// The root directory's `.terraform.lock.hcl`, when there is one.
     pub lock_file: Option<PathBuf>,
+    /// The test files read beside the root module, and the rule that
+    /// decided it (`None` for a registry module's package).
+    pub tests: Option<TestsRead>,
+    /// What the client refuses in the configuration.
+    pub refused: Vec<Refusal>,
 }
 
-/// How a `module` block's `source` is installed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// A directory beside the caller's (`./net`, `../shared`).
-    Local(String),
-    /// A module registry address, with its `//subdirectory`.
-    Registry(Module, Option<String>),
-    /// Anything else: fetched by the client itself (git, HTTP, S3, …).
-    Remote(&'static str),
+/// How to read a configuration: whose rules, which release of the client
+/// (for the rules that changed between releases), which test directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The client; `None`: OpenTofu when the configuration holds `.tofu`
+    /// files, else Terraform.
+    pub client: Option<Product>,
+    /// The client's release that runs `init`; `None`: the newest.
+    pub client_version: Option<Version>,
+    /// The test directory (`-test-directory`); `None`: `tests`.
+    pub test_directory: Option<String>,
 }
 
-/// Classifies a module source as the clients do: a local path by its
-/// prefix; a registry address when it reads as one (three or four parts,
-/// a hostname with a dot and not `github.com` or `bitbucket.org`, no
-/// subdirectory leading out); anything else is fetched directly.
-pub fn classify(source: &str, client: Product) -> Source {
-    if ["./", "../", ".\\", "..\\"]
-        .iter()
-        .any(|p| source.starts_with(p))
-    {
-        return Source::Local(source.replace('\\', "/"));
-    }
-    let host = source.split('/').next().unwrap_or_default();
-    let four_parts = source
-        .split("//")
-        .next()
-        .unwrap_or_default()
-        .split('/')
-        .count()
-        == 4;
-    let host_ok = !four_parts
-        || (host.contains('.')
-            && !host.eq_ignore_ascii_case("github.com")
-            && !host.eq_ignore_ascii_case("bitbucket.org"));
-    if host_ok && !source.contains("://") && !source.contains("::") {
-        if let Ok((module, subdir)) = Module::from_source_on(source, client.default_registry()) {
-            if !subdir.as_deref().is_some_and(|s| s.starts_with("../")) {
-                return Source::Registry(module, subdir);
-            }
+impl ReadOptions {
+    /// Options that name only the client.
+    pub fn client(client: Option<Product>) -> Self {
+        Self {
+            client,
+            ..Self::default()
         }
-    }
-    Source::Remote(remote_kind(source))
-}
-
-/// What kind of directly fetched source `source` is, for people.
-fn remote_kind(source: &str) -> &'static str {
-    let lower = source.to_ascii_lowercase();
-    let forced = lower.split_once("::").map(|(f, _)| f);
-    match forced {
-        Some("git") => "a git repository",
-        Some("hg") => "a Mercurial repository",
-        Some("s3") => "an S3 bucket",
-        Some("gcs") => "a Google Cloud Storage bucket",
-        Some(_) => "a source of its own kind",
-        None if lower.starts_with("github.com/") || lower.starts_with("bitbucket.org/") => {
-            "a git repository"
-        }
-        None if lower.starts_with("oci://") => "an OCI registry",
-        None if lower.starts_with("git@") || lower.contains(".git") => "a git repository",
-        None if lower.starts_with("https://") || lower.starts_with("http://") => "an HTTP URL",
-        None if lower.contains(".s3") && lower.contains("amazonaws.com") => "an S3 bucket",
-        None if lower.starts_with('/') => "an absolute path",
-        None => "a source the client fetches itself",
     }
 }
 
 /// Reads the configuration at `path` (its root module's directory) by
 /// `client`'s rules, or when `None` by OpenTofu's if it holds `.tofu`
 /// files and by Terraform's otherwise.
-pub fn read(path: &Path, client: Option<Product>) -> anyhow::Result<Configuration> {
+pub fn read(path: &Path, options: &ReadOptions) -> anyhow::Result<Configuration> {
     if !path.is_dir() {
         bail!(
             "{} is not a directory: give the root module's directory",
             path.display()
         );
     }
-    let mut read = read_in(&Disk, path, client)?;
+    let mut read = read_in(&Disk, path, options)?;
     read.lock_file = Some(path.join(".terraform.lock.hcl")).filter(|p| p.is_file());
     Ok(read)
 }
@@ -194,17 +166,35 @@ pub fn read(path: &Path, client: Option<Product>) -> anyhow::Result<Configuratio
 pub fn read_in(
     fs: &dyn ConfigFs,
     root: &Path,
-    client: Option<Product>,
+    options: &ReadOptions,
 ) -> anyhow::Result<Configuration> {
     let roots = [root.to_path_buf()];
-    if let Some(client) = client {
-        return Ok(walk(fs, &roots, given(client))?.0);
+    let directory = options
+        .test_directory
+        .as_deref()
+        .unwrap_or(test_files::DEFAULT_DIRECTORY);
+    let read_as = |rules: ClientRules| {
+        let (reads, rule) =
+            test_files::rule(rules.client, options.client_version.as_ref(), directory);
+        let tests = TestsRead {
+            read: reads,
+            rule,
+            files: Vec::new(),
+        };
+        let (mut read, has_tofu) = walk(fs, &roots, rules, Some((directory, tests)))?;
+        if let Some(version) = &options.client_version {
+            refuse_other_releases(&mut read, version);
+        }
+        anyhow::Ok((read, has_tofu))
+    };
+    if let Some(client) = options.client {
+        return Ok(read_as(given(client))?.0);
     }
     let terraform = ClientRules {
         client: Product::Terraform,
         chosen_by: ChosenBy::Default,
     };
-    let (read, has_tofu) = walk(fs, &roots, terraform)?;
+    let (read, has_tofu) = read_as(terraform)?;
     if !has_tofu {
         return Ok(read);
     }
@@ -212,7 +202,7 @@ pub fn read_in(
         client: Product::Tofu,
         chosen_by: ChosenBy::TofuFiles,
     };
-    Ok(walk(fs, &roots, tofu)?.0)
+    Ok(read_as(tofu)?.0)
 }
 
 /// Reads a registry module's package by `client`'s rules, from each of
@@ -228,7 +218,7 @@ pub fn read_package(
     } else {
         subdirs.iter().map(PathBuf::from).collect()
     };
-    Ok(walk(package, &roots, given(client))?.0)
+    Ok(walk(package, &roots, given(client), None)?.0)
 }
 
 fn given(client: Product) -> ClientRules {
@@ -238,12 +228,35 @@ fn given(client: Product) -> ClientRules {
     }
 }
 
-/// Reads the modules at `roots` and every local module they call; says
-/// whether any of their directories holds `.tofu` files.
+/// Refuses `read` where a `required_version` excludes the client's
+/// release `version`, as `init` refuses it before anything else.
+fn refuse_other_releases(read: &mut Configuration, version: &Version) {
+    let client = read.rules.client.title();
+    for core in &read.core {
+        let message = match crate::constraints::Constraints::parse(&core.constraint) {
+            Ok(c) if c.allows(version.semver()) => continue,
+            Ok(_) => format!(
+                "required_version {:?} excludes {client} {version}",
+                core.constraint
+            ),
+            Err(e) => format!("required_version {:?} cannot be read: {e}", core.constraint),
+        };
+        read.refused.push(Refusal {
+            message,
+            at: core.dir.display().to_string(),
+        });
+    }
+}
+
+/// Reads the modules at `roots` and every local module they call, and
+/// with `tests` (the test directory, and whether the client reads test
+/// files) the test files beside the first root; says whether any of their
+/// directories holds `.tofu` files.
 fn walk(
     fs: &dyn ConfigFs,
     roots: &[PathBuf],
     rules: ClientRules,
+    mut tests: Option<(&str, TestsRead)>,
 ) -> anyhow::Result<(Configuration, bool)> {
     let client = rules.client;
     let mut out = Configuration {
@@ -253,6 +266,8 @@ fn walk(
         unserved: Vec::new(),
         core: Vec::new(),
         lock_file: None,
+        tests: None,
+        refused: Vec::new(),
     };
     let mut has_tofu = false;
     let mut seen = BTreeSet::new();
@@ -272,33 +287,98 @@ fn walk(
                 constraint,
                 dir: dir.clone(),
             }));
-        for call in needs.calls {
-            let Some(source) = &call.source else {
-                bail!("module {:?} ({}) has no source", call.name, call.at);
-            };
-            match classify(source, client) {
-                Source::Local(relative) => {
-                    let callee = fs
-                        .join(&dir, &relative)
-                        .with_context(|| format!("module {:?} ({})", call.name, call.at))?;
-                    queue.push_back(callee);
-                }
-                Source::Registry(module, subdir) => {
-                    let called = out.modules.entry(module).or_default();
-                    called
-                        .constraints
-                        .extend(call.version.filter(|v| !v.trim().is_empty()));
-                    called.subdirs.insert(subdir.unwrap_or_default());
-                }
-                Source::Remote(kind) => out.unserved.push(Unserved {
-                    source: source.clone(),
-                    at: call.at,
-                    kind,
-                }),
+        out.refused.extend(needs.refused);
+        let mut calls = needs.calls;
+        if let Some((directory, mut read)) = tests.take() {
+            if read.read {
+                let test = read_tests(fs, &dir, directory, &needs.required, &mut read, &mut out)?;
+                calls.extend(test);
             }
+            out.tests = Some(read);
+        }
+        for call in calls {
+            take_call(fs, &dir, call, &mut out, &mut queue)?;
         }
     }
     Ok((out, has_tofu))
+}
+
+/// Reads the test files beside the root module `dir` (whose
+/// `required_providers` are `required`) into `read`; adds the providers
+/// their `provider` blocks configure where the client installs those
+/// (OpenTofu); returns their `run` blocks' module calls.
+fn read_tests(
+    fs: &dyn ConfigFs,
+    dir: &Path,
+    directory: &str,
+    required: &BTreeMap<String, parts::Entry>,
+    read: &mut TestsRead,
+    out: &mut Configuration,
+) -> anyhow::Result<Vec<parts::Call>> {
+    let client = out.rules.client;
+    let mut calls = Vec::new();
+    for path in test_files::pick(fs, dir, client, directory)? {
+        let shown = path.display().to_string();
+        let needs = test_files::read(fs, &path, &shown)?;
+        read.files.push(
+            path.strip_prefix(dir)
+                .unwrap_or(&path)
+                .display()
+                .to_string(),
+        );
+        if client == Product::Tofu {
+            for block in &needs.providers {
+                if let Some(p) = module::provider_for(&block.local, required, client)? {
+                    out.providers.entry(p).or_default();
+                }
+            }
+        }
+        calls.extend(needs.calls);
+    }
+    Ok(calls)
+}
+
+/// Follows one module call written in `dir`: a local module is read in
+/// turn, a registry module is recorded with its constraints, anything
+/// else is a source the client fetches itself.
+fn take_call(
+    fs: &dyn ConfigFs,
+    dir: &Path,
+    call: parts::Call,
+    out: &mut Configuration,
+    queue: &mut VecDeque<PathBuf>,
+) -> anyhow::Result<()> {
+    let Some(source) = &call.source else {
+        bail!("module {:?} ({}) has no source", call.name, call.at);
+    };
+    match classify(source, out.rules.client) {
+        Source::Local(relative) => {
+            let callee = fs
+                .join(dir, &relative)
+                .with_context(|| format!("module {:?} ({})", call.name, call.at))?;
+            queue.push_back(callee);
+        }
+        Source::Registry(module, subdir) => {
+            let called = out.modules.entry(module).or_default();
+            called
+                .constraints
+                .extend(call.version.filter(|v| !v.trim().is_empty()));
+            called.subdirs.insert(subdir.unwrap_or_default());
+        }
+        Source::Remote(kind) => out.unserved.push(Unserved {
+            source: source.clone(),
+            at: call.at,
+            kind,
+        }),
+        Source::Invalid => out.refused.push(Refusal {
+            message: format!(
+                "invalid module source address {source:?} (module {:?}): a directory beside the caller is written \"./{source}\"",
+                call.name
+            ),
+            at: call.at,
+        }),
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -26,13 +26,74 @@ pub struct ModuleNeeds {
     pub calls: Vec<Call>,
     /// Its `required_version` constraints.
     pub core: Vec<String>,
+    /// Its `required_providers` entries by local name.
+    pub required: BTreeMap<String, Entry>,
+    /// What the clients refuse in it (a declaration made twice).
+    pub refused: Vec<Refusal>,
+}
+
+/// Something in a configuration that makes the clients refuse it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// What is wrong.
+    pub message: String,
+    /// Where: `file:line` (`file` alone in JSON syntax).
+    pub at: String,
+}
+
+/// Every variable of the primary files whose default does not conform to
+/// its type, as the clients refuse them (a variable an override file
+/// redefines is left to the merge, and not judged).
+fn invalid_defaults(
+    primary: &[(String, FileParts)],
+    overrides: &[(String, FileParts)],
+) -> Vec<Refusal> {
+    let overridden =
+        |name: &str| (overrides.iter()).any(|(_, f)| f.variables.iter().any(|v| v.name == name));
+    (primary.iter())
+        .flat_map(|(_, file)| &file.variables)
+        .filter(|v| !overridden(&v.name))
+        .filter_map(|v| {
+            let why = super::defaults::mismatch(v.ty.as_ref()?, v.default.as_ref()?)?;
+            Some(Refusal {
+                message: format!("invalid default value for variable {}: {why}", v.name),
+                at: v.at.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Every declaration made twice among a module's primary files, as the
+/// clients refuse them when they assemble the module.
+fn duplicates(primary: &[(String, FileParts)]) -> Vec<Refusal> {
+    let mut first: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+    let mut out = Vec::new();
+    for d in primary.iter().flat_map(|(_, file)| &file.declared) {
+        match first.get(&(d.what.as_str(), d.key.as_str())) {
+            None => {
+                first.insert((&d.what, &d.key), &d.at);
+            }
+            Some(earlier) => {
+                let named = if d.key.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", d.key)
+                };
+                out.push(Refusal {
+                    message: format!("duplicate {}{named}: already declared at {earlier}", d.what),
+                    at: d.at.clone(),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// A provider's address for a local name (`aws`) in a module whose
 /// `required_providers` are `required`: the entry's `source`, else
 /// `hashicorp/<name>` on the client's default registry. `None` for the
 /// built-in `terraform` provider, which is never installed.
-fn provider_for(
+pub(super) fn provider_for(
     local: &str,
     required: &BTreeMap<String, Entry>,
     client: Product,
@@ -164,9 +225,13 @@ pub fn read_module(
     for ((local, _), version) in &blocks {
         add(local, version.as_ref())?;
     }
+    let mut refused = duplicates(&primary);
+    refused.extend(invalid_defaults(&primary, &overrides));
     Ok(ModuleNeeds {
         providers,
         calls: calls.into_values().collect(),
         core,
+        refused,
+        required,
     })
 }

@@ -60,6 +60,32 @@ pub struct Call {
     pub at: String,
 }
 
+/// A declaration that must be unique in its module: the clients refuse a
+/// configuration that declares one twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declared {
+    /// What is declared, as the clients name it in their refusal
+    /// (`resource "aws_vpc"`, `variable`, `module call`).
+    pub what: String,
+    /// What makes it unique (`aws_vpc.main`, `region`, `aws.west`).
+    pub key: String,
+    /// Where it is written: `file:line` (`file` alone in JSON syntax).
+    pub at: String,
+}
+
+/// A `variable` block's type constraint and default (native syntax).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variable {
+    /// Its name.
+    pub name: String,
+    /// `type`, when given.
+    pub ty: Option<Expression>,
+    /// `default`, when given.
+    pub default: Option<Expression>,
+    /// Where it is written: `file:line`.
+    pub at: String,
+}
+
 /// What one file declares.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileParts {
@@ -73,6 +99,54 @@ pub struct FileParts {
     pub resources: Vec<Resource>,
     /// `module` blocks.
     pub calls: Vec<Call>,
+    /// Every declaration that must be unique in its module.
+    pub declared: Vec<Declared>,
+    /// `variable` blocks with their type and default.
+    pub variables: Vec<Variable>,
+}
+
+impl FileParts {
+    fn declare(&mut self, what: impl Into<String>, key: impl Into<String>, at: &str) {
+        self.declared.push(Declared {
+            what: what.into(),
+            key: key.into(),
+            at: at.to_owned(),
+        });
+    }
+}
+
+/// The unique declarations of a native block, besides those whose
+/// contents are read (`terraform`, `locals`).
+fn declare_block(block: &Block, labels: &[&str], at: &str, out: &mut FileParts) {
+    match (block.identifier(), labels) {
+        (mode @ ("resource" | "data" | "ephemeral"), [kind, label]) => {
+            out.declare(format!("{mode} {kind:?}"), format!("{kind}.{label}"), at);
+        }
+        ("provider", [local]) => {
+            let alias = string(block.body(), "alias").ok().flatten();
+            let key = alias.map_or_else(|| (*local).to_owned(), |a| format!("{local}.{a}"));
+            out.declare("provider configuration", key, at);
+        }
+        ("variable", [name]) => out.declare("variable", *name, at),
+        ("output", [name]) => out.declare("output", *name, at),
+        ("module", [name]) => out.declare("module call", *name, at),
+        ("check", [name]) => out.declare("check", *name, at),
+        ("locals", []) => {
+            for attr in block.body().attributes() {
+                out.declare("local value", attr.key(), at);
+            }
+        }
+        ("terraform", []) => {
+            for _ in block
+                .body()
+                .blocks()
+                .filter(|b| b.identifier() == "required_providers")
+            {
+                out.declare("required providers configuration", "", at);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Reads one configuration file of `fs`, native or JSON syntax by its
@@ -90,15 +164,53 @@ pub fn read_file(fs: &dyn ConfigFs, path: &Path, name: &str) -> anyhow::Result<F
 }
 
 /// The 1-based line of byte `offset` in `text`.
-fn line_of(text: &str, offset: usize) -> usize {
+pub(super) fn line_of(text: &str, offset: usize) -> usize {
     text.get(..offset).unwrap_or(text).matches('\n').count() + 1
+}
+
+/// Parses the native syntax as the clients do: an object constructor
+/// that gives a key twice is an expression the clients evaluate later
+/// (`init` reads past it), where the parser refuses it outright; each
+/// repeated key is renamed in place (`key` becomes `"key#2"`, on the same
+/// line) until the text parses. Returns the text parsed and its body.
+pub(super) fn parse_native(
+    text: &str,
+    name: &str,
+) -> anyhow::Result<(String, hcl::edit::structure::Body)> {
+    let mut text = text.to_owned();
+    for n in 2.. {
+        let error = match text.parse::<hcl::edit::structure::Body>() {
+            Ok(body) => return Ok((text, body)),
+            Err(e) => e,
+        };
+        let at = error.location().offset();
+        let repeated = error.message().contains("redefined object key");
+        let key_end = text
+            .get(at..)
+            .and_then(|rest| rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')))
+            .map(|len| at + len);
+        match key_end {
+            Some(end) if repeated && end > at && n < 10_000 => {
+                let key = text[at..end].to_owned();
+                text.replace_range(at..end, &format!("\"{key}#{n}\""));
+            }
+            Some(end) if repeated && text[at..].starts_with('"') && n < 10_000 => {
+                let close = text[at + 1..].find('"').map(|i| at + 1 + i);
+                let Some(close) = close.filter(|_| end == at) else {
+                    bail!("{name} is not valid HCL: {error}");
+                };
+                text.insert_str(close, &format!("#{n}"));
+            }
+            _ => bail!("{name} is not valid HCL: {error}"),
+        }
+    }
+    unreachable!("the loop returns")
 }
 
 /// Reads the native syntax; `name` names the file in messages.
 pub fn from_native(text: &str, name: &str) -> anyhow::Result<FileParts> {
-    let edit: hcl::edit::structure::Body = text
-        .parse()
-        .map_err(|e| anyhow!("{name} is not valid HCL: {e}"))?;
+    let (text, edit) = parse_native(text, name)?;
+    let text = text.as_str();
     let lines: Vec<usize> = edit
         .blocks()
         .map(|b| b.span().map_or(0, |r| line_of(text, r.start)))
@@ -107,6 +219,7 @@ pub fn from_native(text: &str, name: &str) -> anyhow::Result<FileParts> {
     let mut out = FileParts::default();
     for (block, line) in body.blocks().zip(lines) {
         let labels: Vec<&str> = block.labels().iter().map(hcl::BlockLabel::as_str).collect();
+        declare_block(block, &labels, &format!("{name}:{line}"), &mut out);
         match (block.identifier(), labels.as_slice()) {
             ("terraform", _) => terraform_block(block.body(), name, &mut out)?,
             ("provider", [local]) => out.providers.push(ProviderBlock {
@@ -125,6 +238,19 @@ pub fn from_native(text: &str, name: &str) -> anyhow::Result<FileParts> {
                             .push(resource(data, &key, kind.as_str(), label.as_str()));
                     }
                 }
+            }
+            ("variable", [variable]) => {
+                let expr = |key: &str| {
+                    (block.body().attributes())
+                        .find(|a| a.key() == key)
+                        .map(|a| a.expr().clone())
+                };
+                out.variables.push(Variable {
+                    name: (*variable).to_owned(),
+                    ty: expr("type"),
+                    default: expr("default"),
+                    at: format!("{name}:{line}"),
+                });
             }
             ("module", [call]) => out.calls.push(Call {
                 name: (*call).to_owned(),
@@ -169,7 +295,7 @@ fn provider_reference(expr: &Expression) -> Option<String> {
 
 /// The literal string value of attribute `key`; an error when it is
 /// there but not a literal string (the clients refuse expressions there).
-fn string(body: &Body, key: &str) -> anyhow::Result<Option<String>> {
+pub(super) fn string(body: &Body, key: &str) -> anyhow::Result<Option<String>> {
     match body
         .attributes()
         .find(|a| a.key() == key)
@@ -263,6 +389,7 @@ pub fn from_json(value: &Value, name: &str) -> anyhow::Result<FileParts> {
                         .map(each_object)
                         .unwrap_or_default()
                     {
+                        out.declare("required providers configuration", "", name);
                         for (local, v) in rp {
                             let entry = match v {
                                 Value::String(s) => Entry {
@@ -286,9 +413,14 @@ pub fn from_json(value: &Value, name: &str) -> anyhow::Result<FileParts> {
                 for by_name in each_object(value) {
                     for (local, blocks) in by_name {
                         for b in each_object(blocks) {
+                            let alias = json_string(b, "alias")?;
+                            let key = alias
+                                .as_ref()
+                                .map_or_else(|| local.clone(), |a| format!("{local}.{a}"));
+                            out.declare("provider configuration", key, name);
                             out.providers.push(ProviderBlock {
                                 local: local.clone(),
-                                alias: json_string(b, "alias")?,
+                                alias,
                                 version: json_string(b, "version")?,
                             });
                         }
@@ -301,6 +433,11 @@ pub fn from_json(value: &Value, name: &str) -> anyhow::Result<FileParts> {
                         for named in each_object(by_name) {
                             for (label, body) in named {
                                 for b in each_object(body) {
+                                    out.declare(
+                                        format!("{mode} {kind:?}"),
+                                        format!("{kind}.{label}"),
+                                        name,
+                                    );
                                     let provider = json_string(b, "provider")?
                                         .and_then(|p| p.split('.').next().map(str::to_owned));
                                     out.resources.push(Resource {
@@ -318,6 +455,7 @@ pub fn from_json(value: &Value, name: &str) -> anyhow::Result<FileParts> {
                 for by_name in each_object(value) {
                     for (call, body) in by_name {
                         for b in each_object(body) {
+                            out.declare("module call", call.clone(), name);
                             let what = || format!("module {call:?} ({name})");
                             out.calls.push(Call {
                                 name: call.clone(),
@@ -325,6 +463,28 @@ pub fn from_json(value: &Value, name: &str) -> anyhow::Result<FileParts> {
                                 version: json_string(b, "version").with_context(what)?,
                                 at: name.to_owned(),
                             });
+                        }
+                    }
+                }
+            }
+            what @ ("variable" | "output" | "check" | "locals") => {
+                for by_name in each_object(value) {
+                    for (key, body) in by_name {
+                        // A `locals` object's keys are its values' names;
+                        // the others' are their blocks' labels, each given
+                        // once per object in an array of blocks.
+                        let times = if what == "locals" {
+                            1
+                        } else {
+                            each_object(body).len().max(1)
+                        };
+                        let what = if what == "locals" {
+                            "local value"
+                        } else {
+                            what
+                        };
+                        for _ in 0..times {
+                            out.declare(what, key.clone(), name);
                         }
                     }
                 }

@@ -1,4 +1,5 @@
-//! Readiness of what only a configuration asks for: the module sources
+//! Readiness of what only a configuration asks for: what its client
+//! refuses in it, the module sources
 //! its client fetches itself (never installable offline through a
 //! mirror), and a CLI release meeting its `required_version` where
 //! `[releases]` serves that CLI.
@@ -7,6 +8,24 @@ use super::{missing, Finding, Needed, Report, Why};
 use crate::address::{ArtifactName, Platform, ReleaseFile, Version};
 use crate::mirror::Mirror;
 use crate::site::selection::{ReleaseRequirement, Selection};
+
+/// Everything in `selection`'s configuration that its client refuses.
+pub(super) fn refused(selection: &Selection, report: &mut Report) {
+    for r in &selection.refused {
+        let needed = Needed {
+            kind: "configuration",
+            source: r.at.clone(),
+            version: None,
+            platform: None,
+            required_by: Vec::new(),
+        };
+        let why = Why::Refused {
+            message: r.message.clone(),
+            at: r.at.clone(),
+        };
+        report.add(needed, missing(why));
+    }
+}
 
 /// Every module source of `selection` that its client fetches itself.
 pub(super) fn unserved(selection: &Selection, report: &mut Report) {
@@ -26,6 +45,41 @@ pub(super) fn unserved(selection: &Selection, report: &mut Report) {
             }),
         );
     }
+}
+
+/// The CLI releases `init` accepts: the configuration's own
+/// `required_version` joined with that of every registry module it
+/// installs (`modules`), as `init` checks every module's; `None` when
+/// nothing constrains the CLI.
+pub(super) fn cli_with_modules(
+    selection: &Selection,
+    modules: &[String],
+) -> Result<Option<ReleaseRequirement>, String> {
+    let mut req = match (&selection.cli, selection.modules.first()) {
+        (Some(cli), _) => cli.clone(),
+        (None, _) if modules.is_empty() => return Ok(None),
+        (None, Some(module)) => ReleaseRequirement {
+            product: selection.client(),
+            constraints: crate::constraints::Constraints::default(),
+            platforms: module.platforms.clone(),
+            newest_only: true,
+        },
+        (None, None) => return Ok(None),
+    };
+    if modules.is_empty() {
+        return Ok(Some(req));
+    }
+    let mut terms: Vec<&str> = modules.iter().map(String::as_str).collect();
+    if !req.constraints.as_str().is_empty() {
+        terms.insert(0, req.constraints.as_str());
+    }
+    req.constraints = crate::constraints::Constraints::parse(&terms.join(", ")).map_err(|e| {
+        format!(
+            "the required_version constraints of the configuration and its registry modules ({}) cannot be read: {e}",
+            terms.join(", ")
+        )
+    })?;
+    Ok(Some(req))
 }
 
 fn needed_cli(

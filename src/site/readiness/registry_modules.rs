@@ -23,16 +23,25 @@ pub(super) fn needed_module(module: &Module, version: Option<&Version>) -> Neede
     }
 }
 
+/// What the held packages of registry modules ask for beyond modules.
+#[derive(Debug, Default)]
+pub(super) struct Found {
+    /// The providers they require.
+    pub providers: Vec<ModuleProvider>,
+    /// Their `required_version` constraints.
+    pub core: Vec<String>,
+}
+
 /// The registry modules `requirements` need, and those their held
-/// packages call, each version once; returns the providers the held
-/// packages require.
+/// packages call, each version once; returns what the held packages
+/// require of providers and of the CLI.
 pub(super) async fn modules(
     mirror: &Mirror,
     requirements: &[ModuleRequirement],
     client: Product,
     report: &mut Report,
-) -> Vec<ModuleProvider> {
-    let mut found = Vec::new();
+) -> Found {
+    let mut found = Found::default();
     let mut queue: VecDeque<ModuleRequirement> = requirements.iter().cloned().collect();
     let mut read = crate::site::selection::ReadDirs::new();
     while let Some(req) = queue.pop_front() {
@@ -99,7 +108,8 @@ pub(super) async fn modules(
                 };
                 report.add(needed, missing(why));
             }
-            found.extend(module_providers::of_module(
+            found.core.extend(needs.core);
+            found.providers.extend(module_providers::of_module(
                 &req.module,
                 version,
                 needs.providers,

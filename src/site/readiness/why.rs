@@ -78,6 +78,14 @@ pub enum Why {
         /// The error, naming the modules.
         error: String,
     },
+    /// The client refuses the configuration itself (a declaration made
+    /// twice): `init` fails whatever the mirror holds.
+    Refused {
+        /// What the client refuses.
+        message: String,
+        /// Where it is written (`file:line`).
+        at: String,
+    },
 }
 
 impl From<Denied> for Why {
@@ -138,6 +146,9 @@ impl std::fmt::Display for Why {
             ),
             Why::ReleasesNotServed => f.write_str("this mirror does not serve these CLI releases ([releases])"),
             Why::Unmergeable { error } => f.write_str(error),
+            Why::Refused { message, at } => {
+                write!(f, "the client refuses this configuration: {message} ({at})")
+            }
         }
     }
 }

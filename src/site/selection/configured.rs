@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{bail, Context};
 
 use super::{module_requirements, ReleaseRequirement, Requirement, Selection};
-use crate::address::{Platform, Product, Provider, Version};
+use crate::address::{Platform, Provider, Version};
 use crate::constraints::Constraints;
 use crate::module_source::configuration;
 
@@ -23,7 +23,7 @@ use crate::module_source::configuration;
 pub fn from_directory(
     path: &Path,
     platforms: &[Platform],
-    client: Option<Product>,
+    options: &configuration::ReadOptions,
 ) -> anyhow::Result<Selection> {
     if platforms.is_empty() {
         bail!("give at least one --platform");
@@ -31,12 +31,12 @@ pub fn from_directory(
     if path.is_file() && path.file_name().is_some_and(|n| n == ".terraform.lock.hcl") {
         return Ok(from_locks(read_lock_file(path)?, platforms));
     }
-    let read = configuration::read(path, client)?;
+    let read = configuration::read(path, options)?;
     let locks = match &read.lock_file {
         Some(file) => read_lock_file(file)?,
         None => Vec::new(),
     };
-    from_read(read, locks, platforms, &path.display().to_string())
+    from_read(read, locks, platforms)
 }
 
 /// What a lock file alone asks for: exactly the versions it pins.
@@ -49,12 +49,11 @@ pub fn from_locks(locks: Vec<Locked>, platforms: &[Platform]) -> Selection {
 }
 
 /// What a configuration `read` (its lock file's entries `locks`) needs
-/// for `platforms`; `named` names it in messages.
+/// for `platforms`.
 pub fn from_read(
     read: configuration::Configuration,
     mut locks: Vec<Locked>,
     platforms: &[Platform],
-    named: &str,
 ) -> anyhow::Result<Selection> {
     let mut providers = Vec::new();
     for (provider, terms) in &read.providers {
@@ -83,12 +82,6 @@ pub fn from_read(
             newest_only: true,
         })
     };
-    if providers.is_empty() && modules.is_empty() && read.unserved.is_empty() && cli.is_none() {
-        bail!(
-            "{named} requires no provider, CLI version or module (read by {})",
-            read.rules
-        );
-    }
     Ok(Selection {
         providers,
         modules,
@@ -98,6 +91,8 @@ pub fn from_read(
         unserved: read.unserved,
         cli,
         lock_only,
+        tests: read.tests,
+        refused: read.refused,
     })
 }
 

@@ -71,7 +71,12 @@ module "github" {
     )
     .unwrap();
     let platforms = vec![Platform::parse("linux_amd64").unwrap()];
-    let selection = from_directory(dir.path(), &platforms, None).unwrap();
+    let selection = from_directory(
+        dir.path(),
+        &platforms,
+        &crate::module_source::configuration::ReadOptions::default(),
+    )
+    .unwrap();
     assert_eq!(selection.modules.len(), 1);
     assert_eq!(
         selection.modules[0].module.to_string(),
@@ -98,7 +103,12 @@ module "github" {
         BTreeSet::from(["h1:abc=".to_owned()])
     );
     // One file read alone: the lock file pins, its hashes kept.
-    let alone = from_directory(&dir.path().join(".terraform.lock.hcl"), &platforms, None).unwrap();
+    let alone = from_directory(
+        &dir.path().join(".terraform.lock.hcl"),
+        &platforms,
+        &crate::module_source::configuration::ReadOptions::default(),
+    )
+    .unwrap();
     assert_eq!(alone.providers.len(), 1);
     assert_eq!(
         alone.providers[0]
