@@ -413,18 +413,25 @@ async fn check_says_ready_exactly_when_the_clients_init_succeeds_offline() {
     assert!(compared >= 8, "compared {compared} init runs");
 }
 
+/// An origin publishing the corpus's providers and modules for this
+/// machine's platform, and a mirror's configuration file on it.
+async fn published_mirror() -> (Setup, FakeOrigin, String, PathBuf) {
+    let platform = common::terraform::platform();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish(&origin, &platform);
+    let config = mirror_config(&setup, &origin, "mirror");
+    (setup, origin, platform, config)
+}
+
 /// What no mirror can install is named by `check`, with where it is
 /// written: a provider on a registry this mirror does not serve, a module
 /// the client fetches from git itself; `sync` fetches the rest and says
 /// what it skipped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_names_what_this_mirror_cannot_serve() {
-    let platform = common::terraform::platform();
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    publish(&origin, &platform);
+    let (setup, _origin, platform, config) = published_mirror().await;
     let dir = setup.dir.path();
-    let config = mirror_config(&setup, &origin, "mirror");
     let conf = dir.join("conf");
     std::fs::create_dir_all(&conf).unwrap();
     std::fs::write(
@@ -499,12 +506,8 @@ async fn check_names_what_this_mirror_cannot_serve() {
 /// The exit status fails when any is not ready or unreadable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn several_configurations_each_get_their_own_verdict() {
-    let platform = common::terraform::platform();
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    publish(&origin, &platform);
+    let (setup, _origin, platform, config) = published_mirror().await;
     let dir = setup.dir.path();
-    let config = mirror_config(&setup, &origin, "mirror");
     let broken = dir.join("broken");
     std::fs::create_dir_all(&broken).unwrap();
     std::fs::write(broken.join("main.tf"), "resource \"alpha_x\" {\n").unwrap();
@@ -607,4 +610,49 @@ async fn several_configurations_each_get_their_own_verdict() {
     assert_eq!(configurations[3]["items"].as_array().unwrap().len(), 3);
     let rule = configurations[3]["tests"]["rule"].as_str().unwrap();
     assert!(rule.contains("1.6 and later"), "{rule}");
+}
+
+/// A registry module the client would refuse (a variable declared twice
+/// in its package) makes the configuration calling it not ready, named
+/// with the module version and the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_module_the_client_refuses_is_named() {
+    let (setup, origin, platform, config) = published_mirror().await;
+    origin.publish_archive_module(
+        ("acme", "twice", "aws"),
+        "1.0.0",
+        common::pages::tar_gz(&[
+            ("a.tf", b"variable \"region\" {}\n"),
+            ("b.tf", b"variable \"region\" {}\n"),
+        ]),
+    );
+    let dir = setup.dir.path();
+    let conf = dir.join("calls-twice");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("main.tf"),
+        "module \"twice\" {\n  source  = \"acme/twice/aws\"\n  version = \"1.0.0\"\n}\n",
+    )
+    .unwrap();
+    let args = |verb: &'static str| {
+        [
+            verb,
+            "--config",
+            s(&config),
+            "--from",
+            s(&conf),
+            "--platform",
+            &platform,
+        ]
+        .map(str::to_owned)
+    };
+    let synced = run_tfmirror(dir, &args("sync").each_ref().map(String::as_str)).await;
+    assert!(synced.ok, "{}{}", synced.stdout, synced.stderr);
+    let checked = run_tfmirror(dir, &args("check").each_ref().map(String::as_str)).await;
+    assert!(!checked.ok, "{}", checked.stdout);
+    assert!(
+        checked.stdout.contains("REFUSED  the client refuses this configuration: duplicate variable region: already declared at a.tf:1 (module registry.terraform.io/acme/twice/aws 1.0.0: b.tf:1)"),
+        "{}",
+        checked.stdout
+    );
 }

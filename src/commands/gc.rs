@@ -69,5 +69,14 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
         bytesize::ByteSize(left).display().iec(),
         max.display().iec()
     );
+    // What could not be removed is in the log; the command says it did
+    // not reach its limit rather than succeed.
+    if left > max.as_u64() {
+        anyhow::bail!(
+            "the cache still holds {}, over the limit of {}: what could not be removed is named in the log above",
+            bytesize::ByteSize(left).display().iec(),
+            max.display().iec()
+        );
+    }
     Ok(())
 }

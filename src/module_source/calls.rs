@@ -23,6 +23,8 @@ pub struct Needs {
     /// Its `required_version` constraints (and those of the local modules
     /// it calls), which `init` checks as it checks the root module's.
     pub core: Vec<String>,
+    /// What its client refuses in it (`init` fails on it).
+    pub refused: Vec<configuration::Refusal>,
 }
 
 /// The value of a body's attribute `name` when it is a literal string.
@@ -54,6 +56,7 @@ pub fn needs_in_package(
             .collect(),
         unserved: read.unserved,
         core: read.core.into_iter().map(|c| c.constraint).collect(),
+        refused: read.refused,
     })
 }
 

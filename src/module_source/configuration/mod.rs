@@ -7,9 +7,11 @@
 //! the module sources the client fetches itself, which a mirror cannot
 //! serve; the `required_version` constraints; and the root directory's
 //! lock file; the test files `init` reads beside the root module
-//! ([`test_files`]); and the declarations the clients refuse (a resource,
-//! variable, output, module call or provider configuration declared
-//! twice). Directories nobody calls (`examples/`, `test/`) are not read.
+//! ([`test_files`]); and what the clients refuse before they install
+//! anything (a declaration made twice, a module source they do not
+//! recognise ([`sources`]), a default that does not conform to its type
+//! ([`defaults`]), a `required_version` excluding the release named).
+//! Directories nobody calls (`examples/`, `test/`) are not read.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};

@@ -8,6 +8,11 @@
 //! (`module { source = … }`) with what those require; and for OpenTofu,
 //! the providers their `provider` blocks configure (Terraform installs
 //! only what the called modules require).
+//!
+//! Terraform 1.6.0 introduced `.tftest.hcl` files and the `module` block
+//! of `run` blocks (its v1.6 upgrade guide; hashicorp/terraform#33456);
+//! earlier releases read no test files. OpenTofu forked from 1.6 and reads
+//! them in every release (`internal/configs/parser_config_dir.go`).
 
 use std::path::{Path, PathBuf};
 

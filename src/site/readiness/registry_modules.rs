@@ -93,6 +93,13 @@ pub(super) async fn modules(
             };
             report.add(needed, Finding::Held);
             let by = format!("module {} {version}", req.module);
+            for r in needs.refused {
+                let why = Why::Refused {
+                    message: r.message,
+                    at: format!("{by}: {}", r.at),
+                };
+                report.add(needed_module(&req.module, Some(version)), missing(why));
+            }
             for u in needs.unserved {
                 let needed = Needed {
                     kind: "module",
