@@ -490,7 +490,10 @@ async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_
             0 => Point::Staged(1 + points.below(SIZE as u64 * 9 / 10)),
             _ => Point::Kept(1 + usize::try_from(points.below(all as u64 - 1)).unwrap()),
         };
-        let renames = "rename,renameat,renameat2";
+        // Each file kept costs three slowed calls (its flush, its rename,
+        // the flush of its directory), so that a kill at a count of kept
+        // files lands before the next one even when the poller is late.
+        let renames = "rename,renameat,renameat2,fsync,fdatasync";
         let kill = run_killed(slowed(home, &import, renames), &site, point).await;
         eprintln!(
             "import round {round}: killed at {point:?} with {} kept",
@@ -506,10 +509,11 @@ async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_
         // gc, down to two archives' worth
         let limit = format!("{}B", 2 * SIZE + SIZE / 2);
         let gc = ["gc", "--config", s(&config), "--max-size", &limit];
-        // Before it starts, or after the first of the two evictions it
-        // makes (each removal slowed by strace).
+        // As it starts, or after the first of the two evictions it makes
+        // (each removal slowed by strace): points of its own progress,
+        // never a time, which a busy machine could let it outrun.
         let point = match points.below(3) {
-            0 => Point::After(Duration::from_millis(points.below(40))),
+            0 => Point::Left(all),
             _ => Point::Left(all - 1),
         };
         let held_bytes = |site: &Path| -> u64 {
