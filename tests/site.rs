@@ -270,6 +270,7 @@ async fn watch_once_runs_one_pass_from_the_command_line() {
 /// The lines of a `check` report that name items.
 fn items(out: &str) -> Vec<String> {
     out.lines()
+        .map(str::trim_start)
         .filter(|l| l.starts_with("HELD") || l.starts_with("MISSING") || l.starts_with("MISMATCH"))
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect()
