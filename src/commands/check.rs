@@ -2,9 +2,10 @@
 //! alone? Reads each configuration (`--from`, as `sync --from` does) and
 //! says, for every provider version, platform and module version it
 //! needs, whether the cache holds it, and why not
-//! ([`crate::site::readiness`]). `--fetch` first fills the cache with what
-//! they need, on the connected side. Exit status 0 only when everything is
-//! held.
+//! ([`crate::site::readiness`]), and what its client would refuse. Each
+//! `--from` gets its own verdict (ready, not ready, unreadable). `--fetch`
+//! first fills the cache with what they need, on the connected side. Exit
+//! status 0 only when every configuration is ready.
 
 use std::path::PathBuf;
 use std::sync::Arc;
