@@ -45,6 +45,40 @@ fn ending_of(name: &str, client: Product) -> Option<&'static str> {
         .find(|e| name.len() > e.len() && name.ends_with(e))
 }
 
+/// The names among `names` with one of `endings` (longest first) that
+/// `client` reads, each with its stem; hidden files and editor backups
+/// left out unless `hidden` says to keep them. OpenTofu reads `x.tofu`
+/// instead of `x.tf` (`.tofu.json` instead of `.tf.json`, `.tofutest.hcl`
+/// instead of `.tftest.hcl`) when both are there.
+pub(super) fn pick<'a>(
+    names: &'a [String],
+    endings: &[&str],
+    client: Product,
+    hidden: bool,
+) -> Vec<(&'a str, &'a str)> {
+    let mut out = Vec::new();
+    for name in names {
+        if !hidden && ignored(name) {
+            continue;
+        }
+        let Some(ending) = endings
+            .iter()
+            .find(|e| name.len() > e.len() && name.ends_with(*e))
+        else {
+            continue;
+        };
+        let stem = &name[..name.len() - ending.len()];
+        if client == Product::Tofu && ending.starts_with(".tf") {
+            let alternative = format!("{stem}{}", ending.replacen(".tf", ".tofu", 1));
+            if names.contains(&alternative) {
+                continue;
+            }
+        }
+        out.push((name.as_str(), stem));
+    }
+    out
+}
+
 /// The files of the module in `dir` of `fs`, as `client` reads them.
 pub fn module_files(fs: &dyn ConfigFs, dir: &Path, client: Product) -> anyhow::Result<ModuleFiles> {
     let names = fs.files(dir)?;
@@ -54,22 +88,7 @@ pub fn module_files(fs: &dyn ConfigFs, dir: &Path, client: Product) -> anyhow::R
         }),
         ..ModuleFiles::default()
     };
-    for name in &names {
-        if ignored(name) {
-            continue;
-        }
-        let Some(ending) = ending_of(name, client) else {
-            continue;
-        };
-        let stem = &name[..name.len() - ending.len()];
-        // OpenTofu reads `x.tofu` instead of `x.tf` (and `.tofu.json`
-        // instead of `.tf.json`) when both are there.
-        if client == Product::Tofu && ending.starts_with(".tf") {
-            let alternative = format!("{stem}{}", ending.replacen(".tf", ".tofu", 1));
-            if names.contains(&alternative) {
-                continue;
-            }
-        }
+    for (name, stem) in pick(&names, endings(client), client, false) {
         let path = dir.join(name);
         if stem == "override" || stem.ends_with("_override") {
             out.overrides.push(path);

@@ -19,33 +19,6 @@ pub enum Source {
     Invalid,
 }
 
-/// Whether the clients recognise `source` (neither local nor a registry
-/// address) as a remote source: a URL with a scheme, with or without a
-/// forced getter (`git::`), or one of the shorthands they detect
-/// (`github.com/…`, `bitbucket.org/…`, `git@…`, a GCS or S3 URL without a
-/// scheme, an absolute path). Anything else is taken for a relative path
-/// written without `./`, which they refuse.
-fn recognised_remote(source: &str) -> bool {
-    let unforced = source.split_once("::").map_or(source, |(_, rest)| rest);
-    let scheme = unforced.split_once(':').is_some_and(|(scheme, _)| {
-        scheme
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic())
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
-    });
-    let lower = unforced.to_ascii_lowercase();
-    scheme
-        || lower.starts_with("github.com/")
-        || lower.starts_with("bitbucket.org/")
-        || lower.starts_with("git@")
-        || lower.contains("googleapis.com/")
-        || (lower.contains("amazonaws.com/") && lower.contains("s3"))
-        || unforced.starts_with('/')
-}
-
 /// Classifies a module source as the clients do: a local path by its
 /// prefix; a registry address when it reads as one (three or four parts,
 /// a hostname with a dot and not `github.com` or `bitbucket.org`, no
@@ -76,18 +49,39 @@ pub fn classify(source: &str, client: Product) -> Source {
             }
         }
     }
-    if recognised_remote(source) {
-        Source::Remote(remote_kind(source))
-    } else {
-        Source::Invalid
-    }
+    remote_kind(source).map_or(Source::Invalid, Source::Remote)
 }
 
-/// What kind of directly fetched source `source` is, for people.
-fn remote_kind(source: &str) -> &'static str {
+/// What kind of remote source the clients take `source` for (neither
+/// local nor a registry address), for people; `None` when they recognise
+/// none: a URL with a scheme, with or without a forced getter (`git::`),
+/// or one of the shorthands they detect (`github.com/…`,
+/// `bitbucket.org/…`, `git@…`, a GCS or S3 URL without a scheme, an
+/// absolute path). Anything else is taken for a relative path written
+/// without `./`, which they refuse.
+fn remote_kind(source: &str) -> Option<&'static str> {
     let lower = source.to_ascii_lowercase();
-    let forced = lower.split_once("::").map(|(f, _)| f);
-    match forced {
+    let (forced, unforced) = match lower.split_once("::") {
+        Some((forced, rest)) => (Some(forced), rest),
+        None => (None, lower.as_str()),
+    };
+    let scheme = unforced.split_once(':').is_some_and(|(scheme, _)| {
+        scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+            && (scheme.chars()).all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+    });
+    let shorthand = unforced.starts_with("github.com/")
+        || unforced.starts_with("bitbucket.org/")
+        || unforced.starts_with("git@")
+        || unforced.contains("googleapis.com/")
+        || (unforced.contains("amazonaws.com/") && unforced.contains("s3"))
+        || unforced.starts_with('/');
+    if !scheme && !shorthand {
+        return None;
+    }
+    Some(match forced {
         Some("git") => "a git repository",
         Some("hg") => "a Mercurial repository",
         Some("s3") => "an S3 bucket",
@@ -102,5 +96,5 @@ fn remote_kind(source: &str) -> &'static str {
         None if lower.contains(".s3") && lower.contains("amazonaws.com") => "an S3 bucket",
         None if lower.starts_with('/') => "an absolute path",
         None => "a source the client fetches itself",
-    }
+    })
 }

@@ -92,28 +92,10 @@ fn in_dir(
     skip_hidden: bool,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let names = fs.files(dir)?;
-    let mut out = Vec::new();
-    for name in &names {
-        if skip_hidden && super::files::ignored(name) {
-            continue;
-        }
-        let Some(ending) = endings(client)
-            .iter()
-            .find(|e| name.len() > e.len() && name.ends_with(*e))
-        else {
-            continue;
-        };
-        if client == Product::Tofu && ending.starts_with(".tftest") {
-            let stem = &name[..name.len() - ending.len()];
-            if names.contains(&format!(
-                "{stem}{}",
-                ending.replacen(".tftest", ".tofutest", 1)
-            )) {
-                continue;
-            }
-        }
-        out.push(dir.join(name));
-    }
+    let out = super::files::pick(&names, endings(client), client, !skip_hidden)
+        .into_iter()
+        .map(|(name, _)| dir.join(name))
+        .collect();
     Ok(out)
 }
 
