@@ -195,14 +195,16 @@ fn slowed(home: &Path, args: &[&str], calls: &str) -> Command {
     cmd
 }
 
-/// Counts a kill that must have landed: the process died of it, and what
-/// it left (`unfinished`, read once it is dead) shows its work was not
-/// complete.
+/// Counts a kill that landed: the process died of it, and what it left
+/// (`unfinished`, read once it is dead) shows its work was not complete.
+/// A process that ended before the kill (a busy machine let it outrun the
+/// poller) proves nothing and is not counted; each test asserts that
+/// nearly all its kills landed.
 fn landed(kill: Kill, unfinished: bool, what: &str, point: Point, count: &mut usize) {
-    assert!(
-        kill.killed,
-        "{what}: the process had ended before the kill at {point:?}"
-    );
+    if !kill.killed {
+        eprintln!("{what}: the process had ended before the kill at {point:?}; not counted");
+        return;
+    }
     assert!(
         unfinished,
         "{what}: the kill at {point:?} came after the work was done ({} kept)",
@@ -401,6 +403,7 @@ async fn a_daemon_killed_at_any_point_keeps_only_whole_verified_objects_and_comp
         assert_whole(home, &config, &cache, &archives).await;
     }
     eprintln!("daemon: {count} of 6 kills landed mid-write");
+    assert!(count >= 5, "only {count} of 6 kills landed mid-write");
 }
 
 /// The sync manifest of everything the origin publishes.
@@ -539,6 +542,7 @@ async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_
         assert_whole(home, &config, &site, &archives).await;
     }
     eprintln!("commands: {count} of 12 kills landed mid-write");
+    assert!(count >= 10, "only {count} of 12 kills landed mid-write");
 }
 
 /// How many archives are among `held`'s objects.
@@ -667,4 +671,5 @@ async fn on_a_bucket_a_killed_daemon_or_sync_leaves_only_whole_objects() {
         );
     }
     eprintln!("bucket: {count} of 6 kills landed mid-write");
+    assert!(count >= 5, "only {count} of 6 kills landed mid-write");
 }
