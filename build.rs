@@ -20,6 +20,7 @@ const CFGS: &[&str] = &[
     "tfmirror_no_oci_tools",
     "tfmirror_no_podman",
     "tfmirror_no_kustomize",
+    "tfmirror_no_oidc_provider",
 ];
 
 /// `tfmirror --version`'s line: the package's version and, when built
@@ -115,6 +116,7 @@ fn main() {
         "KUSTOMIZE_BIN",
         "AXE_JS",
         "CHROMEDRIVER",
+        "OIDC_PROVIDER_DIR",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -135,6 +137,7 @@ fn main() {
         "KUSTOMIZE_BIN",
         "AXE_JS",
         "CHROMEDRIVER",
+        "OIDC_PROVIDER_DIR",
     ] {
         if let Some(path) = std::env::var_os(var) {
             watch(Path::new(&path));
@@ -178,8 +181,17 @@ fn main() {
     let kustomize = kubectl_new
         || std::env::var_os("KUSTOMIZE_BIN")
             .is_some_and(|p| !p.is_empty() && Path::new(&p).is_file());
+    // npm's oidc-provider (scripts/install-oidc-provider) and Node to run it.
+    let oidc_provider = runs("node", "--version")
+        && std::env::var_os("OIDC_PROVIDER_DIR")
+            .is_some_and(|p| Path::new(&p).join("node_modules/oidc-provider").is_dir());
     let mut ignored = Vec::new();
     for (present, cfg, what) in [
+        (
+            oidc_provider,
+            "tfmirror_no_oidc_provider",
+            "node and OIDC_PROVIDER_DIR".to_owned(),
+        ),
         (
             terraform,
             "tfmirror_no_terraform",

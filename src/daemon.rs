@@ -58,9 +58,15 @@ impl Daemon {
         } else {
             None
         };
-        let auth = Auth::new(&config.auth, &config.server.data_dir, clock.clone())?;
         let watch = crate::site::watch::Watch::new(&config.watch)?;
-        let mirror = Arc::new(Mirror::new(config.clone()).await?.with_clock(clock));
+        let mirror = Arc::new(Mirror::new(config.clone()).await?.with_clock(clock.clone()));
+        let auth = Auth::new(
+            &config.auth,
+            &config.server.data_dir,
+            clock,
+            Some(mirror.origin_client()),
+            Some(mirror.shared_metrics()),
+        )?;
         give_back_start_up_memory();
         Ok(Daemon {
             config,
@@ -256,12 +262,14 @@ fn reload(tls: Option<&ServerTls>, app: &App) {
     } else {
         tracing::info!("SIGHUP: TLS is off, no certificate to reload");
     }
-    if app.mirror.config().auth.token_file.is_some() {
-        match app.auth.reload_token_file() {
-            Ok(n) => tracing::info!(tokens = n, "reloaded auth.token_file"),
-            Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), "kept the tokens in force: auth.token_file could not be read");
-            }
+    // The issuers' keys files are re-read within; each says how it went.
+    match app.auth.reload() {
+        Ok(n) if app.auth.has_token_file() => {
+            tracing::info!(tokens = n, "reloaded auth.token_file");
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "kept the tokens in force: auth.token_file could not be read");
         }
     }
 }

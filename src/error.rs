@@ -31,6 +31,10 @@ pub enum RequestError {
     /// An archive link is unsigned, tampered with or expired.
     #[error("{0}")]
     LinkRefused(String),
+    /// The caller is known, and their grant does not cover what they ask
+    /// (a person with `read` at the status page, say).
+    #[error("{0}")]
+    NotPermitted(String),
     /// The mirror's policy does not allow the version (the message names
     /// the rule and its reason).
     #[error("{0}")]
@@ -97,14 +101,14 @@ impl RequestError {
         use RequestError::{
             Denied, DiskUnavailable, FormRefused, HostNotAllowed, InsufficientStorage, Internal,
             InvalidRequest, LinkRefused, MethodNotAllowed, NoPackage, NoSuchPage, NotAtOrigin,
-            NotHeld, NotReady, PinMismatch, TooLarge, Unauthenticated, UnsupportedSource,
-            UpstreamBusy, UpstreamInvalid, UpstreamTimeout, UpstreamUnreachable,
+            NotHeld, NotPermitted, NotReady, PinMismatch, TooLarge, Unauthenticated,
+            UnsupportedSource, UpstreamBusy, UpstreamInvalid, UpstreamTimeout, UpstreamUnreachable,
             VerificationFailed,
         };
         match self {
             InvalidRequest(_) => StatusCode::BAD_REQUEST,
             Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-            HostNotAllowed(_) | LinkRefused(_) | Denied(_) | FormRefused(_) => {
+            HostNotAllowed(_) | LinkRefused(_) | Denied(_) | FormRefused(_) | NotPermitted(_) => {
                 StatusCode::FORBIDDEN
             }
             NotAtOrigin(_) | NotHeld(_) | NoPackage(_) | NoSuchPage(_) => StatusCode::NOT_FOUND,

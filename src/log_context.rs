@@ -34,7 +34,9 @@ mod access;
 pub(crate) mod memory_log;
 #[cfg(test)]
 mod tests;
-pub use access::{access_event, write_directly, AccessLine, DirectWriter, ACCESS_TARGET};
+pub use access::{
+    access_event, write_directly, AccessLine, DirectWriter, ACCESS_TARGET, AUDIT_TARGET,
+};
 
 /// The target of a request's span: the module that answers requests.
 pub const REQUEST_TARGET: &str = "tfmirror::http::dispatch";

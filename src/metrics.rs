@@ -67,6 +67,7 @@ pub struct Metrics {
     watch_runs: Family<OutcomeLabels, Counter>,
     watch_fetched: Family<KindLabels, Counter>,
     watch_last_success: Gauge,
+    signins: Family<signins::SigninLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -116,6 +117,7 @@ impl Metrics {
             watch_runs: Family::default(),
             watch_fetched: Family::default(),
             watch_last_success: Gauge::default(),
+            signins: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -206,6 +208,7 @@ impl Metrics {
             m.release_files.clone(),
         );
         keyless::register(&mut registry, &m);
+        signins::register(&mut registry, &m);
         operations::register(&mut registry, &m);
         registry.register(
             "download_claims",
@@ -441,5 +444,6 @@ mod keyless;
 mod known;
 mod labels;
 mod operations;
+mod signins;
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@ pub mod bundle;
 pub mod check;
 pub mod check_upstream;
 mod client_arg;
+pub mod credentials_helper;
 pub mod gc;
 pub mod inventory;
 pub mod keyless;
@@ -282,6 +283,9 @@ pub enum Command {
         #[arg(long)]
         reason: String,
     },
+    /// Hand Terraform or OpenTofu the token in a file (their
+    /// `credentials_helper` protocol; see docs/identities.md).
+    CredentialsHelper(credentials_helper::Args),
     /// The policy: its rules, its cooldown and the versions decided by
     /// name.
     Policy {
@@ -293,7 +297,7 @@ pub enum Command {
 
 /// Parses the command line and runs the command; the process's entry point.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(credentials_helper::as_helper(std::env::args_os().collect()));
     let result = match cli.command {
         Command::Serve { config, offline } => {
             logging::load_daemon(config.as_deref()).and_then(|(mut c, _written_at_exit)| {
@@ -312,6 +316,7 @@ pub fn main() -> ExitCode {
             let from = from.map(|dir| (dir, client.client));
             sync::command(c, manifest, from, &platforms, jobs)
         }),
+        Command::CredentialsHelper(args) => credentials_helper::command(&args),
         Command::PushOci(args) => {
             logging::load(args.config.as_deref()).and_then(|c| push_oci::command(c, &args))
         }

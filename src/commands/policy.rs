@@ -113,6 +113,12 @@ pub fn decide(
         reason: reason.trim().to_owned(),
         at_ms: SystemClock.unix_ms(),
         repin: decision == Decision::Repin,
+        by: format!(
+            "command line ({})",
+            std::env::var("SUDO_USER")
+                .or_else(|_| std::env::var("USER"))
+                .unwrap_or_else(|_| "unknown user".into())
+        ),
     });
     store
         .wait(store.store().write_decisions(&decisions))

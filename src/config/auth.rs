@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// `[auth]`: access control. With no token configured, anyone who can reach
-/// the mirror may use it.
+pub use super::oidc::{Grant, OidcIssuerConfig, OidcRuleConfig};
+
+/// `[auth]`: access control. With no token and no issuer configured, anyone
+/// who can reach the mirror may use it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
@@ -32,6 +34,15 @@ pub struct AuthConfig {
     /// entered once, kept as a signed cookie). Default `8h`.
     #[serde(with = "humantime_serde")]
     pub session_lifetime: Duration,
+    /// `token_grant`: what the tokens of `tokens` and `token_file` may do:
+    /// `read`, `approve` or `admin` (see [`Grant`]). Default `admin`, the
+    /// operator's own secret.
+    pub token_grant: Grant,
+    /// `[[auth.oidc]]`: OpenID Connect issuers whose tokens open the mirror
+    /// (CI jobs, Kubernetes workloads) and through which people sign in to
+    /// the pages (see `docs/identities.md`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oidc: Vec<OidcIssuerConfig>,
 }
 
 impl Default for AuthConfig {
@@ -42,6 +53,25 @@ impl Default for AuthConfig {
             url_key_file: None,
             url_lifetime: Duration::from_secs(3600),
             session_lifetime: Duration::from_secs(8 * 3600),
+            token_grant: Grant::Admin,
+            oidc: Vec::new(),
         }
+    }
+}
+
+impl AuthConfig {
+    /// Checks the issuers: each valid, their names unique.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let mut names = std::collections::BTreeSet::new();
+        for (i, issuer) in self.oidc.iter().enumerate() {
+            issuer.validate(i)?;
+            if !names.insert(issuer.name.as_str()) {
+                anyhow::bail!("auth.oidc: the name {:?} is used twice", issuer.name);
+            }
+        }
+        if self.session_lifetime.is_zero() {
+            anyhow::bail!("auth.session_lifetime must be longer than zero");
+        }
+        Ok(())
     }
 }

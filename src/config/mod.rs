@@ -20,13 +20,14 @@ use crate::address::{Hostname, Platform};
 use crate::verify::{TrustPolicy, TrustRule, Unsigned};
 
 mod auth;
+mod oidc;
 pub mod policy;
 pub mod releases;
 mod storage;
 mod upstream;
 pub mod watch;
 
-pub use auth::AuthConfig;
+pub use auth::{AuthConfig, Grant, OidcIssuerConfig, OidcRuleConfig};
 pub use storage::{LocalCacheConfig, S3Config, StorageBackend, StorageConfig};
 pub use upstream::{HostConfig, UpstreamConfig};
 
@@ -369,6 +370,7 @@ impl Config {
             }
         }
         self.validate_storage()?;
+        self.auth.validate()?;
         // Compiles the rules (globs, key IDs, key files, keyless opt-ins)
         // to report errors now. What the domains above compile from their
         // sections (policy rules, the watch list, release sources) is

@@ -19,23 +19,26 @@ use super::audit::Served;
 use super::body::{self, Body, RequestBody};
 use super::oci;
 use super::respond::{registry_json, rendered_response, text_response, with_type};
-use super::routes::{self, Access, OciRoute, Route};
+use super::routes::{self, OciRoute, Route};
 use super::sendfile::SendQueue;
 use super::App;
 use crate::address::oci::OciRepo;
 use crate::address::ArchiveKey;
+use crate::auth::Who;
 use crate::error::RequestError;
 use crate::log_context::{self, next_request_id, RequestContext, RequestId, WithRequest};
 use crate::metrics::Endpoint;
 use crate::mirror::facade::Link;
 use crate::mirror::FileOrStream;
 
+mod access;
 mod finish;
 mod ids;
 mod links;
 mod pages;
 #[cfg(test)]
 mod tests;
+use access::{authorize, authorize_now};
 use finish::{error_response, finish};
 pub use ids::Peer;
 use links::{link_query, lock_platforms, module_location};
@@ -176,6 +179,10 @@ struct Asked<'r> {
     send_queue: Option<SendQueue>,
     /// The body of a form sent to a page (empty otherwise).
     form: bytes::Bytes,
+    /// Who sent it, once access control has told: the caller of a token,
+    /// or who asked for a signed link (for the audit trail and the links
+    /// this answer hands out).
+    who: std::sync::OnceLock<Arc<Who>>,
 }
 
 impl<'r> Asked<'r> {
@@ -213,11 +220,24 @@ impl<'r> Asked<'r> {
                 None
             },
             form: bytes::Bytes::new(),
+            who: std::sync::OnceLock::new(),
         }
     }
 }
 
 impl<'r> Asked<'r> {
+    /// Who sent the request, as access control told.
+    fn who(&self) -> Option<&Who> {
+        self.who.get().map(|w| &**w)
+    }
+
+    /// Notes who sent the request.
+    fn note(&self, who: Option<Arc<Who>>) {
+        if let Some(who) = who {
+            let _ = self.who.set(who);
+        }
+    }
+
     /// A header's value, if it is text.
     fn header(&self, name: &HeaderName) -> Option<&'r str> {
         self.parts.headers.get(name).and_then(|h| h.to_str().ok())
@@ -251,7 +271,7 @@ fn answer_now(app: &App, asked: &Asked<'_>) -> Option<(Endpoint, Response<Body>)
         return None;
     }
     let route = routes::parse_kept(asked.path).ok()?;
-    let allowed = || authorize(app, route.access(), asked).is_ok();
+    let allowed = || matches!(authorize_now(app, route.access(), asked), Some(Ok(())));
     let doc = match &*route {
         Route::Index(provider) if allowed() => app.mirror.held_index_document(provider)?,
         // With access control on, archive links carry signatures made for
@@ -290,7 +310,7 @@ async fn answer(
         }
         _ => None,
     };
-    if let Err(e) = authorize(app, route.access(), asked) {
+    if let Err(e) = authorize(app, route.access(), asked).await {
         return (endpoint, served, Err(e));
     }
     if let Route::Oci(OciRoute::Blob(repo, digest)) = route {
@@ -312,21 +332,6 @@ async fn answer(
         };
     }
     (endpoint, served, respond(app, asked, route).await)
-}
-
-/// The one access check: what the route declares it needs.
-fn authorize(app: &App, access: Access<'_>, asked: &Asked<'_>) -> Result<(), RequestError> {
-    let query = asked.query;
-    match access {
-        Access::Open => Ok(()),
-        Access::Token => app.auth.check(asked.authorization),
-        Access::SignedArchive(key) => app.auth.check_archive(key, query),
-        Access::SignedSums(provider, version, index) => {
-            app.auth.check_sums(provider, version, index, query)
-        }
-        Access::SignedModule(module, version) => app.auth.check_module(module, version, query),
-        Access::TokenOrBasic => app.auth.check_token_or_basic(asked.authorization),
-    }
 }
 
 /// The answer to a route whose access was checked (documents held in
@@ -371,7 +376,7 @@ async fn respond(
         Route::Version(provider, version) => {
             // With access control on, archive links carry signatures made
             // for this answer.
-            let sign = |key: &ArchiveKey| app.auth.sign_archive(key);
+            let sign = |key: &ArchiveKey| app.auth.sign_archive(key, asked.who());
             let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
                 app.auth.enabled().then_some(&sign);
             let doc = Box::pin(mirror.version_document(provider, version, sign)).await?;
@@ -393,7 +398,7 @@ async fn respond(
             Box::pin(mirror.registry_versions(provider)).await?,
         )),
         Route::RegistryPackage(key) => {
-            let query = |link: Link<'_>| link_query(app, key, link);
+            let query = |link: Link<'_>| link_query(app, key, link, asked.who());
             Ok(registry_json(
                 Box::pin(mirror.registry_package(key, &query)).await?,
             ))
@@ -415,7 +420,7 @@ async fn respond(
         Route::ModuleDownload(module, version) => {
             let subdir = Box::pin(mirror.module_download(module, version)).await?;
             let query = if app.auth.enabled() {
-                app.auth.sign_module(module, version)
+                app.auth.sign_module(module, version, asked.who())
             } else {
                 String::new()
             };

@@ -27,6 +27,10 @@ mod tests;
 /// the diagnostics.
 pub const ACCESS_TARGET: &str = "tfmirror::access";
 
+/// The target of the audit trail's events: what was served, and to whom
+/// (`http::audit`), and every decision on a version made at the pages.
+pub const AUDIT_TARGET: &str = "tfmirror::audit";
+
 /// What a request's line says: who asked, what for, the answer's status
 /// and how long it took (whole milliseconds).
 #[derive(Debug, Clone, Copy)]

@@ -17,7 +17,7 @@ use super::Mirror;
 use crate::address::{Module, Provider, Version};
 use crate::error::RequestError;
 use crate::policy::{Denied, Subject};
-use crate::store::{IndexRecord, ModuleIndexRecord, PolicyDecisions};
+use crate::store::{IndexRecord, ModuleIndexRecord, PolicyDecision, PolicyDecisions};
 
 /// How long the operator's decisions are used before the store is read
 /// again.
@@ -130,6 +130,33 @@ impl Mirror {
             .judge(subject, version)
             .await?
             .map_or(Ok(()), |(_, outcome)| outcome))
+    }
+
+    /// The operator's decisions as this instance holds them now (read
+    /// from the store at most every [`DECISIONS_TTL`]).
+    pub async fn decisions_held(&self) -> Arc<PolicyDecisions> {
+        self.decisions().await
+    }
+
+    /// Records an operator's decision on one version in the store, as
+    /// `tfmirror approve` and `tfmirror deny` do, and takes it up at once
+    /// (other instances sharing the store within [`DECISIONS_TTL`]).
+    pub async fn record_decision(&self, decision: PolicyDecision) -> Result<(), RequestError> {
+        let mut decisions = self
+            .store
+            .read_decisions()
+            .await
+            .map_err(|e| {
+                RequestError::DiskUnavailable(format!("reading the policy decisions: {e}"))
+            })?
+            .unwrap_or_default();
+        decisions.set(decision);
+        self.store.write_decisions(&decisions).await.map_err(|e| {
+            RequestError::DiskUnavailable(format!("storing the policy decisions: {e}"))
+        })?;
+        self.take_up_repins(&decisions).await;
+        self.decisions.set(Arc::new(decisions));
+        Ok(())
     }
 
     /// The deciding rule and the outcome; `None` when there is nothing to

@@ -340,6 +340,12 @@ impl Mirror {
         &self.metrics
     }
 
+    /// The metrics, shared with the parts beside the mirror (access
+    /// control counts sign-ins in them).
+    pub fn shared_metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
     /// Marks the mirror as shutting down: `/readyz` answers 503 from now on.
     pub fn set_draining(&self) {
         self.draining.store(true, Ordering::SeqCst);

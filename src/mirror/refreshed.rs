@@ -33,6 +33,12 @@ impl<T> Refreshed<T> {
         (loaded.elapsed() < self.lifetime).then(|| value.clone())
     }
 
+    /// Holds `value` from now, as if it had just been loaded (a change
+    /// this instance made itself).
+    pub(super) fn set(&self, value: Arc<T>) {
+        *self.held.write().unwrap_or_else(PoisonError::into_inner) = Some((Instant::now(), value));
+    }
+
     /// The slow half of a read, for when [`Refreshed::live`] found no
     /// copy: a new one from `load`, or the one another request loaded
     /// meanwhile. One load runs at a time; requests that ask meanwhile get

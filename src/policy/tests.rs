@@ -203,6 +203,7 @@ fn an_operators_decision_on_one_version_comes_first() {
         approved,
         reason: "reviewed".into(),
         at_ms: 1,
+        by: String::new(),
     };
     decisions.set(decide(true, "5.1.0"));
     decisions.set(decide(false, "4.9.0"));

@@ -243,6 +243,11 @@ pub struct PolicyDecision {
     /// take up with the decision.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub repin: bool,
+    /// Who decided: a person signed in to the pages (issuer, subject and
+    /// the claims their rule read), or the command line and its user.
+    /// Empty in decisions made before callers were named.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub by: String,
 }
 
 impl PolicyDecisions {

@@ -3,6 +3,7 @@
 //! data is as JSON.
 
 use super::{PageRequest, Site};
+use crate::config::Grant;
 
 /// The frame of a page.
 #[derive(Debug, Clone)]
@@ -15,6 +16,10 @@ pub struct Layout {
     pub signed_in: bool,
     /// Whether the visitor signed in through a session (and may sign out).
     pub session: bool,
+    /// Who is signed in, as the frame names them (an issuer's subject).
+    pub name: Option<String>,
+    /// What the visitor may do, when they are named.
+    pub grant: Option<Grant>,
     /// The token forms send back.
     pub csrf: String,
     /// What the search box holds.
@@ -26,12 +31,16 @@ pub struct Layout {
 }
 
 /// Who looks at a page, as its frame shows it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Seen<'v> {
     /// Whether the visitor may see what the mirror holds.
     pub signed_in: bool,
     /// Whether through a session (which can be ended).
     pub session: bool,
+    /// Who they are, when named.
+    pub name: Option<String>,
+    /// What they may do, when they are named.
+    pub grant: Option<Grant>,
     /// The token the page's forms send back.
     pub csrf: &'v str,
 }
@@ -52,11 +61,20 @@ impl Layout {
             auth_on: site.auth.enabled(),
             signed_in: seen.signed_in,
             session: seen.session,
+            name: seen.name,
+            grant: seen.grant,
             csrf: seen.csrf.to_owned(),
             query: req.param("q").unwrap_or_default(),
             json_url,
             here: format!("{path}{query}"),
         }
+    }
+}
+
+impl Layout {
+    /// Whether the visitor may approve and deny versions.
+    pub fn may_approve(&self) -> bool {
+        self.grant.is_some_and(|g| g >= Grant::Approve)
     }
 }
 

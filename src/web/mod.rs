@@ -22,6 +22,7 @@ use crate::site::watch::Watch;
 pub mod answer;
 mod assets;
 pub mod check;
+pub mod decide;
 pub mod form;
 pub mod home;
 mod layout;
@@ -33,6 +34,7 @@ pub mod releases;
 pub mod routes;
 pub mod search;
 pub mod session;
+pub mod signin_oidc;
 pub mod status;
 
 pub use answer::PageAnswer;
@@ -97,7 +99,7 @@ pub async fn serve(site: Site<'_>, req: &PageRequest<'_>) -> PageAnswer {
     if let Page::Asset(name) = &req.route.page {
         return assets::asset(name);
     }
-    let visitor = session::Visitor::of(site, req);
+    let visitor = session::Visitor::of(site, req).await;
     let layout = Layout::new(site, req, visitor.seen());
     let answer = match page(site, req, &visitor, &layout).await {
         Ok(answer) => answer,
@@ -123,6 +125,8 @@ async fn page(
     };
     match &req.route.page {
         Page::SignIn => return session::sign_in(site, req, form.as_ref(), layout),
+        Page::SignInWith(issuer) => return signin_oidc::start(site, req, issuer).await,
+        Page::SignInCallback => return signin_oidc::finish(site, req, layout).await,
         Page::SignOut if form.is_some() => return Ok(session::sign_out(req)),
         Page::SignOut => return Err(RequestError::MethodNotAllowed),
         Page::Home => return home::page(site, req, layout),
@@ -134,7 +138,23 @@ async fn page(
         return visitor.sign_in_first(req);
     }
     match &req.route.page {
+        Page::Status if !visitor.may(crate::config::Grant::Admin) => {
+            Err(RequestError::NotPermitted(
+                "the status page is the operator's view: it needs the admin grant".into(),
+            ))
+        }
         Page::Status => status::page(site, req, layout),
+        Page::Decide(decided, version) => {
+            decide::page(
+                site,
+                req,
+                form.as_ref(),
+                layout,
+                visitor,
+                (decided, version),
+            )
+            .await
+        }
         Page::Search => Ok(search::page(site, req, layout)),
         Page::Provider(provider) => provider::page(site, req, layout, provider).await,
         Page::Module(module) => module::page(site, req, layout, module),
@@ -143,7 +163,12 @@ async fn page(
         }
         Page::Releases => Ok(releases::page(site, req, layout)),
         Page::Check => check::page(site, req, form.as_ref(), layout).await,
-        Page::Home | Page::SignIn | Page::SignOut | Page::Asset(_) => {
+        Page::Home
+        | Page::SignIn
+        | Page::SignOut
+        | Page::SignInWith(_)
+        | Page::SignInCallback
+        | Page::Asset(_) => {
             unreachable!("answered above")
         }
     }

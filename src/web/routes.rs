@@ -36,8 +36,26 @@ pub enum Page {
     SignIn,
     /// `/-/signout`: the session ended.
     SignOut,
+    /// `/-/signin/with/:issuer`: a sign-in through an OpenID Connect
+    /// issuer begun (the browser sent to it).
+    SignInWith(String),
+    /// `/-/signin/callback`: where the issuer sends the browser back.
+    SignInCallback,
+    /// `/-/decide/providers/:hostname/:namespace/:type/:version` and
+    /// `/-/decide/modules/:hostname/:namespace/:name/:system/:version`: a
+    /// version approved or denied by a person with `approve`.
+    Decide(Decided, Version),
     /// `/-/assets/:name`: the pages' style sheet.
     Asset(&'static str),
+}
+
+/// What a decision is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decided {
+    /// A provider.
+    Provider(Provider),
+    /// A module.
+    Module(Module),
 }
 
 /// A page and whether its data is asked for as JSON.
@@ -52,7 +70,10 @@ pub struct PageRoute {
 impl PageRoute {
     /// Whether `POST` asks something of this page (a form sends it).
     pub fn takes_posts(&self) -> bool {
-        matches!(self.page, Page::Check | Page::SignIn | Page::SignOut)
+        matches!(
+            self.page,
+            Page::Check | Page::SignIn | Page::SignOut | Page::Decide(..)
+        )
     }
 }
 
@@ -87,6 +108,25 @@ pub fn parse(raw_path: &str) -> Result<PageRoute, RequestError> {
         ["check"] => Page::Check,
         ["signin"] if !json => Page::SignIn,
         ["signout"] if !json => Page::SignOut,
+        ["signin", "with", issuer] if !json => Page::SignInWith((*issuer).to_owned()),
+        ["signin", "callback"] if !json => Page::SignInCallback,
+        ["decide", "providers", host, namespace, kind, version] => Page::Decide(
+            Decided::Provider(Provider {
+                hostname: Hostname::parse(host)?,
+                namespace: Namespace::parse(namespace)?,
+                kind: ProviderType::parse(kind)?,
+            }),
+            Version::parse(version)?,
+        ),
+        ["decide", "modules", host, namespace, name, system, version] => Page::Decide(
+            Decided::Module(Module {
+                hostname: Hostname::parse(host)?,
+                namespace: ModuleNamespace::parse(namespace)?,
+                name: ModuleName::parse(name)?,
+                system: ModuleSystem::parse(system)?,
+            }),
+            Version::parse(version)?,
+        ),
         ["assets", "style.css"] if !json => Page::Asset("style.css"),
         ["providers", host, namespace, kind] => Page::Provider(Provider {
             hostname: Hostname::parse(host)?,
@@ -120,6 +160,20 @@ pub fn provider_path(provider: &Provider) -> String {
         "/-/providers/{}/{}/{}",
         provider.hostname, provider.namespace, provider.kind
     )
+}
+
+/// The path of the page deciding on `version` of `decided`.
+pub fn decide_path(decided: &Decided, version: &Version) -> String {
+    match decided {
+        Decided::Provider(p) => format!(
+            "/-/decide/providers/{}/{}/{}/{version}",
+            p.hostname, p.namespace, p.kind
+        ),
+        Decided::Module(m) => format!(
+            "/-/decide/modules/{}/{}/{}/{}/{version}",
+            m.hostname, m.namespace, m.name, m.system
+        ),
+    }
 }
 
 /// The path of a module's page, or of one of its versions'.

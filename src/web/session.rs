@@ -19,9 +19,13 @@
 
 use http::StatusCode;
 
+use std::sync::Arc;
+
 use super::form::Form;
 use super::layout::{Layout, Seen};
 use super::{PageAnswer, PageRequest, Site};
+use crate::auth::{Identity, Who};
+use crate::config::Grant;
 use crate::error::RequestError;
 
 /// The session cookie's name.
@@ -47,6 +51,8 @@ enum By {
 #[derive(Debug)]
 pub struct Visitor {
     by: By,
+    /// Who they are and what they may do, unless nobody signed in.
+    identity: Option<Identity>,
     /// The form token, from the visitor's cookie or new.
     form_token: String,
     /// Whether the form token is new (and its cookie is to be set).
@@ -56,16 +62,19 @@ pub struct Visitor {
 }
 
 impl Visitor {
-    /// Who sent `req`.
-    pub fn of(site: Site<'_>, req: &PageRequest<'_>) -> Visitor {
-        let by = if !site.auth.enabled() {
-            By::Open
-        } else if site.auth.check(req.authorization).is_ok() {
-            By::Token
-        } else if cookie(req.cookies, SESSION).is_some_and(|s| session_holds(site, s)) {
-            By::Session
+    /// Who sent `req`: a token (configured, or an issuer's), or a session
+    /// a token or an issuer's sign-in opened.
+    pub async fn of(site: Site<'_>, req: &PageRequest<'_>) -> Visitor {
+        let (by, identity) = if !site.auth.enabled() {
+            (By::Open, Some(Identity::anyone()))
+        } else if let Ok(identity) = site.auth.identify(req.authorization).await {
+            (By::Token, Some(identity))
+        } else if let Some(identity) =
+            cookie(req.cookies, SESSION).and_then(|s| session_holds(site, s))
+        {
+            (By::Session, Some(identity))
         } else {
-            By::Nobody
+            (By::Nobody, None)
         };
         let (form_token, new_form_token) = match cookie(req.cookies, FORM)
             .filter(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -75,15 +84,26 @@ impl Visitor {
         };
         Visitor {
             by,
+            identity,
             form_token,
             new_form_token,
             attributes: attributes(req),
         }
     }
 
+    /// Whether the visitor may do what `grant` allows.
+    pub fn may(&self, grant: Grant) -> bool {
+        self.identity.as_ref().is_some_and(|i| i.may(grant))
+    }
+
+    /// Who the visitor is, when they are named.
+    pub fn who(&self) -> Option<&Who> {
+        self.identity.as_ref()?.who.as_deref()
+    }
+
     /// Whether the visitor may see what the mirror holds.
     pub fn may_read(&self) -> bool {
-        self.by != By::Nobody
+        self.may(Grant::Read)
     }
 
     /// The visitor as a page's frame shows them.
@@ -91,6 +111,10 @@ impl Visitor {
         Seen {
             signed_in: self.may_read(),
             session: self.by == By::Session,
+            name: self.who().map(|w| w.subject.clone()),
+            grant: (self.who().is_some())
+                .then(|| self.identity.as_ref().map(|i| i.grant))
+                .flatten(),
             csrf: &self.form_token,
         }
     }
@@ -159,6 +183,10 @@ struct SignInPage<'a> {
     layout: &'a Layout,
     next: String,
     refused: Option<String>,
+    /// The issuers people may sign in with.
+    issuers: Vec<String>,
+    /// `next`, encoded for a query.
+    next_query: String,
 }
 
 /// `/-/signin`: the form, or (sent) the session and the way back.
@@ -175,6 +203,8 @@ pub fn sign_in(
     let Some(form) = form else {
         let page = SignInPage {
             layout,
+            issuers: offered(site),
+            next_query: url::form_urlencoded::byte_serialize(next.as_bytes()).collect(),
             next,
             refused: None,
         };
@@ -188,6 +218,8 @@ pub fn sign_in(
     let Some(name) = site.auth.token_name(Some(&authorization)) else {
         let page = SignInPage {
             layout,
+            issuers: offered(site),
+            next_query: url::form_urlencoded::byte_serialize(next.as_bytes()).collect(),
             next,
             refused: Some("This token is not valid for this mirror.".into()),
         };
@@ -208,6 +240,15 @@ pub fn sign_in(
     Ok(answer)
 }
 
+/// The issuers people may sign in with (those with a `client_id`), by
+/// name, for the sign-in page.
+fn offered(site: Site<'_>) -> Vec<String> {
+    (site.auth.oidc().issuers().iter())
+        .filter(|i| i.config.client_id.is_some())
+        .map(|i| i.config.name.clone())
+        .collect()
+}
+
 /// `/-/signout` (sent): the session cookie cleared, back home.
 pub fn sign_out(req: &PageRequest<'_>) -> PageAnswer {
     let mut answer = PageAnswer::see_other("/".into());
@@ -221,7 +262,7 @@ pub fn sign_out(req: &PageRequest<'_>) -> PageAnswer {
 /// out of scripts' reach, never sent with another site's request, and
 /// over HTTPS only when the page was reached by it (a browser keeps no
 /// `Secure` cookie a plain-HTTP page sets, except on loopback).
-fn attributes(req: &PageRequest<'_>) -> &'static str {
+pub(super) fn attributes(req: &PageRequest<'_>) -> &'static str {
     if req.scheme == "https" {
         "Path=/; HttpOnly; Secure; SameSite=Strict"
     } else {
@@ -234,31 +275,77 @@ fn session_text(expires: u64, name: &str) -> String {
     format!("session\n{expires}\n{name}")
 }
 
-/// Whether a session cookie's value is one this mirror signed, not
-/// expired, for a token still in force.
-fn session_holds(site: Site<'_>, value: &str) -> bool {
-    let mut parts = value.split('.');
-    let (Some("v1"), Some(expires), Some(name), Some(signature), None) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
-        return false;
-    };
-    let Ok(expires) = expires.parse::<u64>() else {
-        return false;
-    };
-    expires > site.auth.now_secs()
-        && site
-            .auth
-            .signs_text(session_text(expires, name).as_bytes(), signature)
-        && site.auth.names_a_token(name)
+/// The identity of a session cookie's value, if it is one this mirror
+/// signed and has not expired: `v1` for a configured token still in force,
+/// `v2` for a person an issuer signed in.
+fn session_holds(site: Site<'_>, value: &str) -> Option<Identity> {
+    let parts: Vec<&str> = value.split('.').collect();
+    match parts.as_slice() {
+        ["v1", expires, name, signature] => {
+            let expires = live(site, expires)?;
+            site.auth
+                .signs_text(session_text(expires, name).as_bytes(), signature)
+                .then(|| site.auth.session_of_token(name))?
+        }
+        ["v2", expires, who, grant, signature] => {
+            let expires = live(site, expires)?;
+            let text = person_text(expires, who, grant);
+            if !site.auth.signs_text(text.as_bytes(), signature) {
+                return None;
+            }
+            let who = Who::decode(who)?;
+            // A person whose issuer was taken out of the configuration is
+            // signed out.
+            let known = site
+                .auth
+                .oidc()
+                .issuers()
+                .iter()
+                .any(|i| i.config.name == who.issuer);
+            let grant = match *grant {
+                "read" => Grant::Read,
+                "approve" => Grant::Approve,
+                "admin" => Grant::Admin,
+                _ => return None,
+            };
+            known.then(|| Identity {
+                who: Some(Arc::new(who)),
+                grant,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A session's expiry, while it is in the future.
+fn live(site: Site<'_>, expires: &str) -> Option<u64> {
+    let expires = expires.parse::<u64>().ok()?;
+    (expires > site.auth.now_secs()).then_some(expires)
+}
+
+/// What a person's session cookie's signature covers.
+fn person_text(expires: u64, who: &str, grant: &str) -> String {
+    format!("person\n{expires}\n{who}\n{grant}")
+}
+
+/// The session cookie for a person `identity` names, signed in through an
+/// issuer: its `Set-Cookie` value, for `req`'s scheme.
+pub fn person_cookie(site: Site<'_>, req: &PageRequest<'_>, identity: &Identity) -> Option<String> {
+    let who = identity.who.as_ref()?.encode();
+    let grant = identity.grant.as_str();
+    let lifetime = site.auth.session_lifetime().as_secs();
+    let expires = site.auth.now_secs() + lifetime;
+    let signature = site
+        .auth
+        .sign_text(person_text(expires, &who, grant).as_bytes());
+    Some(format!(
+        "{SESSION}=v2.{expires}.{who}.{grant}.{signature}; Max-Age={lifetime}; {}",
+        attributes(req)
+    ))
 }
 
 /// A cookie's value in the `Cookie` headers.
-fn cookie<'a>(headers: &[&'a str], name: &str) -> Option<&'a str> {
+pub(super) fn cookie<'a>(headers: &[&'a str], name: &str) -> Option<&'a str> {
     (headers.iter())
         .flat_map(|header| header.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
@@ -267,14 +354,14 @@ fn cookie<'a>(headers: &[&'a str], name: &str) -> Option<&'a str> {
 }
 
 /// Where a form sends the browser back to: a path on this mirror only.
-fn safe_next(next: Option<String>) -> String {
+pub(super) fn safe_next(next: Option<String>) -> String {
     next.filter(|n| n.starts_with('/') && !n.starts_with("//") && !n.contains('\\'))
         .filter(|n| n.len() < 1024 && !n.bytes().any(|b| b.is_ascii_control()))
         .unwrap_or_else(|| "/".into())
 }
 
 /// `bytes` random bytes, in hex.
-fn random_hex(bytes: usize) -> String {
+pub(super) fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut buf)
         .expect("the system's random source works");

@@ -19,6 +19,7 @@ pub mod daemon;
 mod git;
 mod keys;
 pub mod oci;
+pub mod oidc;
 mod origin;
 pub mod pages;
 pub mod podman;

@@ -28,19 +28,12 @@ pub(super) fn finish(
     served: Option<(Served, Option<Verification>)>,
 ) -> Response<Body> {
     if let Some((served, verification)) = served {
-        // Only a token that authenticates is named.
-        let presented = asked.authorization;
-        let token = if app.auth.enabled() && app.auth.check(presented).is_ok() {
-            audit::token_fingerprint(presented)
-        } else {
-            None
-        };
         let bytes = response
             .headers()
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
             .or_else(|| http_body::Body::size_hint(response.body()).exact());
-        audit::record(&served, asked.client, token.as_deref(), bytes, verification);
+        audit::record(&served, asked.client, asked.who(), bytes, verification);
     }
     let took = started.elapsed();
     let status = response.status().as_u16();

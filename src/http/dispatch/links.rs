@@ -3,19 +3,21 @@
 //! lock request.
 
 use crate::address::{ArchiveKey, Platform};
+use crate::auth::Who;
 use crate::error::RequestError;
 use crate::http::App;
 use crate::mirror::facade::Link;
 
 /// The query of a link the facade hands out: signed when access control
 /// is on (clients send no credentials when they follow these links).
-pub(super) fn link_query(app: &App, key: &ArchiveKey, link: Link<'_>) -> String {
+/// It names `by`, who asked for it.
+pub(super) fn link_query(app: &App, key: &ArchiveKey, link: Link<'_>, by: Option<&Who>) -> String {
     if !app.auth.enabled() {
         return String::new();
     }
     match link {
-        Link::Archive(archive) => app.auth.sign_archive(archive),
-        Link::Sums(index) => app.auth.sign_sums(&key.provider, &key.version, index),
+        Link::Archive(archive) => app.auth.sign_archive(archive, by),
+        Link::Sums(index) => app.auth.sign_sums(&key.provider, &key.version, index, by),
     }
 }
 

@@ -1,0 +1,354 @@
+//! Every misuse of a token the mirror must refuse, on keys made here and
+//! a clock that stands still; the same cases run against a real OpenID
+//! provider in `tests/oidc.rs`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{json, Value};
+
+use super::*;
+use crate::clock::{Clock, ManualClock};
+use crate::config::{Grant, OidcRuleConfig};
+
+const ISSUER: &str = "https://ci.example";
+const AUDIENCE: &str = "https://mirror.example";
+
+/// An ES256 key pair: the signing key, and its JWK.
+struct Signer {
+    key: EncodingKey,
+    jwk: Value,
+    kid: String,
+}
+
+fn signer(kid: &str) -> Signer {
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let raw = pair.public_key_raw();
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    Signer {
+        key: EncodingKey::from_ec_der(&pair.serialize_der()),
+        jwk: json!({"kty": "EC", "crv": "P-256", "use": "sig", "kid": kid,
+                    "x": b64(&raw[1..33]), "y": b64(&raw[33..65])}),
+        kid: kid.into(),
+    }
+}
+
+fn config(keys_file: &std::path::Path) -> OidcIssuerConfig {
+    OidcIssuerConfig {
+        name: "ci".into(),
+        issuer: ISSUER.parse().unwrap(),
+        audience: AUDIENCE.into(),
+        algorithms: vec!["ES256".into(), "RS256".into()],
+        max_lifetime: Duration::from_secs(3600),
+        clock_skew: Duration::from_secs(30),
+        keys_file: Some(keys_file.into()),
+        keys_max_age: Duration::from_secs(3600),
+        keys_refetch_interval: Duration::from_secs(60),
+        client_id: None,
+        client_secret_file: None,
+        scopes: vec![],
+        rules: vec![OidcRuleConfig {
+            claims: BTreeMap::from([
+                ("repository_owner".into(), "acme".into()),
+                ("ref".into(), "refs/heads/main".into()),
+            ]),
+            grant: Grant::Read,
+        }],
+    }
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    oidc: Oidc,
+    clock: Arc<ManualClock>,
+    signer: Signer,
+    metrics: Arc<Metrics>,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let signer = signer("k1");
+    let file = dir.path().join("jwks.json");
+    std::fs::write(&file, json!({"keys": [signer.jwk]}).to_string()).unwrap();
+    let clock = ManualClock::new();
+    let metrics = Arc::new(Metrics::new());
+    let oidc = Oidc::new(&[config(&file)], None, clock.clone(), Some(metrics.clone())).unwrap();
+    Setup {
+        dir,
+        oidc,
+        clock,
+        signer,
+        metrics,
+    }
+}
+
+impl Setup {
+    fn now(&self) -> u64 {
+        self.clock.unix_secs()
+    }
+
+    fn claims(&self) -> Value {
+        let now = self.now();
+        json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "repo:acme/app:ref:refs/heads/main",
+               "repository_owner": "acme", "ref": "refs/heads/main", "workflow": "ci",
+               "iat": now, "nbf": now, "exp": now + 300})
+    }
+
+    fn token(&self, claims: &Value) -> String {
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some(self.signer.kid.clone());
+        jsonwebtoken::encode(&header, claims, &self.signer.key).unwrap()
+    }
+
+    fn with(&self, change: impl FnOnce(&mut serde_json::Map<String, Value>)) -> String {
+        let mut claims = self.claims();
+        change(claims.as_object_mut().unwrap());
+        self.token(&claims)
+    }
+
+    /// Refused for `outcome`, counted under the issuer the token claims
+    /// (`ci`), or `unknown` when it names none configured.
+    fn refused(&self, token: &str, outcome: &str) {
+        assert_eq!(self.oidc.check_now(token), Some(Err(())), "{outcome}");
+        let issuer = match token::claimed_issuer(token) {
+            Some(iss) if iss == ISSUER => "ci",
+            _ => "unknown",
+        };
+        let rendered = self.metrics.render();
+        let line =
+            format!("tfmirror_oidc_signins_total{{issuer=\"{issuer}\",outcome=\"{outcome}\"}}");
+        assert!(
+            rendered.lines().any(|l| l.starts_with(&line)),
+            "{outcome} not counted:\n{rendered}"
+        );
+    }
+}
+
+fn b64(v: &Value) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+}
+
+#[test]
+fn a_token_its_rules_admit_is_named_and_remembered_until_it_expires() {
+    let s = setup();
+    let token = s.token(&s.claims());
+    let identity = s.oidc.check_now(&token).unwrap().unwrap();
+    assert_eq!(identity.grant, Grant::Read);
+    let who = identity.who.unwrap();
+    assert_eq!((who.kind, who.issuer.as_str()), (WhoKind::Oidc, "ci"));
+    assert_eq!(who.subject, "repo:acme/app:ref:refs/heads/main");
+    assert_eq!(
+        who.claims_text(),
+        "ref=refs/heads/main repository_owner=acme"
+    );
+    // Remembered: checked once, however often it comes.
+    for _ in 0..3 {
+        assert!(s.oidc.check_now(&token).unwrap().is_ok());
+    }
+    let rendered = s.metrics.render();
+    assert!(
+        rendered.contains("tfmirror_oidc_signins_total{issuer=\"ci\",outcome=\"accepted\"} 1"),
+        "{rendered}"
+    );
+    // Past exp and the skew allowance, the remembered token is refused.
+    s.clock.advance(Duration::from_secs(300 + 30 + 1));
+    s.refused(&token, "expired");
+}
+
+#[test]
+fn unsigned_and_symmetric_tokens_are_refused() {
+    let s = setup();
+    // alg: none, with and without a signature part.
+    let none = format!("{}.{}.", b64(&json!({"alg": "none"})), b64(&s.claims()));
+    s.refused(&none, "malformed");
+    let none = format!(
+        "{}.{}.c2ln",
+        b64(&json!({"alg": "none", "kid": "k1"})),
+        b64(&s.claims())
+    );
+    s.refused(&none, "algorithm");
+    // HS256 keyed with the issuer's public key (as a JWK, and as its x).
+    for secret in [
+        s.signer.jwk.to_string(),
+        s.signer.jwk["x"].as_str().unwrap().to_owned(),
+    ] {
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some("k1".into());
+        let forged = jsonwebtoken::encode(
+            &header,
+            &s.claims(),
+            &EncodingKey::from_secret(secret.as_bytes()),
+        )
+        .unwrap();
+        s.refused(&forged, "algorithm");
+    }
+    // A signature by another key under the known key ID.
+    let other = signer("k1");
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some("k1".into());
+    let forged = jsonwebtoken::encode(&header, &s.claims(), &other.key).unwrap();
+    s.refused(&forged, "signature");
+    // A payload swapped under a real signature.
+    let real = s.token(&s.claims());
+    let parts: Vec<&str> = real.split('.').collect();
+    let mut evil = s.claims();
+    evil["repository_owner"] = json!("acme");
+    evil["sub"] = json!("repo:evil/app");
+    let swapped = format!("{}.{}.{}", parts[0], b64(&evil), parts[2]);
+    s.refused(&swapped, "signature");
+}
+
+#[test]
+fn issuer_audience_and_times_are_checked_by_the_mirrors_clock() {
+    let s = setup();
+    let now = s.now();
+    s.refused(
+        &s.with(|c| {
+            c["iss"] = json!("https://elsewhere.example");
+        }),
+        "issuer",
+    );
+    s.refused(
+        &s.with(|c| {
+            c["aud"] = json!("https://other-mirror.example");
+        }),
+        "audience",
+    );
+    s.refused(
+        &s.with(|c| {
+            c.remove("aud");
+        }),
+        "audience",
+    );
+    assert!(s
+        .oidc
+        .check_now(&s.with(|c| {
+            c["aud"] = json!(["x", AUDIENCE]);
+        }))
+        .unwrap()
+        .is_ok());
+    s.refused(
+        &s.with(|c| {
+            c["exp"] = json!(now - 31);
+            c["iat"] = json!(now - 100);
+        }),
+        "expired",
+    );
+    s.refused(
+        &s.with(|c| {
+            c.remove("exp");
+        }),
+        "malformed",
+    );
+    s.refused(
+        &s.with(|c| {
+            c["nbf"] = json!(now + 31);
+        }),
+        "not_yet_valid",
+    );
+    s.refused(
+        &s.with(|c| {
+            c["iat"] = json!(now + 31);
+        }),
+        "issued_in_future",
+    );
+    s.refused(
+        &s.with(|c| {
+            c["exp"] = json!(now + 3601);
+        }),
+        "lifetime",
+    );
+    // Within the skew allowance, all is well.
+    assert!(s
+        .oidc
+        .check_now(&s.with(|c| {
+            c["nbf"] = json!(now + 29);
+            c["exp"] = json!(now + 60);
+        }))
+        .unwrap()
+        .is_ok());
+    s.refused(
+        &s.with(|c| {
+            c.remove("sub");
+        }),
+        "malformed",
+    );
+}
+
+#[test]
+fn keys_named_in_the_header_are_never_followed_and_unknown_keys_refused() {
+    let s = setup();
+    let attacker = signer("evil");
+    for field in ["jku", "x5u", "jwk", "x5c"] {
+        let value = match field {
+            "jwk" => attacker.jwk.clone(),
+            "x5c" => json!(["MIIB"]),
+            _ => json!("https://attacker.example/keys"),
+        };
+        let header = json!({"alg": "ES256", "kid": "k1", field: value});
+        let token = format!("{}.{}.c2ln", b64(&header), b64(&s.claims()));
+        s.refused(&token, "header_key");
+    }
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some("evil".into());
+    let token = jsonwebtoken::encode(&header, &s.claims(), &attacker.key).unwrap();
+    s.refused(&token, "unknown_key");
+}
+
+#[test]
+fn oversized_malformed_and_unmatched_tokens_are_refused() {
+    let s = setup();
+    s.refused(&"a".repeat(token::MAX_TOKEN_BYTES + 1), "oversized");
+    for bad in [
+        "",
+        "a.b",
+        "a.b.c.d",
+        "..",
+        "!!!.!!!.!!!",
+        "e30.e30.",
+        "WzFd.e30.c2ln",
+    ] {
+        s.refused(bad, "malformed");
+    }
+    s.refused(
+        &s.with(|c| {
+            c["ref"] = json!("refs/heads/dev");
+        }),
+        "no_rule",
+    );
+    s.refused(
+        &s.with(|c| {
+            c["repository_owner"] = json!("acme-evil");
+        }),
+        "no_rule",
+    );
+}
+
+#[test]
+fn a_rotated_keys_file_is_taken_on_reload_and_a_broken_one_keeps_the_keys() {
+    let s = setup();
+    let file = s.dir.path().join("jwks.json");
+    let next = signer("k2");
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some("k2".into());
+    let token = jsonwebtoken::encode(&header, &s.claims(), &next.key).unwrap();
+    s.refused(&token, "unknown_key");
+    std::fs::write(&file, "{not json").unwrap();
+    s.oidc.reload_key_files();
+    assert!(
+        s.oidc.check_now(&s.token(&s.claims())).unwrap().is_ok(),
+        "kept"
+    );
+    // Symmetric and encryption keys in a set are left out.
+    let oct = json!({"kty": "oct", "kid": "k2", "k": "c2VjcmV0"});
+    let enc = json!({"kty": "EC", "crv": "P-256", "use": "enc", "kid": "k2", "x": next.jwk["x"], "y": next.jwk["y"]});
+    std::fs::write(&file, json!({"keys": [s.signer.jwk, oct, enc]}).to_string()).unwrap();
+    s.oidc.reload_key_files();
+    s.refused(&token, "unknown_key");
+    std::fs::write(&file, json!({"keys": [next.jwk]}).to_string()).unwrap();
+    s.oidc.reload_key_files();
+    assert!(s.oidc.check_now(&token).unwrap().is_ok());
+}

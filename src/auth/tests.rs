@@ -1,0 +1,151 @@
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::address::{ArchiveKey, Platform, Provider, Version};
+
+fn key() -> ArchiveKey {
+    let provider = Provider {
+        hostname: "r.example".parse().unwrap(),
+        namespace: "ns".parse().unwrap(),
+        kind: "t".parse().unwrap(),
+    };
+    ArchiveKey::new(
+        &provider,
+        &Version::parse("1.0.0").unwrap(),
+        &Platform::parse("linux_amd64").unwrap(),
+    )
+}
+
+fn auth(dir: &Path, tokens: &[&str], lifetime: Duration) -> Auth {
+    auth_on(dir, tokens, lifetime, crate::clock::system())
+}
+
+fn auth_on(dir: &Path, tokens: &[&str], lifetime: Duration, clock: SharedClock) -> Auth {
+    let cfg = AuthConfig {
+        tokens: tokens
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect(),
+        url_lifetime: lifetime,
+        ..AuthConfig::default()
+    };
+    Auth::new(&cfg, dir, clock, None, None).unwrap()
+}
+
+#[tokio::test]
+async fn release_paths_take_a_token_as_a_basic_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = auth(dir.path(), &["s3cret"], Duration::from_secs(60));
+    assert!(a
+        .identify_token_or_basic(Some("Bearer s3cret"))
+        .await
+        .is_ok());
+    // "ci:s3cret" and ":s3cret" in base64.
+    assert!(a
+        .identify_token_or_basic(Some("Basic Y2k6czNjcmV0"))
+        .await
+        .is_ok());
+    assert!(a
+        .identify_token_or_basic(Some("Basic OnMzY3JldA=="))
+        .await
+        .is_ok());
+    for bad in [
+        None,
+        Some("Basic czNjcmV0"),
+        Some("Basic Y2k6bm9wZQ=="),
+        Some("Basic !!"),
+    ] {
+        let e = a.identify_token_or_basic(bad).await.unwrap_err();
+        assert_eq!(e.status(), http::StatusCode::UNAUTHORIZED, "{bad:?}");
+    }
+    let open = auth(dir.path(), &[], Duration::from_secs(60));
+    assert!(open.identify_token_or_basic(None).await.is_ok());
+}
+
+#[tokio::test]
+async fn bearer_tokens_are_checked_and_named_by_fingerprint() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = auth(dir.path(), &["s3cret", "other"], Duration::from_secs(60));
+    let id = a.identify(Some("Bearer s3cret")).await.unwrap();
+    let who = id.who.unwrap();
+    assert_eq!(
+        (who.kind, who.subject.as_str()),
+        (WhoKind::Token, fingerprint("s3cret").as_str())
+    );
+    assert_eq!(who.subject.len(), "sha256:".len() + 12);
+    assert!(!who.subject.contains("s3cret"));
+    assert_eq!(
+        id.grant,
+        Grant::Admin,
+        "the operator's own tokens, by default"
+    );
+    assert!(a.identify(Some("bearer other")).await.is_ok());
+    for bad in [
+        None,
+        Some("Bearer"),
+        Some("Bearer nope"),
+        Some("Basic s3cret"),
+        Some("s3cret"),
+    ] {
+        let e = a.identify(bad).await.unwrap_err();
+        assert_eq!(e.status(), http::StatusCode::UNAUTHORIZED, "{bad:?}");
+    }
+    let open = auth(dir.path(), &[], Duration::from_secs(60));
+    assert!(!open.enabled());
+    assert_eq!(open.identify(None).await.unwrap(), Identity::anyone());
+}
+
+#[test]
+fn archive_links_are_signed_expire_and_carry_who_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = auth(dir.path(), &["t"], Duration::from_secs(60));
+    let q = a.sign_archive(&key(), None);
+    assert_eq!(a.check_archive(&key(), Some(&q)).unwrap(), None);
+    let mut other = key();
+    other.platform = Platform::parse("darwin_arm64").unwrap();
+    assert!(
+        a.check_archive(&other, Some(&q)).is_err(),
+        "bound to the archive"
+    );
+    let tampered = q.replace("expires=", "expires=9");
+    assert!(a.check_archive(&key(), Some(&tampered)).is_err());
+    assert!(a.check_archive(&key(), None).is_err());
+    // Who asked rides along, under the signature.
+    let who = Who {
+        kind: WhoKind::Oidc,
+        issuer: "github".into(),
+        subject: "repo:acme/app:ref:refs/heads/main".into(),
+        claims: std::collections::BTreeMap::new(),
+    };
+    let named = a.sign_archive(&key(), Some(&who));
+    assert_eq!(
+        a.check_archive(&key(), Some(&named)).unwrap(),
+        Some(who.clone())
+    );
+    let mut someone_else = who.clone();
+    someone_else.subject = "repo:evil/app".into();
+    let swapped = named.replace(&who.encode(), &someone_else.encode());
+    assert!(
+        a.check_archive(&key(), Some(&swapped)).is_err(),
+        "who is signed"
+    );
+    let dropped = named.replace(&format!("by={}&", who.encode()), "");
+    assert!(
+        a.check_archive(&key(), Some(&dropped)).is_err(),
+        "who cannot be dropped"
+    );
+    // The key is kept: a second instance accepts the first's links.
+    let b = auth(dir.path(), &["t"], Duration::from_secs(60));
+    assert!(b.check_archive(&key(), Some(&q)).is_ok());
+    // A link is good for its lifetime, and refused after it.
+    let clock = crate::clock::ManualClock::new();
+    let timed = auth_on(dir.path(), &["t"], Duration::from_secs(60), clock.clone());
+    let q = timed.sign_archive(&key(), None);
+    clock.advance(Duration::from_secs(59));
+    assert!(timed.check_archive(&key(), Some(&q)).is_ok());
+    clock.advance(Duration::from_secs(2));
+    let e = timed.check_archive(&key(), Some(&q)).unwrap_err();
+    assert!(e.to_string().contains("expired"), "{e}");
+    assert_eq!(e.status(), http::StatusCode::FORBIDDEN);
+}
