@@ -419,13 +419,25 @@ fn normalized(key: &str) -> String {
 /// is `trust[].hostname`.
 fn example_keys(text: &str) -> BTreeSet<String> {
     let mut section = String::new();
+    let mut arrays: Vec<String> = Vec::new();
     let mut out = BTreeSet::new();
     for line in text.lines() {
         let line = line.trim_start_matches(|c: char| c == '#' || c.is_whitespace());
         // A table's header stands alone on its line.
         if let Some(table) = line.strip_prefix("[[").and_then(|l| l.split_once("]]")) {
             if table.1.trim().is_empty() || table.1.trim().starts_with('#') {
-                section = format!("{}[]", normalized(table.0.trim()));
+                // A table of an array within an array (`[[auth.oidc.rules]]`
+                // after `[[auth.oidc]]`) is the inner array of the outer's
+                // entries: `auth.oidc[].rules[]`.
+                let mut name = normalized(table.0.trim());
+                for outer in &arrays {
+                    if let Some(rest) = name.strip_prefix(&format!("{outer}.")) {
+                        name = format!("{outer}[].{rest}");
+                        break;
+                    }
+                }
+                arrays.push(normalized(table.0.trim()));
+                section = format!("{name}[]");
             }
             continue;
         }

@@ -245,3 +245,387 @@ async fn tokens_from_a_real_provider_open_the_mirror_and_every_misuse_is_refused
     assert_eq!(get(rotated).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(counted(c, m, "expired").await, 1);
 }
+
+/// The module registry host the origin serves, whose modules the mirror
+/// proxies.
+const MODULE_HOST: &str = "registry.origin.test";
+
+/// Runs `terraform init` in a fresh workspace calling `acme/net/aws` and
+/// requiring `acme/widget`, with providers through the network mirror at
+/// `https://127.0.0.1/` and modules through the mirror's module routes;
+/// `credentials` is the rest of the CLI configuration, `env` added to
+/// Terraform's environment. Returns success, the output and the workspace.
+async fn init_with(
+    tf: &std::path::Path,
+    home: &std::path::Path,
+    ca_file: &std::path::Path,
+    credentials: &str,
+    env: &[(String, String)],
+) -> (bool, String) {
+    let work = home.join("work");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        work.join("main.tf"),
+        format!("terraform {{\n  required_providers {{\n    widget = {{\n      source  = \"{MODULE_HOST}/acme/widget\"\n      version = \"1.0.0\"\n    }}\n  }}\n}}\n\nmodule \"net\" {{\n  source  = \"{MODULE_HOST}/acme/net/aws\"\n  version = \"1.0.0\"\n}}\n"),
+    )
+    .unwrap();
+    let cli_config = home.join("cli.tfrc");
+    std::fs::write(
+        &cli_config,
+        format!("provider_installation {{\n  network_mirror {{\n    url = \"https://127.0.0.1/\"\n  }}\n}}\n\nhost \"{MODULE_HOST}\" {{\n  services = {{\n    \"modules.v1\" = \"https://127.0.0.1/v1/modules/{MODULE_HOST}/\"\n  }}\n}}\n\n{credentials}"),
+    )
+    .unwrap();
+    let mut cmd = common::terraform::command(tf, &work, &cli_config, ca_file);
+    // The plugin directory the CLI looks for credentials helpers in.
+    cmd.env("HOME", home);
+    cmd.args(["init", "-input=false", "-no-color"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let (ok, text) = common::terraform::outcome(&out);
+    if ok {
+        let modules =
+            std::fs::read_to_string(work.join(".terraform/modules/modules.json")).unwrap();
+        assert!(modules.contains("\"net.sub\""), "{modules}");
+        let provider = work.join(format!(
+            ".terraform/providers/{MODULE_HOST}/acme/widget/1.0.0"
+        ));
+        assert!(provider.is_dir(), "{text}");
+    }
+    (ok, text)
+}
+
+/// Terraform v1.0.3 and the newer CLI on `PATH` install providers and
+/// modules through the mirror with an issuer's token: in a `credentials`
+/// block (1.0.3) or `TF_TOKEN_…` (the newer CLI, which reads it), and
+/// through `tfmirror credentials-helper` reading a token file that is
+/// rotated between two runs. A token no rule admits gets a 401.
+#[cfg_attr(
+    any(tfmirror_no_oidc_provider, tfmirror_no_terraform),
+    ignore = "needs node, OIDC_PROVIDER_DIR (scripts/install-oidc-provider) and TERRAFORM_BIN naming Terraform v1.0.3; scripts/test provides them"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_with_an_issuers_token_and_the_credentials_helper() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let _modules = publish_net_and_sub(&setup, &origin);
+    let provider = Provider::start(&setup.ca, "https://127.0.0.1/-/signin/callback", "k1").await;
+    let mut config = setup.module_config(&origin, MODULE_HOST);
+    config.auth.oidc = vec![issuer_config(&provider.issuer)];
+    // On the HTTPS port: `TF_TOKEN_…` names a host, never a port.
+    config.server.listen = "127.0.0.1:443".parse().unwrap();
+    let m = RunningMirror::start(config).await;
+    let c = Client::trusting(&m.ca_file);
+
+    let home = tempfile::tempdir().unwrap();
+    let plugins = home.path().join(".terraform.d/plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_tfmirror"),
+        plugins.join("terraform-credentials-tfmirror"),
+    )
+    .unwrap();
+    let token_file = home.path().join("token");
+    let helper = format!(
+        "credentials_helper \"tfmirror\" {{\n  args = [\"--token-file\", \"{}\"]\n}}\n",
+        token_file.display()
+    );
+
+    for (name, tf) in common::terraform::clis() {
+        let newer = !name.contains("v1.0.3");
+        // The token as the CLI configuration carries it.
+        let token = provider.ci_token("acme-infra-main", AUDIENCE).await;
+        let (ok, out) = if newer {
+            let env = [
+                ("TF_TOKEN_127_0_0_1".to_owned(), token.clone()),
+                (
+                    format!("TF_TOKEN_{}", MODULE_HOST.replace('.', "_")),
+                    token.clone(),
+                ),
+            ];
+            init_with(&tf, home.path(), &m.ca_file, "", &env).await
+        } else {
+            let blocks = format!(
+                "credentials \"127.0.0.1\" {{\n  token = \"{token}\"\n}}\ncredentials \"{MODULE_HOST}\" {{\n  token = \"{token}\"\n}}\n"
+            );
+            init_with(&tf, home.path(), &m.ca_file, &blocks, &[]).await
+        };
+        assert!(ok, "{name} with the token in its configuration:\n{out}");
+
+        // The credentials helper, reading the file a rotation replaces.
+        let before = counted(&c, &m, "accepted").await;
+        std::fs::write(
+            &token_file,
+            provider.ci_token("acme-infra-main", AUDIENCE).await,
+        )
+        .unwrap();
+        let (ok, out) = init_with(&tf, home.path(), &m.ca_file, &helper, &[]).await;
+        assert!(ok, "{name} through the credentials helper:\n{out}");
+        std::fs::write(
+            &token_file,
+            provider.ci_token("acme-infra-main", AUDIENCE).await,
+        )
+        .unwrap();
+        let (ok, out) = init_with(&tf, home.path(), &m.ca_file, &helper, &[]).await;
+        assert!(
+            ok,
+            "{name} through the credentials helper, after the rotation:\n{out}"
+        );
+        // Each run presented the token the file held then.
+        assert_eq!(counted(&c, &m, "accepted").await, before + 2, "{name}");
+
+        // A job of another owner's repository gets nothing.
+        std::fs::write(
+            &token_file,
+            provider.ci_token("other-owner", AUDIENCE).await,
+        )
+        .unwrap();
+        let (ok, out) = init_with(&tf, home.path(), &m.ca_file, &helper, &[]).await;
+        assert!(!ok, "{name} installed with a token no rule admits:\n{out}");
+        assert!(out.contains("401"), "{name}:\n{out}");
+    }
+    m.stop().await;
+}
+
+/// The daemon as `tfmirror serve` runs it: a refused token's reason is in
+/// its log (and not in the answer), and the audit trail names the CI job a
+/// package went to, by issuer, subject and the claims its rule read, even
+/// for the archive the CLI fetches through a signed link with no
+/// credentials.
+#[cfg_attr(
+    tfmirror_no_oidc_provider,
+    ignore = "needs node and OIDC_PROVIDER_DIR (scripts/install-oidc-provider); scripts/test provides them"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_says_why_a_token_was_refused_and_the_audit_trail_names_the_job() {
+    use common::daemon::{config_file, tfmirror, Daemon};
+    let (setup, origin, _signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
+    let provider = Provider::start(&setup.ca, "https://127.0.0.1/-/signin/callback", "k1").await;
+    let audit = setup.dir.path().join("audit.jsonl");
+    let config = config_file(
+        &setup,
+        &origin,
+        &format!(
+            "[log]\nformat = \"json\"\naudit_file = \"{audit}\"\n[[auth.oidc]]\nname = \"ci\"\nissuer = \"{issuer}\"\naudience = \"{AUDIENCE}\"\n[[auth.oidc.rules]]\nclaims = {{ repository_owner = \"acme\", ref = \"refs/heads/main\" }}\ngrant = \"read\"\n",
+            audit = audit.display(),
+            issuer = provider.issuer,
+        ),
+    );
+    let mut cmd = tfmirror(setup.dir.path());
+    cmd.args(["serve", "--config"])
+        .arg(&config)
+        .env_remove("RUST_LOG");
+    let mut d = Daemon::start(cmd);
+    d.wait_for("SSL_CERT_FILE=");
+    let c = Client::trusting(&setup.dir.path().join("data/tls/ca.pem"));
+    let doc_url = format!("{}registry.origin.test/acme/widget/1.0.0.json", d.url);
+
+    let stranger = provider.ci_token("other-owner", AUDIENCE).await;
+    let refused = c
+        .get_with_header(&doc_url, "authorization", &format!("Bearer {stranger}"))
+        .await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    assert!(
+        !refused.error_text().contains("rule"),
+        "{}",
+        refused.error_text()
+    );
+
+    let token = provider.ci_token("acme-infra-main", AUDIENCE).await;
+    let doc = c
+        .get_with_header(&doc_url, "authorization", &format!("Bearer {token}"))
+        .await;
+    assert_eq!(doc.status, StatusCode::OK, "{}", doc.error_text());
+    let link = doc.json()["archives"]["linux_amd64"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Followed as the CLI follows it: no credentials.
+    let archive = c.get(&resolve(&doc_url, &link)).await;
+    assert_eq!(archive.status, StatusCode::OK, "{}", archive.error_text());
+    assert_eq!(&archive.body[..], &archives["linux_amd64"][..]);
+
+    d.wait_for("\"reason\":\"no_rule\"");
+    d.signal("TERM");
+    let (status, log) = d.wait().await;
+    assert!(status.success(), "{log}");
+    assert!(
+        !log.contains(&token) && !log.contains(&stranger),
+        "a token was logged"
+    );
+
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    let f = &lines[0]["fields"];
+    assert_eq!(f["identity"], "oidc", "{f}");
+    assert_eq!(f["issuer"], "ci");
+    assert_eq!(f["subject"], "acme-infra-main");
+    assert_eq!(f["claims"], "ref=refs/heads/main repository_owner=acme");
+    assert_eq!(f["token"], "-");
+    assert_eq!(f["platform"], "linux_amd64");
+}
+
+/// A person signs in through the provider's own login and consent pages in
+/// real Chromium, sees the pages under their name, approves a version the
+/// policy held back (installable at once, the decision naming them), and
+/// signs out; a person whose grant is `read` may not decide.
+#[cfg_attr(
+    any(tfmirror_no_oidc_provider, tfmirror_no_chromium),
+    ignore = "needs node, OIDC_PROVIDER_DIR, Debian's chromium and chromium-driver and axe-core; scripts/test provides them"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_signs_in_with_the_sites_provider_and_approves_a_version() {
+    use common::browser::{accessible, axe_js, text, Browser, Elsewhere};
+    use fantoccini::Locator;
+
+    let (setup, origin, signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
+    origin.publish(
+        "acme",
+        "widget",
+        "2.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    let port = free_port();
+    let redirect = format!("https://127.0.0.1:{port}/-/signin/callback");
+    let provider = Provider::start(&setup.ca, &redirect, "k1").await;
+    let issuer = provider.issuer.clone();
+    let sc = Scene::on(setup, origin, signer, archives, |config: &mut Config| {
+        config.server.listen = format!("127.0.0.1:{port}").parse().unwrap();
+        config.auth.oidc = vec![issuer_config(&issuer)];
+        config.policy = toml::from_str(
+            "[[rule]]\nsource = \"registry.origin.test/acme/widget\"\nversions = \"= 2.0.0\"\naction = \"deny\"\nreason = \"under review\"\n",
+        )
+        .unwrap();
+    })
+    .await;
+    let (m, c) = (&sc.mirror, &sc.client);
+    let job = format!(
+        "Bearer {}",
+        provider.ci_token("acme-infra-main", AUDIENCE).await
+    );
+    let v2 = m.url("/registry.origin.test/acme/widget/2.0.0.json");
+    let index = m.url("/registry.origin.test/acme/widget/index.json");
+    assert_eq!(
+        c.get_with_header(&index, "authorization", &job)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        c.get_with_header(&v2, "authorization", &job).await.status,
+        StatusCode::FORBIDDEN
+    );
+
+    let elsewhere = Elsewhere::start().await;
+    let b = Browser::start(true, &elsewhere).await;
+    let axe = axe_js();
+    let provider_page = m.url("/-/providers/registry.origin.test/acme/widget");
+    sign_in(&b, &provider_page, "alice").await;
+    accessible(&b, &axe, "provider page, signed in").await;
+    b.follow("Approve or deny 2.0.0").await;
+    assert!(text(&b, "#policy").await.contains("under review"));
+    accessible(&b, &axe, "decision page").await;
+    b.client
+        .find(Locator::Id("approve"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.fill("reason", "reviewed in CHG-1234").await;
+    b.click("form.stacked button[type=submit]").await;
+    assert_eq!(text(&b, "#policy").await, "allowed");
+    let decided = text(&b, "#decided").await;
+    assert!(
+        decided.contains("approved by person ci alice (groups=platform-approvers)"),
+        "{decided}"
+    );
+    assert!(decided.contains("reviewed in CHG-1234"), "{decided}");
+    // Installable at once.
+    let answer = c.get_with_header(&v2, "authorization", &job).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.error_text());
+    // Kept in the store as `tfmirror approve` keeps its decisions.
+    let decisions = m.mirror.store().read_decisions().await.unwrap().unwrap();
+    let kept = decisions
+        .get(
+            "registry.origin.test/acme/widget",
+            &tfmirror::address::Version::parse("2.0.0").unwrap(),
+        )
+        .unwrap();
+    assert!(
+        kept.approved && kept.by.starts_with("person ci alice"),
+        "{kept:?}"
+    );
+
+    // Signing out ends the session.
+    b.client.goto(&provider_page).await.unwrap();
+    b.click("form.inline button[type=submit]").await;
+    b.client.goto(&provider_page).await.unwrap();
+    assert!(b
+        .client
+        .current_url()
+        .await
+        .unwrap()
+        .as_str()
+        .contains("/-/signin"));
+
+    // bob reads, and may not decide. (A browser of his own: this one is
+    // still signed in to the provider as alice, which would sign her in
+    // again at once.)
+    b.stop().await;
+    let b = Browser::start(true, &elsewhere).await;
+    sign_in(&b, &provider_page, "bob").await;
+    assert!(
+        b.client.find(Locator::Css("a.decide")).await.is_err(),
+        "bob is offered a decision"
+    );
+    b.client
+        .goto(&m.url("/-/decide/providers/registry.origin.test/acme/widget/2.0.0"))
+        .await
+        .unwrap();
+    assert!(text(&b, "#error").await.contains("approve grant"));
+    b.stop().await;
+}
+
+/// Signs `person` in through the provider's own login and consent pages,
+/// starting at `page` (which sends the browser to sign in), and checks
+/// they are back on it under their name.
+async fn sign_in(b: &common::browser::Browser, page: &str, person: &str) {
+    use common::browser::text;
+    use fantoccini::Locator;
+    b.client.goto(page).await.unwrap();
+    b.follow("Sign in with ci").await;
+    let login = b
+        .client
+        .wait()
+        .for_element(Locator::Css("input[name=login]"))
+        .await
+        .unwrap();
+    login.send_keys(person).await.unwrap();
+    let password = b
+        .client
+        .find(Locator::Css("input[name=password]"))
+        .await
+        .unwrap();
+    password.send_keys("any").await.unwrap();
+    b.click("button[type=submit]").await;
+    b.client
+        .wait()
+        .for_element(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap();
+    b.click("button[type=submit]").await;
+    assert_eq!(text(b, "#who").await, person);
+    let at = b.client.current_url().await.unwrap();
+    assert_eq!(at.path(), "/-/providers/registry.origin.test/acme/widget");
+}

@@ -1,21 +1,22 @@
 //! Signed links: the archive, checksum and module package URLs the mirror
 //! hands out carry an expiring HMAC signature (`?expires=<unix
 //! seconds>&sig=<hex>`), since the clients send no credentials when they
-//! follow them. A link handed to a known caller also carries who that was
-//! (`by=`, covered by the signature), so that the audit trail names them
-//! when the link is followed.
+//! follow them. A link handed to an issuer's identity (a CI job, a pod, a
+//! person) also carries who that was (`by=`, covered by the signature), so
+//! that the audit trail names them when the link is followed.
 
 use ring::hmac;
 
-use super::identity::Who;
+use super::identity::{Who, WhoKind};
 use super::Auth;
 use crate::address::{ArchiveKey, Module, Provider, Version};
 use crate::error::RequestError;
 
 impl Auth {
     /// The query string that makes an archive URL valid until now plus the
-    /// configured lifetime, naming `by` as who asked for it.
-    pub fn sign_archive(&self, key: &ArchiveKey, by: Option<&Who>) -> String {
+    /// configured lifetime, naming `by` ([`Auth::link_name`]) as who asked
+    /// for it.
+    pub fn sign_archive(&self, key: &ArchiveKey, by: Option<&str>) -> String {
         self.sign(&archive_resource(key), by)
     }
 
@@ -40,7 +41,7 @@ impl Auth {
         provider: &Provider,
         version: &Version,
         index: usize,
-        by: Option<&Who>,
+        by: Option<&str>,
     ) -> String {
         self.sign(&sums_resource(provider, version, index), by)
     }
@@ -63,7 +64,7 @@ impl Auth {
 
     /// The query string that makes the URL of a module version's package
     /// valid, as [`Auth::sign_archive`] does for archives.
-    pub fn sign_module(&self, module: &Module, version: &Version, by: Option<&Who>) -> String {
+    pub fn sign_module(&self, module: &Module, version: &Version, by: Option<&str>) -> String {
         self.sign(&module_resource(module, version), by)
     }
 
@@ -81,10 +82,21 @@ impl Auth {
         )
     }
 
-    fn sign(&self, resource: &str, by: Option<&Who>) -> String {
+    /// What a link handed to `who` says of them (its `by=`): computed once
+    /// for an answer, however many links it signs. Only an issuer's
+    /// identities ride along. A configured token's link is signed as the
+    /// releases before this one signed it, so that instances of either
+    /// release behind one load balancer take each other's links during a
+    /// rolling upgrade (issuers need every instance upgraded: an older one
+    /// refuses `[[auth.oidc]]`).
+    pub fn link_name(&self, who: Option<&Who>) -> Option<String> {
+        who.filter(|w| w.kind != WhoKind::Token).map(Who::encode)
+    }
+
+    fn sign(&self, resource: &str, by: Option<&str>) -> String {
         let expires = self.clock.unix_secs() + self.url_lifetime.as_secs();
-        let by = by.map(Who::encode).unwrap_or_default();
-        let tag = hmac::sign(&self.url_key, &signed_text(resource, expires, &by));
+        let by = by.unwrap_or_default();
+        let tag = hmac::sign(&self.url_key, &signed_text(resource, expires, by));
         let sig = crate::verify::hex(tag.as_ref());
         if by.is_empty() {
             format!("expires={expires}&sig={sig}")

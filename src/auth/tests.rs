@@ -118,7 +118,8 @@ fn archive_links_are_signed_expire_and_carry_who_asked() {
         subject: "repo:acme/app:ref:refs/heads/main".into(),
         claims: std::collections::BTreeMap::new(),
     };
-    let named = a.sign_archive(&key(), Some(&who));
+    let name = a.link_name(Some(&who));
+    let named = a.sign_archive(&key(), name.as_deref());
     assert_eq!(
         a.check_archive(&key(), Some(&named)).unwrap(),
         Some(who.clone())
@@ -135,6 +136,17 @@ fn archive_links_are_signed_expire_and_carry_who_asked() {
         a.check_archive(&key(), Some(&dropped)).is_err(),
         "who cannot be dropped"
     );
+    // A configured token's link is signed as earlier releases signed it.
+    let token = Who {
+        kind: WhoKind::Token,
+        issuer: String::new(),
+        subject: fingerprint("t"),
+        claims: std::collections::BTreeMap::new(),
+    };
+    assert_eq!(a.link_name(Some(&token)), None);
+    let plain = a.sign_archive(&key(), a.link_name(Some(&token)).as_deref());
+    assert!(!plain.contains("by="), "{plain}");
+    assert_eq!(a.check_archive(&key(), Some(&plain)).unwrap(), None);
     // The key is kept: a second instance accepts the first's links.
     let b = auth(dir.path(), &["t"], Duration::from_secs(60));
     assert!(b.check_archive(&key(), Some(&q)).is_ok());

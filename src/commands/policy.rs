@@ -177,7 +177,12 @@ pub fn list(config: &Config) -> anyhow::Result<()> {
         } else {
             format!(": {}", d.reason)
         };
-        println!("{action} {} {} at {at}{reason}", d.subject, d.version);
+        let by = if d.by.is_empty() {
+            String::new()
+        } else {
+            format!(" by {}", d.by)
+        };
+        println!("{action} {} {} at {at}{by}{reason}", d.subject, d.version);
     }
     Ok(())
 }

@@ -226,18 +226,6 @@ impl<'r> Asked<'r> {
 }
 
 impl<'r> Asked<'r> {
-    /// Who sent the request, as access control told.
-    fn who(&self) -> Option<&Who> {
-        self.who.get().map(|w| &**w)
-    }
-
-    /// Notes who sent the request.
-    fn note(&self, who: Option<Arc<Who>>) {
-        if let Some(who) = who {
-            let _ = self.who.set(who);
-        }
-    }
-
     /// A header's value, if it is text.
     fn header(&self, name: &HeaderName) -> Option<&'r str> {
         self.parts.headers.get(name).and_then(|h| h.to_str().ok())
@@ -310,7 +298,13 @@ async fn answer(
         }
         _ => None,
     };
-    if let Err(e) = authorize(app, route.access(), asked).await {
+    // Checked without waiting where it can be; an issuer's keys fetched
+    // (rarely) in a box of its own, as every wait here is.
+    let access = match authorize_now(app, route.access(), asked) {
+        Some(done) => done,
+        None => Box::pin(authorize(app, route.access(), asked)).await,
+    };
+    if let Err(e) = access {
         return (endpoint, served, Err(e));
     }
     if let Route::Oci(OciRoute::Blob(repo, digest)) = route {
@@ -376,7 +370,8 @@ async fn respond(
         Route::Version(provider, version) => {
             // With access control on, archive links carry signatures made
             // for this answer.
-            let sign = |key: &ArchiveKey| app.auth.sign_archive(key, asked.who());
+            let by = app.auth.link_name(asked.who());
+            let sign = |key: &ArchiveKey| app.auth.sign_archive(key, by.as_deref());
             let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
                 app.auth.enabled().then_some(&sign);
             let doc = Box::pin(mirror.version_document(provider, version, sign)).await?;
@@ -398,7 +393,8 @@ async fn respond(
             Box::pin(mirror.registry_versions(provider)).await?,
         )),
         Route::RegistryPackage(key) => {
-            let query = |link: Link<'_>| link_query(app, key, link, asked.who());
+            let by = app.auth.link_name(asked.who());
+            let query = |link: Link<'_>| link_query(app, key, link, by.as_deref());
             Ok(registry_json(
                 Box::pin(mirror.registry_package(key, &query)).await?,
             ))
@@ -420,7 +416,8 @@ async fn respond(
         Route::ModuleDownload(module, version) => {
             let subdir = Box::pin(mirror.module_download(module, version)).await?;
             let query = if app.auth.enabled() {
-                app.auth.sign_module(module, version, asked.who())
+                let by = app.auth.link_name(asked.who());
+                app.auth.sign_module(module, version, by.as_deref())
             } else {
                 String::new()
             };

@@ -133,14 +133,14 @@ impl Mirror {
     }
 
     /// The operator's decisions as this instance holds them now (read
-    /// from the store at most every [`DECISIONS_TTL`]).
+    /// from the store at most every few seconds).
     pub async fn decisions_held(&self) -> Arc<PolicyDecisions> {
         self.decisions().await
     }
 
     /// Records an operator's decision on one version in the store, as
     /// `tfmirror approve` and `tfmirror deny` do, and takes it up at once
-    /// (other instances sharing the store within [`DECISIONS_TTL`]).
+    /// (other instances sharing the store within seconds).
     pub async fn record_decision(&self, decision: PolicyDecision) -> Result<(), RequestError> {
         let mut decisions = self
             .store

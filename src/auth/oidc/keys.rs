@@ -158,6 +158,12 @@ impl Keys {
         }
     }
 
+    /// Whether any key is held (none: the issuer was never reached and has
+    /// no keys file).
+    pub fn held_any(&self) -> bool {
+        !self.held.read().expect("keys lock").keys.is_empty()
+    }
+
     /// The issuer's endpoints, fetching its discovery document if they
     /// are not known yet.
     pub async fn endpoints(&self) -> anyhow::Result<Endpoints> {

@@ -255,7 +255,7 @@ impl Oidc {
             Lookup::Found(found, held) => (found, held),
             Lookup::Fetch if may_fetch => return Err(Failure::Fetch(index)),
             Lookup::Fetch | Lookup::Unknown => {
-                let why = if read.kid.is_some() {
+                let why = if issuer.keys.held_any() {
                     "unknown_key"
                 } else {
                     "keys_unavailable"

@@ -352,3 +352,39 @@ fn a_rotated_keys_file_is_taken_on_reload_and_a_broken_one_keeps_the_keys() {
     s.oidc.reload_key_files();
     assert!(s.oidc.check_now(&token).unwrap().is_ok());
 }
+
+#[tokio::test]
+async fn an_unknown_key_fetches_the_keys_at_most_once_per_interval() {
+    let clock = ManualClock::new();
+    let mut upstream = crate::config::Config::default().upstream;
+    upstream.allow_private_addresses = true;
+    upstream.connect_timeout = Duration::from_secs(2);
+    let client = crate::upstream::Client::new(&upstream, Arc::new(Metrics::new())).unwrap();
+    let mut cfg = config(std::path::Path::new("/nonexistent"));
+    cfg.keys_file = None;
+    // Nothing listens there: every fetch fails at once.
+    cfg.issuer = "https://127.0.0.1:1".parse().unwrap();
+    let keys = keys::Keys::new(&cfg, Some(client), clock.clone()).unwrap();
+    assert!(matches!(
+        keys.lookup(Some("k1"), "ES256"),
+        keys::Lookup::Fetch
+    ));
+    assert!(keys.refetch().await.is_err());
+    // Within the interval, no fetch is asked for, and none is made.
+    assert!(matches!(
+        keys.lookup(Some("k1"), "ES256"),
+        keys::Lookup::Unknown
+    ));
+    keys.refetch().await.unwrap();
+    clock.advance(Duration::from_secs(59));
+    assert!(matches!(
+        keys.lookup(Some("k1"), "ES256"),
+        keys::Lookup::Unknown
+    ));
+    clock.advance(Duration::from_secs(1));
+    assert!(matches!(
+        keys.lookup(Some("k1"), "ES256"),
+        keys::Lookup::Fetch
+    ));
+    assert!(!keys.held_any());
+}

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::Asked;
+use crate::auth::Who;
 use crate::error::RequestError;
 use crate::http::routes::Access;
 use crate::http::App;
@@ -57,5 +58,28 @@ pub(super) fn authorize_now(
         }
         Access::SignedModule(module, version) => app.auth.check_module(module, version, query),
     };
-    Some(linked.map(|by| asked.note(by.map(Arc::new))))
+    Some(linked.map(|by| {
+        // A link that names nobody, followed with credentials that
+        // authenticate (a script, a proxy that adds them): those name the
+        // caller.
+        let by = by.map(Arc::new).or_else(|| {
+            asked.authorization?;
+            app.auth.identify_now(asked.authorization)?.ok()?.who
+        });
+        asked.note(by);
+    }))
+}
+
+impl Asked<'_> {
+    /// Who sent the request, as access control told.
+    pub(super) fn who(&self) -> Option<&Who> {
+        self.who.get().map(|w| &**w)
+    }
+
+    /// Notes who sent the request.
+    fn note(&self, who: Option<Arc<Who>>) {
+        if let Some(who) = who {
+            let _ = self.who.set(who);
+        }
+    }
 }

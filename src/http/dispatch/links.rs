@@ -3,15 +3,14 @@
 //! lock request.
 
 use crate::address::{ArchiveKey, Platform};
-use crate::auth::Who;
 use crate::error::RequestError;
 use crate::http::App;
 use crate::mirror::facade::Link;
 
 /// The query of a link the facade hands out: signed when access control
 /// is on (clients send no credentials when they follow these links).
-/// It names `by`, who asked for it.
-pub(super) fn link_query(app: &App, key: &ArchiveKey, link: Link<'_>, by: Option<&Who>) -> String {
+/// It names `by` ([`crate::auth::Auth::link_name`]), who asked for it.
+pub(super) fn link_query(app: &App, key: &ArchiveKey, link: Link<'_>, by: Option<&str>) -> String {
     if !app.auth.enabled() {
         return String::new();
     }
