@@ -228,4 +228,33 @@ mod tests {
         );
         assert!(p("/-/check").takes_posts() && !p("/-/status").takes_posts());
     }
+
+    #[test]
+    fn decisions_have_a_page_per_version_of_a_provider_or_a_module() {
+        for path in [
+            "/-/decide/providers/registry.terraform.io/hashicorp/aws/5.1.0",
+            "/-/decide/modules/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0",
+        ] {
+            let route = parse(path).unwrap();
+            assert!(route.takes_posts(), "{path}");
+            let Page::Decide(decided, version) = &route.page else {
+                panic!("{path}: {:?}", route.page);
+            };
+            assert_eq!(decide_path(decided, version), path);
+        }
+        for bad in [
+            "/-/decide/providers/registry.terraform.io/hashicorp/aws",
+            "/-/decide/providers/registry.terraform.io/hashicorp/a%2Fws/1.0.0",
+            "/-/decide/modules/h.example/n/m/s/not-a-version",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert!(
+            matches!(parse("/-/signin/with/sso").unwrap().page, Page::SignInWith(ref n) if n == "sso")
+        );
+        assert!(
+            parse("/-/api/signin/callback").is_err(),
+            "sign-in has no JSON"
+        );
+    }
 }
