@@ -29,6 +29,12 @@ impl Grant {
             Grant::Admin => "admin",
         }
     }
+    /// The grant [`Grant::as_str`] names, if it names one.
+    pub fn from_name(name: &str) -> Option<Grant> {
+        [Grant::Read, Grant::Approve, Grant::Admin]
+            .into_iter()
+            .find(|g| g.as_str() == name)
+    }
 }
 
 /// One `[[auth.oidc]]` entry: an OpenID Connect issuer.

@@ -189,6 +189,20 @@ struct SignInPage<'a> {
     next_query: String,
 }
 
+impl<'a> SignInPage<'a> {
+    /// The page, sending the browser back to `next`, saying why a token
+    /// was `refused` when it was.
+    fn new(site: Site<'_>, layout: &'a Layout, next: String, refused: Option<String>) -> Self {
+        SignInPage {
+            layout,
+            issuers: offered(site),
+            next_query: url::form_urlencoded::byte_serialize(next.as_bytes()).collect(),
+            next,
+            refused,
+        }
+    }
+}
+
 /// `/-/signin`: the form, or (sent) the session and the way back.
 pub fn sign_in(
     site: Site<'_>,
@@ -201,13 +215,7 @@ pub fn sign_in(
             .or_else(|| req.param("next")),
     );
     let Some(form) = form else {
-        let page = SignInPage {
-            layout,
-            issuers: offered(site),
-            next_query: url::form_urlencoded::byte_serialize(next.as_bytes()).collect(),
-            next,
-            refused: None,
-        };
+        let page = SignInPage::new(site, layout, next, None);
         return Ok(PageAnswer::html(StatusCode::OK, &page));
     };
     if !site.auth.enabled() {
@@ -216,13 +224,12 @@ pub fn sign_in(
     let token = form.text("token").unwrap_or_default();
     let authorization = format!("Bearer {}", token.trim());
     let Some(name) = site.auth.token_name(Some(&authorization)) else {
-        let page = SignInPage {
+        let page = SignInPage::new(
+            site,
             layout,
-            issuers: offered(site),
-            next_query: url::form_urlencoded::byte_serialize(next.as_bytes()).collect(),
             next,
-            refused: Some("This token is not valid for this mirror.".into()),
-        };
+            Some("This token is not valid for this mirror.".into()),
+        );
         return Ok(PageAnswer::html(StatusCode::UNAUTHORIZED, &page));
     };
     let lifetime = site.auth.session_lifetime().as_secs();
@@ -302,12 +309,7 @@ fn session_holds(site: Site<'_>, value: &str) -> Option<Identity> {
                 .issuers()
                 .iter()
                 .any(|i| i.config.name == who.issuer);
-            let grant = match *grant {
-                "read" => Grant::Read,
-                "approve" => Grant::Approve,
-                "admin" => Grant::Admin,
-                _ => return None,
-            };
+            let grant = Grant::from_name(grant)?;
             known.then(|| Identity {
                 who: Some(Arc::new(who)),
                 grant,
