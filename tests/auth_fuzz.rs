@@ -4,7 +4,8 @@
 //! mirror's own, and noise), sent through the whole HTTP stack to a mirror
 //! with a configured token and an OpenID Connect issuer. None may be let
 //! in, and none may make the mirror fail: a protected route answers 4xx,
-//! a page sends the browser to sign in, never 2xx, never 5xx.
+//! a page sends the browser to sign in, never 2xx, never 5xx. And an
+//! identity the mirror did let in is shown as text, whatever it holds.
 
 mod common;
 
@@ -104,40 +105,49 @@ fn cookie() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A mirror with a configured token and an issuer (`ci`, its key in a
+/// file in the directory handed back), serving `acme/widget` 1.0.0.
+async fn scene() -> (Scene, tempfile::TempDir) {
+    let keys = tempfile::tempdir().unwrap();
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let raw = pair.public_key_raw();
+    let set = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": b64(&raw[1..33]), "y": b64(&raw[33..65])}]});
+    std::fs::write(keys.path().join("jwks.json"), set.to_string()).unwrap();
+    let file = keys.path().join("jwks.json");
+    let sc = Scene::start_with("widget", "1.0.0", &["linux_amd64"], move |config| {
+        config.auth.tokens = vec![TOKEN.into()];
+        config.auth.oidc = vec![OidcIssuerConfig {
+            name: "ci".into(),
+            issuer: "https://ci.fuzz.test".parse().unwrap(),
+            audience: "https://mirror.fuzz.test".into(),
+            algorithms: vec![
+                "ES256".into(),
+                "RS256".into(),
+                "EdDSA".into(),
+                "PS512".into(),
+            ],
+            max_lifetime: Duration::from_secs(3600),
+            clock_skew: Duration::from_secs(60),
+            keys_file: Some(file),
+            keys_max_age: Duration::from_secs(3600),
+            keys_refetch_interval: Duration::from_secs(60),
+            client_id: None,
+            client_secret_file: None,
+            scopes: vec![],
+            rules: vec![OidcRuleConfig {
+                claims: BTreeMap::from([("sub".to_owned(), "*".to_owned())]),
+                grant: Grant::Admin,
+            }],
+        }];
+    })
+    .await;
+    (sc, keys)
+}
+
 #[test]
 fn generated_credentials_never_open_the_mirror_nor_break_it() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (sc, keys) = rt.block_on(async {
-        let keys = tempfile::tempdir().unwrap();
-        let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        let raw = pair.public_key_raw();
-        let set = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": b64(&raw[1..33]), "y": b64(&raw[33..65])}]});
-        std::fs::write(keys.path().join("jwks.json"), set.to_string()).unwrap();
-        let file = keys.path().join("jwks.json");
-        let sc = Scene::start_with("widget", "1.0.0", &["linux_amd64"], move |config| {
-            config.auth.tokens = vec![TOKEN.into()];
-            config.auth.oidc = vec![OidcIssuerConfig {
-                name: "ci".into(),
-                issuer: "https://ci.fuzz.test".parse().unwrap(),
-                audience: "https://mirror.fuzz.test".into(),
-                algorithms: vec!["ES256".into(), "RS256".into(), "EdDSA".into(), "PS512".into()],
-                max_lifetime: Duration::from_secs(3600),
-                clock_skew: Duration::from_secs(60),
-                keys_file: Some(file),
-                keys_max_age: Duration::from_secs(3600),
-                keys_refetch_interval: Duration::from_secs(60),
-                client_id: None,
-                client_secret_file: None,
-                scopes: vec![],
-                rules: vec![OidcRuleConfig {
-                    claims: BTreeMap::from([("sub".to_owned(), "*".to_owned())]),
-                    grant: Grant::Admin,
-                }],
-            }];
-        })
-        .await;
-        (sc, keys)
-    });
+    let (sc, keys) = rt.block_on(scene());
     let protected = [
         sc.mirror
             .url("/registry.origin.test/acme/widget/index.json"),
@@ -186,4 +196,79 @@ fn generated_credentials_never_open_the_mirror_nor_break_it() {
     );
     assert_eq!(answer.status, http::StatusCode::OK);
     drop(keys);
+}
+
+/// An identity is shown on the pages as text, whatever its subject and
+/// claims hold, and so is a decision's maker and reason: a session cookie
+/// the mirror signed for a hostile identity (as a sign-in through a
+/// hostile issuer would make) renders nothing of it as markup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_identity_and_decision_are_shown_as_text() {
+    let (sc, _keys) = scene().await;
+    let (m, c) = (&sc.mirror, &sc.client);
+    let token = format!("Bearer {TOKEN}");
+    let index = m.url("/registry.origin.test/acme/widget/index.json");
+    assert_eq!(
+        c.get_with_header(&index, "authorization", &token)
+            .await
+            .status,
+        http::StatusCode::OK
+    );
+    let who = json!({
+        "kind": "person", "issuer": "ci",
+        "subject": "<script>alert(1)</script>\"'>",
+        "claims": {"groups": "<img src=x onerror=alert(2)>"},
+    });
+    let who = b64(who.to_string().as_bytes());
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    let signature = m
+        .app
+        .auth
+        .sign_text(format!("person\n{expires}\n{who}\napprove").as_bytes());
+    let cookie = format!("tfmirror_session=v2.{expires}.{who}.approve.{signature}");
+    m.mirror
+        .record_decision(tfmirror::store::PolicyDecision {
+            subject: "registry.origin.test/acme/widget".into(),
+            version: tfmirror::address::Version::parse("1.0.0").unwrap(),
+            approved: false,
+            reason: "<b onmouseover=alert(3)>why</b>".into(),
+            at_ms: 1,
+            repin: false,
+            by: "person ci <script>alert(4)</script>".into(),
+        })
+        .await
+        .unwrap();
+    for page in [
+        "/-/providers/registry.origin.test/acme/widget",
+        "/-/decide/providers/registry.origin.test/acme/widget/1.0.0",
+    ] {
+        let answer = c
+            .request_headers(http::Method::GET, &m.url(page), &[("cookie", &cookie)])
+            .await;
+        assert_eq!(
+            answer.status,
+            http::StatusCode::OK,
+            "{page}: {}",
+            answer.page_text()
+        );
+        let html = answer.page_text();
+        assert!(
+            html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"),
+            "{page}: the subject is not shown:\n{html}"
+        );
+        for raw in ["<script>", "<img", "<b ", "alert(2)>", "'>"] {
+            assert!(
+                !html.contains(raw),
+                "{page} carries {raw:?} as markup:\n{html}"
+            );
+        }
+        if page.starts_with("/-/decide") {
+            assert!(html.contains("&#60;script&#62;alert(4)"), "{html}");
+            assert!(html.contains("&#60;b onmouseover"), "{html}");
+        }
+    }
 }

@@ -388,3 +388,41 @@ async fn an_unknown_key_fetches_the_keys_at_most_once_per_interval() {
     ));
     assert!(!keys.held_any());
 }
+
+#[test]
+fn a_key_set_is_read_as_go_reads_it_nulls_and_extra_fields_aside() {
+    let s = signer("k1");
+    let mut key = s.jwk.clone();
+    // Nulls where a field may be absent, fields this mirror does not know,
+    // and keys it cannot use beside the one it can.
+    key["alg"] = Value::Null;
+    key["x5t"] = json!("abc");
+    key["key_ops"] = Value::Null;
+    key["extra"] = json!({"nested": [1, 2]});
+    let set = json!({
+        "keys": [
+            {"kty": "RSA", "use": "enc", "alg": "RSA-OAEP-256", "kid": "e", "n": "AQAB", "e": "AQAB"},
+            {"kty": "OKP", "crv": "X25519", "kid": "x", "x": "AAAA"},
+            {"kty": "EC", "crv": "secp256k1", "kid": "k", "x": "AAAA", "y": "AAAA"},
+            {"kty": "weird"},
+            key,
+        ],
+        "extra": true,
+    });
+    let keys = keys::read_set(&set).unwrap();
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0].kid.as_deref(), Some("k1"));
+    assert_eq!(
+        keys[0].alg, None,
+        "a null alg binds the key to no algorithm"
+    );
+    assert!(keys[0].verifies("ES256") && !keys[0].verifies("RS256"));
+    for bad in [
+        json!({}),
+        json!({"keys": null}),
+        json!({"keys": []}),
+        json!([1]),
+    ] {
+        assert!(keys::read_set(&bad).is_err(), "{bad}");
+    }
+}
