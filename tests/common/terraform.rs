@@ -62,8 +62,12 @@ pub fn platform() -> String {
 }
 
 /// The Terraform CLIs to compare with: v1.0.3 (`TERRAFORM_BIN`, which the
-/// README's test command installs) and the `terraform` on `PATH` when it is
-/// another version.
+/// README's test command installs) and a newer one: `TERRAFORM_NEWER_BIN`
+/// (which the test command sets to the `terraform` on `PATH` when that is
+/// newer), or else the `terraform` on `PATH` when it is another version.
+/// Their paths only the newer CLI takes (`TF_TOKEN_…` credentials, test
+/// files) run wherever one is found; under `CI=true` a missing one fails
+/// the test, elsewhere the test says what it left out.
 pub fn clis() -> Vec<(String, PathBuf)> {
     let pinned = match std::env::var_os("TERRAFORM_BIN") {
         Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
@@ -78,19 +82,33 @@ pub fn clis() -> Vec<(String, PathBuf)> {
             .to_owned()
     };
     let mut out = vec![(version(&pinned), pinned)];
-    let on_path = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("terraform"))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .find(|p| p.is_file());
-    match on_path {
-        Some(bin) if version(&bin) != out[0].0 => out.push((version(&bin), bin)),
-        Some(_) => eprintln!("the terraform on PATH is {}: compared once", out[0].0),
-        None => eprintln!("no terraform on PATH: compared with {} only", out[0].0),
+    let named = std::env::var_os("TERRAFORM_NEWER_BIN")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from);
+    let on_path = || {
+        std::env::var_os("PATH")
+            .map(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join("terraform"))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+            .into_iter()
+            .find(|p| p.is_file())
+    };
+    let newer = named
+        .or_else(on_path)
+        .filter(|bin| version(bin) != out[0].0);
+    match newer {
+        Some(bin) => out.push((version(&bin), bin)),
+        None if std::env::var("CI").as_deref() == Ok("true") => panic!(
+            "no Terraform newer than {} (TERRAFORM_NEWER_BIN, or terraform on PATH): the paths only a newer CLI takes cannot run",
+            out[0].0
+        ),
+        None => eprintln!(
+            "no Terraform newer than {} on PATH (or TERRAFORM_NEWER_BIN): the paths only a newer CLI takes are left out",
+            out[0].0
+        ),
     }
     out
 }
