@@ -28,6 +28,10 @@ pub enum RequestError {
     /// The request carries no token, or one the mirror does not know.
     #[error("{0}")]
     Unauthenticated(String),
+    /// The client asked for this more often than the mirror allows one
+    /// client address (sign-ins through an issuer).
+    #[error("{0}")]
+    TooOften(String),
     /// An archive link is unsigned, tampered with or expired.
     #[error("{0}")]
     LinkRefused(String),
@@ -101,13 +105,14 @@ impl RequestError {
         use RequestError::{
             Denied, DiskUnavailable, FormRefused, HostNotAllowed, InsufficientStorage, Internal,
             InvalidRequest, LinkRefused, MethodNotAllowed, NoPackage, NoSuchPage, NotAtOrigin,
-            NotHeld, NotPermitted, NotReady, PinMismatch, TooLarge, Unauthenticated,
+            NotHeld, NotPermitted, NotReady, PinMismatch, TooLarge, TooOften, Unauthenticated,
             UnsupportedSource, UpstreamBusy, UpstreamInvalid, UpstreamTimeout, UpstreamUnreachable,
             VerificationFailed,
         };
         match self {
             InvalidRequest(_) => StatusCode::BAD_REQUEST,
             Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            TooOften(_) => StatusCode::TOO_MANY_REQUESTS,
             HostNotAllowed(_) | LinkRefused(_) | Denied(_) | FormRefused(_) | NotPermitted(_) => {
                 StatusCode::FORBIDDEN
             }

@@ -67,7 +67,7 @@ pub struct Metrics {
     watch_runs: Family<OutcomeLabels, Counter>,
     watch_fetched: Family<KindLabels, Counter>,
     watch_last_success: Gauge,
-    signins: Family<signins::SigninLabels, Counter>,
+    signins: signins::SigninMetrics,
 }
 
 impl Default for Metrics {
@@ -117,7 +117,7 @@ impl Metrics {
             watch_runs: Family::default(),
             watch_fetched: Family::default(),
             watch_last_success: Gauge::default(),
-            signins: Family::default(),
+            signins: signins::SigninMetrics::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -444,6 +444,6 @@ mod keyless;
 mod known;
 mod labels;
 mod operations;
-mod signins;
+pub mod signins;
 #[cfg(test)]
 mod tests;

@@ -35,12 +35,16 @@ pub fn issuer_config(issuer: &str) -> OidcIssuerConfig {
         clock_skew: Duration::from_secs(60),
         keys_file: None,
         keys_max_age: Duration::from_secs(3600),
-        // Every unknown key ID may fetch the keys again: the rotation
-        // below comes seconds after the first fetch.
-        keys_refetch_interval: Duration::ZERO,
+        // At most one fetch a minute, by the mirror's clock: the rotation
+        // below waits it out on a paused clock.
+        keys_refetch_interval: Duration::from_secs(60),
         client_id: Some("tfmirror".into()),
         client_secret_file: None,
-        scopes: vec!["profile".into(), "email".into()],
+        // The provider's own scope for the `groups` claim, which a
+        // conforming provider puts in the UserInfo answer only.
+        scopes: vec!["profile".into(), "groups".into()],
+        userinfo_signed_response_alg: None,
+        claims_parameter: tfmirror::config::ClaimsParameter::Auto,
         rules: vec![
             rule(
                 &[("repository_owner", "acme"), ("ref", "refs/heads/main")],
@@ -120,19 +124,60 @@ async fn tokens_from_a_real_provider_open_the_mirror_and_every_misuse_is_refused
     // Without a token, nothing.
     assert_eq!(c.get(&index).await.status, StatusCode::UNAUTHORIZED);
 
-    // Every misuse, each refused for its own reason.
-    let header = part(&good, 0);
+    // Tokens this issuer signs, as a job's would be, with a header of the
+    // test's choosing: what the provider itself would never mint.
     let claims = part(&good, 1);
-    let signature = good.split('.').nth(2).unwrap().to_owned();
+    let ec = provider.signing_key("k1-ec");
+    let rsa = provider.signing_key("k1-rsa");
+    let mint = |header: Value, claims: &Value, key: &jsonwebtoken::EncodingKey| {
+        sign_raw(&header, claims, key)
+    };
+    let es256 = |extra: Value| {
+        let mut header = json!({"alg": "ES256", "typ": "JWT", "kid": "k1-ec"});
+        header
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        header
+    };
+    // Without a key ID, an RS256 job token, and the provider's own RS256
+    // token: all in.
+    let with_sub = |sub: &str| {
+        let mut c = claims.clone();
+        c["sub"] = json!(sub);
+        c
+    };
+    let kidless = mint(
+        json!({"alg": "ES256", "typ": "JWT"}),
+        &with_sub("kidless"),
+        &ec,
+    );
+    let rs256 = mint(
+        json!({"alg": "RS256", "kid": "k1-rsa"}),
+        &with_sub("rs256"),
+        &rsa,
+    );
+    let minted_rs256 = provider.ci_token("acme-infra-rs256", AUDIENCE).await;
+    assert_eq!(part(&minted_rs256, 0)["alg"], "RS256");
+    for token in [kidless, rs256, minted_rs256] {
+        let answer = get(token).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.error_text());
+    }
+    assert_eq!(counted(c, m, "accepted").await, 4);
+
+    // Every misuse, each refused for its own reason, each with a token of
+    // its own. Where a check is about the header, the token is otherwise
+    // whole (signed by the issuer's key), so it is that check alone that
+    // refuses it.
+    let elsewhere = common::browser::Elsewhere::start().await;
+    let away = format!("https://{}", elsewhere.addr);
     let jwks = provider.jwks().await;
-    let public_ec = jwks["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let public_ec = (jwks["keys"].as_array().unwrap().iter())
         .find(|k| k["kty"] == "EC")
         .unwrap()
         .clone();
-    let with_header = |h: Value| format!("{}.{}.{signature}", b64(&h), b64(&claims));
+    let header = part(&good, 0);
+    let signature = good.split('.').nth(2).unwrap().to_owned();
     let mut cases: Vec<(&str, String)> = vec![
         ("no_rule", provider.ci_token("other-owner", AUDIENCE).await),
         (
@@ -141,46 +186,92 @@ async fn tokens_from_a_real_provider_open_the_mirror_and_every_misuse_is_refused
                 .ci_token("acme-infra-main", "https://other-mirror.tfmirror.test")
                 .await,
         ),
+        // alg none: no signature at all, and one of noise.
         (
             "algorithm",
             format!(
                 "{}.{}.",
-                b64(&json!({"alg": "none", "kid": header["kid"]})),
-                b64(&claims)
-            ) + "x",
+                b64(&json!({"alg": "none"})),
+                b64(&with_sub("none-1"))
+            ),
         ),
         (
-            "header_key",
-            with_header(
-                json!({"alg": "ES256", "kid": header["kid"], "jku": format!("{issuer}/jwks")}),
+            "algorithm",
+            format!(
+                "{}.{}.eA",
+                b64(&json!({"alg": "none", "kid": "k1-ec"})),
+                b64(&with_sub("none-2"))
             ),
         ),
         (
             "header_key",
-            with_header(
-                json!({"alg": "ES256", "kid": header["kid"], "x5u": "https://127.0.0.1:1/cert.pem"}),
+            mint(
+                es256(json!({"jku": format!("{away}/jwks")})),
+                &with_sub("jku"),
+                &ec,
             ),
         ),
         (
             "header_key",
-            with_header(json!({"alg": "ES256", "kid": header["kid"], "jwk": public_ec})),
+            mint(
+                es256(json!({"x5u": format!("{away}/cert.pem")})),
+                &with_sub("x5u"),
+                &ec,
+            ),
+        ),
+        (
+            "header_key",
+            mint(es256(json!({"jwk": public_ec})), &with_sub("jwk"), &ec),
+        ),
+        (
+            "header_key",
+            mint(
+                es256(json!({"x5c": ["MIIBszCCAVmgAwIBAgIU"]})),
+                &with_sub("x5c"),
+                &ec,
+            ),
+        ),
+        (
+            "crit",
+            mint(es256(json!({"crit": ["exp"]})), &with_sub("crit"), &ec),
+        ),
+        // A header naming the other family's key: an ES256 signature
+        // under the RSA key's ID, and an RS256 one under the EC key's.
+        (
+            "unknown_key",
+            mint(
+                json!({"alg": "ES256", "kid": "k1-rsa"}),
+                &with_sub("cross-1"),
+                &ec,
+            ),
+        ),
+        (
+            "unknown_key",
+            mint(
+                json!({"alg": "RS256", "kid": "k1-ec"}),
+                &with_sub("cross-2"),
+                &rsa,
+            ),
         ),
         ("oversized", "e".repeat(9000)),
         ("malformed", "not-a-token".into()),
         ("malformed", format!("{}.{}", b64(&header), b64(&claims))),
     ];
     // HS256 keyed with the issuer's own public key.
-    for secret in [
+    for (n, secret) in [
         public_ec.to_string(),
         public_ec["x"].as_str().unwrap().to_owned(),
-    ] {
-        let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
-        h.kid = header["kid"].as_str().map(str::to_owned);
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let key = jsonwebtoken::EncodingKey::from_secret(secret.as_bytes());
-        cases.push((
-            "algorithm",
-            jsonwebtoken::encode(&h, &claims, &key).unwrap(),
-        ));
+        let token = sign_raw(
+            &json!({"alg": "HS256", "kid": "k1-ec"}),
+            &with_sub(&format!("hs-{n}")),
+            &key,
+        );
+        cases.push(("algorithm", token));
     }
     // The payload changed under the issuer's signature.
     let mut forged = claims.clone();
@@ -190,20 +281,19 @@ async fn tokens_from_a_real_provider_open_the_mirror_and_every_misuse_is_refused
         format!("{}.{}.{signature}", b64(&header), b64(&forged)),
     ));
     // Another issuer claimed.
-    let mut elsewhere = claims.clone();
-    elsewhere["iss"] = json!("https://token.actions.githubusercontent.com");
-    cases.push((
-        "issuer",
-        format!("{}.{}.{signature}", b64(&header), b64(&elsewhere)),
-    ));
+    let mut other = claims.clone();
+    other["iss"] = json!("https://token.actions.githubusercontent.com");
+    cases.push(("issuer", mint(es256(json!({})), &other, &ec)));
     // A key ID the issuer never published, even after fetching its keys again.
     let stranger = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
-    h.kid = Some("k9-ec".into());
     let key = jsonwebtoken::EncodingKey::from_ec_der(&stranger.serialize_der());
     cases.push((
         "unknown_key",
-        jsonwebtoken::encode(&h, &claims, &key).unwrap(),
+        sign_raw(
+            &json!({"alg": "ES256", "kid": "k9-ec"}),
+            &with_sub("stranger"),
+            &key,
+        ),
     ));
 
     for (reason, token) in &cases {
@@ -227,15 +317,25 @@ async fn tokens_from_a_real_provider_open_the_mirror_and_every_misuse_is_refused
             "{reason} was not counted"
         );
     }
+    assert_eq!(
+        elsewhere.connections(),
+        0,
+        "a key URL in a header was followed"
+    );
 
-    // The issuer rotates its keys: the mirror fetches them again when a
-    // token names the new key, and the new token gets in.
+    // The issuer rotates its keys. A token under the new key is refused
+    // while the mirror may not fetch the keys again (one fetch a minute),
+    // and counted; a minute on, by the mirror's clock, it gets in.
     provider.rotate("k2").await;
     let rotated = provider.ci_token("acme-infra-main", AUDIENCE).await;
     assert_eq!(part(&rotated, 0)["kid"], "k2-ec");
+    let unknown = counted(c, m, "unknown_key").await;
+    assert_eq!(get(rotated.clone()).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(counted(c, m, "unknown_key").await, unknown + 1);
+    m.clock.advance(Duration::from_secs(60));
     let answer = get(rotated.clone()).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.error_text());
-    assert_eq!(counted(c, m, "accepted").await, 2);
+    assert_eq!(counted(c, m, "accepted").await, 5);
     // The retired key's token, remembered, holds until it expires.
     assert_eq!(get(good).await.status, StatusCode::OK);
 
@@ -244,6 +344,16 @@ async fn tokens_from_a_real_provider_open_the_mirror_and_every_misuse_is_refused
     m.clock.advance(Duration::from_secs(300 + 60 + 5));
     assert_eq!(get(rotated).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(counted(c, m, "expired").await, 1);
+}
+
+/// A JWS of `claims` under `header` exactly as given (fields the JWT
+/// crate's header type lacks, such as `crit`, included), signed with `key`
+/// by the header's `alg`.
+fn sign_raw(header: &Value, claims: &Value, key: &jsonwebtoken::EncodingKey) -> String {
+    let alg: jsonwebtoken::Algorithm = header["alg"].as_str().unwrap().parse().unwrap();
+    let message = format!("{}.{}", b64(header), b64(claims));
+    let signature = jsonwebtoken::crypto::sign(message.as_bytes(), key, alg).unwrap();
+    format!("{message}.{signature}")
 }
 
 /// The module registry host the origin serves, whose modules the mirror

@@ -161,10 +161,11 @@ impl Drop for Prometheus {
     }
 }
 
-/// Starts Prometheus scraping `target` over TLS (trusting `ca_file`) every
+/// Starts Prometheus scraping `targets` over TLS (trusting `ca_file`) every
 /// second, with the rules loaded.
-fn start_prometheus(dir: &Path, target: &str, ca_file: &Path) -> Prometheus {
+fn start_prometheus(dir: &Path, targets: &[String], ca_file: &Path) -> Prometheus {
     let config = dir.join("prometheus.yml");
+    let target = targets.join("', '");
     std::fs::write(
         &config,
         format!(
@@ -192,14 +193,20 @@ fn start_prometheus(dir: &Path, target: &str, ca_file: &Path) -> Prometheus {
     }
 }
 
-/// Prometheus scraping `mirror` (with the rules loaded), once it answers
+/// Prometheus scraping `mirrors` (with the rules loaded), once it answers
 /// as ready; with a client for its API.
-async fn prometheus_scraping(dir: &Path, mirror: &RunningMirror) -> (Prometheus, Client) {
-    let prometheus = start_prometheus(
-        dir,
-        &format!("127.0.0.1:{}", mirror.addr.port()),
-        &mirror.ca_file,
-    );
+async fn prometheus_scraping(dir: &Path, mirrors: &[&RunningMirror]) -> (Prometheus, Client) {
+    // One file of every mirror's authority, which Prometheus trusts.
+    let ca_file = dir.join("mirrors-ca.pem");
+    let pems: Vec<String> = (mirrors.iter())
+        .map(|m| std::fs::read_to_string(&m.ca_file).unwrap())
+        .collect();
+    std::fs::write(&ca_file, pems.join("\n")).unwrap();
+    let targets: Vec<String> = (mirrors.iter())
+        .map(|m| format!("127.0.0.1:{}", m.addr.port()))
+        .collect();
+    let mirror = mirrors[0];
+    let prometheus = start_prometheus(dir, &targets, &ca_file);
     let api = Client::allowing_http(&mirror.ca_file);
     wait_until_answered(
         "Prometheus to be ready",
@@ -310,7 +317,18 @@ async fn every_query_and_rule_returns_series_from_a_real_prometheus() {
     assert_eq!(c.get(&thing("index.json")).await.status, StatusCode::OK);
 
     let dir = tempfile::tempdir().unwrap();
-    let (prometheus, api) = prometheus_scraping(dir.path(), &mirror).await;
+    // A second mirror, whose people and jobs sign in through an issuer: the
+    // sign-in series the alerts read, with a token refused.
+    let issuer_mirror = mirror_with_an_issuer(&setup, &origin, "issuer").await;
+    let refused = (Client::trusting(&issuer_mirror.ca_file))
+        .get_with_header(
+            &issuer_mirror.url("/registry.origin.test/acme/thing/index.json"),
+            "authorization",
+            "Bearer not-a-token",
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    let (prometheus, api) = prometheus_scraping(dir.path(), &[&mirror, &issuer_mirror]).await;
     wait_until_answered(
         "a scrape and a rule evaluation",
         Duration::from_secs(60),
@@ -362,6 +380,96 @@ async fn every_query_and_rule_returns_series_from_a_real_prometheus() {
     );
     assert!(checked.len() >= 20, "{checked:?}");
     assert!(named.contains("tfmirror_tls_certificate_expiry_timestamp_seconds"));
+    assert!(named.contains("tfmirror_oidc_signins_total"));
+    drop(prometheus);
+    issuer_mirror.stop().await;
+    mirror.stop().await;
+}
+
+/// A mirror on `origin` whose tokens come from an issuer (`ci`, its keys in
+/// a file of `setup`'s directory, named `name`).
+async fn mirror_with_an_issuer(setup: &Setup, origin: &FakeOrigin, name: &str) -> RunningMirror {
+    let keys = setup.dir.path().join(format!("{name}-jwks.json"));
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let raw = pair.public_key_raw();
+    let b64 = |b: &[u8]| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
+    };
+    let set = serde_json::json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": b64(&raw[1..33]), "y": b64(&raw[33..65])}]});
+    std::fs::write(&keys, set.to_string()).unwrap();
+    let mut config = setup.config(origin, &[], &["registry.origin.test"]);
+    config.cache.dir = setup.dir.path().join(format!("{name}-cache"));
+    config.server.data_dir = setup.dir.path().join(format!("{name}-data"));
+    config.auth.oidc = toml::from_str::<OidcEntries>(&format!(
+        "[[oidc]]\nname = \"ci\"\nissuer = \"https://ci.prometheus.test\"\naudience = \"https://mirror.prometheus.test\"\nkeys_file = \"{}\"\n[[oidc.rules]]\nclaims = {{ sub = \"*\" }}\ngrant = \"read\"\n",
+        keys.display()
+    ))
+    .unwrap()
+    .oidc;
+    RunningMirror::start(config).await
+}
+
+/// `[[oidc]]` entries, as a test writes them.
+#[derive(serde::Deserialize)]
+struct OidcEntries {
+    oidc: Vec<tfmirror::config::OidcIssuerConfig>,
+}
+
+/// A burst of refused tokens raises `TfmirrorSigninRefusals` in a real
+/// Prometheus, under the issuer the tokens claim; a few do not.
+#[cfg_attr(
+    tfmirror_no_prometheus,
+    ignore = "needs prometheus (Debian's prometheus package); scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_refused_tokens_raises_the_alert() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let mirror = mirror_with_an_issuer(&setup, &origin, "burst").await;
+    let dir = tempfile::tempdir().unwrap();
+    let (prometheus, api) = prometheus_scraping(dir.path(), &[&mirror]).await;
+    let at_zero = "tfmirror_oidc_signins_total{issuer=\"unknown\",outcome=\"malformed\"} == 0";
+    wait_until_answered(
+        "a scrape of the series at 0",
+        Duration::from_secs(60),
+        || async { !query(&api, &prometheus, at_zero).await.is_empty() },
+    )
+    .await;
+    let firing = "ALERTS{alertname=\"TfmirrorSigninRefusals\", alertstate=\"firing\"}";
+    let c = Client::trusting(&mirror.ca_file);
+    let index = mirror.url("/registry.origin.test/acme/thing/index.json");
+    let refuse = |n: usize| {
+        let (c, index) = (&c, index.clone());
+        async move {
+            let answer = c
+                .get_with_header(&index, "authorization", &format!("Bearer not-a-token-{n}"))
+                .await;
+            assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+        }
+    };
+    // A few: quiet, once Prometheus has seen them.
+    for n in 0..5 {
+        refuse(n).await;
+    }
+    let seen = "tfmirror_oidc_signins_total{issuer=\"unknown\",outcome=\"malformed\"} == 5";
+    wait_until_answered("a scrape of the five", Duration::from_secs(60), || async {
+        !query(&api, &prometheus, seen).await.is_empty()
+    })
+    .await;
+    assert!(query(&api, &prometheus, firing).await.is_empty());
+    // A burst.
+    for n in 5..30 {
+        refuse(n).await;
+    }
+    wait_until_answered(
+        "TfmirrorSigninRefusals to fire",
+        Duration::from_secs(60),
+        || async { !query(&api, &prometheus, firing).await.is_empty() },
+    )
+    .await;
+    let alert = &query(&api, &prometheus, firing).await[0];
+    assert_eq!(alert["metric"]["issuer"], "unknown", "{alert}");
     drop(prometheus);
     mirror.stop().await;
 }
@@ -382,7 +490,7 @@ async fn the_first_refused_signature_after_a_start_raises_the_alert() {
     origin.publish_unverifiable(&signer, &stranger, "2.0.0");
     let mirror = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
     let dir = tempfile::tempdir().unwrap();
-    let (prometheus, api) = prometheus_scraping(dir.path(), &mirror).await;
+    let (prometheus, api) = prometheus_scraping(dir.path(), &[&mirror]).await;
     let invalid = "tfmirror_signature_verifications_total{outcome=\"invalid\"} == 0";
     wait_until_answered(
         "a scrape of the series at 0",

@@ -89,7 +89,13 @@ impl Auth {
         Ok(Auth {
             tokens: Tokens::new(&config.tokens, config.token_file.clone())?,
             token_grant: config.token_grant,
-            oidc: oidc::Oidc::new(&config.oidc, client, clock.clone(), metrics)?,
+            oidc: oidc::Oidc::new(
+                &config.oidc,
+                client,
+                clock.clone(),
+                metrics,
+                config.signins_per_minute,
+            )?,
             url_key: hmac::Key::new(hmac::HMAC_SHA256, &key_bytes),
             url_lifetime: config.url_lifetime,
             session_lifetime: config.session_lifetime,
@@ -157,7 +163,7 @@ impl Auth {
             return done;
         }
         let token = bearer(authorization).unwrap_or_default();
-        (self.oidc.check(token, oidc::Purpose::Bearer).await).map_err(|()| unauthenticated(true))
+        (self.oidc.check(token).await).map_err(|()| unauthenticated(true))
     }
 
     /// [`Auth::identify`], taking as well HTTP Basic authentication whose

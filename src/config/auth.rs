@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use super::oidc::{Grant, OidcIssuerConfig, OidcRuleConfig};
+pub use super::oidc::{ClaimsParameter, Grant, OidcIssuerConfig, OidcRuleConfig};
 
 /// `[auth]`: access control. With no token and no issuer configured, anyone
 /// who can reach the mirror may use it.
@@ -38,6 +38,12 @@ pub struct AuthConfig {
     /// `read`, `approve` or `admin` (see [`Grant`]). Default `admin`, the
     /// operator's own secret.
     pub token_grant: Grant,
+    /// `signins_per_minute`: how many sign-ins through an issuer one client
+    /// address may begin, and how many it may bring back, in a minute
+    /// (each counted on its own; IPv6 addresses by their /64). Past it a
+    /// sign-in is refused with `429` until the minute has room again, and
+    /// counted as `rate_limited`. Default `20`.
+    pub signins_per_minute: u32,
     /// `[[auth.oidc]]`: OpenID Connect issuers whose tokens open the mirror
     /// (CI jobs, Kubernetes workloads) and through which people sign in to
     /// the pages (see `docs/identities.md`).
@@ -54,6 +60,7 @@ impl Default for AuthConfig {
             url_lifetime: Duration::from_secs(3600),
             session_lifetime: Duration::from_secs(8 * 3600),
             token_grant: Grant::Admin,
+            signins_per_minute: 20,
             oidc: Vec::new(),
         }
     }
@@ -71,6 +78,11 @@ impl AuthConfig {
         }
         if self.session_lifetime.is_zero() {
             anyhow::bail!("auth.session_lifetime must be longer than zero");
+        }
+        if self.signins_per_minute == 0 {
+            anyhow::bail!(
+                "auth.signins_per_minute must be at least 1 (no one could sign in through an issuer)"
+            );
         }
         Ok(())
     }

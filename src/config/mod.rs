@@ -27,7 +27,7 @@ mod storage;
 mod upstream;
 pub mod watch;
 
-pub use auth::{AuthConfig, Grant, OidcIssuerConfig, OidcRuleConfig};
+pub use auth::{AuthConfig, ClaimsParameter, Grant, OidcIssuerConfig, OidcRuleConfig};
 pub use storage::{LocalCacheConfig, S3Config, StorageBackend, StorageConfig};
 pub use upstream::{HostConfig, UpstreamConfig};
 

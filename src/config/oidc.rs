@@ -96,10 +96,39 @@ pub struct OidcIssuerConfig {
     /// `["profile", "email"]`.
     #[serde(default = "default_scopes")]
     pub scopes: Vec<String>,
+    /// `userinfo_signed_response_alg`: set when the mirror's registration
+    /// at the issuer asks for signed UserInfo answers (the registration
+    /// field of the same name): the algorithm they are signed with, one of
+    /// `algorithms`. A UserInfo answer in plain JSON is then refused.
+    /// Absent by default: plain JSON is taken, and so is a signed answer
+    /// that verifies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub userinfo_signed_response_alg: Option<String>,
+    /// `claims_parameter`: whether a sign-in asks for the claims the rules
+    /// read with the `claims` request parameter (OpenID Connect Core 5.5),
+    /// in the ID token and from UserInfo alike: `auto` (when the issuer's
+    /// discovery document says `claims_parameter_supported`), `always` or
+    /// `never`. Default `auto`. Scopes (`scopes`) ask for claims too; an
+    /// issuer may need either.
+    #[serde(default)]
+    pub claims_parameter: ClaimsParameter,
     /// `[[auth.oidc.rules]]`: what identities of this issuer may do. The
     /// first rule whose claims all match decides; no match, no access.
     #[serde(default)]
     pub rules: Vec<OidcRuleConfig>,
+}
+
+/// When a sign-in sends the `claims` request parameter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimsParameter {
+    /// When the issuer's discovery document says it takes it.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// One `[[auth.oidc.rules]]` entry.
@@ -186,6 +215,14 @@ impl OidcIssuerConfig {
         ] {
             if d.is_zero() {
                 anyhow::bail!("{at}: {what} must be longer than zero");
+            }
+        }
+        if let Some(alg) = &self.userinfo_signed_response_alg {
+            if !self.algorithms.contains(alg) {
+                anyhow::bail!(
+                    "{at}: userinfo_signed_response_alg {alg:?} is not among algorithms ({})",
+                    self.algorithms.join(", ")
+                );
             }
         }
         if self.client_secret_file.is_some() && self.client_id.is_none() {

@@ -259,12 +259,15 @@ fn answer_now(app: &App, asked: &Asked<'_>) -> Option<(Endpoint, Response<Body>)
         return None;
     }
     let route = routes::parse_kept(asked.path).ok()?;
-    let allowed = || matches!(authorize_now(app, route.access(), asked), Some(Ok(())));
     let doc = match &*route {
-        Route::Index(provider) if allowed() => app.mirror.held_index_document(provider)?,
+        // A refusal now is the answer (checked again, it would count twice).
+        Route::Index(provider) => match authorize_now(app, route.access(), asked)? {
+            Ok(()) => app.mirror.held_index_document(provider)?,
+            Err(e) => return Some((route.endpoint(), error_response(&e, asked.path))),
+        },
         // With access control on, archive links carry signatures made for
         // each answer: such a `:version.json` is never held.
-        Route::Version(provider, version) if !app.auth.enabled() && allowed() => {
+        Route::Version(provider, version) if !app.auth.enabled() => {
             app.mirror.held_version_document(provider, version)?
         }
         _ => return None,

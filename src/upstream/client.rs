@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use bytes::Bytes;
 use http::{header, Request, StatusCode};
-use http_body_util::{BodyExt, Empty, Limited};
+use http_body_util::{BodyExt, Empty, Full, Limited};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
@@ -45,9 +45,12 @@ pub const MAX_METADATA_BYTES: usize = 8 * 1024 * 1024;
 #[derive(Clone)]
 pub struct Client {
     inner: HyperClient<HttpsConnector<GuardedConnector>, Empty<Bytes>>,
-    limits: Arc<Limits>,
-    request_timeout: Duration,
-    metrics: Arc<Metrics>,
+    /// The same connections' client for requests with a body (an OpenID
+    /// provider's token endpoint), through the same guard.
+    pub(super) posts: HyperClient<HttpsConnector<GuardedConnector>, Full<Bytes>>,
+    pub(super) limits: Arc<Limits>,
+    pub(super) request_timeout: Duration,
+    pub(super) metrics: Arc<Metrics>,
     /// `host:port` authorities that may be reached over plain http.
     plain_http: Arc<Vec<String>>,
 }
@@ -66,6 +69,9 @@ impl Client {
             .wrap_connector(http);
         let inner = HyperClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
+            .build(https.clone());
+        let posts = HyperClient::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(60))
             .build(https);
         let plain_http = config
             .hosts
@@ -81,6 +87,7 @@ impl Client {
             .collect();
         Ok(Client {
             inner,
+            posts,
             limits: Arc::new(Limits {
                 total: Arc::new(Semaphore::new(config.max_fetches)),
                 total_max: config.max_fetches,

@@ -10,6 +10,7 @@ pub mod guard;
 mod limits;
 pub mod module_registry;
 pub mod origin;
+pub mod post;
 pub mod registry;
 pub mod wire;
 

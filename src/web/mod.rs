@@ -77,6 +77,9 @@ pub struct PageRequest<'a> {
     pub scheme: &'a str,
     /// The authority clients reach the mirror by (`host[:port]`).
     pub authority: &'a str,
+    /// The client's address: the peer's, or what a trusted proxy
+    /// forwarded.
+    pub client: &'a str,
 }
 
 impl PageRequest<'_> {

@@ -412,6 +412,7 @@ mod tests {
             body: bytes::Bytes::new(),
             scheme,
             authority: "mirror.example",
+            client: "192.0.2.1",
         };
         let set = |scheme| sign_out(&request(scheme)).cookies.join("\n");
         assert_eq!(

@@ -1,37 +1,39 @@
 //! People signing in through the site's OpenID Connect provider: an
 //! issuer of `[[auth.oidc]]` with a `client_id`. The authorization code
 //! flow with PKCE (`S256`), a `state` checked on return and a `nonce`
-//! checked in the ID token, which is verified as every token is
-//! ([`crate::auth::oidc`]) and mapped by the issuer's rules.
+//! checked in the ID token; what the issuer hands back is checked, and the
+//! person's identity made, by [`crate::auth::oidc::person`].
 //!
 //! `/-/signin/with/:issuer` keeps the flow's secrets in a signed,
 //! short-lived cookie (`tfmirror_signin`, `SameSite=Lax` so that the
 //! issuer's redirect back brings it) and sends the browser to the issuer;
-//! `/-/signin/callback` checks the state, trades the code for tokens at the
-//! issuer's token endpoint, and opens the session. The session cookie is
-//! `SameSite=Strict`, which a browser does not send on the redirect chain
-//! that began at the issuer: the callback answers with a page that moves
-//! on to where the person was going, from this mirror's own origin.
-
-use std::time::Duration;
+//! `/-/signin/callback` checks the state (each sign-in comes back once),
+//! has the code traded and the tokens checked, and opens the session. The
+//! session cookie is `SameSite=Strict`, which a browser does not send on
+//! the redirect chain that began at the issuer: the callback answers with
+//! a page that moves on to where the person was going, from this mirror's
+//! own origin. Both steps are limited per client address
+//! (`auth.signins_per_minute`), and every sign-in, refused or not, is
+//! counted by its outcome.
 
 use askama::Template;
 use base64::Engine as _;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
-use url::Url;
+use serde_json::{Map, Value};
 
 use super::layout::Layout;
 use super::session::{cookie, person_cookie, random_hex, safe_next};
 use super::{PageAnswer, PageRequest, Site};
-use crate::auth::oidc::{Issuer, Purpose};
+use crate::auth::oidc::exchange::Code;
+use crate::auth::oidc::limiter::Step;
+use crate::auth::oidc::person::{told, SIGNIN_LIFETIME};
+use crate::auth::oidc::{rules, Issuer};
+use crate::config::ClaimsParameter;
 use crate::error::RequestError;
 
 /// The cookie that carries a sign-in's secrets.
 const SIGNIN: &str = "tfmirror_signin";
-
-/// How long a sign-in may take at the issuer.
-const SIGNIN_LIFETIME: u64 = 600;
 
 /// What a sign-in keeps between leaving and coming back.
 #[derive(Serialize, Deserialize)]
@@ -88,6 +90,39 @@ fn signin_attributes(req: &PageRequest<'_>) -> &'static str {
     }
 }
 
+/// Refuses a sign-in step from a client address that took it too often,
+/// counted under `issuer`.
+fn limit(
+    site: Site<'_>,
+    req: &PageRequest<'_>,
+    step: Step,
+    issuer: &str,
+) -> Result<(), RequestError> {
+    let oidc = site.auth.oidc();
+    oidc.limiter().check(step, req.client).map_err(|wait| {
+        oidc.count_signin(issuer, "rate_limited");
+        tracing::info!(
+            issuer,
+            client = req.client,
+            ?step,
+            "refused a sign-in: too many from this address"
+        );
+        RequestError::TooOften(format!(
+            "too many sign-ins from this address: try again in {wait} s"
+        ))
+    })
+}
+
+/// The claims the issuer is asked for with the `claims` request parameter:
+/// every claim the rules read, in the ID token and from UserInfo alike.
+fn claims_request(issuer: &Issuer) -> String {
+    let wanted: Map<String, Value> = rules::named(&issuer.config.rules)
+        .into_iter()
+        .map(|name| (name, Value::Null))
+        .collect();
+    serde_json::json!({"id_token": wanted, "userinfo": wanted}).to_string()
+}
+
 /// `/-/signin/with/:issuer`: the browser sent to the issuer.
 pub async fn start(
     site: Site<'_>,
@@ -95,7 +130,9 @@ pub async fn start(
     name: &str,
 ) -> Result<PageAnswer, RequestError> {
     let (_, issuer) = issuer(site, name)?;
+    limit(site, req, Step::Start, name)?;
     let endpoints = issuer.keys.endpoints().await.map_err(|e| {
+        site.auth.oidc().count_signin(name, "issuer_unreachable");
         tracing::warn!(issuer = %name, error = %format!("{e:#}"), "cannot begin a sign-in: the issuer's discovery document could not be read");
         RequestError::UpstreamUnreachable(format!("the issuer {name} cannot be reached; try again later"))
     })?;
@@ -133,14 +170,24 @@ pub async fn start(
         .append_pair("nonce", &pending.n)
         .append_pair("code_challenge", &challenge)
         .append_pair("code_challenge_method", "S256");
-    let expires = site.auth.now_secs() + SIGNIN_LIFETIME;
+    let ask_claims = match issuer.config.claims_parameter {
+        ClaimsParameter::Always => true,
+        ClaimsParameter::Auto => endpoints.claims_parameter,
+        ClaimsParameter::Never => false,
+    };
+    if ask_claims {
+        to.query_pairs_mut()
+            .append_pair("claims", &claims_request(issuer));
+    }
+    let lifetime = SIGNIN_LIFETIME.as_secs();
+    let expires = site.auth.now_secs() + lifetime;
     let body = b64(&serde_json::to_vec(&pending).expect("a sign-in serialises"));
     let signature = site
         .auth
         .sign_text(format!("signin\n{expires}\n{body}").as_bytes());
     let mut answer = PageAnswer::see_other(to.to_string());
     answer.cookies.push(format!(
-        "{SIGNIN}=v1.{expires}.{body}.{signature}; Max-Age={SIGNIN_LIFETIME}; {}",
+        "{SIGNIN}=v1.{expires}.{body}.{signature}; Max-Age={lifetime}; {}",
         signin_attributes(req)
     ));
     Ok(answer)
@@ -167,10 +214,16 @@ fn pending(site: Site<'_>, req: &PageRequest<'_>) -> Option<Pending> {
     serde_json::from_slice(&json).ok()
 }
 
-/// A sign-in that did not work: named in the log, told plainly.
-fn failed(why: &str, detail: &str) -> RequestError {
-    tracing::info!(reason = why, detail, "a sign-in through an issuer failed");
-    RequestError::Unauthenticated(format!("the sign-in did not work ({why}): sign in again"))
+/// A sign-in that did not work: told plainly; the log and the count are
+/// the caller's.
+fn failed(why: &str) -> RequestError {
+    RequestError::Unauthenticated(format!("the sign-in did not work: {why}; sign in again"))
+}
+
+/// A step around the issuer refused: counted under `issuer`, logged.
+fn refused(site: Site<'_>, issuer: &str, outcome: &'static str, detail: &str) {
+    site.auth.oidc().count_signin(issuer, outcome);
+    tracing::info!(issuer, reason = outcome, detail, "refused a sign-in");
 }
 
 /// `/-/signin/callback`: the code traded for an ID token, the session
@@ -180,33 +233,58 @@ pub async fn finish(
     req: &PageRequest<'_>,
     layout: &Layout,
 ) -> Result<PageAnswer, RequestError> {
-    let Some(pending) = pending(site, req) else {
+    let pending = pending(site, req);
+    let counted_as = pending.as_ref().map_or("unknown", |p| p.i.as_str());
+    limit(site, req, Step::Callback, counted_as)?;
+    let Some(pending) = pending else {
+        refused(
+            site,
+            "unknown",
+            "no_signin",
+            "no sign-in cookie, or an expired one",
+        );
         return Err(failed(
-            "no sign-in under way in this browser, or it took too long",
-            "",
+            "no sign-in is under way in this browser, or it took too long",
         ));
     };
+    let issuer_name = pending.i.as_str();
     let state = req.param("state").unwrap_or_default();
     if !bool::from(subtle::ConstantTimeEq::ct_eq(
         state.as_bytes(),
         pending.s.as_bytes(),
     )) {
-        return Err(failed("state", "the state sent back is not this browser's"));
+        refused(
+            site,
+            issuer_name,
+            "state",
+            "the state sent back is not this browser's",
+        );
+        return Err(failed("the issuer sent back another sign-in's state"));
+    }
+    if !site.auth.oidc().first_return(&pending.s) {
+        refused(
+            site,
+            issuer_name,
+            "replayed",
+            "this sign-in came back before",
+        );
+        return Err(failed("this sign-in was already used"));
     }
     if let Some(error) = req.param("error") {
-        return Err(failed("refused at the issuer", &error));
+        refused(site, issuer_name, "refused_at_issuer", &error);
+        return Err(failed("the issuer refused it"));
     }
-    let code = req.param("code").unwrap_or_default();
-    let (index, issuer) = issuer(site, &pending.i)?;
-    let id_token = trade(site, req, issuer, &code, &pending.v)
-        .await
-        .map_err(|e| failed("token", &format!("{e:#}")))?;
-    let identity = (site.auth.oidc())
-        .check(&id_token, Purpose::SignIn(index, &pending.n))
-        .await
-        .map_err(|()| failed("the ID token was refused or no rule admits you", ""))?;
+    let (index, _) = issuer(site, issuer_name)?;
+    let callback = callback(req);
+    let code = Code {
+        code: &req.param("code").unwrap_or_default(),
+        verifier: &pending.v,
+        redirect_uri: &callback,
+    };
+    let identity = (site.auth.oidc().sign_in(index, &code, &pending.n).await)
+        .map_err(|refusal| failed(&told(&refusal)))?;
     let Some(session) = person_cookie(site, req, &identity) else {
-        return Err(failed("no identity", ""));
+        return Err(failed("the issuer named no one"));
     };
     let who = identity
         .who
@@ -224,57 +302,4 @@ pub async fn finish(
         .cookies
         .push(format!("{SIGNIN}=; Max-Age=0; {}", signin_attributes(req)));
     Ok(answer)
-}
-
-/// Trades `code` for the ID token at the issuer's token endpoint.
-async fn trade(
-    site: Site<'_>,
-    req: &PageRequest<'_>,
-    issuer: &Issuer,
-    code: &str,
-    verifier: &str,
-) -> anyhow::Result<String> {
-    let endpoints = issuer.keys.endpoints().await?;
-    let to: Url = endpoints
-        .token
-        .ok_or_else(|| anyhow::anyhow!("the issuer names no token endpoint"))?;
-    let client_id = issuer.config.client_id.clone().unwrap_or_default();
-    let form = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("grant_type", "authorization_code")
-        .append_pair("code", code)
-        .append_pair("redirect_uri", &callback(req))
-        .append_pair("code_verifier", verifier)
-        .append_pair("client_id", &client_id)
-        .finish();
-    let upstream = &site.mirror.config().upstream;
-    let tls = crate::upstream::client::tls_config(upstream.ca_file.as_deref(), "upstream.ca_file")?;
-    let http = reqwest::Client::builder()
-        .use_preconfigured_tls(tls)
-        .timeout(upstream.request_timeout.min(Duration::from_secs(30)))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()?;
-    let mut post = http
-        .post(to.clone())
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("accept", "application/json")
-        .body(form);
-    if let Some(path) = &issuer.config.client_secret_file {
-        let secret = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("reading client_secret_file {}: {e}", path.display()))?;
-        post = post.basic_auth(&client_id, Some(secret.trim()));
-    }
-    let answer = post.send().await?;
-    let status = answer.status();
-    let body = answer.bytes().await?;
-    if !status.is_success() {
-        anyhow::bail!(
-            "{to} answered {status}: {}",
-            String::from_utf8_lossy(&body[..body.len().min(300)])
-        );
-    }
-    let doc: serde_json::Value = serde_json::from_slice(&body)?;
-    doc.get("id_token")
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| anyhow::anyhow!("{to}: the answer carries no id_token"))
 }

@@ -7,7 +7,7 @@
 //! registry shapes the origin answers in (`shapes`), an S3-compatible
 //! server (`seaweed`) and a gate that makes it refuse listings (`s3_gate`), CLI releases as HashiCorp publishes them (`releases`), the Terraform CLI run on its own (`terraform`), and
 //! Podman with tfmirror's image (`podman`), chromium driven through
-//! `WebDriver` (`browser`) and the mirror the pages' tests browse (`pages`). Each test binary uses some of it.
+//! `WebDriver` (`browser`), the mirror the pages' tests browse (`pages`), and OpenID providers: npm's real one (`oidc`) and one that misbehaves on request (`fake_issuer`). Each test binary uses some of it.
 
 #![allow(dead_code, unused_imports)]
 
@@ -16,6 +16,7 @@ pub mod browser;
 mod ca;
 mod client;
 pub mod daemon;
+pub mod fake_issuer;
 mod git;
 mod keys;
 pub mod oci;

@@ -1,8 +1,13 @@
 //! An issuer's signing keys: from its discovery document and JSON Web Key
 //! Set, fetched through the upstream client, kept, and fetched again when
-//! they are old or a token names a key ID not among them (at most once per
-//! `keys_refetch_interval`); the last good keys stay in force while the
-//! issuer is unreachable. Or from a file (`keys_file`), re-read on SIGHUP.
+//! they are old or a token names a key ID not among them; the last good
+//! keys stay in force while the issuer is unreachable. Or from a file
+//! (`keys_file`), re-read on SIGHUP.
+//!
+//! Every fetch, whatever asked for it (a token naming an unknown key, old
+//! keys, a sign-in that needs the issuer's endpoints), is one at a time and
+//! at most once per `keys_refetch_interval`: while an issuer is
+//! unreachable, no caller can make the mirror ask it more often than that.
 //!
 //! Only public keys for signatures are taken: a symmetric (`oct`) key or a
 //! key marked for encryption is left out, whatever the set holds.
@@ -18,6 +23,7 @@ use url::Url;
 
 use crate::clock::SharedClock;
 use crate::config::OidcIssuerConfig;
+use crate::metrics::Metrics;
 use crate::upstream::Client;
 
 /// One public key of an issuer.
@@ -42,12 +48,19 @@ impl Key {
 /// Where an issuer's endpoints are, from its discovery document.
 #[derive(Debug, Clone, Default)]
 pub struct Endpoints {
+    /// Whether they were read from a discovery document (else: not yet).
+    pub read: bool,
     /// `jwks_uri`.
     pub jwks: Option<Url>,
     /// `authorization_endpoint`, for people signing in.
     pub authorization: Option<Url>,
     /// `token_endpoint`, for people signing in.
     pub token: Option<Url>,
+    /// `userinfo_endpoint`: the claims of a person the ID token lacks.
+    pub userinfo: Option<Url>,
+    /// `claims_parameter_supported`: whether the issuer takes the
+    /// `claims` request parameter.
+    pub claims_parameter: bool,
 }
 
 /// The keys in force and when they were taken.
@@ -74,12 +87,15 @@ pub enum Lookup {
 
 /// An issuer's keys.
 pub struct Keys {
+    /// The issuer's name, for the metrics.
+    name: String,
     issuer: Url,
     file: Option<PathBuf>,
     max_age: u64,
     refetch_every: u64,
     client: Option<Client>,
     clock: SharedClock,
+    metrics: Option<Arc<Metrics>>,
     held: RwLock<Held>,
     /// One fetch at a time: requests that need keys wait for it.
     fetching: tokio::sync::Mutex<()>,
@@ -87,11 +103,13 @@ pub struct Keys {
 
 impl Keys {
     /// The keys of `config`'s issuer, read now from its file if it has
-    /// one; fetched on first use otherwise, through `client`.
+    /// one; fetched on first use otherwise, through `client`, each fetch
+    /// counted in `metrics`.
     pub fn new(
         config: &OidcIssuerConfig,
         client: Option<Client>,
         clock: SharedClock,
+        metrics: Option<Arc<Metrics>>,
     ) -> anyhow::Result<Keys> {
         if config.keys_file.is_none() && client.is_none() {
             anyhow::bail!(
@@ -100,12 +118,14 @@ impl Keys {
             );
         }
         let keys = Keys {
+            name: config.name.clone(),
             issuer: config.issuer.clone(),
             file: config.keys_file.clone(),
             max_age: config.keys_max_age.as_secs(),
             refetch_every: config.keys_refetch_interval.as_secs(),
             client,
             clock,
+            metrics,
             held: RwLock::default(),
             fetching: tokio::sync::Mutex::new(()),
         };
@@ -164,18 +184,36 @@ impl Keys {
         !self.held.read().expect("keys lock").keys.is_empty()
     }
 
-    /// The issuer's endpoints, fetching its discovery document if they
-    /// are not known yet.
+    /// The issuer's endpoints, fetching its discovery document (and its
+    /// keys) if they are not known yet: at most once per
+    /// `keys_refetch_interval`, like every fetch, so that sign-ins begun
+    /// while the issuer is unreachable do not each ask it.
     pub async fn endpoints(&self) -> anyhow::Result<Endpoints> {
-        {
-            let held = self.held.read().expect("keys lock");
-            if held.endpoints.authorization.is_some() {
-                return Ok(held.endpoints.clone());
-            }
+        if let Some(known) = self.known_endpoints() {
+            return Ok(known);
         }
-        let endpoints = self.discover().await?;
-        self.held.write().expect("keys lock").endpoints = endpoints.clone();
-        Ok(endpoints)
+        if self.client.is_none() {
+            anyhow::bail!(
+                "the issuer's endpoints are not known: it has a keys_file and no upstream client"
+            );
+        }
+        let fetched = self.refetch().await;
+        if let Some(known) = self.known_endpoints() {
+            return Ok(known);
+        }
+        fetched?;
+        let tried = self.held.read().expect("keys lock").tried_at;
+        let ago = tried.map_or(0, |t| self.clock.unix_secs().saturating_sub(t));
+        anyhow::bail!(
+            "the issuer could not be reached {ago} s ago; it is asked again {} s after that",
+            self.refetch_every
+        )
+    }
+
+    /// The endpoints, once a discovery document was read.
+    fn known_endpoints(&self) -> Option<Endpoints> {
+        let held = self.held.read().expect("keys lock");
+        held.endpoints.read.then(|| held.endpoints.clone())
     }
 
     /// Fetches the keys again, unless another request just did or the
@@ -189,6 +227,7 @@ impl Keys {
                 .tried_at
                 .is_some_and(|t| now.saturating_sub(t) < self.refetch_every)
             {
+                self.count("backed_off");
                 return Ok(());
             }
             held.tried_at = Some(now);
@@ -196,17 +235,25 @@ impl Keys {
         let (keys, endpoints) = match self.fetch().await {
             Ok(fetched) => fetched,
             Err(e) => {
+                self.count("failed");
                 let kept = self.held.read().expect("keys lock").keys.len();
                 tracing::warn!(issuer = %self.issuer, kept, error = %format!("{e:#}"), "the issuer's keys could not be fetched; the last good keys stay in force");
                 return Err(e);
             }
         };
+        self.count("fetched");
         let mut held = self.held.write().expect("keys lock");
         tracing::info!(issuer = %self.issuer, keys = keys.len(), "fetched the issuer's keys");
         held.keys = Arc::new(keys);
         held.taken_at = Some(now);
         held.endpoints = endpoints;
         Ok(())
+    }
+
+    fn count(&self, outcome: &'static str) {
+        if let Some(metrics) = &self.metrics {
+            metrics.oidc_key_fetch(&self.name, outcome);
+        }
     }
 
     async fn discover(&self) -> anyhow::Result<Endpoints> {
@@ -226,9 +273,13 @@ impl Keys {
             }
         };
         Ok(Endpoints {
+            read: true,
             jwks: endpoint("jwks_uri")?,
             authorization: endpoint("authorization_endpoint")?,
             token: endpoint("token_endpoint")?,
+            userinfo: endpoint("userinfo_endpoint")?,
+            // Go's decoder would take a null as false; so does this.
+            claims_parameter: doc.get("claims_parameter_supported") == Some(&Value::Bool(true)),
         })
     }
 

@@ -34,6 +34,24 @@ pub fn decide(rules: &[OidcRuleConfig], claims: &Map<String, Value>) -> Option<M
     })
 }
 
+/// Every claim `rules` read, each named once, in order.
+pub fn named(rules: &[OidcRuleConfig]) -> Vec<String> {
+    missing(rules, &Map::new())
+}
+
+/// The claims `rules` read that `claims` lacks (absent, or `null`), each
+/// named once, in order.
+pub fn missing(rules: &[OidcRuleConfig], claims: &Map<String, Value>) -> Vec<String> {
+    let mut out: Vec<String> = (rules.iter())
+        .flat_map(|rule| rule.claims.keys())
+        .filter(|name| matches!(claims.get(name.as_str()), None | Some(Value::Null)))
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The claim's value as the trail shows it, when it matches `pattern`: a
 /// string whole, a list by any item (shown alone), a boolean or number by
 /// its JSON text.

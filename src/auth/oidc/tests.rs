@@ -50,6 +50,8 @@ fn config(keys_file: &std::path::Path) -> OidcIssuerConfig {
         client_id: None,
         client_secret_file: None,
         scopes: vec![],
+        userinfo_signed_response_alg: None,
+        claims_parameter: crate::config::ClaimsParameter::Auto,
         rules: vec![OidcRuleConfig {
             claims: BTreeMap::from([
                 ("repository_owner".into(), "acme".into()),
@@ -75,7 +77,14 @@ fn setup() -> Setup {
     std::fs::write(&file, json!({"keys": [signer.jwk]}).to_string()).unwrap();
     let clock = ManualClock::new();
     let metrics = Arc::new(Metrics::new());
-    let oidc = Oidc::new(&[config(&file)], None, clock.clone(), Some(metrics.clone())).unwrap();
+    let oidc = Oidc::new(
+        &[config(&file)],
+        None,
+        clock.clone(),
+        Some(metrics.clone()),
+        20,
+    )
+    .unwrap();
     Setup {
         dir,
         oidc,
@@ -109,21 +118,45 @@ impl Setup {
         self.token(&claims)
     }
 
-    /// Refused for `outcome`, counted under the issuer the token claims
-    /// (`ci`), or `unknown` when it names none configured.
+    /// `claims` under `header` exactly as given, signed with the issuer's
+    /// key (ES256): a token whole but for what the header says.
+    fn raw(&self, header: &Value, claims: &Value) -> String {
+        let message = format!("{}.{}", b64(header), b64(claims));
+        let signature =
+            jsonwebtoken::crypto::sign(message.as_bytes(), &self.signer.key, Algorithm::ES256)
+                .unwrap();
+        format!("{message}.{signature}")
+    }
+
+    /// How many tokens were counted under `issuer` for `outcome`.
+    fn count(&self, issuer: &str, outcome: &str) -> u64 {
+        let line =
+            format!("tfmirror_oidc_signins_total{{issuer=\"{issuer}\",outcome=\"{outcome}\"}} ");
+        (self.metrics.render().lines())
+            .find_map(|l| l.strip_prefix(&line).map(|n| n.trim().parse().unwrap()))
+            .unwrap_or(0)
+    }
+
+    /// Refused, and counted once under `outcome` (under the issuer the
+    /// token claims, `ci`, or `unknown` when it names none configured)
+    /// and under no other outcome.
     fn refused(&self, token: &str, outcome: &str) {
-        assert_eq!(self.oidc.check_now(token), Some(Err(())), "{outcome}");
         let issuer = match token::claimed_issuer(token) {
             Some(iss) if iss == ISSUER => "ci",
             _ => "unknown",
         };
-        let rendered = self.metrics.render();
-        let line =
-            format!("tfmirror_oidc_signins_total{{issuer=\"{issuer}\",outcome=\"{outcome}\"}}");
-        assert!(
-            rendered.lines().any(|l| l.starts_with(&line)),
-            "{outcome} not counted:\n{rendered}"
-        );
+        let before: Vec<u64> = (crate::metrics::signins::SIGNIN_OUTCOMES.iter())
+            .map(|o| self.count(issuer, o))
+            .collect();
+        assert_eq!(self.oidc.check_now(token), Some(Err(())), "{outcome}");
+        for (o, was) in crate::metrics::signins::SIGNIN_OUTCOMES.iter().zip(before) {
+            let expected = was + u64::from(*o == outcome);
+            assert_eq!(
+                self.count(issuer, o),
+                expected,
+                "{o}, for a token refused as {outcome}"
+            );
+        }
     }
 }
 
@@ -161,15 +194,17 @@ fn a_token_its_rules_admit_is_named_and_remembered_until_it_expires() {
 #[test]
 fn unsigned_and_symmetric_tokens_are_refused() {
     let s = setup();
-    // alg: none, with and without a signature part.
-    let none = format!("{}.{}.", b64(&json!({"alg": "none"})), b64(&s.claims()));
-    s.refused(&none, "malformed");
-    let none = format!(
-        "{}.{}.c2ln",
-        b64(&json!({"alg": "none", "kid": "k1"})),
-        b64(&s.claims())
-    );
-    s.refused(&none, "algorithm");
+    // alg: none, with no signature and with one of noise.
+    for (n, signature) in ["", "c2ln"].into_iter().enumerate() {
+        let mut claims = s.claims();
+        claims["sub"] = json!(format!("none-{n}"));
+        let none = format!(
+            "{}.{}.{signature}",
+            b64(&json!({"alg": "none", "kid": "k1"})),
+            b64(&claims)
+        );
+        s.refused(&none, "algorithm");
+    }
     // HS256 keyed with the issuer's public key (as a JWK, and as its x).
     for secret in [
         s.signer.jwk.to_string(),
@@ -199,6 +234,27 @@ fn unsigned_and_symmetric_tokens_are_refused() {
     evil["sub"] = json!("repo:evil/app");
     let swapped = format!("{}.{}.{}", parts[0], b64(&evil), parts[2]);
     s.refused(&swapped, "signature");
+}
+
+#[tokio::test]
+async fn an_id_tokens_issuer_is_checked_once_its_signature_holds() {
+    // A person's ID token is checked against the issuer the sign-in began
+    // at, whatever it claims: here signed by that issuer's key, for the
+    // client, with the sign-in's nonce, and naming another issuer.
+    let s = setup();
+    // (The issuer entry has no client ID here, so its audience is the
+    // one an ID token must carry.)
+    let mut claims = s.claims();
+    claims["nonce"] = json!("n-1");
+    claims["iss"] = json!("https://elsewhere.example");
+    let token = s.token(&claims);
+    let refused = s.oidc.id_token_claims(&token, 0, "n-1").await.unwrap_err();
+    assert_eq!(refused.reason, "issuer", "{refused:?}");
+    claims["iss"] = json!(ISSUER);
+    let token = s.token(&claims);
+    assert!(s.oidc.id_token_claims(&token, 0, "n-1").await.is_ok());
+    let refused = s.oidc.id_token_claims(&token, 0, "n-2").await.unwrap_err();
+    assert_eq!(refused.reason, "nonce", "{refused:?}");
 }
 
 #[test]
@@ -282,16 +338,33 @@ fn issuer_audience_and_times_are_checked_by_the_mirrors_clock() {
 fn keys_named_in_the_header_are_never_followed_and_unknown_keys_refused() {
     let s = setup();
     let attacker = signer("evil");
-    for field in ["jku", "x5u", "jwk", "x5c"] {
-        let value = match field {
-            "jwk" => attacker.jwk.clone(),
-            "x5c" => json!(["MIIB"]),
-            _ => json!("https://attacker.example/keys"),
-        };
+    // Each token is signed by the issuer's own key and whole but for its
+    // header: only the header check refuses it.
+    for (field, value) in [
+        ("jku", json!("https://attacker.example/keys")),
+        ("x5u", json!("https://attacker.example/cert.pem")),
+        ("jwk", attacker.jwk.clone()),
+        ("x5c", json!(["MIIBszCCAVmgAwIBAgIU"])),
+    ] {
         let header = json!({"alg": "ES256", "kid": "k1", field: value});
-        let token = format!("{}.{}.c2ln", b64(&header), b64(&s.claims()));
-        s.refused(&token, "header_key");
+        let mut claims = s.claims();
+        claims["sub"] = json!(format!("repo:acme/{field}"));
+        s.refused(&s.raw(&header, &claims), "header_key");
     }
+    let crit = json!({"alg": "ES256", "kid": "k1", "crit": ["exp"]});
+    s.refused(&s.raw(&crit, &s.claims()), "crit");
+    // The same, with a plain header: in.
+    let plain = json!({"alg": "ES256", "kid": "k1"});
+    assert!(s
+        .oidc
+        .check_now(&s.raw(&plain, &s.claims()))
+        .unwrap()
+        .is_ok());
+    // No key ID: the issuer's keys that fit the algorithm are tried.
+    let kidless = json!({"alg": "ES256"});
+    let mut claims = s.claims();
+    claims["sub"] = json!("repo:acme/kidless");
+    assert!(s.oidc.check_now(&s.raw(&kidless, &claims)).unwrap().is_ok());
     let mut header = Header::new(Algorithm::ES256);
     header.kid = Some("evil".into());
     let token = jsonwebtoken::encode(&header, &s.claims(), &attacker.key).unwrap();
@@ -302,17 +375,11 @@ fn keys_named_in_the_header_are_never_followed_and_unknown_keys_refused() {
 fn oversized_malformed_and_unmatched_tokens_are_refused() {
     let s = setup();
     s.refused(&"a".repeat(token::MAX_TOKEN_BYTES + 1), "oversized");
-    for bad in [
-        "",
-        "a.b",
-        "a.b.c.d",
-        "..",
-        "!!!.!!!.!!!",
-        "e30.e30.",
-        "WzFd.e30.c2ln",
-    ] {
+    for bad in ["", "a.b", "a.b.c.d", "..", "!!!.!!!.!!!", "WzFd.e30.c2ln"] {
         s.refused(bad, "malformed");
     }
+    // No algorithm named: refused before anything else is looked at.
+    s.refused(&format!("e30.{}.", b64(&s.claims())), "algorithm");
     s.refused(
         &s.with(|c| {
             c["ref"] = json!("refs/heads/dev");
@@ -364,7 +431,7 @@ async fn an_unknown_key_fetches_the_keys_at_most_once_per_interval() {
     cfg.keys_file = None;
     // Nothing listens there: every fetch fails at once.
     cfg.issuer = "https://127.0.0.1:1".parse().unwrap();
-    let keys = keys::Keys::new(&cfg, Some(client), clock.clone()).unwrap();
+    let keys = keys::Keys::new(&cfg, Some(client), clock.clone(), None).unwrap();
     assert!(matches!(
         keys.lookup(Some("k1"), "ES256"),
         keys::Lookup::Fetch

@@ -76,11 +76,16 @@ pub fn claimed_issuer(token: &str) -> Option<String> {
 /// (`jku`, `x5u`, an embedded `jwk` or `x5c`: never followed) or an
 /// extension the mirror would have to understand (`crit`).
 pub fn read(token: &str, allowed: &[String]) -> Result<Unverified, Refusal> {
-    if token.len() > MAX_TOKEN_BYTES {
+    read_within(token, allowed, MAX_TOKEN_BYTES)
+}
+
+/// [`read`], for a token of at most `max` bytes.
+pub fn read_within(token: &str, allowed: &[String], max: usize) -> Result<Unverified, Refusal> {
+    if token.len() > max {
         return Err(Refusal::new("oversized", format!("{} bytes", token.len())));
     }
     let parts: Vec<&str> = token.split('.').collect();
-    if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {
+    if parts.len() != 3 || parts[..2].iter().any(|p| p.is_empty()) {
         return Err(Refusal::new("malformed", "not three dot-separated parts"));
     }
     let header = part(parts[0], "header")?;
@@ -94,6 +99,9 @@ pub fn read(token: &str, allowed: &[String]) -> Result<Unverified, Refusal> {
             format!("alg {alg:?} is not allowed"),
         ));
     }
+    if parts[2].is_empty() {
+        return Err(Refusal::new("malformed", "no signature"));
+    }
     for field in ["jku", "x5u", "jwk", "x5c"] {
         if header.contains_key(field) {
             return Err(Refusal::new(
@@ -103,7 +111,7 @@ pub fn read(token: &str, allowed: &[String]) -> Result<Unverified, Refusal> {
         }
     }
     if header.contains_key("crit") {
-        return Err(Refusal::new("malformed", "the header has crit extensions"));
+        return Err(Refusal::new("crit", "the header has crit extensions"));
     }
     let kid = match header.get("kid") {
         None | Some(Value::Null) => None,
@@ -133,6 +141,18 @@ pub fn verify(
     audience: &str,
     now: u64,
 ) -> Result<Map<String, Value>, Refusal> {
+    let claims = signed_payload(token, read, keys)?;
+    check_claims(&claims, config, audience, now)?;
+    Ok(claims)
+}
+
+/// The payload of `token` once one of `keys` verifies its signature (made
+/// with `read.alg`); nothing in the payload is checked yet.
+pub fn signed_payload(
+    token: &str,
+    read: &Unverified,
+    keys: &[&Key],
+) -> Result<Map<String, Value>, Refusal> {
     let alg = Algorithm::from_str(&read.alg)
         .map_err(|_| Refusal::new("algorithm", format!("alg {:?} is not known", read.alg)))?;
     let mut validation = Validation::new(alg);
@@ -140,21 +160,41 @@ pub fn verify(
     validation.validate_nbf = false;
     validation.validate_aud = false;
     validation.required_spec_claims.clear();
-    let mut claims = None;
     for key in keys {
         match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation) {
-            Ok(data) => {
-                claims = Some(data.claims);
-                break;
-            }
+            Ok(data) => return Ok(data.claims),
             Err(e) if matches!(e.kind(), jsonwebtoken::errors::ErrorKind::InvalidSignature) => {}
             Err(e) => return Err(Refusal::new("malformed", format!("{e}"))),
         }
     }
-    let claims = claims
-        .ok_or_else(|| Refusal::new("signature", "no key of the issuer verifies the signature"))?;
-    check_claims(&claims, config, audience, now)?;
-    Ok(claims)
+    Err(Refusal::new(
+        "signature",
+        "no key of the issuer verifies the signature",
+    ))
+}
+
+/// Whether `aud` (a string, or a list of them) holds `audience`.
+pub fn audience_holds(aud: Option<&Value>, audience: &str) -> bool {
+    match aud {
+        Some(Value::String(a)) => a == audience,
+        Some(Value::Array(list)) => list.iter().any(|a| a.as_str() == Some(audience)),
+        _ => false,
+    }
+}
+
+/// A time claim (`exp`, `nbf`, `iat`) in whole seconds: `None` when
+/// absent or null, refused when it is not a number of seconds.
+pub fn time_claim(claims: &Map<String, Value>, name: &str) -> Result<Option<u64>, Refusal> {
+    match claims.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            // Fractions of a second are allowed (RFC 7519's NumericDate).
+            .or_else(|| n.as_f64().and_then(whole_seconds))
+            .map(Some)
+            .ok_or_else(|| Refusal::new("malformed", format!("{name} is not a time"))),
+        Some(_) => Err(Refusal::new("malformed", format!("{name} is not a number"))),
+    }
 }
 
 /// The registered claims, by the mirror's clock with the issuer's
@@ -172,29 +212,13 @@ fn check_claims(
     if !same_issuer(iss, config.issuer.as_str()) {
         return Err(Refusal::new("issuer", format!("iss {iss:?}")));
     }
-    let aud_ok = match claims.get("aud") {
-        Some(Value::String(a)) => a == audience,
-        Some(Value::Array(list)) => list.iter().any(|a| a.as_str() == Some(audience)),
-        _ => false,
-    };
-    if !aud_ok {
+    if !audience_holds(claims.get("aud"), audience) {
         return Err(Refusal::new(
             "audience",
             format!("aud {:?} does not hold {audience:?}", claims.get("aud")),
         ));
     }
-    let time = |name: &str| -> Result<Option<u64>, Refusal> {
-        match claims.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n
-                .as_u64()
-                // Fractions of a second are allowed (RFC 7519's NumericDate).
-                .or_else(|| n.as_f64().and_then(whole_seconds))
-                .map(Some)
-                .ok_or_else(|| Refusal::new("malformed", format!("{name} is not a time"))),
-            Some(_) => Err(Refusal::new("malformed", format!("{name} is not a number"))),
-        }
-    };
+    let time = |name: &str| time_claim(claims, name);
     let skew = config.clock_skew.as_secs();
     let exp = time("exp")?.ok_or_else(|| Refusal::new("malformed", "no exp"))?;
     if now > exp.saturating_add(skew) {

@@ -78,6 +78,7 @@ pub(super) async fn answer(app: &App, asked: &Asked<'_>, route: &PageRoute) -> R
         body: asked.form.clone(),
         scheme: &scheme,
         authority: &authority,
+        client: asked.client,
     };
     let site = Site {
         mirror: &app.mirror,

@@ -1,0 +1,515 @@
+//! People signing in to the pages through an OpenID provider, against an
+//! issuer that misbehaves on request (`common::fake_issuer`): claims that
+//! only UserInfo holds are merged and matched, UserInfo is held to the ID
+//! token's subject and, where registered, to a signature; and every way a
+//! sign-in can be refused is refused, each counted under its own outcome
+//! (the conforming provider's part is in `tests/oidc.rs`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::fake_issuer::{FakeIssuer, UserInfo, CLIENT_ID};
+use common::*;
+use http::StatusCode;
+use serde_json::{json, Map, Value};
+use tfmirror::config::{ClaimsParameter, Config, Grant, OidcIssuerConfig, OidcRuleConfig};
+
+/// The issuer's entry: the platform approvers may approve, developers and
+/// contractors read.
+fn issuer_config(issuer: &str) -> OidcIssuerConfig {
+    let rule = |claim: &str, pattern: &str, grant| OidcRuleConfig {
+        claims: BTreeMap::from([(claim.to_owned(), pattern.to_owned())]),
+        grant,
+    };
+    OidcIssuerConfig {
+        name: "sso".into(),
+        issuer: issuer.parse().unwrap(),
+        audience: "https://mirror.signin.test".into(),
+        algorithms: vec!["ES256".into()],
+        max_lifetime: Duration::from_secs(3600),
+        clock_skew: Duration::from_secs(60),
+        keys_file: None,
+        keys_max_age: Duration::from_secs(3600),
+        keys_refetch_interval: Duration::from_secs(60),
+        client_id: Some(CLIENT_ID.into()),
+        client_secret_file: None,
+        scopes: vec!["groups".into()],
+        userinfo_signed_response_alg: None,
+        claims_parameter: ClaimsParameter::Auto,
+        rules: vec![
+            rule("groups", "platform-approvers", Grant::Approve),
+            rule("groups", "dev", Grant::Read),
+            rule("email", "*@contractors.test", Grant::Read),
+        ],
+    }
+}
+
+/// A mirror whose people sign in through a fake issuer.
+struct World {
+    sc: Scene,
+    fake: FakeIssuer,
+    /// A browser's client towards the issuer (trusting its authority).
+    at_issuer: Client,
+}
+
+async fn world(configure: impl FnOnce(&mut Config, &FakeIssuer)) -> World {
+    let (setup, origin, signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
+    let fake = FakeIssuer::start(&setup.ca).await;
+    let sc = Scene::on(setup, origin, signer, archives, |config: &mut Config| {
+        config.auth.oidc = vec![issuer_config(&fake.issuer)];
+        configure(config, &fake);
+    })
+    .await;
+    let at_issuer = Client::trusting(&sc.setup.dir.path().join("origin-ca.pem"));
+    World {
+        sc,
+        fake,
+        at_issuer,
+    }
+}
+
+/// A `Set-Cookie`'s `name=value`.
+fn cookie_pair(answer: &Answer, name: &str) -> Option<String> {
+    (answer.headers.get_all("set-cookie").iter())
+        .filter_map(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap().to_owned())
+        .find(|pair| pair.starts_with(&format!("{name}=")) && pair.len() > name.len() + 1)
+}
+
+impl World {
+    /// The start of a sign-in: the sign-in cookie and where the browser
+    /// is sent.
+    async fn begin(&self) -> (String, String) {
+        let m = &self.sc.mirror;
+        let start = self
+            .sc
+            .client
+            .get(&m.url("/-/signin/with/sso?next=/-/releases"))
+            .await;
+        assert_eq!(start.status, StatusCode::SEE_OTHER, "{}", start.page_text());
+        let cookie = cookie_pair(&start, "tfmirror_signin").expect("a sign-in cookie");
+        let to = start.headers["location"].to_str().unwrap().to_owned();
+        (cookie, to)
+    }
+
+    /// The browser at the issuer, which sends it back: the callback URL.
+    async fn at_issuer(&self, authorize: &str) -> String {
+        let back = self.at_issuer.get(authorize).await;
+        assert_eq!(back.status, StatusCode::FOUND, "{}", back.page_text());
+        back.headers["location"].to_str().unwrap().to_owned()
+    }
+
+    /// The callback with `cookie` (a sign-in cookie, or none).
+    async fn callback(&self, url: &str, cookie: Option<&str>) -> Answer {
+        let headers: Vec<(&str, &str)> = cookie.map(|c| ("cookie", c)).into_iter().collect();
+        self.sc
+            .client
+            .request_headers(http::Method::GET, url, &headers)
+            .await
+    }
+
+    /// A whole sign-in: the callback's answer.
+    async fn sign_in(&self) -> Answer {
+        let (cookie, authorize) = self.begin().await;
+        let back = self.at_issuer(&authorize).await;
+        self.callback(&back, Some(&cookie)).await
+    }
+
+    /// `tfmirror_oidc_signins_total` for `issuer` and `outcome`.
+    async fn counted(&self, issuer: &str, outcome: &str) -> u64 {
+        metric(
+            &self.sc,
+            &format!("tfmirror_oidc_signins_total{{issuer=\"{issuer}\",outcome=\"{outcome}\"}}"),
+        )
+        .await
+    }
+
+    /// Asserts a sign-in is refused, counted once under `outcome` and
+    /// under nothing else, and what the person is told holds `told`.
+    async fn refused(
+        &self,
+        answer: &Answer,
+        before: &BTreeMap<String, u64>,
+        outcome: &str,
+        told: &str,
+    ) {
+        assert_eq!(
+            answer.status,
+            StatusCode::UNAUTHORIZED,
+            "{outcome}: {}",
+            answer.page_text()
+        );
+        let text = answer.page_text();
+        assert!(text.contains(told), "{outcome}: {text}");
+        assert!(
+            cookie_pair(answer, "tfmirror_session").is_none(),
+            "{outcome}: a session was opened"
+        );
+        let after = self.outcomes().await;
+        for (name, was) in before {
+            let expected = was + u64::from(name == outcome);
+            assert_eq!(
+                after[name], expected,
+                "{name} after a sign-in refused for {outcome}"
+            );
+        }
+    }
+
+    /// Every outcome's count under `sso`.
+    async fn outcomes(&self) -> BTreeMap<String, u64> {
+        let text = self
+            .sc
+            .client
+            .get(&self.sc.mirror.url("/metrics"))
+            .await
+            .page_text();
+        let prefix = "tfmirror_oidc_signins_total{issuer=\"sso\",outcome=\"";
+        text.lines()
+            .filter_map(|l| l.strip_prefix(prefix))
+            .map(|rest| {
+                let (outcome, n) = rest.split_once("\"} ").unwrap();
+                (outcome.to_owned(), n.trim().parse().unwrap())
+            })
+            .collect()
+    }
+}
+
+/// A metric's value, by its whole series name; 0 when it is not there.
+async fn metric(sc: &Scene, series: &str) -> u64 {
+    let text = sc.client.get(&sc.mirror.url("/metrics")).await.page_text();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{series} ")))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+/// The grant a session cookie names (`v2.<expires>.<who>.<grant>.<sig>`).
+fn grant_of(session: &str) -> String {
+    session.split('.').nth(3).unwrap().to_owned()
+}
+
+fn claims(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_only_userinfo_holds_are_asked_for_merged_and_matched() {
+    let w = world(|_, _| {}).await;
+    // Conforming: the ID token names the person, UserInfo their groups.
+    w.fake.behave(|b| {
+        b.userinfo = UserInfo::Json(claims(
+            json!({"groups": ["platform-approvers"], "name": "Alice"}),
+        ));
+    });
+    let answer = w.sign_in().await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
+    let session = cookie_pair(&answer, "tfmirror_session").expect("a session");
+    assert_eq!(grant_of(&session), "approve");
+    assert_eq!(w.fake.requests("/userinfo"), 1);
+    assert_eq!(w.counted("sso", "accepted").await, 1);
+    // The authorization request: code with PKCE (S256), state and nonce,
+    // the scopes configured; no `claims` parameter for an issuer that
+    // does not say it takes one.
+    let asked = w.fake.last_authorization();
+    assert_eq!(asked["response_type"], "code");
+    assert_eq!(asked["code_challenge_method"], "S256");
+    assert_eq!(asked["code_challenge"].len(), 43, "{asked:?}");
+    assert_eq!(asked["scope"], "openid groups");
+    assert!(asked["state"].len() >= 32 && asked["nonce"].len() >= 32);
+    assert!(!asked.contains_key("claims"), "{asked:?}");
+
+    // Claims in the ID token (Keycloak, Dex): UserInfo is not asked.
+    w.fake.behave(|b| {
+        b.id_token_claims = claims(json!({"groups": ["dev"], "email": "alice@example.test"}));
+    });
+    let answer = w.sign_in().await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
+    assert_eq!(
+        grant_of(&cookie_pair(&answer, "tfmirror_session").unwrap()),
+        "read"
+    );
+    assert_eq!(
+        w.fake.requests("/userinfo"),
+        1,
+        "UserInfo was asked for claims the ID token held"
+    );
+
+    // An issuer that says it takes the `claims` parameter is asked for the
+    // rules' claims by name, in the ID token and from UserInfo.
+    let w = world(|_, fake| fake.behave(|b| b.claims_parameter_supported = true)).await;
+    w.fake
+        .behave(|b| b.id_token_claims = claims(json!({"groups": ["dev"]})));
+    assert_eq!(w.sign_in().await.status, StatusCode::OK);
+    let asked: Value = serde_json::from_str(&w.fake.last_authorization()["claims"]).unwrap();
+    let wanted = json!({"email": null, "groups": null});
+    assert_eq!(asked, json!({"id_token": wanted, "userinfo": wanted}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_id_token_wins_where_it_and_userinfo_disagree_and_distributed_claims_are_not_followed()
+{
+    let w = world(|_, _| {}).await;
+    // The ID token says dev and lacks email (a rule reads it), so UserInfo
+    // is asked; it claims platform-approvers. The ID token's groups stay.
+    w.fake.behave(|b| {
+        b.id_token_claims = claims(json!({"groups": ["dev"]}));
+        b.userinfo = UserInfo::Json(claims(
+            json!({"groups": ["platform-approvers"], "email": "a@example.test"}),
+        ));
+    });
+    let answer = w.sign_in().await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
+    assert_eq!(
+        grant_of(&cookie_pair(&answer, "tfmirror_session").unwrap()),
+        "read"
+    );
+    assert_eq!(w.fake.requests("/userinfo"), 1);
+
+    // Groups only as distributed claims: not followed, so missing.
+    let source = format!("{}/claims", w.fake.issuer);
+    w.fake.behave(|b| {
+        b.id_token_claims = Map::new();
+        b.userinfo = UserInfo::Json(claims(json!({
+            "_claim_names": {"groups": "src1", "email": "src1"},
+            "_claim_sources": {"src1": {"endpoint": source, "access_token": "x"}},
+        })));
+    });
+    let before = w.outcomes().await;
+    let answer = w.sign_in().await;
+    w.refused(&answer, &before, "missing_claim", "no email, groups claim")
+        .await;
+    assert_eq!(w.fake.requests("/claims"), 0, "a claim source was followed");
+
+    // Groups that no rule admits: the person is told what the rules read.
+    w.fake.behave(|b| {
+        b.userinfo = UserInfo::Json(claims(
+            json!({"groups": ["sales"], "email": "a@example.test"}),
+        ));
+    });
+    let before = w.outcomes().await;
+    let answer = w.sign_in().await;
+    w.refused(&answer, &before, "no_rule", "its rules read email, groups")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn userinfo_is_held_to_the_subject_and_to_a_registered_signature() {
+    let w = world(|config, _| {
+        config.auth.oidc[0].userinfo_signed_response_alg = Some("ES256".into());
+    })
+    .await;
+    let groups = claims(json!({"groups": ["platform-approvers"]}));
+    let signed = |extra: Value, by_stranger: bool, unsigned: bool| {
+        let mut all = groups.clone();
+        all.extend(claims(extra));
+        UserInfo::Signed {
+            claims: all,
+            by_stranger,
+            unsigned,
+        }
+    };
+    // Signed as registered: in.
+    w.fake
+        .behave(|b| b.userinfo = signed(json!({}), false, false));
+    let answer = w.sign_in().await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
+    assert_eq!(
+        grant_of(&cookie_pair(&answer, "tfmirror_session").unwrap()),
+        "approve"
+    );
+
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let cases: Vec<(&str, UserInfo)> = vec![
+        ("userinfo_unsigned", UserInfo::Json(groups.clone())),
+        (
+            "userinfo_subject",
+            signed(json!({"sub": "mallory"}), false, false),
+        ),
+        ("userinfo_invalid", signed(json!({}), true, false)),
+        ("userinfo_invalid", signed(json!({}), false, true)),
+        (
+            "userinfo_invalid",
+            signed(json!({"iss": "https://elsewhere.test"}), false, false),
+        ),
+        (
+            "userinfo_invalid",
+            signed(json!({"aud": "another-client"}), false, false),
+        ),
+        (
+            "userinfo_invalid",
+            signed(json!({"exp": now - 3600}), false, false),
+        ),
+        ("userinfo_unavailable", UserInfo::Status(500)),
+    ];
+    for (outcome, userinfo) in cases {
+        w.fake.behave(|b| b.userinfo = userinfo.clone());
+        let before = w.outcomes().await;
+        let answer = w.sign_in().await;
+        w.refused(
+            &answer,
+            &before,
+            outcome,
+            "UserInfo answer could not be used",
+        )
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_userinfo_about_someone_else_is_refused() {
+    let w = world(|_, _| {}).await;
+    w.fake.behave(|b| {
+        b.userinfo = UserInfo::Json(claims(
+            json!({"sub": "mallory", "groups": ["platform-approvers"]}),
+        ));
+    });
+    let before = w.outcomes().await;
+    let answer = w.sign_in().await;
+    w.refused(
+        &answer,
+        &before,
+        "userinfo_subject",
+        "UserInfo answer could not be used",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_token_for_another_client_nonce_or_issuer_is_refused() {
+    let w = world(|_, _| {}).await;
+    let groups = claims(json!({"groups": ["dev"]}));
+    let cases = [
+        ("audience", json!({"aud": "another-client"})),
+        (
+            "nonce",
+            json!({"nonce": "0123456789abcdef0123456789abcdef"}),
+        ),
+        // Signed by the issuer's own key, and naming another issuer: the
+        // issuer is checked after the signature holds.
+        ("issuer", json!({"iss": "https://elsewhere.test"})),
+        ("expired", json!({"iat": 1_000_000, "exp": 1_000_300})),
+    ];
+    for (outcome, overrides) in cases {
+        w.fake.behave(|b| {
+            b.id_token_claims = groups.clone();
+            b.id_token_overrides = claims(overrides.clone());
+        });
+        let before = w.outcomes().await;
+        let answer = w.sign_in().await;
+        w.refused(&answer, &before, outcome, "ID token was refused")
+            .await;
+    }
+    // As the issuer sends it, the same ID token opens a session.
+    w.fake.behave(|b| b.id_token_overrides = Map::new());
+    assert_eq!(w.sign_in().await.status, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_misuse_of_the_callback_is_refused() {
+    let w = world(|_, _| {}).await;
+    w.fake
+        .behave(|b| b.id_token_claims = claims(json!({"groups": ["dev"]})));
+    let m = &w.sc.mirror;
+
+    // The callback called directly, with no sign-in under way.
+    let before = w.outcomes().await;
+    let unknown_before = w.counted("unknown", "no_signin").await;
+    let direct = m.url("/-/signin/callback?code=x&state=y");
+    let answer = w.callback(&direct, None).await;
+    assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    assert!(answer.page_text().contains("no sign-in is under way"));
+    assert_eq!(w.outcomes().await, before, "counted under the issuer");
+    assert_eq!(w.counted("unknown", "no_signin").await, unknown_before + 1);
+
+    // Another sign-in's state.
+    let (cookie, authorize) = w.begin().await;
+    let back = w.at_issuer(&authorize).await;
+    let mut url = url::Url::parse(&back).unwrap();
+    let code: String = url
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    url.query_pairs_mut()
+        .clear()
+        .append_pair("code", &code)
+        .append_pair("state", "0123456789abcdef0123456789abcdef");
+    let before = w.outcomes().await;
+    let answer = w.callback(url.as_str(), Some(&cookie)).await;
+    w.refused(&answer, &before, "state", "another sign-in's state")
+        .await;
+    // The real state still works: a wrong one does not use it up.
+    let answer = w.callback(&back, Some(&cookie)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
+
+    // The same callback again: replayed, and the issuer is not asked.
+    let tokens_before = w.fake.requests("/token");
+    let before = w.outcomes().await;
+    let answer = w.callback(&back, Some(&cookie)).await;
+    w.refused(&answer, &before, "replayed", "already used")
+        .await;
+    assert_eq!(w.fake.requests("/token"), tokens_before);
+
+    // The issuer refused (the person said no).
+    let (cookie, authorize) = w.begin().await;
+    let state = url::Url::parse(&authorize)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .into_owned();
+    let refused_url = m.url(&format!(
+        "/-/signin/callback?error=access_denied&state={state}"
+    ));
+    let before = w.outcomes().await;
+    let answer = w.callback(&refused_url, Some(&cookie)).await;
+    w.refused(
+        &answer,
+        &before,
+        "refused_at_issuer",
+        "the issuer refused it",
+    )
+    .await;
+
+    // A code issued to another sign-in (an attacker's), brought back with
+    // this browser's state: the PKCE verifier does not fit its challenge.
+    let (victim, victim_authorize) = w.begin().await;
+    let (_, attacker_authorize) = w.begin().await;
+    let attacker_back = w.at_issuer(&attacker_authorize).await;
+    let attacker_code: String = url::Url::parse(&attacker_back)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    let victim_state: String = url::Url::parse(&victim_authorize)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .into_owned();
+    let injected = m.url(&format!(
+        "/-/signin/callback?code={attacker_code}&state={victim_state}"
+    ));
+    let before = w.outcomes().await;
+    let answer = w.callback(&injected, Some(&victim)).await;
+    w.refused(
+        &answer,
+        &before,
+        "code_exchange",
+        "did not take the sign-in's code",
+    )
+    .await;
+    assert_eq!(w.fake.token_refusals(), ["code_verifier does not match"]);
+}

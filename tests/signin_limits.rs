@@ -1,0 +1,365 @@
+//! Where a client could make the mirror work for it at an issuer: sign-ins
+//! begun or brought back in a loop from one address are refused with
+//! `429`; an unreachable issuer is asked at most once per
+//! `keys_refetch_interval`, however many sign-ins begin; the code is
+//! traded only where the request forgery guard lets the mirror go. And a
+//! person's decision from the pages is taken only with the form's token,
+//! from the mirror's own origin, by someone with `approve`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::browser::Elsewhere;
+use common::fake_issuer::{FakeIssuer, CLIENT_ID};
+use common::*;
+use http::StatusCode;
+use serde_json::{json, Map, Value};
+use tfmirror::config::{ClaimsParameter, Config, Grant, OidcIssuerConfig, OidcRuleConfig};
+
+fn issuer_config(issuer: &str) -> OidcIssuerConfig {
+    let rule = |group: &str, grant| OidcRuleConfig {
+        claims: BTreeMap::from([("groups".to_owned(), group.to_owned())]),
+        grant,
+    };
+    OidcIssuerConfig {
+        name: "sso".into(),
+        issuer: issuer.parse().unwrap(),
+        audience: "https://mirror.signin.test".into(),
+        algorithms: vec!["ES256".into()],
+        max_lifetime: Duration::from_secs(3600),
+        clock_skew: Duration::from_secs(60),
+        keys_file: None,
+        keys_max_age: Duration::from_secs(3600),
+        keys_refetch_interval: Duration::from_secs(60),
+        client_id: Some(CLIENT_ID.into()),
+        client_secret_file: None,
+        scopes: vec!["groups".into()],
+        userinfo_signed_response_alg: None,
+        claims_parameter: ClaimsParameter::Auto,
+        rules: vec![
+            rule("platform-approvers", Grant::Approve),
+            rule("dev", Grant::Read),
+        ],
+    }
+}
+
+struct World {
+    sc: Scene,
+    fake: FakeIssuer,
+    /// A browser's client towards the issuer (trusting its authority).
+    at_issuer: Client,
+}
+
+async fn world(configure: impl FnOnce(&mut Config, &FakeIssuer)) -> World {
+    let (setup, origin, signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
+    origin.publish(
+        "acme",
+        "widget",
+        "2.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    let fake = FakeIssuer::start(&setup.ca).await;
+    let sc = Scene::on(setup, origin, signer, archives, |config: &mut Config| {
+        config.auth.oidc = vec![issuer_config(&fake.issuer)];
+        config.policy = toml::from_str(
+            "[[rule]]\nsource = \"registry.origin.test/acme/widget\"\nversions = \"= 2.0.0\"\naction = \"deny\"\nreason = \"under review\"\n",
+        )
+        .unwrap();
+        configure(config, &fake);
+    })
+    .await;
+    let at_issuer = Client::trusting(&sc.setup.dir.path().join("origin-ca.pem"));
+    World {
+        sc,
+        fake,
+        at_issuer,
+    }
+}
+
+fn cookie_pair(answer: &Answer, name: &str) -> Option<String> {
+    (answer.headers.get_all("set-cookie").iter())
+        .filter_map(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap().to_owned())
+        .find(|pair| pair.starts_with(&format!("{name}=")) && pair.len() > name.len() + 1)
+}
+
+impl World {
+    async fn get(&self, path: &str, cookie: Option<&str>) -> Answer {
+        let headers: Vec<(&str, &str)> = cookie.map(|c| ("cookie", c)).into_iter().collect();
+        let url = if path.starts_with("https://") {
+            path.to_owned()
+        } else {
+            self.sc.mirror.url(path)
+        };
+        (self.sc.client)
+            .request_headers(http::Method::GET, &url, &headers)
+            .await
+    }
+
+    /// Signs `person` in, in `groups`: the session cookie.
+    async fn session(&self, person: &str, groups: &[&str]) -> String {
+        let groups: Vec<Value> = groups.iter().map(|g| json!(g)).collect();
+        let claims: Map<String, Value> = json!({"groups": groups}).as_object().unwrap().clone();
+        self.fake.behave(|b| {
+            b.person = person.into();
+            b.id_token_claims = claims;
+        });
+        let start = self.get("/-/signin/with/sso", None).await;
+        let cookie = cookie_pair(&start, "tfmirror_signin").unwrap();
+        let at = start.headers["location"].to_str().unwrap().to_owned();
+        let back = self.at_issuer.get(&at).await;
+        let back = back.headers["location"].to_str().unwrap().to_owned();
+        let answer = self.get(&back, Some(&cookie)).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
+        cookie_pair(&answer, "tfmirror_session").unwrap()
+    }
+
+    async fn metric(&self, series: &str) -> u64 {
+        let text = self
+            .sc
+            .client
+            .get(&self.sc.mirror.url("/metrics"))
+            .await
+            .page_text();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{series} ")))
+            .map_or(0, |n| n.trim().parse().unwrap())
+    }
+
+    async fn counted(&self, issuer: &str, outcome: &str) -> u64 {
+        self.metric(&format!(
+            "tfmirror_oidc_signins_total{{issuer=\"{issuer}\",outcome=\"{outcome}\"}}"
+        ))
+        .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_ins_from_one_address_are_limited_per_minute() {
+    let w = world(|config, _| config.auth.signins_per_minute = 3).await;
+    let start = "/-/signin/with/sso";
+    for n in 0..3 {
+        assert_eq!(
+            w.get(start, None).await.status,
+            StatusCode::SEE_OTHER,
+            "start {n}"
+        );
+    }
+    let limited = w.get(start, None).await;
+    assert_eq!(
+        limited.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        limited.page_text()
+    );
+    assert!(limited
+        .page_text()
+        .contains("too many sign-ins from this address"));
+    assert_eq!(w.counted("sso", "rate_limited").await, 1);
+    // Callbacks have their own limit, counted under `unknown` without a
+    // sign-in cookie to name the issuer.
+    for _ in 0..3 {
+        assert_eq!(
+            w.get("/-/signin/callback?state=x", None).await.status,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    let limited = w.get("/-/signin/callback?state=x", None).await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(w.counted("unknown", "rate_limited").await, 1);
+    assert_eq!(w.counted("unknown", "no_signin").await, 3);
+    // A minute on, by the mirror's clock, the address may again.
+    w.sc.mirror.clock.advance(Duration::from_secs(60));
+    assert_eq!(w.get(start, None).await.status, StatusCode::SEE_OTHER);
+    assert_eq!(w.counted("sso", "rate_limited").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_issuer_is_asked_once_per_interval_however_many_sign_ins_begin() {
+    let w = world(|_, fake| fake.behave(|b| b.discovery_status = Some(500))).await;
+    let discovery = "/.well-known/openid-configuration";
+    let start = "/-/signin/with/sso";
+    let first = w.get(start, None).await;
+    assert_eq!(
+        first.status,
+        StatusCode::BAD_GATEWAY,
+        "{}",
+        first.page_text()
+    );
+    assert_eq!(w.fake.requests(discovery), 1);
+    for _ in 0..5 {
+        assert_eq!(w.get(start, None).await.status, StatusCode::BAD_GATEWAY);
+    }
+    assert_eq!(
+        w.fake.requests(discovery),
+        1,
+        "the issuer was asked again within the interval"
+    );
+    let fetches = |outcome: &str| {
+        format!("tfmirror_oidc_key_fetches_total{{issuer=\"sso\",outcome=\"{outcome}\"}}")
+    };
+    assert_eq!(w.metric(&fetches("failed")).await, 1);
+    assert_eq!(w.metric(&fetches("backed_off")).await, 5);
+    assert_eq!(w.counted("sso", "issuer_unreachable").await, 6);
+    // The issuer is back; once the interval has passed, it is asked again.
+    w.fake.behave(|b| b.discovery_status = None);
+    w.sc.mirror.clock.advance(Duration::from_secs(59));
+    assert_eq!(w.get(start, None).await.status, StatusCode::BAD_GATEWAY);
+    assert_eq!(w.fake.requests(discovery), 1);
+    w.sc.mirror.clock.advance(Duration::from_secs(1));
+    assert_eq!(w.get(start, None).await.status, StatusCode::SEE_OTHER);
+    assert_eq!(w.fake.requests(discovery), 2);
+    assert_eq!(w.metric(&fetches("fetched")).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_code_is_traded_only_where_the_request_forgery_guard_allows() {
+    let elsewhere = Elsewhere::start().await;
+    let token_endpoint = format!("https://{}/token", elsewhere.addr);
+    let w = world(|config, fake| {
+        // The issuer's own host is configured, so exempt; the token
+        // endpoint its discovery document names is a private address that
+        // is not.
+        config.upstream.allow_private_addresses = false;
+        let host = fake.issuer.trim_start_matches("https://");
+        config.upstream.hosts.insert(
+            host.parse().unwrap(),
+            tfmirror::config::HostConfig::default(),
+        );
+        fake.behave(|b| b.token_endpoint = Some(token_endpoint));
+    })
+    .await;
+    let start = w.get("/-/signin/with/sso", None).await;
+    assert_eq!(start.status, StatusCode::SEE_OTHER, "{}", start.page_text());
+    let cookie = cookie_pair(&start, "tfmirror_signin").unwrap();
+    let back = w
+        .at_issuer
+        .get(start.headers["location"].to_str().unwrap())
+        .await;
+    let answer = w
+        .get(back.headers["location"].to_str().unwrap(), Some(&cookie))
+        .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::UNAUTHORIZED,
+        "{}",
+        answer.page_text()
+    );
+    assert_eq!(w.counted("sso", "code_exchange").await, 1);
+    assert_eq!(
+        elsewhere.connections(),
+        0,
+        "the mirror connected to the token endpoint"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_is_taken_only_with_the_form_token_from_this_origin_by_an_approver() {
+    let w = world(|_, _| {}).await;
+    let m = &w.sc.mirror;
+    let page = "/-/decide/providers/registry.origin.test/acme/widget/2.0.0";
+    let alice = w.session("alice", &["platform-approvers"]).await;
+    let bob = w.session("bob", &["dev"]).await;
+
+    // The page sets its form token and carries it in the form.
+    let shown = w.get(page, Some(&alice)).await;
+    assert_eq!(shown.status, StatusCode::OK, "{}", shown.page_text());
+    let form_cookie = cookie_pair(&shown, "tfmirror_form").unwrap();
+    let html = String::from_utf8_lossy(&shown.body).into_owned();
+    let csrf = html
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned();
+    let own = m.url("/").trim_end_matches('/').to_owned();
+    let post = |cookies: String, origin: Option<String>, body: String| {
+        let url = m.url(page);
+        let client = &w.sc.client;
+        async move {
+            let mut headers = vec![
+                ("cookie", cookies.as_str()),
+                ("content-type", "application/x-www-form-urlencoded"),
+            ];
+            if let Some(origin) = &origin {
+                headers.push(("origin", origin.as_str()));
+            }
+            client.post(&url, &headers, body.into_bytes()).await
+        }
+    };
+    let decided = || async { m.mirror.store().read_decisions().await.unwrap() };
+    let form = |csrf: &str| format!("csrf={csrf}&decision=approve&reason=reviewed");
+
+    let cases = [
+        (
+            "no form token",
+            format!("{alice}; {form_cookie}"),
+            Some(own.clone()),
+            "decision=approve&reason=reviewed".to_owned(),
+            "out of date",
+        ),
+        (
+            "another form token",
+            format!("{alice}; {form_cookie}"),
+            Some(own.clone()),
+            form("00112233445566778899aabbccddeeff"),
+            "out of date",
+        ),
+        (
+            "another origin",
+            format!("{alice}; {form_cookie}"),
+            Some("https://evil.example".into()),
+            form(&csrf),
+            "another site",
+        ),
+        (
+            "read only",
+            format!("{bob}; {form_cookie}"),
+            Some(own.clone()),
+            form(&csrf),
+            "approve grant",
+        ),
+    ];
+    for (what, cookies, origin, body, said) in cases {
+        let answer = post(cookies, origin, body).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::FORBIDDEN,
+            "{what}: {}",
+            answer.page_text()
+        );
+        assert!(
+            answer.page_text().contains(said),
+            "{what}: {}",
+            answer.page_text()
+        );
+        assert!(decided().await.is_none(), "{what}: a decision was kept");
+    }
+    // Bob cannot even see the form.
+    assert_eq!(w.get(page, Some(&bob)).await.status, StatusCode::FORBIDDEN);
+    // Alice, from the page, with its token: taken.
+    let answer = post(format!("{alice}; {form_cookie}"), Some(own), form(&csrf)).await;
+    assert_eq!(
+        answer.status,
+        StatusCode::SEE_OTHER,
+        "{}",
+        answer.page_text()
+    );
+    let kept = decided().await.unwrap();
+    let decision = kept
+        .get(
+            "registry.origin.test/acme/widget",
+            &tfmirror::address::Version::parse("2.0.0").unwrap(),
+        )
+        .unwrap();
+    assert!(
+        decision.approved && decision.by.starts_with("person sso alice"),
+        "{decision:?}"
+    );
+}
