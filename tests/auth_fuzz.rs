@@ -1,11 +1,16 @@
-//! Fuzzing of what a caller presents: generated `Authorization` headers
-//! (bearer tokens shaped like JWTs with every header an attacker might
-//! try, Basic credentials, noise) and session cookies (shaped like the
-//! mirror's own, and noise), sent through the whole HTTP stack to a mirror
-//! with a configured token and an OpenID Connect issuer. None may be let
-//! in, and none may make the mirror fail: a protected route answers 4xx,
-//! a page sends the browser to sign in, never 2xx, never 5xx. And an
-//! identity the mirror did let in is shown as text, whatever it holds.
+//! Fuzzing of what a caller presents, sent through the whole HTTP stack to
+//! a mirror with a configured token and an OpenID Connect issuer:
+//! - noise (JWT-shaped tokens with any header and times, Basic
+//!   credentials, session cookies shaped like the mirror's own): none may
+//!   be let in, and none may make the mirror fail (a protected route
+//!   answers 4xx, a page sends the browser to sign in, never 2xx or 5xx);
+//! - tokens in and around the issuer's time window, signed by its key,
+//!   another key or none, under every header an attacker might try: each
+//!   is let in exactly when the rules, written out in the test on their
+//!   own, say it must be.
+//!
+//! And an identity the mirror did let in is shown as text, whatever it
+//! holds.
 
 mod common;
 
@@ -24,55 +29,217 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// JWT-shaped tokens: a header from the ones attackers try, a payload that
-/// claims the configured issuer or not, and a signature of noise.
-fn jwtish() -> impl Strategy<Value = String> {
+/// The issuer entry's audience, and how far its clock may be off.
+const AUDIENCE: &str = "https://mirror.fuzz.test";
+const ISSUER: &str = "https://ci.fuzz.test";
+const SKEW: i64 = 60;
+const MAX_LIFETIME: i64 = 3600;
+
+/// How a generated token is signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signing {
+    /// By the issuer's key (ES256).
+    Issuer,
+    /// By another key, ES256.
+    Stranger,
+    /// HS256, keyed with the issuer's public `x` coordinate.
+    Symmetric,
+    /// A signature of noise.
+    Noise,
+    /// No signature at all.
+    Empty,
+}
+
+/// A generated token's parts, before it is written.
+#[derive(Debug, Clone)]
+struct Jwt {
+    alg: &'static str,
+    extra: serde_json::Value,
+    signing: Signing,
+    iss: &'static str,
+    aud: serde_json::Value,
+    sub: String,
+    /// Seconds from the mirror's time: `iat`, `exp` after `iat`, `nbf`.
+    iat: i64,
+    lifetime: i64,
+    nbf: Option<i64>,
+}
+
+impl Jwt {
+    /// Whether the mirror must let this token in: the rules as
+    /// `docs/identities.md` states them, written out here on their own.
+    fn admissible(&self) -> bool {
+        let header_ok = self
+            .extra
+            .as_object()
+            .unwrap()
+            .iter()
+            .all(|(k, v)| k == "kid" && (v.is_null() || v == "k1"));
+        let aud_ok = self.aud == json!(AUDIENCE)
+            || self
+                .aud
+                .as_array()
+                .is_some_and(|a| a.contains(&json!(AUDIENCE)));
+        let exp = self.iat + self.lifetime;
+        self.alg == "ES256"
+            && self.signing == Signing::Issuer
+            && header_ok
+            && self.iss == ISSUER
+            && aud_ok
+            && !self.sub.is_empty()
+            && exp + SKEW >= 0
+            && self.iat <= SKEW
+            && self.nbf.is_none_or(|nbf| nbf <= SKEW)
+            && self.lifetime <= MAX_LIFETIME
+    }
+
+    /// The token, at the mirror's time `now`, signed as it says with
+    /// `key` the issuer's.
+    fn write(
+        &self,
+        now: i64,
+        key: &jsonwebtoken::EncodingKey,
+        stranger: &jsonwebtoken::EncodingKey,
+        x: &str,
+    ) -> String {
+        let mut header = self.extra.clone();
+        header["alg"] = json!(self.alg);
+        let mut payload = json!({
+            "iss": self.iss, "aud": self.aud, "sub": self.sub,
+            "iat": now + self.iat, "exp": now + self.iat + self.lifetime,
+            "repository_owner": "acme",
+        });
+        if let Some(nbf) = self.nbf {
+            payload["nbf"] = json!(now + nbf);
+        }
+        let message = format!(
+            "{}.{}",
+            b64(header.to_string().as_bytes()),
+            b64(payload.to_string().as_bytes())
+        );
+        let sign = |key: &jsonwebtoken::EncodingKey, alg| {
+            jsonwebtoken::crypto::sign(message.as_bytes(), key, alg).unwrap()
+        };
+        let signature = match self.signing {
+            Signing::Issuer => sign(key, jsonwebtoken::Algorithm::ES256),
+            Signing::Stranger => sign(stranger, jsonwebtoken::Algorithm::ES256),
+            Signing::Symmetric => sign(
+                &jsonwebtoken::EncodingKey::from_secret(x.as_bytes()),
+                jsonwebtoken::Algorithm::HS256,
+            ),
+            Signing::Noise => b64(b"not a signature"),
+            Signing::Empty => String::new(),
+        };
+        format!("{message}.{signature}")
+    }
+}
+
+/// Tokens inside and around the issuer's time window, signed by its key or
+/// not, with every header an attacker might try.
+fn jwt() -> impl Strategy<Value = Jwt> {
     let alg = prop_oneof![
-        Just("none"),
-        Just("None"),
-        Just("HS256"),
-        Just("ES256"),
-        Just("RS256"),
-        Just("PS512"),
-        Just("EdDSA"),
-        Just(""),
+        12 => Just("ES256"),
+        1 => Just("none"),
+        1 => Just("None"),
+        1 => Just("HS256"),
+        1 => Just("RS256"),
+        1 => Just("PS512"),
+        1 => Just("EdDSA"),
+        1 => Just(""),
     ];
     let extra = prop_oneof![
-        Just(json!({})),
-        Just(json!({"jku": "https://127.0.0.1:1/jwks"})),
-        Just(json!({"x5u": "https://127.0.0.1:1/x"})),
-        Just(json!({"jwk": {"kty": "oct", "k": "c2VjcmV0"}})),
-        Just(json!({"crit": ["exp"]})),
-        Just(json!({"kid": 7})),
-        Just(json!({"kid": "k1"})),
-        Just(json!({"kid": null})),
+        8 => Just(json!({})),
+        8 => Just(json!({"kid": "k1"})),
+        1 => Just(json!({"kid": null})),
+        1 => Just(json!({"kid": 7})),
+        1 => Just(json!({"kid": "k2"})),
+        1 => Just(json!({"kid": "k1", "jku": "https://127.0.0.1:1/jwks"})),
+        1 => Just(json!({"kid": "k1", "x5u": "https://127.0.0.1:1/x"})),
+        1 => Just(json!({"kid": "k1", "jwk": {"kty": "oct", "k": "c2VjcmV0"}})),
+        1 => Just(json!({"kid": "k1", "x5c": ["MIIB"]})),
+        1 => Just(json!({"kid": "k1", "crit": ["exp"]})),
     ];
-    let iss = prop_oneof![
-        Just("https://ci.fuzz.test"),
-        Just("https://elsewhere.test"),
-        Just("")
+    let signing = prop_oneof![
+        12 => Just(Signing::Issuer),
+        1 => Just(Signing::Stranger),
+        1 => Just(Signing::Symmetric),
+        1 => Just(Signing::Noise),
+        1 => Just(Signing::Empty),
     ];
+    let iss = prop_oneof![10 => Just(ISSUER), 1 => Just("https://elsewhere.test"), 1 => Just("")];
+    let aud = prop_oneof![
+        8 => Just(json!(AUDIENCE)),
+        2 => Just(json!(["other", AUDIENCE])),
+        1 => Just(json!("https://other.test")),
+        1 => Just(json!(null)),
+    ];
+    // Mostly inside the window, with its edges (the skew allowance, the
+    // longest lifetime) on both sides, and now and then far outside.
+    let iat = prop_oneof![
+        8 => -600i64..=SKEW,
+        1 => Just(SKEW),
+        1 => Just(SKEW + 1),
+        1 => -100_000i64..-600,
+        1 => SKEW + 1..100_000,
+    ];
+    let lifetime = prop_oneof![
+        8 => 1i64..=MAX_LIFETIME,
+        1 => Just(MAX_LIFETIME),
+        1 => Just(MAX_LIFETIME + 1),
+        1 => -1000i64..1,
+        1 => MAX_LIFETIME + 1..100_000,
+    ];
+    let nbf = proptest::option::of(prop_oneof![
+        4 => -600i64..=SKEW,
+        1 => Just(SKEW),
+        1 => Just(SKEW + 1),
+        1 => SKEW + 1..10_000,
+    ]);
+    (
+        alg,
+        extra,
+        signing,
+        iss,
+        aud,
+        "[a-z]{0,8}",
+        (iat, lifetime, nbf),
+    )
+        .prop_map(
+            |(alg, extra, signing, iss, aud, sub, (iat, lifetime, nbf))| Jwt {
+                alg,
+                extra,
+                signing,
+                iss,
+                aud,
+                sub,
+                iat,
+                lifetime,
+                nbf,
+            },
+        )
+}
+
+/// JWT-shaped noise: headers and payloads of any shape, a signature of
+/// noise.
+fn jwtish() -> impl Strategy<Value = String> {
     let times = (
         any::<i64>(),
         any::<i64>(),
         proptest::option::of(any::<u32>()),
     );
     let noise = proptest::collection::vec(any::<u8>(), 0..80);
-    (alg, extra, iss, times, noise, "[a-z]{0,8}").prop_map(
-        |(alg, mut header, iss, (exp, iat, nbf), sig, sub)| {
-            header["alg"] = json!(alg);
-            let payload = json!({
-                "iss": iss, "aud": "https://mirror.fuzz.test", "sub": sub,
-                "exp": exp, "iat": iat, "nbf": nbf, "repository_owner": "acme",
-            });
-            format!(
-                "{}.{}.{}",
-                b64(header.to_string().as_bytes()),
-                b64(payload.to_string().as_bytes()),
-                b64(&sig)
-            )
-        },
-    )
+    ("[ -~]{0,12}", times, noise, "[a-z]{0,8}").prop_map(|(alg, (exp, iat, nbf), sig, sub)| {
+        let payload = json!({
+            "iss": ISSUER, "aud": AUDIENCE, "sub": sub,
+            "exp": exp, "iat": iat, "nbf": nbf, "repository_owner": "acme",
+        });
+        format!(
+            "{}.{}.{}",
+            b64(json!({"alg": alg}).to_string().as_bytes()),
+            b64(payload.to_string().as_bytes()),
+            b64(&sig)
+        )
+    })
 }
 
 fn authorization() -> impl Strategy<Value = String> {
@@ -105,12 +272,21 @@ fn cookie() -> impl Strategy<Value = String> {
     ]
 }
 
+/// The issuer's signing key, the `x` of its public key, and its keys
+/// file's directory.
+struct IssuerKey {
+    key: jsonwebtoken::EncodingKey,
+    x: String,
+    _dir: tempfile::TempDir,
+}
+
 /// A mirror with a configured token and an issuer (`ci`, its key in a
-/// file in the directory handed back), serving `acme/widget` 1.0.0.
-async fn scene() -> (Scene, tempfile::TempDir) {
+/// file), serving `acme/widget` 1.0.0.
+async fn scene() -> (Scene, IssuerKey) {
     let keys = tempfile::tempdir().unwrap();
     let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
     let raw = pair.public_key_raw();
+    let x = b64(&raw[1..33]);
     let set = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": b64(&raw[1..33]), "y": b64(&raw[33..65])}]});
     std::fs::write(keys.path().join("jwks.json"), set.to_string()).unwrap();
     let file = keys.path().join("jwks.json");
@@ -118,8 +294,8 @@ async fn scene() -> (Scene, tempfile::TempDir) {
         config.auth.tokens = vec![TOKEN.into()];
         config.auth.oidc = vec![OidcIssuerConfig {
             name: "ci".into(),
-            issuer: "https://ci.fuzz.test".parse().unwrap(),
-            audience: "https://mirror.fuzz.test".into(),
+            issuer: ISSUER.parse().unwrap(),
+            audience: AUDIENCE.into(),
             algorithms: vec![
                 "ES256".into(),
                 "RS256".into(),
@@ -134,6 +310,8 @@ async fn scene() -> (Scene, tempfile::TempDir) {
             client_id: None,
             client_secret_file: None,
             scopes: vec![],
+            userinfo_signed_response_alg: None,
+            claims_parameter: tfmirror::config::ClaimsParameter::Auto,
             rules: vec![OidcRuleConfig {
                 claims: BTreeMap::from([("sub".to_owned(), "*".to_owned())]),
                 grant: Grant::Admin,
@@ -141,7 +319,12 @@ async fn scene() -> (Scene, tempfile::TempDir) {
         }];
     })
     .await;
-    (sc, keys)
+    let key = IssuerKey {
+        key: jsonwebtoken::EncodingKey::from_ec_der(&pair.serialize_der()),
+        x,
+        _dir: keys,
+    };
+    (sc, key)
 }
 
 #[test]
@@ -196,6 +379,66 @@ fn generated_credentials_never_open_the_mirror_nor_break_it() {
     );
     assert_eq!(answer.status, http::StatusCode::OK);
     drop(keys);
+}
+
+/// Tokens in and around the issuer's time window, signed by its key or
+/// another or none, under every header: each opens the mirror exactly when
+/// [`Jwt::admissible`] (the rules, written out on their own) says it must.
+#[test]
+fn generated_tokens_open_the_mirror_exactly_when_the_rules_say() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (sc, keys) = rt.block_on(scene());
+    let stranger = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let stranger = jsonwebtoken::EncodingKey::from_ec_der(&stranger.serialize_der());
+    let now = i64::try_from(tfmirror::clock::Clock::unix_secs(&*sc.mirror.clock)).unwrap();
+    let protected = [
+        sc.mirror
+            .url("/registry.origin.test/acme/widget/index.json"),
+        sc.mirror.url("/-/api/status"),
+        sc.mirror
+            .url("/v1/providers/registry.origin.test/acme/widget/versions"),
+    ];
+    let page = sc.mirror.url("/-/status");
+    let (admitted, refused) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(1000));
+    runner
+        .run(&(jwt(), 0..3usize), |(jwt, which)| {
+            let token = jwt.write(now, &keys.key, &stranger, &keys.x);
+            let bearer = format!("Bearer {token}");
+            let headers = [("authorization", bearer.as_str())];
+            let (status, page_status) = rt.block_on(async {
+                let a = (sc.client)
+                    .request_headers(http::Method::GET, &protected[which], &headers)
+                    .await;
+                let p = (sc.client)
+                    .request_headers(http::Method::GET, &page, &headers)
+                    .await;
+                (a.status, p.status)
+            });
+            if jwt.admissible() {
+                admitted.set(admitted.get() + 1);
+                prop_assert_eq!(status, http::StatusCode::OK, "{:?}", jwt);
+                prop_assert_eq!(page_status, http::StatusCode::OK, "{:?}", jwt);
+            } else {
+                refused.set(refused.get() + 1);
+                prop_assert_eq!(status, http::StatusCode::UNAUTHORIZED, "{:?}", jwt);
+                prop_assert!(
+                    page_status == http::StatusCode::SEE_OTHER || page_status.is_client_error(),
+                    "{:?}: the status page answered {}",
+                    jwt,
+                    page_status
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+    // Both kinds were tried, in earnest numbers.
+    let (admitted, refused) = (admitted.get(), refused.get());
+    eprintln!("{admitted} tokens admitted, {refused} refused");
+    assert!(
+        admitted >= 50 && refused >= 300,
+        "{admitted} admitted, {refused} refused"
+    );
 }
 
 /// An identity is shown on the pages as text, whatever its subject and

@@ -286,13 +286,13 @@ async fn prefetch_platforms_are_fetched_once_in_the_background() {
             m.mirror
                 .metrics()
                 .render()
-                .contains("tfmirror_prefetches_total{outcome=\"fetched\"} 2")
+                .contains("tfmirror_prefetches_total{outcome=\"fetched\"} 2\n")
         },
     )
     .await;
     let metrics = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
     assert!(
-        metrics.contains("tfmirror_prefetches_total{outcome=\"failed\"} 0"),
+        metrics.contains("tfmirror_prefetches_total{outcome=\"failed\"} 0\n"),
         "{metrics}"
     );
 }

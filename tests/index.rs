@@ -232,9 +232,12 @@ async fn the_daemon_sees_gc_and_sync_beside_it_and_evicts_only_what_does_not_fit
     fetch_each(&m, &c, &["1.0.0"]).await;
     assert_eq!(on_disk(&cache), ["1.0.0", "4.0.0", "5.0.0"]);
     assert_eq!(m.mirror.usage(), (3 * size, 3));
+    // What the daemon read of the others' journal entries: gc's removal
+    // of 1.0.0, sync's 5.0.0 kept and 2.0.0 removed. (Its own changes it
+    // knows without reading them.)
     let metrics = metrics(&m, &c).await;
     assert!(
-        !metrics.contains("tfmirror_cache_index_journal_items_total 0\n"),
+        metrics.contains("tfmirror_cache_index_journal_items_total 3\n"),
         "{metrics}"
     );
     m.stop().await;
@@ -658,4 +661,87 @@ async fn a_reconciliation_the_bucket_refuses_is_tried_again_and_a_stop_meanwhile
         snapshot(&cache).is_file(),
         "a stop after the walk writes it"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_gone_from_the_store_when_eviction_picks_it_is_forgotten_not_evicted() {
+    let setup = Setup::new();
+    let cache = setup.cache_dir();
+    let (_origin, config, size) = published(&setup, &["1.0.0", "2.0.0", "3.0.0"], 2).await;
+    let m = RunningMirror::start(config).await;
+    let c = Client::trusting(&m.ca_file);
+    fetch_each(&m, &c, &["1.0.0", "2.0.0"]).await;
+    // The least recently used archive leaves the cache while the daemon
+    // serves, and nothing notes it: the index still counts it.
+    remove_by_hand(&cache, "1.0.0");
+    assert_eq!(m.mirror.usage(), (2 * size, 2));
+    // 3.0.0 needs room: eviction picks 1.0.0, finds it gone, forgets it,
+    // and that makes the room; 2.0.0, which fits, stays.
+    fetch_each(&m, &c, &["3.0.0"]).await;
+    assert_eq!(on_disk(&cache), ["2.0.0", "3.0.0"]);
+    assert_eq!(m.mirror.usage(), (2 * size, 2));
+    let text = metrics(&m, &c).await;
+    for line in [
+        "tfmirror_cache_index_corrections_total{change=\"dropped\"} 1\n",
+        "tfmirror_evictions_total{kind=\"archive\"} 0\n",
+        "tfmirror_cache_archives 2\n",
+    ] {
+        assert!(text.contains(line), "{line}{text}");
+    }
+    // And 1.0.0 is fetched again when asked for, evicting 2.0.0 for real.
+    fetch_each(&m, &c, &["1.0.0"]).await;
+    assert_eq!(on_disk(&cache), ["1.0.0", "3.0.0"]);
+    let metrics = metrics(&m, &c).await;
+    assert!(
+        metrics.contains("tfmirror_evictions_total{kind=\"archive\"} 1\n"),
+        "{metrics}"
+    );
+    m.stop().await;
+}
+
+/// The versions whose archive `bucket` holds, in order.
+async fn in_bucket(weed: &common::seaweed::Seaweed, bucket: &str) -> Vec<String> {
+    let mut held: Vec<String> = (weed.keys(bucket).await.into_iter())
+        .filter(|k| k.starts_with("mirror/providers/") && k.ends_with(".zip"))
+        .map(|k| k.rsplit('/').nth(1).unwrap().to_owned())
+        .collect();
+    held.sort();
+    held
+}
+
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_bucket_the_least_recently_used_archive_is_evicted_from_the_bucket() {
+    use common::seaweed::*;
+    let weed = Seaweed::start().await;
+    let setup = Setup::new();
+    let versions = ["1.0.0", "2.0.0", "3.0.0", "4.0.0"];
+    let (_origin, mut config, size) = published(&setup, &versions, 0).await;
+    on_bucket(&weed, &setup, &mut config, "evict").await;
+    config.cache.max_size = Some(bytesize::ByteSize(2 * size));
+    let m = RunningMirror::start(config).await;
+    let c = Client::trusting(&m.ca_file);
+    fetch_each(&m, &c, &["1.0.0", "2.0.0"]).await;
+    // 1.0.0 used again: 2.0.0 is now the least recently used.
+    fetch_each(&m, &c, &["1.0.0"]).await;
+    assert_eq!(in_bucket(&weed, "evict").await, ["1.0.0", "2.0.0"]);
+    fetch_each(&m, &c, &["3.0.0"]).await;
+    assert_eq!(in_bucket(&weed, "evict").await, ["1.0.0", "3.0.0"]);
+    assert_eq!(m.mirror.usage(), (2 * size, 2));
+    // A lifecycle rule takes 1.0.0 meanwhile; the next arrival's eviction
+    // finds it gone and forgets it, and 3.0.0 stays.
+    expire(&weed, "evict", "1.0.0").await;
+    fetch_each(&m, &c, &["4.0.0"]).await;
+    assert_eq!(in_bucket(&weed, "evict").await, ["3.0.0", "4.0.0"]);
+    let metrics = metrics(&m, &c).await;
+    for line in [
+        "tfmirror_evictions_total{kind=\"archive\"} 1\n",
+        "tfmirror_cache_index_corrections_total{change=\"dropped\"} 1\n",
+    ] {
+        assert!(metrics.contains(line), "{line}{metrics}");
+    }
+    m.stop().await;
 }

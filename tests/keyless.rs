@@ -184,13 +184,13 @@ async fn keyless_answers_are_refused_by_default_and_installed_checked_when_opted
         );
         // Labelled: metrics, status page, the pin kept.
         let text = metrics(&m, &c).await;
-        assert!(text.contains("tfmirror_keyless_versions 1"), "{text}");
+        assert!(text.contains("tfmirror_keyless_versions 1\n"), "{text}");
         assert!(
             text.contains("verification=\"keyless\""),
             "the stored-archive counter is labelled: {text}"
         );
         assert!(
-            text.contains("tfmirror_signature_verifications_total{outcome=\"keyless\"} 1"),
+            text.contains("tfmirror_signature_verifications_total{outcome=\"keyless\"} 1\n"),
             "{text}"
         );
         let page = c.get(&m.url("/-/status")).await.page_text();

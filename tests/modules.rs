@@ -189,7 +189,7 @@ async fn a_git_module_is_listed_located_packaged_once_and_pinned() {
     let metrics =
         String::from_utf8(s.client.get(&s.mirror.url("/metrics")).await.body.to_vec()).unwrap();
     assert!(
-        metrics.contains("tfmirror_module_fetches_total{source=\"git\",outcome=\"packaged\"} 1"),
+        metrics.contains("tfmirror_module_fetches_total{source=\"git\",outcome=\"packaged\"} 1\n"),
         "{metrics}"
     );
 }
@@ -227,7 +227,7 @@ async fn a_moved_tag_is_caught_and_the_pinned_package_kept() {
     let metrics =
         String::from_utf8(s.client.get(&s.mirror.url("/metrics")).await.body.to_vec()).unwrap();
     assert!(
-        metrics.contains("tfmirror_module_pin_mismatches_total 1"),
+        metrics.contains("tfmirror_module_pin_mismatches_total 1\n"),
         "{metrics}"
     );
 

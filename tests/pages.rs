@@ -5,7 +5,8 @@
 //! real Terraform writes it, a module's inputs as its `variables.tf` has
 //! them); axe-core finds no accessibility violation on any kind of page;
 //! the pages work with JavaScript off; hostile READMEs run nothing and
-//! fetch nothing; people sign in and out.
+//! fetch nothing, with the pages' own script policy set aside and every
+//! event fired on every element; people sign in and out.
 
 mod common;
 
@@ -303,6 +304,56 @@ async fn the_pages_work_with_javascript_off() {
     b.stop().await;
 }
 
+/// Fires every event a handler could wait for (hover, click, focus, keys,
+/// toggles, loads and errors) on every element of the README (its first
+/// 5,000: the 5 MiB README repeats one paragraph) and of the page around
+/// it, with a link's or form's own action held back, so that only
+/// handlers can act; then returns the page's title and every link's URL
+/// as the browser reads it.
+const FIRE_EVERYTHING: &str = r"
+document.addEventListener('click', (e) => e.preventDefault(), true);
+document.addEventListener('submit', (e) => e.preventDefault(), true);
+const kinds = ['mouseover', 'mouseenter', 'mousemove', 'mousedown', 'mouseup', 'click',
+  'dblclick', 'contextmenu', 'pointerover', 'pointerdown', 'pointerup', 'focus', 'focusin',
+  'blur', 'keydown', 'keyup', 'keypress', 'input', 'change', 'toggle', 'load', 'error',
+  'animationstart', 'transitionend', 'wheel', 'scroll', 'copy', 'paste', 'drag', 'drop'];
+const readme = [...document.querySelectorAll('#readme, #readme *')].slice(0, 5000);
+const around = [...document.querySelectorAll('body *')].filter((el) => !el.closest('#readme'));
+for (const el of [document.documentElement, document.body, ...around, ...readme]) {
+  for (const kind of kinds) {
+    el.dispatchEvent(new Event(kind, { bubbles: true, cancelable: true }));
+  }
+  if (typeof el.focus === 'function') { el.focus(); }
+  if (el.tagName === 'DETAILS') { el.open = !el.open; }
+}
+return { title: document.title, links: [...document.querySelectorAll('#readme a')].map((a) => a.href) };
+";
+
+/// A page served with `policy` as its Content-Security-Policy, whose
+/// inline script and handler set its title: the positive control, on
+/// `127.0.0.1` over plain HTTP.
+async fn control_page(policy: String) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let policy = policy.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                let body = "<!DOCTYPE html><title>quiet</title><script>document.title='ran'</script><div id=\"h\" onmouseover=\"document.title+='-hovered'\">h</div>";
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-security-policy: {policy}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}/")
+}
+
 #[cfg_attr(
     tfmirror_no_chromium,
     ignore = "needs Debian's chromium and chromium-driver; scripts/test installs them"
@@ -317,15 +368,56 @@ async fn hostile_readmes_run_nothing_and_fetch_nothing() {
         b.runs_scripts().await,
         "JavaScript is on, so a script let through would run"
     );
+    // The pages' own policy would stop any script a README smuggled in;
+    // here it is set aside, so that the sanitiser alone stands between a
+    // README and the browser. The control: a page served under that very
+    // policy, whose inline script and handler do not run until the policy
+    // is bypassed, and then do.
+    let page = m.url(&format!("/-/modules/{HOST}/acme/vpc/aws/1.0.0"));
+    let policy = w.http.get(&page).await.headers["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(policy.contains("default-src 'none'"), "{policy}");
+    let control = control_page(policy).await;
+    b.client.goto(&control).await.unwrap();
+    let fired = b.run(FIRE_EVERYTHING).await;
+    assert_eq!(
+        fired["title"], "quiet",
+        "the policy stops the control's script"
+    );
+    b.bypass_csp().await;
+    b.client.goto(&control).await.unwrap();
+    let fired = b.run(FIRE_EVERYTHING).await;
+    assert_eq!(
+        fired["title"], "ran-hovered",
+        "with the policy bypassed, the control's script and handler run"
+    );
+    b.requested().await;
+
     for (name, module) in &w.hostile {
         let page = m.url(&format!("/-/modules/{HOST}/acme/{module}/aws/1.0.0"));
         b.client.goto(&page).await.unwrap();
-        let title = b.client.title().await.unwrap();
+        let title = format!("registry.origin.test/acme/{module}/aws 1.0.0 · tfmirror");
+        assert_eq!(b.client.title().await.unwrap(), title, "{name}: on load");
+        let fired = b.run(FIRE_EVERYTHING).await;
         assert_eq!(
-            title,
-            format!("registry.origin.test/acme/{module}/aws 1.0.0 · tfmirror"),
-            "{name}"
+            fired["title"],
+            title.as_str(),
+            "{name}: once every event fired"
         );
+        // Every link goes out by http, https or mail, or nowhere (an
+        // anchor whose relative href was taken out).
+        for link in fired["links"].as_array().unwrap() {
+            let link = link.as_str().unwrap();
+            assert!(
+                link.is_empty()
+                    || ["http:", "https:", "mailto:"]
+                        .iter()
+                        .any(|s| link.starts_with(s)),
+                "{name}: a link to {link}"
+            );
+        }
         assert!(
             b.client.get_alert_text().await.is_err(),
             "{name}: an alert is open"

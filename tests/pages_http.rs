@@ -1,12 +1,78 @@
 //! The pages over plain HTTP: every page's headers, its data as JSON,
 //! the sign-in the pages need when tokens are on, the forms' guard
 //! against other sites, the size limit and the session cookie; a
-//! configuration sent to "Will it install?" as files or an archive.
+//! configuration sent to "Will it install?" as files or an archive; the
+//! HTML a module page serves for each hostile README.
 
 mod common;
 
 use common::pages::{form, world};
 use http::StatusCode;
+
+/// What must never be in a README's HTML
+/// (`tests/fixtures/hostile-readmes/forbidden.txt`).
+fn forbidden() -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hostile-readmes/forbidden.txt");
+    (std::fs::read_to_string(path).unwrap().lines())
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The module page of each hostile README, as served: the README's part
+/// of it holds its text and nothing that runs, loads or sends, however
+/// the page's own headers would treat it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_hostile_readme_is_served_as_text_and_structure_only() {
+    let w = world(&[]).await;
+    let (m, c) = (&w.mirror, &w.http);
+    let handler = regex::Regex::new(r"<[^>]*\son[a-z]+\s*=").unwrap();
+    let forbidden = forbidden();
+    assert!(w.hostile.len() >= 8, "{:?}", w.hostile);
+    for (name, module) in &w.hostile {
+        let path = format!("/-/modules/registry.origin.test/acme/{module}/aws/1.0.0");
+        let got = c.get(&m.url(&path)).await;
+        assert_eq!(got.status, StatusCode::OK, "{name}");
+        let page = String::from_utf8_lossy(&got.body).into_owned();
+        let start = page
+            .find("<div class=\"readme\" id=\"readme\">")
+            .unwrap_or_else(|| panic!("{name}: no README on the page"));
+        let end = page.rfind("</main>").unwrap();
+        let readme = page[start..end].to_lowercase();
+        // The README is there: its heading, or the big one's link text.
+        let shown = if name == "big" { ">link</a>" } else { "<h1>" };
+        assert!(readme.contains(shown), "{name}: not shown\n{readme}");
+        for never in &forbidden {
+            assert!(
+                !readme.contains(never.as_str()),
+                "{name}: {never} served\n{readme}"
+            );
+        }
+        assert!(
+            !handler.is_match(&readme),
+            "{name}: an event handler served"
+        );
+        // No link into the mirror (a relative one), and every link
+        // without a referrer.
+        for link in readme.split("<a ").skip(1) {
+            let href = link
+                .split("href=\"")
+                .nth(1)
+                .map(|h| h.split('"').next().unwrap());
+            if let Some(href) = href {
+                assert!(
+                    ["http://", "https://", "mailto:"]
+                        .iter()
+                        .any(|s| href.starts_with(s)),
+                    "{name}: a link to {href}"
+                );
+            }
+            let tag = link.split('>').next().unwrap();
+            assert!(tag.contains("noreferrer"), "{name}: <a {tag}>");
+        }
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_is_guarded_and_its_data_is_json() {

@@ -210,11 +210,52 @@ impl Browser {
             .collect()
     }
 
+    /// Has the browser ignore every page's Content-Security-Policy from now
+    /// on (`DevTools`' `Page.setBypassCSP`, through chromedriver), so that
+    /// what a page's markup holds runs as it would without the policy.
+    pub async fn bypass_csp(&self) {
+        let done = self
+            .client
+            .issue_cmd(CdpCmd {
+                cmd: "Page.setBypassCSP",
+                params: json!({"enabled": true}),
+            })
+            .await;
+        done.expect("chromedriver runs DevTools commands");
+    }
+
     /// Ends the session and chromedriver.
     pub async fn stop(mut self) {
         let _ = self.client.close().await;
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+    }
+}
+
+/// `ChromeDriver`'s command that runs a `DevTools` command in the page.
+#[derive(Debug)]
+struct CdpCmd {
+    cmd: &'static str,
+    params: Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for CdpCmd {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        (
+            http::Method::POST,
+            Some(json!({"cmd": self.cmd, "params": self.params}).to_string()),
+        )
     }
 }
 
