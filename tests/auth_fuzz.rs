@@ -327,10 +327,9 @@ async fn scene() -> (Scene, IssuerKey) {
     (sc, key)
 }
 
-#[test]
-fn generated_credentials_never_open_the_mirror_nor_break_it() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let (sc, keys) = rt.block_on(scene());
+/// What the fuzzing asks for: three routes a token opens (the network
+/// mirror, the pages' JSON, the facade), and the status page.
+fn guarded(sc: &Scene) -> ([String; 3], String) {
     let protected = [
         sc.mirror
             .url("/registry.origin.test/acme/widget/index.json"),
@@ -338,7 +337,14 @@ fn generated_credentials_never_open_the_mirror_nor_break_it() {
         sc.mirror
             .url("/v1/providers/registry.origin.test/acme/widget/versions"),
     ];
-    let page = sc.mirror.url("/-/status");
+    (protected, sc.mirror.url("/-/status"))
+}
+
+#[test]
+fn generated_credentials_never_open_the_mirror_nor_break_it() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (sc, keys) = rt.block_on(scene());
+    let (protected, page) = guarded(&sc);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(1000));
     runner
         .run(
@@ -391,14 +397,7 @@ fn generated_tokens_open_the_mirror_exactly_when_the_rules_say() {
     let stranger = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
     let stranger = jsonwebtoken::EncodingKey::from_ec_der(&stranger.serialize_der());
     let now = i64::try_from(tfmirror::clock::Clock::unix_secs(&*sc.mirror.clock)).unwrap();
-    let protected = [
-        sc.mirror
-            .url("/registry.origin.test/acme/widget/index.json"),
-        sc.mirror.url("/-/api/status"),
-        sc.mirror
-            .url("/v1/providers/registry.origin.test/acme/widget/versions"),
-    ];
-    let page = sc.mirror.url("/-/status");
+    let (protected, page) = guarded(&sc);
     let (admitted, refused) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(1000));
     runner

@@ -195,16 +195,7 @@ impl Client {
                     url: current.to_string(),
                     secs: self.request_timeout.as_secs(),
                 })?
-                .map_err(|e| match refusal_in(&e) {
-                    Some(refused) => UpstreamError::Refused {
-                        url: current.to_string(),
-                        reason: refused.to_string(),
-                    },
-                    None => UpstreamError::Unreachable {
-                        url: current.to_string(),
-                        reason: error_chain(&e),
-                    },
-                })?;
+                .map_err(|e| not_answered(&current, &e))?;
             let status = resp.status();
             if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE
             {
@@ -348,6 +339,21 @@ impl Client {
         let value = wire::first_value(&body)
             .map_err(|e| UpstreamError::invalid(&final_url, not_json(&headers, &body, &e)))?;
         Ok((value, headers, final_url))
+    }
+}
+
+/// Why a request got no answer: the request forgery guard refused its
+/// connection, or the connection failed.
+pub(super) fn not_answered(url: &Url, e: &hyper_util::client::legacy::Error) -> UpstreamError {
+    match refusal_in(e) {
+        Some(refused) => UpstreamError::Refused {
+            url: url.to_string(),
+            reason: refused.to_string(),
+        },
+        None => UpstreamError::Unreachable {
+            url: url.to_string(),
+            reason: error_chain(e),
+        },
     }
 }
 

@@ -12,8 +12,7 @@ use http::{header, Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use url::Url;
 
-use super::client::{error_chain, Client, UpstreamError, MAX_METADATA_BYTES};
-use super::guard::refusal_in;
+use super::client::{error_chain, not_answered, Client, UpstreamError, MAX_METADATA_BYTES};
 use crate::metrics::UpstreamOutcome;
 
 /// What a form was answered with: its status, content type and body (at
@@ -73,20 +72,7 @@ impl Client {
             .map_err(|e| UpstreamError::invalid(url, e))?;
         let started = Instant::now();
         let exchange = async {
-            let resp = self
-                .posts
-                .request(req)
-                .await
-                .map_err(|e| match refusal_in(&e) {
-                    Some(refused) => UpstreamError::Refused {
-                        url: url.to_string(),
-                        reason: refused.to_string(),
-                    },
-                    None => UpstreamError::Unreachable {
-                        url: url.to_string(),
-                        reason: error_chain(&e),
-                    },
-                })?;
+            let resp = (self.posts.request(req).await).map_err(|e| not_answered(url, &e))?;
             let (parts, body) = resp.into_parts();
             let body = Limited::new(body, MAX_METADATA_BYTES)
                 .collect()

@@ -197,7 +197,11 @@ impl Browser {
     /// Every URL the browser asked for since the last call (from its
     /// performance log).
     pub async fn requested(&self) -> Vec<String> {
-        let log = self.client.issue_cmd(LogCmd).await.unwrap();
+        let log = self
+            .client
+            .issue_cmd(DriverCmd::performance_log())
+            .await
+            .unwrap();
         log.as_array()
             .into_iter()
             .flatten()
@@ -216,10 +220,10 @@ impl Browser {
     pub async fn bypass_csp(&self) {
         let done = self
             .client
-            .issue_cmd(CdpCmd {
-                cmd: "Page.setBypassCSP",
-                params: json!({"enabled": true}),
-            })
+            .issue_cmd(DriverCmd::devtools(
+                "Page.setBypassCSP",
+                &json!({"enabled": true}),
+            ))
             .await;
         done.expect("chromedriver runs DevTools commands");
     }
@@ -232,54 +236,47 @@ impl Browser {
     }
 }
 
-/// `ChromeDriver`'s command that runs a `DevTools` command in the page.
+/// A command of `ChromeDriver`'s own: a POST of `body` to `path` below
+/// the session.
 #[derive(Debug)]
-struct CdpCmd {
-    cmd: &'static str,
-    params: Value,
+struct DriverCmd {
+    path: &'static str,
+    body: Value,
 }
 
-impl fantoccini::wd::WebDriverCompatibleCommand for CdpCmd {
+impl DriverCmd {
+    /// The command that hands over (and empties) the performance log.
+    fn performance_log() -> DriverCmd {
+        DriverCmd {
+            path: "se/log",
+            body: json!({"type": "performance"}),
+        }
+    }
+
+    /// The command that runs the `DevTools` command `cmd` in the page.
+    fn devtools(cmd: &str, params: &Value) -> DriverCmd {
+        DriverCmd {
+            path: "goog/cdp/execute",
+            body: json!({"cmd": cmd, "params": params}),
+        }
+    }
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for DriverCmd {
     fn endpoint(
         &self,
         base_url: &url::Url,
         session_id: Option<&str>,
     ) -> Result<url::Url, url::ParseError> {
         base_url.join(&format!(
-            "session/{}/goog/cdp/execute",
-            session_id.unwrap_or_default()
+            "session/{}/{}",
+            session_id.unwrap_or_default(),
+            self.path
         ))
     }
 
     fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
-        (
-            http::Method::POST,
-            Some(json!({"cmd": self.cmd, "params": self.params}).to_string()),
-        )
-    }
-}
-
-/// `ChromeDriver`'s command that hands over (and empties) a log.
-#[derive(Debug)]
-struct LogCmd;
-
-impl fantoccini::wd::WebDriverCompatibleCommand for LogCmd {
-    fn endpoint(
-        &self,
-        base_url: &url::Url,
-        session_id: Option<&str>,
-    ) -> Result<url::Url, url::ParseError> {
-        base_url.join(&format!(
-            "session/{}/se/log",
-            session_id.unwrap_or_default()
-        ))
-    }
-
-    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
-        (
-            http::Method::POST,
-            Some(json!({"type": "performance"}).to_string()),
-        )
+        (http::Method::POST, Some(self.body.to_string()))
     }
 }
 
