@@ -513,3 +513,21 @@ async fn every_misuse_of_the_callback_is_refused() {
     .await;
     assert_eq!(w.fake.token_refusals(), ["code_verifier does not match"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issuer_whose_keys_come_from_a_file_signs_people_in_on_those_keys() {
+    let w = world(|config, fake| {
+        let file = config.server.data_dir.with_file_name("issuer-jwks.json");
+        std::fs::write(&file, fake.jwks.to_string()).unwrap();
+        config.auth.oidc[0].keys_file = Some(file);
+    })
+    .await;
+    w.fake.behave(|b| b.id_token_claims = claims(json!({"groups": ["dev"]})));
+    let answer = w.sign_in().await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
+    assert_eq!(grant_of(&cookie_pair(&answer, "tfmirror_session").unwrap()), "read");
+    // The discovery document gave the sign-in's endpoints; the keys stayed
+    // the file's.
+    assert_eq!(w.fake.requests("/.well-known/openid-configuration"), 1);
+    assert_eq!(w.fake.requests("/jwks"), 0, "the issuer's keys were fetched");
+}

@@ -15,27 +15,21 @@ pub fn render(markdown: &str) -> String {
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_FOOTNOTES;
-    let mut in_image = false;
     let events = Parser::new_ext(markdown, options).map(|event| match event {
-        // An image becomes a link to it: its text is its alt text.
+        // An image becomes a link to it: its text is its alt text. (The
+        // parser closes every tag it opens, an image's too.)
         Event::Start(Tag::Image {
             link_type,
             dest_url,
             title,
             id,
-        }) => {
-            in_image = true;
-            Event::Start(Tag::Link {
-                link_type,
-                dest_url,
-                title,
-                id,
-            })
-        }
-        Event::End(TagEnd::Image) if in_image => {
-            in_image = false;
-            Event::End(TagEnd::Link)
-        }
+        }) => Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }),
+        Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
         other => other,
     });
     let mut html = String::with_capacity(markdown.len() + markdown.len() / 4);

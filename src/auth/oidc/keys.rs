@@ -243,9 +243,11 @@ impl Keys {
         };
         self.count("fetched");
         let mut held = self.held.write().expect("keys lock");
-        tracing::info!(issuer = %self.issuer, keys = keys.len(), "fetched the issuer's keys");
-        held.keys = Arc::new(keys);
-        held.taken_at = Some(now);
+        if let Some(keys) = keys {
+            tracing::info!(issuer = %self.issuer, keys = keys.len(), "fetched the issuer's keys");
+            held.keys = Arc::new(keys);
+            held.taken_at = Some(now);
+        }
         held.endpoints = endpoints;
         Ok(())
     }
@@ -283,16 +285,21 @@ impl Keys {
         })
     }
 
-    async fn fetch(&self) -> anyhow::Result<(Vec<Key>, Endpoints)> {
+    /// The issuer's endpoints, and its keys unless they come from a file
+    /// (whose keys stay in force: only the sign-in's endpoints are read).
+    async fn fetch(&self) -> anyhow::Result<(Option<Vec<Key>>, Endpoints)> {
         let client = self.client.as_ref().context("no upstream client")?;
         let endpoints = self.discover().await?;
+        if self.file.is_some() {
+            return Ok((None, endpoints));
+        }
         let jwks = endpoints
             .jwks
             .clone()
             .context("the discovery document names no jwks_uri")?;
         let (set, _, _) = client.get_document(&jwks, None).await?;
         let keys = read_set(&set).with_context(|| format!("reading {jwks}"))?;
-        Ok((keys, endpoints))
+        Ok((Some(keys), endpoints))
     }
 }
 

@@ -80,3 +80,27 @@ fn a_five_mib_readme_renders_whole_and_safe() {
     assert!(html.len() > 4 << 20, "{}", html.len());
     assert!(!html.to_lowercase().contains("<script"));
 }
+
+#[test]
+fn tables_strikethrough_task_lists_and_footnotes_render() {
+    let cases = [
+        (
+            "| a | b |\n|---|---|\n| 1 | 2 |\n",
+            "<table><thead><tr><th>a</th><th>b</th></tr></thead><tbody>",
+        ),
+        ("~~gone~~ and **kept**", "<p><del>gone</del> and <strong>kept</strong></p>"),
+        // A task's marker is not left as text (its checkbox, an input, is
+        // taken out by the sanitiser).
+        ("- [x] done\n- [ ] open\n", "<ul>\n<li>\ndone</li>\n<li>\nopen</li>\n</ul>"),
+        // A footnote's reference and its text, its link (to a fragment of
+        // the page) taken out.
+        (
+            "Text[^1].\n\n[^1]: The note.\n",
+            "<p>Text<sup><a rel=\"nofollow noopener noreferrer\">1</a></sup>.</p>\n<div><sup>1</sup>\n<p>The note.</p>",
+        ),
+    ];
+    for (markdown, html) in cases {
+        let rendered = render(markdown);
+        assert!(rendered.contains(html), "{markdown:?}: {rendered}");
+    }
+}
