@@ -522,12 +522,120 @@ async fn an_issuer_whose_keys_come_from_a_file_signs_people_in_on_those_keys() {
         config.auth.oidc[0].keys_file = Some(file);
     })
     .await;
-    w.fake.behave(|b| b.id_token_claims = claims(json!({"groups": ["dev"]})));
+    w.fake
+        .behave(|b| b.id_token_claims = claims(json!({"groups": ["dev"]})));
     let answer = w.sign_in().await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
-    assert_eq!(grant_of(&cookie_pair(&answer, "tfmirror_session").unwrap()), "read");
+    assert_eq!(
+        grant_of(&cookie_pair(&answer, "tfmirror_session").unwrap()),
+        "read"
+    );
     // The discovery document gave the sign-in's endpoints; the keys stayed
     // the file's.
     assert_eq!(w.fake.requests("/.well-known/openid-configuration"), 1);
-    assert_eq!(w.fake.requests("/jwks"), 0, "the issuer's keys were fetched");
+    assert_eq!(
+        w.fake.requests("/jwks"),
+        0,
+        "the issuer's keys were fetched"
+    );
+}
+
+/// The `Set-Cookie` header setting `name`, whole.
+fn set_cookie(answer: &Answer, name: &str) -> String {
+    (answer.headers.get_all("set-cookie").iter())
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no {name} cookie"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sign_in_cookie_stays_on_its_path_and_only_issuers_with_a_client_sign_people_in() {
+    let w = world(|config, fake| {
+        // A second issuer, for CI jobs only: no client ID.
+        let mut ci = issuer_config(&fake.issuer);
+        ci.name = "ci".into();
+        ci.client_id = None;
+        config.auth.oidc.push(ci);
+    })
+    .await;
+    w.fake
+        .behave(|b| b.id_token_claims = claims(json!({"groups": ["dev"]})));
+    let m = &w.sc.mirror;
+    for name in ["ci", "nobody"] {
+        let answer =
+            w.sc.client
+                .get(&m.url(&format!("/-/signin/with/{name}")))
+                .await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{name}");
+    }
+    assert_eq!(w.fake.requests("/.well-known/openid-configuration"), 0);
+    // The sign-in's secrets: a cookie for /-/signin alone, out of scripts'
+    // reach, over HTTPS only, sent on the issuer's redirect back.
+    let start = w.sc.client.get(&m.url("/-/signin/with/sso")).await;
+    let set = set_cookie(&start, "tfmirror_signin");
+    assert!(
+        set.ends_with("; Max-Age=600; Path=/-/signin; HttpOnly; Secure; SameSite=Lax"),
+        "{set}"
+    );
+    // The callback clears it, on the same path.
+    let cookie = cookie_pair(&start, "tfmirror_signin").unwrap();
+    let back = w
+        .at_issuer(start.headers["location"].to_str().unwrap())
+        .await;
+    let answer = w.callback(&back, Some(&cookie)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
+    assert_eq!(
+        set_cookie(&answer, "tfmirror_signin"),
+        "tfmirror_signin=; Max-Age=0; Path=/-/signin; HttpOnly; Secure; SameSite=Lax"
+    );
+    let session = set_cookie(&answer, "tfmirror_session");
+    assert!(
+        session.ends_with("; Path=/; HttpOnly; Secure; SameSite=Strict"),
+        "{session}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_cookie_forged_or_outlived_is_no_sign_in_under_way() {
+    let w = world(|_, _| {}).await;
+    w.fake
+        .behave(|b| b.id_token_claims = claims(json!({"groups": ["dev"]})));
+    let (cookie, authorize) = w.begin().await;
+    let back = w.at_issuer(&authorize).await;
+    let (head, signature) = cookie.rsplit_once('.').unwrap();
+    // Another signature, and another time limit under the same signature.
+    let flipped = if signature.starts_with('A') { 'B' } else { 'A' };
+    let forged_signature = format!("{head}.{flipped}{}", &signature[1..]);
+    let parts: Vec<&str> = head.split('.').collect();
+    let later: u64 = parts[1].parse::<u64>().unwrap() + 3600;
+    let forged_expiry = format!("{}.{later}.{}.{signature}", parts[0], parts[2]);
+    let tokens_before = w.fake.requests("/token");
+    for forged in [forged_signature, forged_expiry] {
+        let before = w.outcomes().await;
+        let unknown_before = w.counted("unknown", "no_signin").await;
+        let answer = w.callback(&back, Some(&forged)).await;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{forged}");
+        assert!(
+            answer.page_text().contains("no sign-in is under way"),
+            "{forged}"
+        );
+        assert_eq!(w.outcomes().await, before, "{forged}");
+        assert_eq!(w.counted("unknown", "no_signin").await, unknown_before + 1);
+    }
+    // Ten minutes on, by the mirror's clock, the real cookie has lapsed.
+    w.sc.mirror.clock.advance(Duration::from_secs(600));
+    let answer = w.callback(&back, Some(&cookie)).await;
+    assert_eq!(
+        answer.status,
+        StatusCode::UNAUTHORIZED,
+        "{}",
+        answer.page_text()
+    );
+    assert!(answer.page_text().contains("no sign-in is under way"));
+    assert_eq!(
+        w.fake.requests("/token"),
+        tokens_before,
+        "the issuer was asked"
+    );
 }

@@ -137,14 +137,19 @@ impl Setup {
             .unwrap_or(0)
     }
 
-    /// Refused, and counted once under `outcome` (under the issuer the
-    /// token claims, `ci`, or `unknown` when it names none configured)
+    /// Refused, and counted once under `outcome`, for the issuer `ci`,
     /// and under no other outcome.
     fn refused(&self, token: &str, outcome: &str) {
-        let issuer = match token::claimed_issuer(token) {
-            Some(iss) if iss == ISSUER => "ci",
-            _ => "unknown",
-        };
+        self.refused_for("ci", token, outcome);
+    }
+
+    /// [`Setup::refused`], for a token that names no configured issuer
+    /// (counted under `unknown`).
+    fn refused_unclaimed(&self, token: &str, outcome: &str) {
+        self.refused_for("unknown", token, outcome);
+    }
+
+    fn refused_for(&self, issuer: &str, token: &str, outcome: &str) {
         let before: Vec<u64> = (crate::metrics::signins::SIGNIN_OUTCOMES.iter())
             .map(|o| self.count(issuer, o))
             .collect();
@@ -157,6 +162,34 @@ impl Setup {
                 "{o}, for a token refused as {outcome}"
             );
         }
+    }
+
+    /// A token the issuer signed, `len` bytes long, its claims padded to
+    /// that length (under one header or another, as base64 allows).
+    fn sized(&self, len: usize) -> String {
+        let headers = [
+            json!({"alg": "ES256", "kid": "k1"}),
+            json!({"alg": "ES256", "kid": "k1", "typ": "JWT"}),
+            json!({"alg": "ES256", "kid": "k1", "t": 1}),
+            json!({"alg": "ES256", "kid": "k1", "tt": 1}),
+        ];
+        for header in &headers {
+            // Each padding byte is 4/3 of a byte of the token: start near.
+            let bare = self.raw(header, &self.claims()).len();
+            let from = (len.saturating_sub(bare) * 3 / 4).saturating_sub(32);
+            for pad in from..len {
+                let mut claims = self.claims();
+                claims["pad"] = json!("x".repeat(pad));
+                let token = self.raw(header, &claims);
+                if token.len() == len {
+                    return token;
+                }
+                if token.len() > len {
+                    break;
+                }
+            }
+        }
+        panic!("no token of {len} bytes");
     }
 }
 
@@ -261,7 +294,7 @@ async fn an_id_tokens_issuer_is_checked_once_its_signature_holds() {
 fn issuer_audience_and_times_are_checked_by_the_mirrors_clock() {
     let s = setup();
     let now = s.now();
-    s.refused(
+    s.refused_unclaimed(
         &s.with(|c| {
             c["iss"] = json!("https://elsewhere.example");
         }),
@@ -286,6 +319,19 @@ fn issuer_audience_and_times_are_checked_by_the_mirrors_clock() {
         }))
         .unwrap()
         .is_ok());
+    // A list without the mirror's audience, however many others it holds.
+    s.refused(
+        &s.with(|c| {
+            c["aud"] = json!(["x", "https://other-mirror.example"]);
+        }),
+        "audience",
+    );
+    s.refused(
+        &s.with(|c| {
+            c["aud"] = json!([]);
+        }),
+        "audience",
+    );
     s.refused(
         &s.with(|c| {
             c["exp"] = json!(now - 31);
@@ -317,7 +363,7 @@ fn issuer_audience_and_times_are_checked_by_the_mirrors_clock() {
         }),
         "lifetime",
     );
-    // Within the skew allowance, all is well.
+    // Within the skew allowance (30 s), all is well: up to its very edge.
     assert!(s
         .oidc
         .check_now(&s.with(|c| {
@@ -326,6 +372,18 @@ fn issuer_audience_and_times_are_checked_by_the_mirrors_clock() {
         }))
         .unwrap()
         .is_ok());
+    for (edge, change) in [
+        ("exp", json!({"exp": now - 30, "iat": now - 100})),
+        ("nbf", json!({"nbf": now + 30})),
+        ("iat", json!({"iat": now + 30, "exp": now + 300})),
+        ("lifetime", json!({"iat": now, "exp": now + 3600})),
+    ] {
+        let token = s.with(|c| c.extend(change.as_object().unwrap().clone()));
+        assert!(
+            s.oidc.check_now(&token).unwrap().is_ok(),
+            "{edge} at its edge"
+        );
+    }
     s.refused(
         &s.with(|c| {
             c.remove("sub");
@@ -372,11 +430,49 @@ fn keys_named_in_the_header_are_never_followed_and_unknown_keys_refused() {
 }
 
 #[test]
+fn a_token_of_up_to_eight_kib_is_read_and_a_longer_one_never_is() {
+    let s = setup();
+    assert_eq!(token::MAX_TOKEN_BYTES, 8192);
+    // Tokens of 6 KiB (a job with many claims) and of exactly the limit.
+    for len in [6 * 1024, token::MAX_TOKEN_BYTES] {
+        let token = s.sized(len);
+        assert!(s.oidc.check_now(&token).unwrap().is_ok(), "{len} bytes");
+    }
+    // One byte over, signed by the issuer's key and claiming it: refused
+    // before anything in it is read, so not even its issuer is taken.
+    s.refused_unclaimed(&s.sized(token::MAX_TOKEN_BYTES + 1), "oversized");
+}
+
+#[test]
+fn no_list_of_algorithms_lets_an_unsigned_token_in() {
+    // Configuration never allows them, and reading a token refuses them
+    // whatever list it is given.
+    let s = setup();
+    let claims = b64(&s.claims());
+    for alg in ["none", "None", "NONE", ""] {
+        let token = format!("{}.{claims}.c2ln", b64(&json!({"alg": alg})));
+        let allowed = vec![alg.to_owned(), "ES256".to_owned()];
+        let refused = token::read(&token, &allowed).unwrap_err();
+        assert_eq!(refused.reason, "algorithm", "{alg:?}");
+    }
+    // A signature part that is not base64url: malformed, not a signature
+    // some other key might make.
+    let real = s.token(&s.claims());
+    let (signed, _) = real.rsplit_once('.').unwrap();
+    s.refused(&format!("{signed}.c2ln!!"), "malformed");
+    // Two parts, a header and a payload that would pass: not a token.
+    let two = format!("{}.{claims}", b64(&json!({"alg": "ES256", "kid": "k1"})));
+    let refused = token::read(&two, &["ES256".to_owned()]).unwrap_err();
+    assert_eq!(refused.reason, "malformed");
+    s.refused(&two, "malformed");
+}
+
+#[test]
 fn oversized_malformed_and_unmatched_tokens_are_refused() {
     let s = setup();
-    s.refused(&"a".repeat(token::MAX_TOKEN_BYTES + 1), "oversized");
+    s.refused_unclaimed(&"a".repeat(token::MAX_TOKEN_BYTES + 1), "oversized");
     for bad in ["", "a.b", "a.b.c.d", "..", "!!!.!!!.!!!", "WzFd.e30.c2ln"] {
-        s.refused(bad, "malformed");
+        s.refused_unclaimed(bad, "malformed");
     }
     // No algorithm named: refused before anything else is looked at.
     s.refused(&format!("e30.{}.", b64(&s.claims())), "algorithm");
