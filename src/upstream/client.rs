@@ -45,8 +45,8 @@ pub const MAX_METADATA_BYTES: usize = 8 * 1024 * 1024;
 #[derive(Clone)]
 pub struct Client {
     inner: HyperClient<HttpsConnector<GuardedConnector>, Empty<Bytes>>,
-    /// The same connections' client for requests with a body (an OpenID
-    /// provider's token endpoint), through the same guard.
+    /// A client for requests with a body (an OpenID provider's token
+    /// endpoint): its own pool, on the same connector, so the same guard.
     pub(super) posts: HyperClient<HttpsConnector<GuardedConnector>, Full<Bytes>>,
     pub(super) limits: Arc<Limits>,
     pub(super) request_timeout: Duration,

@@ -1,9 +1,9 @@
 //! A form sent to an OpenID provider's token endpoint: the one kind of
-//! request tfmirror makes with a body. It goes out on the same connections
-//! as every other request to an origin, so through the request forgery
-//! guard and under the same limits, and it follows no redirect: a token
-//! endpoint that answers with one is refused, since a form carrying a
-//! code and a client secret is not sent on to wherever a `Location` says.
+//! request tfmirror makes with a body. It goes out through the same
+//! connector as every other request to an origin, so through the request
+//! forgery guard, and under the same limits. It follows no redirect: a
+//! token endpoint that answers with one is refused, since a form carrying
+//! a code and a client secret is not sent on to wherever a `Location` says.
 
 use std::time::Instant;
 
