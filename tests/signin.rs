@@ -7,193 +7,17 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::fake_issuer::{FakeIssuer, UserInfo, CLIENT_ID};
+use common::fake_issuer::UserInfo;
+use common::signin_world::*;
 use common::*;
 use http::StatusCode;
 use serde_json::{json, Map, Value};
-use tfmirror::config::{ClaimsParameter, Config, Grant, OidcIssuerConfig, OidcRuleConfig};
-
-/// The issuer's entry: the platform approvers may approve, developers and
-/// contractors read.
-fn issuer_config(issuer: &str) -> OidcIssuerConfig {
-    let rule = |claim: &str, pattern: &str, grant| OidcRuleConfig {
-        claims: BTreeMap::from([(claim.to_owned(), pattern.to_owned())]),
-        grant,
-    };
-    OidcIssuerConfig {
-        name: "sso".into(),
-        issuer: issuer.parse().unwrap(),
-        audience: "https://mirror.signin.test".into(),
-        algorithms: vec!["ES256".into()],
-        max_lifetime: Duration::from_secs(3600),
-        clock_skew: Duration::from_secs(60),
-        keys_file: None,
-        keys_max_age: Duration::from_secs(3600),
-        keys_refetch_interval: Duration::from_secs(60),
-        client_id: Some(CLIENT_ID.into()),
-        client_secret_file: None,
-        scopes: vec!["groups".into()],
-        userinfo_signed_response_alg: None,
-        claims_parameter: ClaimsParameter::Auto,
-        rules: vec![
-            rule("groups", "platform-approvers", Grant::Approve),
-            rule("groups", "dev", Grant::Read),
-            rule("email", "*@contractors.test", Grant::Read),
-        ],
-    }
-}
-
-/// A mirror whose people sign in through a fake issuer.
-struct World {
-    sc: Scene,
-    fake: FakeIssuer,
-    /// A browser's client towards the issuer (trusting its authority).
-    at_issuer: Client,
-}
-
-async fn world(configure: impl FnOnce(&mut Config, &FakeIssuer)) -> World {
-    let (setup, origin, signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
-    let fake = FakeIssuer::start(&setup.ca).await;
-    let sc = Scene::on(setup, origin, signer, archives, |config: &mut Config| {
-        config.auth.oidc = vec![issuer_config(&fake.issuer)];
-        configure(config, &fake);
-    })
-    .await;
-    let at_issuer = Client::trusting(&sc.setup.dir.path().join("origin-ca.pem"));
-    World {
-        sc,
-        fake,
-        at_issuer,
-    }
-}
-
-/// A `Set-Cookie`'s `name=value`.
-fn cookie_pair(answer: &Answer, name: &str) -> Option<String> {
-    (answer.headers.get_all("set-cookie").iter())
-        .filter_map(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap().to_owned())
-        .find(|pair| pair.starts_with(&format!("{name}=")) && pair.len() > name.len() + 1)
-}
-
-impl World {
-    /// The start of a sign-in: the sign-in cookie and where the browser
-    /// is sent.
-    async fn begin(&self) -> (String, String) {
-        let m = &self.sc.mirror;
-        let start = self
-            .sc
-            .client
-            .get(&m.url("/-/signin/with/sso?next=/-/releases"))
-            .await;
-        assert_eq!(start.status, StatusCode::SEE_OTHER, "{}", start.page_text());
-        let cookie = cookie_pair(&start, "tfmirror_signin").expect("a sign-in cookie");
-        let to = start.headers["location"].to_str().unwrap().to_owned();
-        (cookie, to)
-    }
-
-    /// The browser at the issuer, which sends it back: the callback URL.
-    async fn at_issuer(&self, authorize: &str) -> String {
-        let back = self.at_issuer.get(authorize).await;
-        assert_eq!(back.status, StatusCode::FOUND, "{}", back.page_text());
-        back.headers["location"].to_str().unwrap().to_owned()
-    }
-
-    /// The callback with `cookie` (a sign-in cookie, or none).
-    async fn callback(&self, url: &str, cookie: Option<&str>) -> Answer {
-        let headers: Vec<(&str, &str)> = cookie.map(|c| ("cookie", c)).into_iter().collect();
-        self.sc
-            .client
-            .request_headers(http::Method::GET, url, &headers)
-            .await
-    }
-
-    /// A whole sign-in: the callback's answer.
-    async fn sign_in(&self) -> Answer {
-        let (cookie, authorize) = self.begin().await;
-        let back = self.at_issuer(&authorize).await;
-        self.callback(&back, Some(&cookie)).await
-    }
-
-    /// `tfmirror_oidc_signins_total` for `issuer` and `outcome`.
-    async fn counted(&self, issuer: &str, outcome: &str) -> u64 {
-        metric(
-            &self.sc,
-            &format!("tfmirror_oidc_signins_total{{issuer=\"{issuer}\",outcome=\"{outcome}\"}}"),
-        )
-        .await
-    }
-
-    /// Asserts a sign-in is refused, counted once under `outcome` and
-    /// under nothing else, and what the person is told holds `told`.
-    async fn refused(
-        &self,
-        answer: &Answer,
-        before: &BTreeMap<String, u64>,
-        outcome: &str,
-        told: &str,
-    ) {
-        assert_eq!(
-            answer.status,
-            StatusCode::UNAUTHORIZED,
-            "{outcome}: {}",
-            answer.page_text()
-        );
-        let text = answer.page_text();
-        assert!(text.contains(told), "{outcome}: {text}");
-        assert!(
-            cookie_pair(answer, "tfmirror_session").is_none(),
-            "{outcome}: a session was opened"
-        );
-        let after = self.outcomes().await;
-        for (name, was) in before {
-            let expected = was + u64::from(name == outcome);
-            assert_eq!(
-                after[name], expected,
-                "{name} after a sign-in refused for {outcome}"
-            );
-        }
-    }
-
-    /// Every outcome's count under `sso`.
-    async fn outcomes(&self) -> BTreeMap<String, u64> {
-        let text = self
-            .sc
-            .client
-            .get(&self.sc.mirror.url("/metrics"))
-            .await
-            .page_text();
-        let prefix = "tfmirror_oidc_signins_total{issuer=\"sso\",outcome=\"";
-        text.lines()
-            .filter_map(|l| l.strip_prefix(prefix))
-            .map(|rest| {
-                let (outcome, n) = rest.split_once("\"} ").unwrap();
-                (outcome.to_owned(), n.trim().parse().unwrap())
-            })
-            .collect()
-    }
-}
-
-/// A metric's value, by its whole series name; 0 when it is not there.
-async fn metric(sc: &Scene, series: &str) -> u64 {
-    let text = sc.client.get(&sc.mirror.url("/metrics")).await.page_text();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{series} ")))
-        .map_or(0, |n| n.trim().parse().unwrap())
-}
 
 /// The grant a session cookie names (`v2.<expires>.<who>.<grant>.<sig>`).
 fn grant_of(session: &str) -> String {
     session.split('.').nth(3).unwrap().to_owned()
-}
-
-fn claims(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not an object: {other}"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -432,12 +256,7 @@ async fn every_misuse_of_the_callback_is_refused() {
     let (cookie, authorize) = w.begin().await;
     let back = w.at_issuer(&authorize).await;
     let mut url = url::Url::parse(&back).unwrap();
-    let code: String = url
-        .query_pairs()
-        .find(|(k, _)| k == "code")
-        .unwrap()
-        .1
-        .into_owned();
+    let code = query_param(&back, "code");
     url.query_pairs_mut()
         .clear()
         .append_pair("code", &code)
@@ -460,13 +279,7 @@ async fn every_misuse_of_the_callback_is_refused() {
 
     // The issuer refused (the person said no).
     let (cookie, authorize) = w.begin().await;
-    let state = url::Url::parse(&authorize)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "state")
-        .unwrap()
-        .1
-        .into_owned();
+    let state = query_param(&authorize, "state");
     let refused_url = m.url(&format!(
         "/-/signin/callback?error=access_denied&state={state}"
     ));
@@ -485,20 +298,8 @@ async fn every_misuse_of_the_callback_is_refused() {
     let (victim, victim_authorize) = w.begin().await;
     let (_, attacker_authorize) = w.begin().await;
     let attacker_back = w.at_issuer(&attacker_authorize).await;
-    let attacker_code: String = url::Url::parse(&attacker_back)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "code")
-        .unwrap()
-        .1
-        .into_owned();
-    let victim_state: String = url::Url::parse(&victim_authorize)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "state")
-        .unwrap()
-        .1
-        .into_owned();
+    let attacker_code = query_param(&attacker_back, "code");
+    let victim_state = query_param(&victim_authorize, "state");
     let injected = m.url(&format!(
         "/-/signin/callback?code={attacker_code}&state={victim_state}"
     ));
@@ -604,8 +405,9 @@ async fn a_sign_in_cookie_forged_or_outlived_is_no_sign_in_under_way() {
     let (cookie, authorize) = w.begin().await;
     let back = w.at_issuer(&authorize).await;
     let (head, signature) = cookie.rsplit_once('.').unwrap();
-    // Another signature, and another time limit under the same signature.
-    let flipped = if signature.starts_with('A') { 'B' } else { 'A' };
+    // Another signature (its first hex digit changed), and another time
+    // limit under the same signature.
+    let flipped = if signature.starts_with('0') { '1' } else { '0' };
     let forged_signature = format!("{head}.{flipped}{}", &signature[1..]);
     let parts: Vec<&str> = head.split('.').collect();
     let later: u64 = parts[1].parse::<u64>().unwrap() + 3600;

@@ -8,134 +8,35 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::browser::Elsewhere;
-use common::fake_issuer::{FakeIssuer, CLIENT_ID};
-use common::*;
+use common::fake_issuer::FakeIssuer;
+use common::signin_world::{self, cookie_pair, World};
 use http::StatusCode;
-use serde_json::{json, Map, Value};
-use tfmirror::config::{ClaimsParameter, Config, Grant, OidcIssuerConfig, OidcRuleConfig};
+use tfmirror::config::Config;
 
-fn issuer_config(issuer: &str) -> OidcIssuerConfig {
-    let rule = |group: &str, grant| OidcRuleConfig {
-        claims: BTreeMap::from([("groups".to_owned(), group.to_owned())]),
-        grant,
-    };
-    OidcIssuerConfig {
-        name: "sso".into(),
-        issuer: issuer.parse().unwrap(),
-        audience: "https://mirror.signin.test".into(),
-        algorithms: vec!["ES256".into()],
-        max_lifetime: Duration::from_secs(3600),
-        clock_skew: Duration::from_secs(60),
-        keys_file: None,
-        keys_max_age: Duration::from_secs(3600),
-        keys_refetch_interval: Duration::from_secs(60),
-        client_id: Some(CLIENT_ID.into()),
-        client_secret_file: None,
-        scopes: vec!["groups".into()],
-        userinfo_signed_response_alg: None,
-        claims_parameter: ClaimsParameter::Auto,
-        rules: vec![
-            rule("platform-approvers", Grant::Approve),
-            rule("dev", Grant::Read),
-        ],
-    }
-}
-
-struct World {
-    sc: Scene,
-    fake: FakeIssuer,
-    /// A browser's client towards the issuer (trusting its authority).
-    at_issuer: Client,
-}
-
+/// A mirror of `acme/widget` 1.0.0 and 2.0.0, the latter denied by its
+/// policy, with the issuer `sso`.
 async fn world(configure: impl FnOnce(&mut Config, &FakeIssuer)) -> World {
-    let (setup, origin, signer, archives) = published("widget", "1.0.0", &["linux_amd64"]).await;
-    origin.publish(
-        "acme",
-        "widget",
-        "2.0.0",
-        &["linux_amd64"],
-        &signer,
-        &[&signer],
-    );
-    let fake = FakeIssuer::start(&setup.ca).await;
-    let sc = Scene::on(setup, origin, signer, archives, |config: &mut Config| {
-        config.auth.oidc = vec![issuer_config(&fake.issuer)];
+    let w = signin_world::world(|config, fake| {
         config.policy = toml::from_str(
             "[[rule]]\nsource = \"registry.origin.test/acme/widget\"\nversions = \"= 2.0.0\"\naction = \"deny\"\nreason = \"under review\"\n",
         )
         .unwrap();
-        configure(config, &fake);
+        configure(config, fake);
     })
     .await;
-    let at_issuer = Client::trusting(&sc.setup.dir.path().join("origin-ca.pem"));
-    World {
-        sc,
-        fake,
-        at_issuer,
-    }
-}
-
-fn cookie_pair(answer: &Answer, name: &str) -> Option<String> {
-    (answer.headers.get_all("set-cookie").iter())
-        .filter_map(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap().to_owned())
-        .find(|pair| pair.starts_with(&format!("{name}=")) && pair.len() > name.len() + 1)
-}
-
-impl World {
-    async fn get(&self, path: &str, cookie: Option<&str>) -> Answer {
-        let headers: Vec<(&str, &str)> = cookie.map(|c| ("cookie", c)).into_iter().collect();
-        let url = if path.starts_with("https://") {
-            path.to_owned()
-        } else {
-            self.sc.mirror.url(path)
-        };
-        (self.sc.client)
-            .request_headers(http::Method::GET, &url, &headers)
-            .await
-    }
-
-    /// Signs `person` in, in `groups`: the session cookie.
-    async fn session(&self, person: &str, groups: &[&str]) -> String {
-        let groups: Vec<Value> = groups.iter().map(|g| json!(g)).collect();
-        let claims: Map<String, Value> = json!({"groups": groups}).as_object().unwrap().clone();
-        self.fake.behave(|b| {
-            b.person = person.into();
-            b.id_token_claims = claims;
-        });
-        let start = self.get("/-/signin/with/sso", None).await;
-        let cookie = cookie_pair(&start, "tfmirror_signin").unwrap();
-        let at = start.headers["location"].to_str().unwrap().to_owned();
-        let back = self.at_issuer.get(&at).await;
-        let back = back.headers["location"].to_str().unwrap().to_owned();
-        let answer = self.get(&back, Some(&cookie)).await;
-        assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
-        cookie_pair(&answer, "tfmirror_session").unwrap()
-    }
-
-    async fn metric(&self, series: &str) -> u64 {
-        let text = self
-            .sc
-            .client
-            .get(&self.sc.mirror.url("/metrics"))
-            .await
-            .page_text();
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{series} ")))
-            .map_or(0, |n| n.trim().parse().unwrap())
-    }
-
-    async fn counted(&self, issuer: &str, outcome: &str) -> u64 {
-        self.metric(&format!(
-            "tfmirror_oidc_signins_total{{issuer=\"{issuer}\",outcome=\"{outcome}\"}}"
-        ))
-        .await
-    }
+    let sc = &w.sc;
+    (sc.origin).publish(
+        "acme",
+        "widget",
+        "2.0.0",
+        &["linux_amd64"],
+        &sc.signer,
+        &[&sc.signer],
+    );
+    w
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

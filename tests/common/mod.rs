@@ -7,7 +7,7 @@
 //! registry shapes the origin answers in (`shapes`), an S3-compatible
 //! server (`seaweed`) and a gate that makes it refuse listings (`s3_gate`), CLI releases as HashiCorp publishes them (`releases`), the Terraform CLI run on its own (`terraform`), and
 //! Podman with tfmirror's image (`podman`), chromium driven through
-//! `WebDriver` (`browser`), the mirror the pages' tests browse (`pages`), and OpenID providers: npm's real one (`oidc`) and one that misbehaves on request (`fake_issuer`). Each test binary uses some of it.
+//! `WebDriver` (`browser`), the mirror the pages' tests browse (`pages`), and OpenID providers: npm's real one (`oidc`) and one that misbehaves on request (`fake_issuer`), with a mirror whose people sign in through it (`signin_world`). Each test binary uses some of it.
 
 #![allow(dead_code, unused_imports)]
 
@@ -29,6 +29,7 @@ mod running;
 pub mod s3_gate;
 pub mod seaweed;
 mod shapes;
+pub mod signin_world;
 pub mod terraform;
 pub mod token_gateway;
 mod wait;
