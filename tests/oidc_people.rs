@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::oidc::{Claims, Provider};
+use common::signin_world::cookie_pair;
 use common::*;
 use http::StatusCode;
 use tfmirror::config::{ClaimsParameter, Config, Grant, OidcIssuerConfig, OidcRuleConfig};
@@ -65,13 +66,6 @@ async fn scene(
     })
     .await;
     (sc, provider)
-}
-
-fn cookie_pair(answer: &Answer, name: &str) -> Option<String> {
-    (answer.headers.get_all("set-cookie").iter())
-        .filter_map(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap().to_owned())
-        .find(|pair| pair.starts_with(&format!("{name}=")) && pair.len() > name.len() + 1)
 }
 
 /// Signs `person` in: the callback's answer.
