@@ -193,6 +193,26 @@ fn signal(pid: u32, signal: &str) {
         .status();
 }
 
+/// Every process `pid` started, and theirs, as `/proc` lists them.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        let tasks = std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten();
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                found.push(child);
+                stack.push(child);
+            }
+        }
+    }
+    found
+}
+
 /// Waits for `point` (or for the process to end first), then kills the
 /// process `pid` (`child` itself, or what it runs) with SIGKILL once it
 /// is seen mid-write (see the module's documentation; `traced`: strace
@@ -247,7 +267,15 @@ async fn kill_at(child: &mut Child, pid: u32, cache: &Path, point: Point, traced
     })
     .await;
     let running = child.try_wait().unwrap().is_none();
+    // The crash takes what the process started with it (a `git` fetching a
+    // module's source), as the service's end does under systemd: a child
+    // left running would go on writing below `tmp/` while the next start
+    // sweeps it.
+    let started = descendants(pid);
     signal(pid, "KILL");
+    for p in started {
+        signal(p, "KILL");
+    }
     let status = child.wait().unwrap();
     // strace passes its tracee's death on as its own, by the signal or
     // as the shell's 128 + 9.

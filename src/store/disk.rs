@@ -93,8 +93,13 @@ impl DiskStore {
             } else {
                 std::fs::remove_file(entry.path())
             };
-            if removed.is_ok() {
-                swept += 1;
+            match removed {
+                Ok(()) => swept += 1,
+                Err(e) => tracing::warn!(
+                    path = %entry.path().display(),
+                    error = %e,
+                    "could not remove an unfinished file of an earlier run"
+                ),
             }
         }
         if swept > 0 {
