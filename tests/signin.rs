@@ -14,6 +14,7 @@ use common::signin_world::*;
 use common::*;
 use http::StatusCode;
 use serde_json::{json, Map, Value};
+use tfmirror::clock::Clock;
 
 /// The grant a session cookie names (`v2.<expires>.<who>.<grant>.<sig>`).
 fn grant_of(session: &str) -> String {
@@ -145,11 +146,25 @@ async fn userinfo_is_held_to_the_subject_and_to_a_registered_signature() {
         grant_of(&cookie_pair(&answer, "tfmirror_session").unwrap()),
         "approve"
     );
+    // A person in many groups: a signed answer of some 50 KiB is read
+    // whole; one past 64 KiB (below) is not read at all.
+    let many = |n: usize| -> Vec<String> {
+        let mut teams: Vec<String> = (0..n).map(|i| format!("team-{i:04}-{:x<60}", "")).collect();
+        teams.push("platform-approvers".into());
+        teams
+    };
+    w.fake
+        .behave(|b| b.userinfo = signed(json!({"groups": many(500)}), false, false));
+    let answer = w.sign_in().await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
+    // Expired by as much as the issuer's clock_skew (60 s) allows, by the
+    // mirror's clock: in. A second more is refused (below).
+    let now = w.sc.mirror.clock.unix_secs();
+    w.fake
+        .behave(|b| b.userinfo = signed(json!({"exp": now - 60}), false, false));
+    let answer = w.sign_in().await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.page_text());
 
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
     let cases: Vec<(&str, UserInfo)> = vec![
         ("userinfo_unsigned", UserInfo::Json(groups.clone())),
         (
@@ -168,9 +183,13 @@ async fn userinfo_is_held_to_the_subject_and_to_a_registered_signature() {
         ),
         (
             "userinfo_invalid",
-            signed(json!({"exp": now - 3600}), false, false),
+            signed(json!({"exp": now - 61}), false, false),
         ),
         ("userinfo_unavailable", UserInfo::Status(500)),
+        (
+            "userinfo_invalid",
+            signed(json!({"groups": many(1000)}), false, false),
+        ),
     ];
     for (outcome, userinfo) in cases {
         w.fake.behave(|b| b.userinfo = userinfo.clone());
