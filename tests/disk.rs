@@ -209,19 +209,11 @@ async fn a_download_that_would_eat_into_the_reserve_is_refused_before_it_starts(
 
     // Four clients at once: the origin's answer is held until the first
     // has reached it, then each gets the same refusal from the one
-    // attempt, made before any of the body was read. Each client has its
-    // connection open first, so that all four ask together: the others
-    // have joined the attempt long before it gets through to the origin.
+    // attempt, made before any of the body was read.
     let hold = origin.hold_file(big_name);
-    let mut clients = Vec::new();
-    for _ in 0..4 {
-        let c = Client::trusting(&m.ca_file);
-        assert_eq!(c.get(&m.url("/readyz")).await.status, StatusCode::OK);
-        clients.push(c);
-    }
-    let asking: Vec<_> = (clients.into_iter())
-        .map(|c| {
-            let big = big.clone();
+    let asking: Vec<_> = (0..4)
+        .map(|_| {
+            let (c, big) = (Client::trusting(&m.ca_file), big.clone());
             tokio::spawn(async move { c.get(&big).await })
         })
         .collect();
