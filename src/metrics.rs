@@ -43,6 +43,7 @@ pub struct Metrics {
     bytes_sent_from_file: Counter,
     bytes_fetched: Counter,
     downloads_in_flight: Gauge,
+    archive_waiting: Gauge,
     cache_bytes: Gauge<i64, std::sync::atomic::AtomicI64>,
     cache_archives: Gauge,
     index: index::IndexMetrics,
@@ -93,6 +94,7 @@ impl Metrics {
             bytes_sent_from_file: Counter::default(),
             bytes_fetched: Counter::default(),
             downloads_in_flight: Gauge::default(),
+            archive_waiting: Gauge::default(),
             cache_bytes: Gauge::default(),
             cache_archives: Gauge::default(),
             index: index::IndexMetrics::default(),
@@ -169,6 +171,11 @@ impl Metrics {
             "downloads_in_flight",
             "Archive downloads from origins under way",
             m.downloads_in_flight.clone(),
+        );
+        registry.register(
+            "archive_requests_waiting",
+            "Requests waiting for an archive's download, their own or another's",
+            m.archive_waiting.clone(),
         );
         registry.register_with_unit(
             "cache_size",
@@ -372,6 +379,13 @@ impl Metrics {
     pub fn download_started(&self) -> InFlight<'_> {
         self.downloads_in_flight.inc();
         InFlight(&self.downloads_in_flight)
+    }
+
+    /// The gauge of requests waiting for an archive's download (a guard
+    /// decrements it when dropped).
+    pub fn archive_wait(&self) -> InFlight<'_> {
+        self.archive_waiting.inc();
+        InFlight(&self.archive_waiting)
     }
 
     /// How many archive downloads are under way.

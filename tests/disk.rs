@@ -207,13 +207,16 @@ async fn a_download_that_would_eat_into_the_reserve_is_refused_before_it_starts(
         StatusCode::OK
     );
 
-    // Four clients at once: the origin's answer is held until the first
-    // has reached it, then each gets the same refusal from the one
-    // attempt, made before any of the body was read.
+    // Four requests at once: the origin's answer is held until the first
+    // has reached it and all four wait for that download, then each gets
+    // the same refusal from the one attempt, made before any of the body
+    // was read. (A request that came after the refusal would try again.)
     let hold = origin.hold_file(big_name);
+    let shared = std::sync::Arc::new(Client::trusting(&m.ca_file));
+    assert_eq!(shared.get(&m.url("/readyz")).await.status, StatusCode::OK);
     let asking: Vec<_> = (0..4)
         .map(|_| {
-            let (c, big) = (Client::trusting(&m.ca_file), big.clone());
+            let (c, big) = (shared.clone(), big.clone());
             tokio::spawn(async move { c.get(&big).await })
         })
         .collect();
@@ -222,6 +225,16 @@ async fn a_download_that_would_eat_into_the_reserve_is_refused_before_it_starts(
         "the download to reach the origin",
         Duration::from_secs(10),
         || origin.hits(&file) == 1,
+    )
+    .await;
+    wait_until_answered(
+        "all four requests to wait for the one download",
+        Duration::from_secs(10),
+        || async {
+            let metrics = c.get(&m.url("/metrics")).await;
+            let text = String::from_utf8_lossy(&metrics.body);
+            series(&text, "tfmirror_archive_requests_waiting") == 4
+        },
     )
     .await;
     hold.send(true).unwrap();

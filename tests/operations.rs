@@ -89,6 +89,7 @@ async fn probes_metrics_request_ids_and_status_page() {
         ("tfmirror_cache_size_bytes", size),
         ("tfmirror_cache_archives", 1.0),
         ("tfmirror_downloads_in_flight", 0.0),
+        ("tfmirror_archive_requests_waiting", 0.0),
         // The release host (named localhost in the public registry's
         // shape of the answers): the checksum document and its signature,
         // and the download, a redirect and then the file.

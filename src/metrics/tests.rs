@@ -17,6 +17,8 @@ fn renders_prometheus_text() {
     {
         let _g = m.download_started();
         assert!(m.render().contains("tfmirror_downloads_in_flight 1"));
+        let _w = (m.archive_wait(), m.archive_wait());
+        assert!(m.render().contains("tfmirror_archive_requests_waiting 2\n"));
     }
     let text = m.render();
     for want in [
@@ -25,6 +27,7 @@ fn renders_prometheus_text() {
         "tfmirror_upstream_requests_total{host=\"registry.example\",outcome=\"ok\"} 1",
         "tfmirror_cache_size_bytes 1234",
         "tfmirror_downloads_in_flight 0",
+        "tfmirror_archive_requests_waiting 0\n",
         "# EOF",
     ] {
         assert!(text.contains(want), "{want} missing from\n{text}");

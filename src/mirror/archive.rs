@@ -58,13 +58,18 @@ impl Mirror {
         self.check_host(&key.provider.hostname)?;
         self.permit(Subject::Provider(&key.provider), &key.version)
             .await?;
+        // Counted from before the first look: every request counted is
+        // either downloading or waiting for the download under way.
+        let waiting = self.metrics.archive_wait();
         let entry = self
             .providers
             .archives
             .entry(key.clone())
             .or_try_insert_with(self.clone().stored_or_download(key.clone()))
             .await
-            .map_err(|e| (*e).clone())?;
+            .map_err(|e| (*e).clone());
+        drop(waiting);
+        let entry = entry?;
         if !entry.is_fresh() {
             self.note(CacheKind::Archive, CacheOutcome::Hit);
         }
