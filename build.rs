@@ -21,6 +21,7 @@ const CFGS: &[&str] = &[
     "tfmirror_no_podman",
     "tfmirror_no_kustomize",
     "tfmirror_no_oidc_provider",
+    "tfmirror_no_go",
 ];
 
 /// `tfmirror --version`'s line: the package's version and, when built
@@ -169,6 +170,9 @@ fn main() {
     let systemd =
         runs("systemd-analyze", "--version") && runs("systemd-socket-activate", "--version");
     let prometheus = runs("promtool", "--version") && runs("prometheus", "--version");
+    // Debian's golang-go: `go version -m` reads build information
+    // independently, and `go build` makes the Mach-O and PE samples.
+    let go = runs("go", "version");
     // Debian's docker-registry and PyPI's oras SDK (the push-oci tests).
     let oci = Path::new("/usr/bin/docker-registry").is_file()
         && std::env::var_os("ORAS_PY").is_some_and(|p| Path::new(&p).join("oras").is_dir());
@@ -231,6 +235,7 @@ fn main() {
             "systemd's tools".to_owned(),
         ),
         (root, "tfmirror_not_root", "root".to_owned()),
+        (go, "tfmirror_no_go", "go (golang-go)".to_owned()),
         (
             prometheus,
             "tfmirror_no_prometheus",

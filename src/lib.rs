@@ -21,6 +21,7 @@ pub mod config;
 pub mod constraints;
 pub mod daemon;
 pub mod error;
+pub mod gobuild;
 pub mod http;
 pub mod log_context;
 pub mod metrics;

@@ -1,0 +1,142 @@
+//! The build information block: its 32-byte header, and the two strings it
+//! leads to (the toolchain version and the module information), inline or
+//! through pointers.
+
+use super::image::Image;
+use super::{GoBuildError, MAX_STRING, SEARCH_WINDOW};
+
+/// What the block starts with.
+const MAGIC: &[u8] = b"\xff Go buildinf:";
+/// The header's size, and the alignment the linker gives it.
+const HEADER: usize = 32;
+/// Bit of the header's flags byte: the strings follow inline.
+const INLINE: u8 = 0x2;
+/// Bit of the header's flags byte (pointer format): big-endian pointers.
+const BIG_ENDIAN: u8 = 0x1;
+/// The sentinels around the module information: 16 bytes on each side.
+const SENTINEL: usize = 16;
+
+/// The toolchain version and the module information of an image, or
+/// `None` where it has no build information block.
+pub(super) fn strings(image: &Image<'_>) -> Result<Option<(String, String)>, GoBuildError> {
+    let Some(start) = image.data_start else {
+        return Ok(None);
+    };
+    let window = image.read(start, SEARCH_WINDOW)?;
+    let Some(at) = (0..window.len())
+        .step_by(HEADER / 2)
+        .find(|&i| window[i..].starts_with(MAGIC) && window.len() - i >= HEADER)
+    else {
+        return Ok(None);
+    };
+    let header = &window[at..at + HEADER];
+    let (ptr_size, flags) = (header[14], header[15]);
+    let address = start + at as u64;
+    let (version, info) = if flags & INLINE != 0 {
+        let (version, next) = inline_string(image, address + HEADER as u64)?;
+        let (info, _) = inline_string(image, next)?;
+        (version, info)
+    } else {
+        let pointers = Pointers::new(ptr_size, flags & BIG_ENDIAN != 0)?;
+        let version = pointers.string(image, pointers.get(&header[16..]))?;
+        let info = pointers.string(image, pointers.get(&header[16 + usize::from(ptr_size)..]))?;
+        (version, info)
+    };
+    if version.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((lossy(version), lossy(unwrap_sentinels(info)))))
+}
+
+/// A length-prefixed (unsigned varint) string at `address`, and the
+/// address after it.
+fn inline_string<'a>(image: &Image<'a>, address: u64) -> Result<(&'a [u8], u64), GoBuildError> {
+    let head = image.read(address, 10)?;
+    let (len, used) = uvarint(head)
+        .ok_or_else(|| GoBuildError::Damaged(format!("no string length at {address:#x}")))?;
+    if len > MAX_STRING {
+        return Err(GoBuildError::Damaged(format!(
+            "a string of {len} bytes at {address:#x} (at most {MAX_STRING} are read)"
+        )));
+    }
+    let body = address + used as u64;
+    let bytes = image.read_exact(body, len)?;
+    Ok((bytes, body + len))
+}
+
+/// Reads an unsigned LEB128 varint as Go's `binary.Uvarint` does: at most
+/// ten bytes, no overflow past 64 bits.
+fn uvarint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().enumerate().take(10) {
+        if i == 9 && b > 1 {
+            return None;
+        }
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// How the older format's pointers are read.
+struct Pointers {
+    size: u8,
+    big_endian: bool,
+}
+
+impl Pointers {
+    fn new(size: u8, big_endian: bool) -> Result<Self, GoBuildError> {
+        if size != 4 && size != 8 {
+            return Err(GoBuildError::Damaged(format!(
+                "a pointer size of {size} bytes (4 or 8 expected)"
+            )));
+        }
+        Ok(Pointers { size, big_endian })
+    }
+
+    /// The pointer at the start of `bytes` (which the header's length
+    /// guarantees holds one).
+    fn get(&self, bytes: &[u8]) -> u64 {
+        let n = usize::from(self.size);
+        let mut word = [0u8; 8];
+        if self.big_endian {
+            word[8 - n..].copy_from_slice(&bytes[..n]);
+            u64::from_be_bytes(word)
+        } else {
+            word[..n].copy_from_slice(&bytes[..n]);
+            u64::from_le_bytes(word)
+        }
+    }
+
+    /// The bytes of the Go string header (data pointer, length) at
+    /// `address`.
+    fn string<'a>(&self, image: &Image<'a>, address: u64) -> Result<&'a [u8], GoBuildError> {
+        let n = u64::from(self.size);
+        let header = image.read_exact(address, 2 * n)?;
+        let data = self.get(header);
+        let len = self.get(&header[usize::from(self.size)..]);
+        if len > MAX_STRING {
+            return Err(GoBuildError::Damaged(format!(
+                "a string of {len} bytes at {data:#x} (at most {MAX_STRING} are read)"
+            )));
+        }
+        image.read_exact(data, len)
+    }
+}
+
+/// The module information between its sentinels; empty where they are
+/// missing, as Go's own reader has it.
+fn unwrap_sentinels(info: &[u8]) -> &[u8] {
+    let n = info.len();
+    if n > 2 * SENTINEL && info[n - SENTINEL - 1] == b'\n' {
+        &info[SENTINEL..n - SENTINEL]
+    } else {
+        &[]
+    }
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

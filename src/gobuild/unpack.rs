@@ -1,0 +1,96 @@
+//! The executables of a release archive (a provider package, a CLI
+//! release), each taken out into an anonymous temporary file and read
+//! there: the archive is never held in memory, and nothing is left behind.
+
+use std::fs::File;
+use std::io::{Read, Seek};
+use std::path::Path;
+
+use super::{read, Found, GoBuildError};
+
+/// What kind of release an archive is, which says which of its files are
+/// the executables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecutableKind {
+    /// A provider package: its `terraform-provider-<type>…` file.
+    Provider,
+    /// A Terraform or OpenTofu CLI release: its `terraform` or `tofu` file
+    /// (`.exe` on Windows).
+    Cli,
+}
+
+impl ExecutableKind {
+    /// Whether the archive member `name` is this kind's executable.
+    pub fn names(self, name: &str) -> bool {
+        let base = name.rsplit('/').next().unwrap_or(name);
+        match self {
+            ExecutableKind::Provider => base.starts_with("terraform-provider-"),
+            ExecutableKind::Cli => {
+                matches!(base, "terraform" | "terraform.exe" | "tofu" | "tofu.exe")
+            }
+        }
+    }
+}
+
+/// One executable of an archive and what its build information says.
+#[derive(Debug)]
+pub struct Executable {
+    /// Its name in the archive.
+    pub name: String,
+    /// Its size, unpacked.
+    pub size: u64,
+    /// Its build information, or why it could not be read.
+    pub build: Result<Found, GoBuildError>,
+}
+
+/// Reads the build information of each executable of the zip archive at
+/// `archive`, unpacking each into an anonymous file in `scratch`. A member
+/// larger than `max_size` unpacked is not unpacked (its `build` says so);
+/// an archive that is no zip is an error.
+pub fn executables_in(
+    archive: &Path,
+    kind: ExecutableKind,
+    scratch: &Path,
+    max_size: u64,
+) -> Result<Vec<Executable>, GoBuildError> {
+    let file = File::open(archive)?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| GoBuildError::Archive(e.to_string()))?;
+    let mut found = Vec::new();
+    for i in 0..zip.len() {
+        let mut member = zip
+            .by_index(i)
+            .map_err(|e| GoBuildError::Archive(e.to_string()))?;
+        let name = member
+            .name()
+            .map_err(|e| GoBuildError::Archive(e.to_string()))?
+            .into_owned();
+        if !member.is_file() || !kind.names(&name) {
+            continue;
+        }
+        let size = member.size();
+        let build = if size > max_size {
+            Err(GoBuildError::Damaged(format!(
+                "{name} unpacks to {size} bytes, more than the {max_size} read"
+            )))
+        } else {
+            unpacked(&mut member, scratch, max_size).and_then(|f| read(&f))
+        };
+        found.push(Executable { name, size, build });
+    }
+    Ok(found)
+}
+
+/// The member's bytes in an anonymous file, rewound; no more than
+/// `max_size` of them, whatever its header announced.
+fn unpacked(member: &mut impl Read, scratch: &Path, max_size: u64) -> Result<File, GoBuildError> {
+    let mut out = tempfile::tempfile_in(scratch)?;
+    let copied = std::io::copy(&mut member.take(max_size + 1), &mut out)
+        .map_err(|e| GoBuildError::Archive(e.to_string()))?;
+    if copied > max_size {
+        return Err(GoBuildError::Damaged(format!(
+            "the member unpacks to more than the {max_size} bytes read"
+        )));
+    }
+    out.rewind()?;
+    Ok(out)
+}

@@ -1,0 +1,488 @@
+//! The Go build information tfmirror reads from the executables it hands
+//! out agrees with Go's own reader, `go version -m` from Debian's
+//! golang-go, on real programs: the Terraform v1.0.3 CLI (go1.16, the
+//! older pointer format), SeaweedFS's `weed` (a recent toolchain and some
+//! 270 modules), Debian's `prometheus` (built without module information),
+//! and programs `go build` makes for Linux (64- and 32-bit), macOS (Intel,
+//! Apple silicon, and both in one universal binary) and Windows. Each is
+//! read from inside a provider or CLI archive, as tfmirror meets it.
+//! Damaged build information is refused by cause, and no mutation of the
+//! block makes the reader panic.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use proptest::prelude::*;
+use tfmirror::gobuild::{self, executables_in, BuildInfo, ExecutableKind, Found};
+
+/// What `go version -m` says of a file, in its own words: the toolchain,
+/// then each line of the module information (without the leading tab).
+struct GoSays {
+    version: String,
+    lines: Vec<String>,
+}
+
+fn go_version_m(file: &Path) -> GoSays {
+    let out = Command::new("go")
+        .args(["version", "-m"])
+        .arg(file)
+        .output()
+        .expect("go (Debian's golang-go) runs; the README's test command installs it");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "go version -m {}: {text}{}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = text.lines();
+    let first = lines.next().unwrap();
+    let version = first.rsplit_once(": ").unwrap().1.to_string();
+    GoSays {
+        version,
+        lines: lines
+            .map(|l| l.strip_prefix('\t').unwrap_or(l).to_string())
+            .collect(),
+    }
+}
+
+/// tfmirror's reading, in the words `go version -m` uses for it (Go's
+/// `BuildInfo.String`): a replaced module's line has no sum, and its
+/// replacement follows on a `=>` line, then an empty one; a build setting's value is quoted
+/// where it holds a space, a tab, a newline or a quote.
+fn as_go_says(info: &BuildInfo) -> Vec<String> {
+    let mut out = Vec::new();
+    if !info.path.is_empty() {
+        out.push(format!("path\t{}", info.path));
+    }
+    let module = |word: &str, m: &gobuild::Module, out: &mut Vec<String>| {
+        match &m.replace {
+            None => out.push(format!("{word}\t{}\t{}\t{}", m.path, m.version, m.sum)),
+            Some(r) => {
+                out.push(format!("{word}\t{}\t{}", m.path, m.version));
+                out.push(format!("=>\t{}\t{}\t{}", r.path, r.version, r.sum));
+                // Go's rendering ends a replaced module with an empty line.
+                out.push(String::new());
+            }
+        }
+    };
+    if let Some(main) = &info.main {
+        module("mod", main, &mut out);
+    }
+    for dep in &info.deps {
+        module("dep", dep, &mut out);
+    }
+    for s in &info.settings {
+        let value = if s.value.contains([' ', '\t', '\r', '\n', '"', '`']) {
+            serde_json::to_string(&s.value).unwrap()
+        } else {
+            s.value.clone()
+        };
+        out.push(format!("build\t{}={value}", s.key));
+    }
+    out
+}
+
+/// Packs `exe` as `name` into a zip archive, as a release would: deflated,
+/// but for the largest programs, stored (the tests' build leaves the
+/// compression code unoptimised, and both ways are read alike).
+fn packed(dir: &Path, name: &str, exe: &Path) -> PathBuf {
+    let archive = dir.join(format!("{}.zip", name.replace('/', "_")));
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&archive).unwrap());
+    let method = if std::fs::metadata(exe).unwrap().len() > 16 << 20 {
+        zip::CompressionMethod::Stored
+    } else {
+        zip::CompressionMethod::Deflated
+    };
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(method)
+        .unix_permissions(0o755);
+    zip.start_file("README.md", options).unwrap();
+    zip.write_all(b"not an executable\n").unwrap();
+    zip.start_file(name, options).unwrap();
+    std::io::copy(&mut std::fs::File::open(exe).unwrap(), &mut zip).unwrap();
+    zip.finish().unwrap();
+    archive
+}
+
+/// Reads the one executable of an archive.
+fn read_packed(dir: &Path, name: &str, exe: &Path, kind: ExecutableKind) -> Found {
+    let archive = packed(dir, name, exe);
+    let mut found = executables_in(&archive, kind, dir, 1 << 30).unwrap();
+    assert_eq!(found.len(), 1, "{name}: {found:?}");
+    let one = found.remove(0);
+    assert_eq!(one.name, name);
+    assert_eq!(one.size, std::fs::metadata(exe).unwrap().len());
+    one.build.unwrap()
+}
+
+/// Asserts that tfmirror reads `exe` (packed as `name`) as Go does.
+fn agrees_with_go(dir: &Path, name: &str, exe: &Path, kind: ExecutableKind) -> BuildInfo {
+    let go = go_version_m(exe);
+    let Found::Go(info) = read_packed(dir, name, exe, kind) else {
+        panic!("{name}: no build information read; go says {}", go.version);
+    };
+    assert_eq!(info.go_version, go.version, "{name}");
+    let ours = as_go_says(&info);
+    for (i, (a, b)) in ours.iter().zip(&go.lines).enumerate() {
+        assert_eq!(a, b, "{name}: line {} differs", i + 1);
+    }
+    assert_eq!(
+        ours.len(),
+        go.lines.len(),
+        "{name}: {ours:#?}\n{:#?}",
+        go.lines
+    );
+    info
+}
+
+fn env_file(var: &str) -> PathBuf {
+    match std::env::var_os(var) {
+        Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
+        other => panic!("{var} must name a file (got {other:?}); run the README's test command"),
+    }
+}
+
+/// Small Go programs built once per run for each platform, stripped as
+/// releases are (`-s -w`).
+fn built() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(Built::make)
+}
+
+struct Built {
+    _dir: tempfile::TempDir,
+    /// (GOOS/GOARCH, the program).
+    programs: Vec<(String, PathBuf)>,
+}
+
+impl Built {
+    fn make() -> Built {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("go.mod"), "module example.test/hello\n\ngo 1.19\n").unwrap();
+        std::fs::write(
+            src.join("main.go"),
+            "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n",
+        )
+        .unwrap();
+        let mut programs = Vec::new();
+        for (os, arch) in [
+            ("linux", "amd64"),
+            ("linux", "386"),
+            ("darwin", "amd64"),
+            ("darwin", "arm64"),
+            ("windows", "amd64"),
+        ] {
+            let out = dir.path().join(format!("hello_{os}_{arch}"));
+            let status = Command::new("go")
+                .args(["build", "-trimpath", "-ldflags=-s -w", "-o"])
+                .arg(&out)
+                .arg(".")
+                .current_dir(&src)
+                .env("GOOS", os)
+                .env("GOARCH", arch)
+                .env("CGO_ENABLED", "0")
+                .env("GOFLAGS", "-mod=mod")
+                .env("GOPROXY", "off")
+                .env("GOCACHE", dir.path().join("cache"))
+                .env("GOPATH", dir.path().join("gopath"))
+                .env("HOME", dir.path())
+                .status()
+                .expect("go (Debian's golang-go) runs; the README's test command installs it");
+            assert!(status.success(), "go build for {os}/{arch}");
+            programs.push((format!("{os}/{arch}"), out));
+        }
+        Built {
+            _dir: dir,
+            programs,
+        }
+    }
+
+    fn program(&self, platform: &str) -> &Path {
+        &self.programs.iter().find(|(p, _)| p == platform).unwrap().1
+    }
+}
+
+/// A universal Mach-O binary of the given thin ones, laid out as `lipo`
+/// lays it out: the big-endian fat header, one entry per architecture,
+/// each image at a 16 KiB boundary.
+fn universal(dir: &Path, thin: &[&Path]) -> PathBuf {
+    const ALIGN: u32 = 14;
+    let images: Vec<Vec<u8>> = thin.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xcafe_babe_u32.to_be_bytes());
+    out.extend_from_slice(&u32::try_from(images.len()).unwrap().to_be_bytes());
+    let mut offset = 1u32 << ALIGN;
+    let mut layout = Vec::new();
+    for image in &images {
+        // cputype and cpusubtype, from the thin image's own header.
+        let cputype = u32::from_le_bytes(image[4..8].try_into().unwrap());
+        let subtype = u32::from_le_bytes(image[8..12].try_into().unwrap());
+        let size = u32::try_from(image.len()).unwrap();
+        for word in [cputype, subtype, offset, size, ALIGN] {
+            out.extend_from_slice(&word.to_be_bytes());
+        }
+        layout.push(offset);
+        offset = (offset + size).next_multiple_of(1 << ALIGN);
+    }
+    for (image, at) in images.iter().zip(layout) {
+        out.resize(at as usize, 0);
+        out.extend_from_slice(image);
+    }
+    let path = dir.join("hello_darwin_universal");
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+#[cfg_attr(
+    tfmirror_no_go,
+    ignore = "needs go (Debian's golang-go); scripts/test installs it"
+)]
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN; scripts/test installs it"
+)]
+#[test]
+fn the_terraform_1_0_3_cli_is_read_as_go_reads_it_in_the_older_pointer_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let info = agrees_with_go(
+        dir.path(),
+        "terraform",
+        &env_file("TERRAFORM_BIN"),
+        ExecutableKind::Cli,
+    );
+    assert_eq!(info.go_version, "go1.16.4");
+    let main = info.main.unwrap();
+    assert_eq!(
+        (main.path.as_str(), main.version.as_str()),
+        ("github.com/hashicorp/terraform", "(devel)")
+    );
+    assert!(info.deps.len() > 100, "{}", info.deps.len());
+}
+
+#[cfg_attr(
+    tfmirror_no_go,
+    ignore = "needs go (Debian's golang-go); scripts/test installs it"
+)]
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN; scripts/test installs it"
+)]
+#[test]
+fn seaweedfs_weed_is_read_as_go_reads_it_with_every_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let info = agrees_with_go(
+        dir.path(),
+        "terraform-provider-weed_v4.48.0",
+        &env_file("WEED_BIN"),
+        ExecutableKind::Provider,
+    );
+    assert!(info.deps.len() > 200, "{}", info.deps.len());
+    assert!(info
+        .settings
+        .iter()
+        .any(|s| s.key == "GOOS" && s.value == "linux"));
+}
+
+#[cfg_attr(
+    tfmirror_no_go,
+    ignore = "needs go (Debian's golang-go); scripts/test installs it"
+)]
+#[test]
+fn a_program_built_without_module_information_has_no_modules() {
+    let dir = tempfile::tempdir().unwrap();
+    let prometheus = Path::new("/usr/bin/prometheus");
+    assert!(
+        prometheus.is_file(),
+        "Debian's prometheus; the README's test command installs it"
+    );
+    let info = agrees_with_go(
+        dir.path(),
+        "terraform-provider-prometheus",
+        prometheus,
+        ExecutableKind::Provider,
+    );
+    assert_eq!(info.main, None);
+    assert!(info.deps.is_empty());
+}
+
+#[cfg_attr(
+    tfmirror_no_go,
+    ignore = "needs go (Debian's golang-go); scripts/test installs it"
+)]
+#[test]
+fn programs_for_every_platform_are_read_as_go_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for (platform, exe) in &built().programs {
+        let name = if platform.starts_with("windows") {
+            "terraform.exe"
+        } else {
+            "terraform"
+        };
+        let info = agrees_with_go(dir.path(), name, exe, ExecutableKind::Cli);
+        let os = platform.split('/').next().unwrap();
+        assert!(
+            info.settings
+                .iter()
+                .any(|s| s.key == "GOOS" && s.value == os),
+            "{platform}: {:?}",
+            info.settings
+        );
+    }
+    // Go's own reader of this version takes no universal binary: the
+    // universal one must read as each of its thin images does.
+    let (intel, arm) = (
+        built().program("darwin/amd64"),
+        built().program("darwin/arm64"),
+    );
+    let fat = universal(dir.path(), &[intel, arm]);
+    let Found::Go(from_fat) = read_packed(
+        dir.path(),
+        "terraform-provider-hello_v1.0.0",
+        &fat,
+        ExecutableKind::Provider,
+    ) else {
+        panic!("the universal binary has no build information");
+    };
+    let Found::Go(thin) = gobuild::read(&std::fs::File::open(intel).unwrap()).unwrap() else {
+        panic!("no build information in {}", intel.display());
+    };
+    assert_eq!(from_fat, thin);
+}
+
+#[test]
+fn an_executable_that_is_no_go_program_is_said_to_have_none() {
+    let ls = std::fs::File::open("/usr/bin/ls").unwrap();
+    assert_eq!(
+        gobuild::read(&ls).unwrap(),
+        Found::Nothing("no Go build information".into())
+    );
+}
+
+/// Where the build information block of a file starts.
+fn block_at(bytes: &[u8]) -> usize {
+    bytes
+        .windows(14)
+        .position(|w| w == b"\xff Go buildinf:")
+        .unwrap()
+}
+
+fn read_bytes(dir: &Path, bytes: &[u8]) -> Result<Found, gobuild::GoBuildError> {
+    let path = dir.join("mutated");
+    std::fs::write(&path, bytes).unwrap();
+    gobuild::read(&std::fs::File::open(&path).unwrap())
+}
+
+#[cfg_attr(
+    tfmirror_no_go,
+    ignore = "needs go (Debian's golang-go); scripts/test installs it"
+)]
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN; scripts/test installs it"
+)]
+#[test]
+fn lying_build_information_is_refused_by_its_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    // Inline format: a version length past the 4 MiB read.
+    let mut inline = std::fs::read(built().program("linux/amd64")).unwrap();
+    let at = block_at(&inline);
+    assert_eq!(inline[at + 15] & 2, 2, "the inline format");
+    inline[at + 32..at + 37].copy_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+    let e = read_bytes(dir.path(), &inline).unwrap_err().to_string();
+    assert!(e.contains("a string of 4294967295 bytes"), "{e}");
+    // The same file cut short inside the module information.
+    let whole = std::fs::read(built().program("linux/amd64")).unwrap();
+    let e = read_bytes(dir.path(), &whole[..block_at(&whole) + 40])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("damaged"), "{e}");
+    // Pointer format: a pointer to an address no segment holds, and a
+    // pointer size that is neither 4 nor 8.
+    let mut pointers = std::fs::read(env_file("TERRAFORM_BIN")).unwrap();
+    let at = block_at(&pointers);
+    assert_eq!(
+        (pointers[at + 14], pointers[at + 15]),
+        (8, 0),
+        "8-byte little-endian pointers"
+    );
+    pointers[at + 16..at + 24].copy_from_slice(&0xdead_beef_0000_u64.to_le_bytes());
+    let e = read_bytes(dir.path(), &pointers).unwrap_err().to_string();
+    assert!(e.contains("no segment holds address 0xdeadbeef0000"), "{e}");
+    pointers[at + 14] = 6;
+    let e = read_bytes(dir.path(), &pointers).unwrap_err().to_string();
+    assert!(e.contains("a pointer size of 6 bytes"), "{e}");
+}
+
+/// A copy of a program whose bytes a test changes in place and puts back.
+struct Scratch {
+    file: std::fs::File,
+    path: PathBuf,
+    block: u64,
+    original: Vec<u8>,
+}
+
+impl Scratch {
+    fn of(source: &Path, dir: &Path) -> Scratch {
+        let path = dir.join(source.file_name().unwrap());
+        std::fs::copy(source, &path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let block = block_at(&bytes);
+        Scratch {
+            file: std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .unwrap(),
+            path,
+            block: block as u64,
+            original: bytes[block..block + 96].to_vec(),
+        }
+    }
+
+    /// Reads the program with `changes` made to its block, then puts the
+    /// block back.
+    fn read_changed(&self, changes: &[(usize, u8)]) -> Result<Found, gobuild::GoBuildError> {
+        use std::os::unix::fs::FileExt;
+        for (offset, value) in changes {
+            self.file
+                .write_at(&[*value], self.block + *offset as u64)
+                .unwrap();
+        }
+        let read = gobuild::read(&std::fs::File::open(&self.path).unwrap());
+        self.file.write_at(&self.original, self.block).unwrap();
+        read
+    }
+}
+
+fn scratch_copies() -> &'static (tempfile::TempDir, Scratch, Scratch) {
+    static COPIES: OnceLock<(tempfile::TempDir, Scratch, Scratch)> = OnceLock::new();
+    COPIES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let pointers = Scratch::of(&env_file("TERRAFORM_BIN"), dir.path());
+        let inline = Scratch::of(built().program("linux/amd64"), dir.path());
+        (dir, pointers, inline)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any change to the bytes of the block and what follows it, in
+    /// either format, is read or refused; the reader never panics.
+    #[cfg_attr(tfmirror_no_go, ignore = "needs go (Debian's golang-go); scripts/test installs it")]
+    #[cfg_attr(tfmirror_no_terraform, ignore = "needs TERRAFORM_BIN; scripts/test installs it")]
+    #[test]
+    fn any_damage_to_the_block_is_answered(
+        pointer_format in any::<bool>(),
+        changes in prop::collection::vec((0usize..96, any::<u8>()), 1..8),
+    ) {
+        let (_, pointers, inline) = scratch_copies();
+        let scratch = if pointer_format { pointers } else { inline };
+        let _ = scratch.read_changed(&changes);
+    }
+}
