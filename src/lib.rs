@@ -15,6 +15,7 @@
 
 pub mod address;
 pub mod auth;
+pub mod bom;
 pub mod clock;
 pub mod commands;
 pub mod config;

@@ -110,7 +110,8 @@ fn packed(dir: &Path, name: &str, exe: &Path) -> PathBuf {
 /// Reads the one executable of an archive.
 fn read_packed(dir: &Path, name: &str, exe: &Path, kind: ExecutableKind) -> Found {
     let archive = packed(dir, name, exe);
-    let mut found = executables_in(&archive, kind, dir, 1 << 30).unwrap();
+    let archive = std::fs::File::open(&archive).unwrap();
+    let mut found = executables_in(archive, kind, dir, 1 << 30).unwrap();
     assert_eq!(found.len(), 1, "{name}: {found:?}");
     let one = found.remove(0);
     assert_eq!(one.name, name);

@@ -43,18 +43,18 @@ pub struct Executable {
     pub build: Result<Found, GoBuildError>,
 }
 
-/// Reads the build information of each executable of the zip archive at
+/// Reads the build information of each executable of the zip archive
 /// `archive`, unpacking each into an anonymous file in `scratch`. A member
 /// larger than `max_size` unpacked is not unpacked (its `build` says so);
 /// an archive that is no zip is an error.
 pub fn executables_in(
-    archive: &Path,
+    archive: File,
     kind: ExecutableKind,
     scratch: &Path,
     max_size: u64,
 ) -> Result<Vec<Executable>, GoBuildError> {
-    let file = File::open(archive)?;
-    let mut zip = zip::ZipArchive::new(file).map_err(|e| GoBuildError::Archive(e.to_string()))?;
+    let mut zip =
+        zip::ZipArchive::new(archive).map_err(|e| GoBuildError::Archive(e.to_string()))?;
     let mut found = Vec::new();
     for i in 0..zip.len() {
         let mut member = zip

@@ -246,6 +246,7 @@ impl Mirror {
             self.store.release(&key).await;
             let archive = downloaded?;
             self.evict_for(&key, archive.size).await;
+            self.record_build_later(&key);
             Ok(archive)
         });
         match task.await {

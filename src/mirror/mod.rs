@@ -31,6 +31,7 @@
 //! wait for it.
 
 pub mod archive;
+mod builds;
 pub mod documents;
 mod eviction;
 pub mod facade;

@@ -10,6 +10,7 @@
 //! ([`Store::keep_archive`]), which makes it visible whole or not at all.
 
 pub mod atomic;
+pub mod builds;
 pub mod changes;
 mod disk;
 pub mod evidence;

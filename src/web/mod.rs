@@ -21,6 +21,7 @@ use crate::site::watch::Watch;
 
 pub mod answer;
 mod assets;
+mod bom;
 pub mod check;
 pub mod decide;
 pub mod form;
@@ -160,6 +161,7 @@ async fn page(
         }
         Page::Search => Ok(search::page(site, req, layout)),
         Page::Provider(provider) => provider::page(site, req, layout, provider).await,
+        Page::Bom(key) => bom::page(site, key).await,
         Page::Module(module) => module::page(site, req, layout, module),
         Page::ModuleVersion(module, version) => {
             module::version_page(site, req, layout, module, version).await

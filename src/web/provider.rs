@@ -59,6 +59,9 @@ pub struct VersionView {
     pub version: String,
     /// The platforms whose archives are held.
     pub platforms: Vec<String>,
+    /// Each held platform's bill of materials: the platform, and the path
+    /// of its CycloneDX document.
+    pub boms: Vec<(String, String)>,
     /// How it was verified, for people.
     pub verification: String,
     /// `signed`, `pinned-key`, `keyless`, `unsigned-import`, or `unknown`
@@ -202,6 +205,14 @@ async fn view(
     VersionView {
         version: version.to_string(),
         platforms: platforms.to_vec(),
+        boms: platforms
+            .iter()
+            .filter_map(|p| {
+                let platform = crate::address::Platform::parse(p).ok()?;
+                let key = crate::address::ArchiveKey::new(provider, version, &platform);
+                Some((p.clone(), super::routes::bom_path(&key)))
+            })
+            .collect(),
         verification,
         verified,
         first_listed: first_seen.map(rfc3339),

@@ -6,8 +6,8 @@
 use percent_encoding::percent_decode_str;
 
 use crate::address::{
-    Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace, Provider, ProviderType,
-    Version,
+    ArchiveKey, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace, Platform,
+    Provider, ProviderType, Version,
 };
 use crate::error::RequestError;
 
@@ -45,6 +45,9 @@ pub enum Page {
     /// `/-/decide/modules/:hostname/:namespace/:name/:system/:version`: a
     /// version approved or denied by a person with `approve`.
     Decide(Decided, Version),
+    /// `/-/api/providers/:hostname/:namespace/:type/:version/:os_arch/cyclonedx.json`:
+    /// a held package's bill of materials (JSON only).
+    Bom(ArchiveKey),
     /// `/-/assets/:name`: the pages' style sheet.
     Asset(&'static str),
 }
@@ -133,6 +136,17 @@ pub fn parse(raw_path: &str) -> Result<PageRoute, RequestError> {
             namespace: Namespace::parse(namespace)?,
             kind: ProviderType::parse(kind)?,
         }),
+        ["providers", host, namespace, kind, version, platform, "cyclonedx.json"] if json => {
+            Page::Bom(ArchiveKey {
+                provider: Provider {
+                    hostname: Hostname::parse(host)?,
+                    namespace: Namespace::parse(namespace)?,
+                    kind: ProviderType::parse(kind)?,
+                },
+                version: Version::parse(version)?,
+                platform: Platform::parse(platform)?,
+            })
+        }
         ["modules", host, namespace, name, system, rest @ ..] if rest.len() <= 1 => {
             let module = Module {
                 hostname: Hostname::parse(host)?,
@@ -159,6 +173,14 @@ pub fn provider_path(provider: &Provider) -> String {
     format!(
         "/-/providers/{}/{}/{}",
         provider.hostname, provider.namespace, provider.kind
+    )
+}
+
+/// The path of a held package's bill of materials.
+pub fn bom_path(key: &ArchiveKey) -> String {
+    format!(
+        "/-/api/providers/{}/{}/{}/{}/{}/cyclonedx.json",
+        key.provider.hostname, key.provider.namespace, key.provider.kind, key.version, key.platform
     )
 }
 

@@ -1,0 +1,151 @@
+//! Build records of provider archives ([`crate::store::builds`]): read
+//! from a stored archive's executable once it is kept, off the path of the
+//! request that fetched it, and on first ask for an archive kept before
+//! records were made.
+
+use std::sync::Arc;
+
+use super::Mirror;
+use crate::address::ArchiveKey;
+use crate::error::RequestError;
+use crate::gobuild::{self, ExecutableKind, Found};
+use crate::store::builds::{self, BuildRecord, BuildState, ExecutableBuild, BUILD_FORMAT};
+use crate::store::format::THIS_VERSION;
+use crate::store::{ArchiveSource, StoreError};
+
+impl Mirror {
+    /// The build record of an archive: the kept one, or, for a stored
+    /// archive without one, read from the archive now and kept. `None`
+    /// when the store holds neither the record nor the archive.
+    pub async fn build_record(
+        self: &Arc<Self>,
+        key: &ArchiveKey,
+    ) -> Result<Option<BuildRecord>, RequestError> {
+        match builds::read(self.store.as_ref(), key).await {
+            Ok(Some(record)) => return Ok(Some(record)),
+            Ok(None) => {}
+            // A record this build cannot read is left as it is.
+            Err(e) => {
+                return Err(RequestError::DiskUnavailable(format!(
+                    "the build record of {key} cannot be read: {e}"
+                )))
+            }
+        }
+        self.record_build(key).await
+    }
+
+    /// Reads the build information of a stored archive's executables and
+    /// keeps the record; `None` when the store does not hold the archive.
+    pub(super) async fn record_build(
+        self: &Arc<Self>,
+        key: &ArchiveKey,
+    ) -> Result<Option<BuildRecord>, RequestError> {
+        let record = self.version(&key.provider, &key.version).await?;
+        let Some(pkg) = record.packages.get(&key.platform) else {
+            return Ok(None);
+        };
+        let opened = self
+            .store
+            .open_archive(key)
+            .await
+            .map_err(|e| self.store_failed("opening an archive", &e))?;
+        let Some(opened) = opened else {
+            return Ok(None);
+        };
+        // A file on disk is read where it is; a bucket's object is copied
+        // to a staging file first. Executables unpack beside it.
+        let staging = self
+            .store
+            .staging_file()
+            .map_err(|e| self.store_failed("creating a temporary file", &e))?;
+        let archive = match opened.source {
+            ArchiveSource::File(file) => file,
+            ArchiveSource::Reader(mut reader) => {
+                let mut copy =
+                    tokio::fs::File::from_std(staging.reopen().map_err(|e| {
+                        self.store_failed("copying an archive", &StoreError::from(e))
+                    })?);
+                tokio::io::copy(&mut reader, &mut copy)
+                    .await
+                    .map_err(|e| self.store_failed("copying an archive", &StoreError::from(e)))?;
+                copy.into_std().await
+            }
+        };
+        let scratch = staging
+            .path()
+            .parent()
+            .map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
+        let max = self
+            .config
+            .upstream
+            .max_archive_size
+            .as_u64()
+            .saturating_mul(8);
+        let found = tokio::task::spawn_blocking(move || {
+            let found = gobuild::executables_in(archive, ExecutableKind::Provider, &scratch, max);
+            drop(staging);
+            found
+        })
+        .await
+        .map_err(|e| RequestError::Internal(format!("reading build information: {e}")))?;
+        let executables = match found {
+            Ok(found) => found.into_iter().map(executable_build).collect(),
+            // Kept archives passed `keep_archive`'s zip check: a failure
+            // here is the disk's, or a zip the check let through.
+            Err(e) => vec![ExecutableBuild {
+                name: pkg.filename.clone(),
+                size: opened.size,
+                build: BuildState::Unreadable {
+                    error: e.to_string(),
+                },
+            }],
+        };
+        let made = BuildRecord {
+            format: BUILD_FORMAT,
+            provider: key.provider.clone(),
+            version: key.version.clone(),
+            platform: key.platform.clone(),
+            archive_sha256: pkg.sha256.clone(),
+            read_at_ms: crate::clock::unix_ms_of(self.clock.now()),
+            read_by: THIS_VERSION.to_string(),
+            executables,
+        };
+        if let Err(e) = builds::write(self.store.as_ref(), &made).await {
+            tracing::warn!(archive = %key, error = %e, "could not keep a build record; it is read again when next asked for");
+        }
+        Ok(Some(made))
+    }
+
+    /// Reads and keeps an archive's build record in the background, after
+    /// the archive was kept.
+    pub(super) fn record_build_later(self: &Arc<Self>, key: &ArchiveKey) {
+        let (this, key) = (self.clone(), key.clone());
+        self.tasks.spawn(async move {
+            match this.record_build(&key).await {
+                Ok(Some(record)) => {
+                    tracing::info!(archive = %key, executables = record.executables.len(), "build information recorded");
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(archive = %key, error = %e, "could not record build information; it is read again when next asked for");
+                }
+            }
+        });
+    }
+}
+
+/// An executable's record entry.
+fn executable_build(e: gobuild::Executable) -> ExecutableBuild {
+    let build = match e.build {
+        Ok(Found::Go(build)) => BuildState::Go { build },
+        Ok(Found::Nothing(reason)) => BuildState::Nothing { reason },
+        Err(e) => BuildState::Unreadable {
+            error: e.to_string(),
+        },
+    };
+    ExecutableBuild {
+        name: e.name,
+        size: e.size,
+        build,
+    }
+}

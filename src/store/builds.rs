@@ -1,0 +1,185 @@
+//! Build records: what the Go build information of each stored provider
+//! archive says (its toolchain, its main module, every dependency module),
+//! read once when the archive is kept and kept in every store under
+//! `builds/<host>/<namespace>/<type>/<version>/<os>_<arch>.json`, beside
+//! the version's evidence. Instances sharing a bucket share them. A record
+//! stays when its archive is evicted: it describes what was handed out.
+//!
+//! A record names its format ([`BUILD_FORMAT`]). A record of a newer
+//! format than this build reads is refused by name, never misread; one
+//! that is missing (an archive kept before records were made, or by an
+//! older build) is read again from the archive when asked for
+//! ([`crate::mirror`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError};
+use crate::address::{ArchiveKey, Platform, Provider, Version};
+use crate::gobuild::BuildInfo;
+
+/// The format of the build records this build writes, and the newest it
+/// reads.
+pub const BUILD_FORMAT: u32 = 1;
+
+/// The folder the records are kept in.
+const TOP: &str = "builds";
+
+/// What the executables of one provider archive say about their build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildRecord {
+    /// The record's format.
+    pub format: u32,
+    /// The provider.
+    pub provider: Provider,
+    /// The version.
+    pub version: Version,
+    /// The platform.
+    pub platform: Platform,
+    /// The SHA-256 (lowercase hex) of the archive the record was read
+    /// from: the signed checksum's.
+    pub archive_sha256: String,
+    /// When it was read, in milliseconds since the Unix epoch.
+    pub read_at_ms: u64,
+    /// The tfmirror version that read it.
+    pub read_by: String,
+    /// Each executable of the archive (normally one).
+    pub executables: Vec<ExecutableBuild>,
+}
+
+/// One executable of an archive and its build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutableBuild {
+    /// Its name in the archive.
+    pub name: String,
+    /// Its size unpacked, in bytes.
+    pub size: u64,
+    /// What its build information says.
+    #[serde(flatten)]
+    pub build: BuildState,
+}
+
+/// What an executable's build information says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum BuildState {
+    /// A Go program's build information.
+    Go {
+        /// The build information.
+        build: BuildInfo,
+    },
+    /// No Go build information: not a Go program, or built without it.
+    Nothing {
+        /// Which of the two.
+        reason: String,
+    },
+    /// Build information that could not be read (damaged or lying).
+    Unreadable {
+        /// Why.
+        error: String,
+    },
+}
+
+/// A record's format, read before the rest.
+#[derive(Deserialize)]
+struct Marker {
+    format: u32,
+}
+
+/// The path of an archive's record.
+fn path_of(key: &ArchiveKey) -> [String; 6] {
+    [
+        TOP.to_string(),
+        key.provider.hostname.as_str().to_string(),
+        key.provider.namespace.as_str().to_string(),
+        key.provider.kind.as_str().to_string(),
+        key.version.as_str().to_string(),
+        format!("{}.json", key.platform),
+    ]
+}
+
+/// An archive's record, if one is kept. A record of a newer format is an
+/// error that names both formats.
+pub async fn read(store: &dyn Store, key: &ArchiveKey) -> Result<Option<BuildRecord>, StoreError> {
+    let path = path_of(key);
+    let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+    let Some(bytes) = store.read_document(&parts).await? else {
+        return Ok(None);
+    };
+    let corrupt = |reason: String| StoreError::Corrupt {
+        what: "build record",
+        reason,
+    };
+    let marker: Marker = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    if marker.format > BUILD_FORMAT {
+        return Err(corrupt(format!(
+            "{} is of format {}; this build reads formats up to {BUILD_FORMAT}",
+            parts.join("/"),
+            marker.format
+        )));
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| corrupt(format!("{}: {e}", parts.join("/"))))
+}
+
+/// Keeps an archive's record, replacing an earlier one.
+pub async fn write(store: &dyn Store, record: &BuildRecord) -> Result<(), StoreError> {
+    let key = ArchiveKey::new(&record.provider, &record.version, &record.platform);
+    let path = path_of(&key);
+    let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+    let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+    store.write_document(&parts, bytes).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::DiskStore;
+
+    #[tokio::test]
+    async fn a_record_comes_back_as_kept_and_a_newer_format_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DiskStore::open(dir.path()).unwrap();
+        let provider = Provider {
+            hostname: crate::address::Hostname::parse("registry.example").unwrap(),
+            namespace: crate::address::Namespace::parse("acme").unwrap(),
+            kind: crate::address::ProviderType::parse("tool").unwrap(),
+        };
+        let version = Version::parse("1.2.3").unwrap();
+        let platform = Platform::parse("linux_arm64").unwrap();
+        let key = ArchiveKey::new(&provider, &version, &platform);
+        assert_eq!(read(&store, &key).await.unwrap(), None);
+        let record = BuildRecord {
+            format: BUILD_FORMAT,
+            provider,
+            version,
+            platform,
+            archive_sha256: "00".repeat(32),
+            read_at_ms: 1,
+            read_by: "0.1.0".into(),
+            executables: vec![ExecutableBuild {
+                name: "terraform-provider-tool_v1.2.3".into(),
+                size: 10,
+                build: BuildState::Nothing {
+                    reason: "no Go build information".into(),
+                },
+            }],
+        };
+        write(&store, &record).await.unwrap();
+        let file = dir
+            .path()
+            .join("builds/registry.example/acme/tool/1.2.3/linux_arm64.json");
+        assert!(file.is_file());
+        assert_eq!(read(&store, &key).await.unwrap(), Some(record));
+        let mut newer: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        newer["format"] = serde_json::json!(BUILD_FORMAT + 1);
+        newer["a_later_field"] = serde_json::json!(true);
+        std::fs::write(&file, newer.to_string()).unwrap();
+        let e = read(&store, &key).await.unwrap_err().to_string();
+        assert!(
+            e.contains("is of format 2; this build reads formats up to 1"),
+            "{e}"
+        );
+    }
+}

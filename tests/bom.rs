@@ -1,0 +1,212 @@
+//! A held provider package's bill of materials: when a package whose
+//! executable is a real Go program (the Terraform v1.0.3 binary, go1.16,
+//! some 150 modules) is fetched through the mirror, its build information
+//! is recorded in the store, and its CycloneDX document lists the
+//! toolchain and every module as `go version -m` (Debian's golang-go)
+//! reads them from the same binary, with the archive's hashes and the key
+//! that signed them. A package kept before its record is read on first
+//! ask; the provider page links to each platform's document.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use http::StatusCode;
+
+/// The modules `go version -m` lists for a program (the replacement where
+/// one was made), as `path@version`, and the toolchain.
+fn go_modules(exe: &Path) -> (String, Vec<String>) {
+    let out = Command::new("go")
+        .args(["version", "-m"])
+        .arg(exe)
+        .output()
+        .expect("go (Debian's golang-go) runs; the README's test command installs it");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let toolchain = text
+        .lines()
+        .next()
+        .unwrap()
+        .rsplit_once(": ")
+        .unwrap()
+        .1
+        .to_string();
+    let mut modules: Vec<String> = Vec::new();
+    for line in text.lines().skip(1) {
+        let cols: Vec<&str> = line.trim_start_matches('\t').split('\t').collect();
+        match cols.as_slice() {
+            ["dep", path, version, ..] => modules.push(format!("{path}@{version}")),
+            ["=>", path, version, ..] => *modules.last_mut().unwrap() = format!("{path}@{version}"),
+            _ => {}
+        }
+    }
+    (toolchain, modules)
+}
+
+/// A provider archive holding `exe` as the provider's executable, stored
+/// uncompressed (the tests' build leaves compression unoptimised).
+fn archive_of(kind: &str, version: &str, exe: &Path) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    let mut w = zip::ZipWriter::new(&mut out);
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .unix_permissions(0o755);
+    w.start_file(format!("terraform-provider-{kind}_v{version}"), opts)
+        .unwrap();
+    std::io::copy(&mut std::fs::File::open(exe).unwrap(), &mut w).unwrap();
+    w.start_file("LICENSE", opts).unwrap();
+    w.write_all(b"MPL-2.0\n").unwrap();
+    w.finish().unwrap();
+    out.into_inner()
+}
+
+#[cfg_attr(
+    tfmirror_no_go,
+    ignore = "needs go (Debian's golang-go); scripts/test installs it"
+)]
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_package_lists_what_its_go_build_information_names() {
+    let exe = match std::env::var_os("TERRAFORM_BIN") {
+        Some(p) if Path::new(&p).is_file() => std::path::PathBuf::from(p),
+        other => panic!("TERRAFORM_BIN must name the Terraform v1.0.3 binary (got {other:?}); run the README's test command"),
+    };
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archive = archive_of("tfcli", "1.0.3", &exe);
+    let archives = BTreeMap::from([("linux_amd64".to_string(), archive.clone())]);
+    let sums = sums_document("tfcli", "1.0.3", &archives);
+    let signature = signer.sign_binary(&sums);
+    origin.publish_raw(
+        "acme",
+        "tfcli",
+        "1.0.3",
+        &archives,
+        sums,
+        signature,
+        vec![(signer.key_id(), signer.public_armored())],
+    );
+    let config = setup.config(&origin, &[], &["registry.origin.test"]);
+    let m = RunningMirror::start(config).await;
+    let c = Client::trusting(&m.ca_file);
+    let zip =
+        m.url("/registry.origin.test/acme/tfcli/terraform-provider-tfcli_1.0.3_linux_amd64.zip");
+    assert_eq!(
+        c.get(&m.url("/registry.origin.test/acme/tfcli/1.0.3.json"))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let fetched = c.get(&zip).await;
+    assert_eq!(fetched.status, StatusCode::OK);
+    assert_eq!(fetched.body.len(), archive.len());
+
+    // Recorded once the archive is kept, without being asked.
+    let record = setup
+        .cache_dir()
+        .join("builds/registry.origin.test/acme/tfcli/1.0.3/linux_amd64.json");
+    wait_until(
+        "the build record to be kept",
+        Duration::from_secs(60),
+        || record.is_file(),
+    )
+    .await;
+
+    let bom_url =
+        m.url("/-/api/providers/registry.origin.test/acme/tfcli/1.0.3/linux_amd64/cyclonedx.json");
+    let bom = c.get(&bom_url).await;
+    assert_eq!(
+        bom.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&bom.body)
+    );
+    let doc = bom.json();
+    assert_eq!(doc["bomFormat"], "CycloneDX");
+    assert_eq!(doc["specVersion"], "1.5");
+    let main = &doc["metadata"]["component"];
+    assert_eq!(main["name"], "registry.origin.test/acme/tfcli");
+    assert_eq!(main["version"], "1.0.3");
+    assert_eq!(main["hashes"][0]["content"], sha256_hex(&archive));
+    let props: BTreeMap<String, String> = main["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["value"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(props["tfmirror:signing_key"], signer.key_id());
+    assert!(props["tfmirror:h1"].starts_with("h1:"), "{props:?}");
+    assert_eq!(
+        props["tfmirror:executable"],
+        "terraform-provider-tfcli_v1.0.3"
+    );
+
+    // The oracle: Go's own reader, on the same binary.
+    let (toolchain, modules) = go_modules(&exe);
+    assert_eq!(props["tfmirror:go_version"], toolchain);
+    let components = doc["components"].as_array().unwrap();
+    let listed: Vec<String> = components
+        .iter()
+        .filter(|c| c["name"] != "stdlib")
+        .map(|c| {
+            format!(
+                "{}@{}",
+                c["name"].as_str().unwrap(),
+                c["version"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(listed, modules);
+    assert!(modules.len() > 100, "{}", modules.len());
+    let stdlib = components.iter().find(|c| c["name"] == "stdlib").unwrap();
+    assert_eq!(stdlib["purl"], "pkg:golang/stdlib@v1.16.4");
+    assert!(components.iter().any(
+        |c| c["purl"] == "pkg:golang/github.com/azure/azure-sdk-for-go@v52.5.0%2Bincompatible"
+    ));
+
+    // The provider's page links to it.
+    let page = c
+        .get(&m.url("/-/providers/registry.origin.test/acme/tfcli"))
+        .await;
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(html.contains("href=\"/-/api/providers/registry.origin.test/acme/tfcli/1.0.3/linux_amd64/cyclonedx.json\""), "{html}");
+
+    // A package kept before its record: read on first ask, and kept.
+    std::fs::remove_file(&record).unwrap();
+    let again = c.get(&bom_url).await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(again.json()["components"], doc["components"]);
+    assert!(record.is_file());
+
+    // A platform not held has none.
+    let missing = c
+        .get(&m.url(
+            "/-/api/providers/registry.origin.test/acme/tfcli/1.0.3/darwin_arm64/cyclonedx.json",
+        ))
+        .await;
+    assert_eq!(
+        missing.status,
+        StatusCode::NOT_FOUND,
+        "{}",
+        String::from_utf8_lossy(&missing.body)
+    );
+    assert!(
+        missing.error_text().contains("not held"),
+        "{}",
+        missing.error_text()
+    );
+}
