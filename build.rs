@@ -42,7 +42,15 @@ fn version_line() -> String {
     let Some(commit) = git(&["rev-parse", "--short=12", "HEAD"]) else {
         return version;
     };
-    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
+    // A worktree has its own HEAD, and shares the branches of the common
+    // directory.
+    for dir in [
+        git(&["rev-parse", "--git-dir"]),
+        git(&["rev-parse", "--git-common-dir"]),
+    ]
+    .into_iter()
+    .flatten()
+    {
         // Only paths that exist: cargo takes a missing one as changed, and
         // would build the crate again every time. (`git pack-refs`, which
         // makes `packed-refs`, empties `refs/heads` as it does.)

@@ -57,6 +57,7 @@ pub struct Metrics {
     keyless_versions: Gauge,
     tls_expiry: Gauge,
     evictions: Family<KindLabels, Counter>,
+    build_records: Family<labels::OutcomeLabels, Counter>,
     cache_max_size: Gauge,
     cache_free: Gauge,
     cache_min_free: Gauge,
@@ -108,6 +109,7 @@ impl Metrics {
             keyless_versions: Gauge::default(),
             tls_expiry: Gauge::default(),
             evictions: Family::default(),
+            build_records: Family::default(),
             cache_max_size: Gauge::default(),
             cache_free: Gauge::default(),
             cache_min_free: Gauge::default(),
@@ -217,6 +219,7 @@ impl Metrics {
         keyless::register(&mut registry, &m);
         signins::register(&mut registry, &m);
         operations::register(&mut registry, &m);
+        builds::register(&mut registry, &m);
         registry.register(
             "download_claims",
             "Claims to download an archive from its origin, by outcome: granted, or (on a bucket) waited for another instance sharing it that was downloading it",
@@ -452,6 +455,7 @@ impl Drop for InFlight<'_> {
     }
 }
 
+mod builds;
 pub mod index;
 mod kept;
 mod keyless;

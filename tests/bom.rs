@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::daemon::{config_file, run_tfmirror};
 use common::*;
 use http::StatusCode;
 
@@ -191,6 +192,51 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     assert_eq!(again.status, StatusCode::OK);
     assert_eq!(again.json()["components"], doc["components"]);
     assert!(record.is_file());
+
+    // The command writes the same document, from the same store.
+    let config = config_file(&setup, &origin, "");
+    let out = setup.dir.path().join("bom.json");
+    let ran = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "bom",
+            "--config",
+            config.to_str().unwrap(),
+            "--platform",
+            "linux_amd64",
+            "--output",
+            out.to_str().unwrap(),
+            "registry.origin.test/acme/tfcli",
+            "1.0.3",
+        ],
+    )
+    .await;
+    assert!(ran.ok, "{}", ran.stderr);
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(written["components"], doc["components"]);
+    assert_eq!(
+        written["metadata"]["component"],
+        doc["metadata"]["component"]
+    );
+    let refused = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "bom",
+            "--config",
+            config.to_str().unwrap(),
+            "--platform",
+            "windows_386",
+            "registry.origin.test/acme/tfcli",
+            "1.0.3",
+        ],
+    )
+    .await;
+    assert!(!refused.ok);
+    assert!(
+        refused.stderr.contains("not held by this mirror"),
+        "{}",
+        refused.stderr
+    );
 
     // A platform not held has none.
     let missing = c

@@ -135,6 +135,18 @@ async fn probes_metrics_request_ids_and_status_page() {
     );
 
     // Not ready when the cache cannot be written, or when shutting down.
+    // (First the stored archive's build record, read in the background,
+    // is made: it stages its copy in tmp/.)
+    wait_until_answered(
+        "the archive's build record",
+        Duration::from_secs(30),
+        || async {
+            let text = c.get(&m.url("/metrics")).await.body;
+            String::from_utf8_lossy(&text)
+                .contains("tfmirror_build_records_total{outcome=\"nothing\"} 1\n")
+        },
+    )
+    .await;
     let tmp = setup.cache_dir().join("tmp");
     std::fs::remove_dir(&tmp).unwrap();
     std::fs::write(&tmp, b"in the way").unwrap();

@@ -40,6 +40,9 @@ impl Metrics {
         for kind in ["archive", "module", "release"] {
             let _ = self.evictions.get_or_create(&KindLabels { kind });
         }
+        for outcome in super::builds::OUTCOMES {
+            let _ = self.build_records.get_or_create(&OutcomeLabels { outcome });
+        }
         for kind in ["archive", "module"] {
             let _ = self.watch_fetched.get_or_create(&KindLabels { kind });
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::Mirror;
 use crate::address::ArchiveKey;
+use crate::bom::{cyclonedx, PackageFacts};
 use crate::error::RequestError;
 use crate::gobuild::{self, ExecutableKind, Found};
 use crate::store::builds::{self, BuildRecord, BuildState, ExecutableBuild, BUILD_FORMAT};
@@ -14,6 +15,44 @@ use crate::store::format::THIS_VERSION;
 use crate::store::{ArchiveSource, StoreError};
 
 impl Mirror {
+    /// The CycloneDX bill of materials of a held package ([`crate::bom`]),
+    /// made from the version's stored evidence and the archive's build
+    /// record; read from the store alone, no origin asked.
+    pub async fn package_bom(
+        self: &Arc<Self>,
+        key: &ArchiveKey,
+    ) -> Result<serde_json::Value, RequestError> {
+        let not_held = || {
+            RequestError::NotHeld(format!(
+                "{key} is not held by this mirror: a bill of materials is made for the packages it holds"
+            ))
+        };
+        let record = self
+            .stored_record(&key.provider, &key.version)
+            .await
+            .ok_or_else(not_held)?;
+        let pkg = record.packages.get(&key.platform).ok_or_else(not_held)?;
+        let build = self.build_record(key).await?.ok_or_else(not_held)?;
+        let h1 = self.cached_h1(&record).await.remove(&key.platform);
+        let sums = record.sums.get(pkg.sums);
+        let verification = if record.unsigned_import {
+            "unsigned-import"
+        } else {
+            record.verification().as_str()
+        };
+        Ok(cyclonedx(&PackageFacts {
+            provider: &key.provider,
+            version: &key.version,
+            platform: &key.platform,
+            filename: &pkg.filename,
+            sha256: &pkg.sha256,
+            h1: h1.as_deref(),
+            signed_by: sums.map_or("", |s| s.signed_by.as_str()),
+            verification,
+            build: &build,
+        }))
+    }
+
     /// The build record of an archive: the kept one, or, for a stored
     /// archive without one, read from the archive now and kept. `None`
     /// when the store holds neither the record nor the archive.
@@ -110,8 +149,20 @@ impl Mirror {
             read_by: THIS_VERSION.to_string(),
             executables,
         };
-        if let Err(e) = builds::write(self.store.as_ref(), &made).await {
-            tracing::warn!(archive = %key, error = %e, "could not keep a build record; it is read again when next asked for");
+        let outcome = match made.executables.first().map(|e| &e.build) {
+            Some(BuildState::Go { .. }) => "go",
+            Some(BuildState::Unreadable { .. }) => "unreadable",
+            Some(BuildState::Nothing { .. }) | None => "nothing",
+        };
+        match builds::write(self.store.as_ref(), &made).await {
+            Ok(()) => {
+                self.metrics.build_recorded(outcome);
+                tracing::info!(archive = %key, executables = made.executables.len(), outcome, "build information recorded");
+            }
+            Err(e) => {
+                self.metrics.build_recorded("failed");
+                tracing::warn!(archive = %key, error = %e, "could not keep a build record; it is read again when next asked for");
+            }
         }
         Ok(Some(made))
     }
@@ -121,14 +172,9 @@ impl Mirror {
     pub(super) fn record_build_later(self: &Arc<Self>, key: &ArchiveKey) {
         let (this, key) = (self.clone(), key.clone());
         self.tasks.spawn(async move {
-            match this.record_build(&key).await {
-                Ok(Some(record)) => {
-                    tracing::info!(archive = %key, executables = record.executables.len(), "build information recorded");
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(archive = %key, error = %e, "could not record build information; it is read again when next asked for");
-                }
+            if let Err(e) = this.record_build(&key).await {
+                this.metrics.build_recorded("failed");
+                tracing::warn!(archive = %key, error = %e, "could not record build information; it is read again when next asked for");
             }
         });
     }

@@ -7,7 +7,7 @@
 //! - [`documents`]: the protocol's JSON documents, rendered once;
 //! - [`facade`]: the provider registry protocol in front of the cache;
 //! - [`archive`]: archives, downloaded once and streamed to clients, also
-//!   while they arrive;
+//!   while they arrive; `builds`: what their Go build information says;
 //! - [`residency`]: which archives are being read, their last use, and
 //!   what to evict when the cache outgrows `cache.max_size`;
 //! - `eviction`: removing what residency gave up from the store, each
@@ -21,8 +21,7 @@
 //!   facade's `packages` field (sizes learned from the origin once);
 //! - `package_checks`: each platform's download answer checked against
 //!   the signed SHA256SUMS;
-//! - `listing`: the one loader of version lists, providers' and modules',
-//!   that serves them stale while the origin is down;
+//! - `listing`: loads each version list once; stale while the origin is down;
 //! - [`module_proxy`]: the module registry protocol: version lists, download
 //!   answers, and module sources packaged and pinned.
 //!
