@@ -36,6 +36,11 @@ pub use unpack::{executables_in, Executable, ExecutableKind};
 /// kilobytes; a length past this is a lie, refused before anything is read.
 pub const MAX_STRING: u64 = 4 << 20;
 
+/// The most bytes an executable is unpacked to (the largest provider
+/// binaries are a few hundred megabytes); a larger one is recorded as
+/// unreadable, not unpacked.
+pub const MAX_EXECUTABLE_SIZE: u64 = 2 << 30;
+
 /// How far past the start of the data the block is looked for, as Go's own
 /// reader does.
 pub const SEARCH_WINDOW: u64 = 64 * 1024;

@@ -186,7 +186,36 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     let html = String::from_utf8_lossy(&page.body);
     assert!(html.contains("href=\"/-/api/providers/registry.origin.test/acme/tfcli/1.0.3/linux_amd64/cyclonedx.json\""), "{html}");
 
-    // A package kept before its record: read on first ask, and kept.
+    // A package kept before its record: `tfmirror verify` fills it in...
+    let config = config_file(&setup, &origin, "");
+    std::fs::remove_file(&record).unwrap();
+    let verified = run_tfmirror(
+        setup.dir.path(),
+        &["verify", "--config", config.to_str().unwrap()],
+    )
+    .await;
+    assert!(verified.ok, "{}", verified.stderr);
+    assert!(
+        verified
+            .stdout
+            .contains("recorded the build information of 1 archives that had none"),
+        "{}",
+        verified.stdout
+    );
+    let filled: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    assert_eq!(filled["executables"][0]["state"], "go");
+    let verified = run_tfmirror(
+        setup.dir.path(),
+        &["verify", "--config", config.to_str().unwrap()],
+    )
+    .await;
+    assert!(
+        !verified.stdout.contains("recorded the build information"),
+        "{}",
+        verified.stdout
+    );
+    // ... and so does the first ask for its document.
     std::fs::remove_file(&record).unwrap();
     let again = c.get(&bom_url).await;
     assert_eq!(again.status, StatusCode::OK);
@@ -194,7 +223,6 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     assert!(record.is_file());
 
     // The command writes the same document, from the same store.
-    let config = config_file(&setup, &origin, "");
     let out = setup.dir.path().join("bom.json");
     let ran = run_tfmirror(
         setup.dir.path(),

@@ -30,6 +30,7 @@ use crate::address::{ArchiveKey, ArtifactName, Module, Product, ReleaseFile, Ver
 use crate::config::Config;
 use crate::releases::evidence::{check_record as check_release_record, listed_sha256};
 use crate::releases::Source;
+use crate::store::builds::{self, BuildRecord};
 use crate::store::{ArchiveReader, ArchiveSource, ModuleRecord, VersionRecord};
 use crate::verify::{self, TrustPolicy};
 
@@ -51,6 +52,8 @@ pub struct Report {
     pub bytes: u64,
     /// Archives that failed and were quarantined.
     pub quarantined: Vec<Finding>,
+    /// Build records made for archives that had none.
+    pub builds_recorded: usize,
 }
 
 /// Where a verification reads and keeps what it checks.
@@ -182,6 +185,11 @@ fn verify_store(
                     }),
                 Err(unreadable) => Err(Refusal::from(unreadable.clone())),
             };
+        if let (Ok(()), Ok(Some(record))) = (&checked, record) {
+            if record_build(store, &key, record, &file, places)? {
+                report.builds_recorded += 1;
+            }
+        }
         if let Err(Refusal(reason)) = checked {
             let relative = archive_relative(&key);
             places.keep(&mut file, &relative)?;
@@ -238,6 +246,40 @@ fn verify_store(
     }
     progress.finish();
     Ok(report)
+}
+
+/// Reads and keeps the build record ([`crate::store::builds`]) of an
+/// archive that passed, when the store has none; whether it made one.
+fn record_build(
+    store: &CommandStore,
+    key: &ArchiveKey,
+    record: &VersionRecord,
+    file: &File,
+    places: &Places,
+) -> anyhow::Result<bool> {
+    let Some(pkg) = record.packages.get(&key.platform) else {
+        return Ok(false);
+    };
+    match store.wait(builds::read(store.store(), key)) {
+        Ok(None) => {}
+        Ok(Some(_)) => return Ok(false),
+        Err(e) => {
+            tracing::warn!(archive = %key, error = %e, "a build record this build cannot read is left as it is");
+            return Ok(false);
+        }
+    }
+    let made = BuildRecord::read(
+        key,
+        &pkg.sha256,
+        file.try_clone()?,
+        places.work.path(),
+        crate::gobuild::MAX_EXECUTABLE_SIZE,
+        crate::clock::unix_ms_of(std::time::SystemTime::now()),
+    );
+    store
+        .wait(builds::write(store.store(), &made))
+        .with_context(|| format!("keeping the build record of {key}"))?;
+    Ok(true)
 }
 
 /// Where a release file lies in the disk cache's layout, relative to its
@@ -387,6 +429,12 @@ fn summarize(report: &Report, started: std::time::Instant, kept: &Path) -> anyho
         report.checked,
         report.quarantined.len()
     );
+    if report.builds_recorded > 0 {
+        println!(
+            "recorded the build information of {} archives that had none",
+            report.builds_recorded
+        );
+    }
     if report.quarantined.is_empty() {
         Ok(())
     } else {

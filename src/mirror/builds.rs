@@ -9,9 +9,7 @@ use super::Mirror;
 use crate::address::ArchiveKey;
 use crate::bom::{cyclonedx, PackageFacts};
 use crate::error::RequestError;
-use crate::gobuild::{self, ExecutableKind, Found};
-use crate::store::builds::{self, BuildRecord, BuildState, ExecutableBuild, BUILD_FORMAT};
-use crate::store::format::THIS_VERSION;
+use crate::store::builds::{self, BuildRecord};
 use crate::store::{ArchiveSource, StoreError};
 
 impl Mirror {
@@ -114,46 +112,17 @@ impl Mirror {
             .path()
             .parent()
             .map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
-        let max = self
-            .config
-            .upstream
-            .max_archive_size
-            .as_u64()
-            .saturating_mul(8);
-        let found = tokio::task::spawn_blocking(move || {
-            let found = gobuild::executables_in(archive, ExecutableKind::Provider, &scratch, max);
+        let max = crate::gobuild::MAX_EXECUTABLE_SIZE;
+        let (key2, sha256) = (key.clone(), pkg.sha256.clone());
+        let read_at_ms = crate::clock::unix_ms_of(self.clock.now());
+        let made = tokio::task::spawn_blocking(move || {
+            let made = BuildRecord::read(&key2, &sha256, archive, &scratch, max, read_at_ms);
             drop(staging);
-            found
+            made
         })
         .await
         .map_err(|e| RequestError::Internal(format!("reading build information: {e}")))?;
-        let executables = match found {
-            Ok(found) => found.into_iter().map(executable_build).collect(),
-            // Kept archives passed `keep_archive`'s zip check: a failure
-            // here is the disk's, or a zip the check let through.
-            Err(e) => vec![ExecutableBuild {
-                name: pkg.filename.clone(),
-                size: opened.size,
-                build: BuildState::Unreadable {
-                    error: e.to_string(),
-                },
-            }],
-        };
-        let made = BuildRecord {
-            format: BUILD_FORMAT,
-            provider: key.provider.clone(),
-            version: key.version.clone(),
-            platform: key.platform.clone(),
-            archive_sha256: pkg.sha256.clone(),
-            read_at_ms: crate::clock::unix_ms_of(self.clock.now()),
-            read_by: THIS_VERSION.to_string(),
-            executables,
-        };
-        let outcome = match made.executables.first().map(|e| &e.build) {
-            Some(BuildState::Go { .. }) => "go",
-            Some(BuildState::Unreadable { .. }) => "unreadable",
-            Some(BuildState::Nothing { .. }) | None => "nothing",
-        };
+        let outcome = made.outcome();
         match builds::write(self.store.as_ref(), &made).await {
             Ok(()) => {
                 self.metrics.build_recorded(outcome);
@@ -177,21 +146,5 @@ impl Mirror {
                 tracing::warn!(archive = %key, error = %e, "could not record build information; it is read again when next asked for");
             }
         });
-    }
-}
-
-/// An executable's record entry.
-fn executable_build(e: gobuild::Executable) -> ExecutableBuild {
-    let build = match e.build {
-        Ok(Found::Go(build)) => BuildState::Go { build },
-        Ok(Found::Nothing(reason)) => BuildState::Nothing { reason },
-        Err(e) => BuildState::Unreadable {
-            error: e.to_string(),
-        },
-    };
-    ExecutableBuild {
-        name: e.name,
-        size: e.size,
-        build,
     }
 }

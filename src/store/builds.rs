@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
-use crate::gobuild::BuildInfo;
+use crate::gobuild::{self, BuildInfo, ExecutableKind, Found};
 
 /// The format of the build records this build writes, and the newest it
 /// reads.
@@ -77,6 +77,70 @@ pub enum BuildState {
         /// Why.
         error: String,
     },
+}
+
+impl BuildRecord {
+    /// Reads the record of an archive from the zip file `archive` (whose
+    /// SHA-256 is `sha256`), unpacking each executable, at most `max_size`
+    /// bytes of it, into `scratch`. Blocks: run it off the async threads.
+    pub fn read(
+        key: &ArchiveKey,
+        sha256: &str,
+        archive: std::fs::File,
+        scratch: &std::path::Path,
+        max_size: u64,
+        read_at_ms: u64,
+    ) -> BuildRecord {
+        let executables =
+            match gobuild::executables_in(archive, ExecutableKind::Provider, scratch, max_size) {
+                Ok(found) => found.into_iter().map(executable_build).collect(),
+                // Kept archives passed the store's zip check: a failure here
+                // is the disk's, or a zip the check let through.
+                Err(e) => vec![ExecutableBuild {
+                    name: key.provider.archive_name(&key.version, &key.platform),
+                    size: 0,
+                    build: BuildState::Unreadable {
+                        error: e.to_string(),
+                    },
+                }],
+            };
+        BuildRecord {
+            format: BUILD_FORMAT,
+            provider: key.provider.clone(),
+            version: key.version.clone(),
+            platform: key.platform.clone(),
+            archive_sha256: sha256.to_string(),
+            read_at_ms,
+            read_by: super::format::THIS_VERSION.to_string(),
+            executables,
+        }
+    }
+
+    /// What the record says, in a word: `go`, `nothing` or `unreadable`
+    /// (its first executable's state).
+    pub fn outcome(&self) -> &'static str {
+        match self.executables.first().map(|e| &e.build) {
+            Some(BuildState::Go { .. }) => "go",
+            Some(BuildState::Unreadable { .. }) => "unreadable",
+            Some(BuildState::Nothing { .. }) | None => "nothing",
+        }
+    }
+}
+
+/// An executable's record entry.
+fn executable_build(e: gobuild::Executable) -> ExecutableBuild {
+    let build = match e.build {
+        Ok(Found::Go(build)) => BuildState::Go { build },
+        Ok(Found::Nothing(reason)) => BuildState::Nothing { reason },
+        Err(e) => BuildState::Unreadable {
+            error: e.to_string(),
+        },
+    };
+    ExecutableBuild {
+        name: e.name,
+        size: e.size,
+        build,
+    }
 }
 
 /// A record's format, read before the rest.
