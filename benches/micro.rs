@@ -3,7 +3,9 @@
 //! (tfmirror's, and the portable `sha2` crate's for comparison),
 //! rendering `index.json` and `:version.json`, SHA256SUMS parsing and
 //! signature verification, one eviction from a cache index of 1,000,
-//! 10,000, 100,000 and 1,000,000 archives, and the line logged for each request.
+//! 10,000, 100,000 and 1,000,000 archives, the line logged for each request,
+//! and reading the Go build information of a provider archive whose
+//! executable is SeaweedFS's `weed` (`WEED_BIN`) beside verifying it.
 //! `cargo bench --bench micro`; figures in BENCHMARKS.md.
 
 use std::collections::BTreeMap;
@@ -294,10 +296,62 @@ fn request_line(c: &mut Criterion) {
     group.finish();
 }
 
+/// A provider archive whose executable is a real Go program (SeaweedFS's
+/// `weed`, about 150 MiB, deflated as releases are): its Go build
+/// information read (the executable unpacked to a temporary file, then
+/// read) beside what verifying the same archive costs (SHA-256 and `h1:`).
+fn build_information(c: &mut Criterion) {
+    let Some(weed) = std::env::var_os("WEED_BIN") else {
+        eprintln!("build information: WEED_BIN is not set (scripts/install-seaweedfs); left out");
+        return;
+    };
+    let exe = std::fs::read(weed).unwrap();
+    let mut zip = Cursor::new(Vec::new());
+    {
+        let mut w = zip::ZipWriter::new(&mut zip);
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        w.start_file("terraform-provider-weed_v4.48.0", opts)
+            .unwrap();
+        w.write_all(&exe).unwrap();
+        w.finish().unwrap();
+    }
+    let zip = zip.into_inner();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("archive.zip");
+    std::fs::write(&path, &zip).unwrap();
+    let mut group = c.benchmark_group(format!(
+        "provider archive of weed ({} MiB deflated)",
+        zip.len() >> 20
+    ));
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(zip.len() as u64));
+    group.bench_function("sha256", |b| {
+        b.iter(|| tfmirror::verify::Sha256::digest(black_box(&zip[..])));
+    });
+    group.bench_function("h1", |b| {
+        b.iter(|| h1_of_zip(Cursor::new(black_box(&zip[..]))).unwrap());
+    });
+    group.bench_function("build information", |b| {
+        b.iter(|| {
+            let file = std::fs::File::open(&path).unwrap();
+            tfmirror::gobuild::executables_in(
+                file,
+                tfmirror::gobuild::ExecutableKind::Provider,
+                dir.path(),
+                tfmirror::gobuild::MAX_EXECUTABLE_SIZE,
+            )
+            .unwrap()
+        });
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     paths,
     hashing,
+    build_information,
     rendering,
     verification,
     eviction,

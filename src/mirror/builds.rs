@@ -77,7 +77,10 @@ impl Mirror {
         self: &Arc<Self>,
         key: &ArchiveKey,
     ) -> Result<Option<BuildRecord>, RequestError> {
-        let record = self.version(&key.provider, &key.version).await?;
+        // From the store alone: no origin is asked.
+        let Some(record) = self.stored_record(&key.provider, &key.version).await else {
+            return Ok(None);
+        };
         let Some(pkg) = record.packages.get(&key.platform) else {
             return Ok(None);
         };
