@@ -268,7 +268,7 @@ fn record_build(
             return Ok(false);
         }
     }
-    let made = BuildRecord::read(
+    let made = BuildRecord::from_archive(
         key,
         &pkg.sha256,
         file.try_clone()?,

@@ -119,7 +119,8 @@ impl Mirror {
         let (key2, sha256) = (key.clone(), pkg.sha256.clone());
         let read_at_ms = crate::clock::unix_ms_of(self.clock.now());
         let made = tokio::task::spawn_blocking(move || {
-            let made = BuildRecord::read(&key2, &sha256, archive, &scratch, max, read_at_ms);
+            let made =
+                BuildRecord::from_archive(&key2, &sha256, archive, &scratch, max, read_at_ms);
             drop(staging);
             made
         })

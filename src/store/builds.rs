@@ -83,7 +83,7 @@ impl BuildRecord {
     /// Reads the record of an archive from the zip file `archive` (whose
     /// SHA-256 is `sha256`), unpacking each executable, at most `max_size`
     /// bytes of it, into `scratch`. Blocks: run it off the async threads.
-    pub fn read(
+    pub fn from_archive(
         key: &ArchiveKey,
         sha256: &str,
         archive: std::fs::File,
