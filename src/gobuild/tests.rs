@@ -90,6 +90,12 @@ fn each_broken_line_is_refused_by_its_number() {
             3,
             "no module on the line before",
         ),
+        // Only the line right before: not the main module further up.
+        (
+            "mod\tm\tv1\nbuild\tX=1\n=>\tb\tv2\t\n",
+            3,
+            "no module on the line before",
+        ),
         ("dep\ta\tv1\n=>\tb\tv2\n", 2, "3 expected"),
         ("build\t=v\n", 1, "without a key"),
         ("build\tnoequals\n", 1, "without '='"),
