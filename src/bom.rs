@@ -145,7 +145,7 @@ fn described(
             components.push(component);
         }
     };
-    if let Some(version) = go_semver(&build.go_version) {
+    if let Some(version) = crate::gobuild::go_semver(&build.go_version) {
         let purl = format!("pkg:golang/stdlib@{}", encoded(&version));
         add(
             json!({
@@ -196,36 +196,6 @@ fn module_component(dep: &Module) -> (Value, String) {
         component["version"] = json!(used.version);
     }
     (component, purl)
-}
-
-/// A Go toolchain's version as semantic versioning with a `v`
-/// (`go1.21.3` → `v1.21.3`, `go1.22rc2` → `v1.22.0-rc.2`, `go1.16` →
-/// `v1.16.0`); `None` for a development toolchain.
-pub fn go_semver(go_version: &str) -> Option<String> {
-    let rest = go_version.strip_prefix("go")?;
-    // A toolchain may add build details after a space or a '+'/'-X:'.
-    let rest = rest.split([' ', '+']).next()?;
-    let rest = rest.split_once("-X:").map_or(rest, |(v, _)| v);
-    let (numbers, pre) = match rest.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&rest[..i], Some(&rest[i..])),
-        None => (rest, None),
-    };
-    let mut parts = numbers.split('.');
-    let major = parts.next()?.parse::<u64>().ok()?;
-    let minor = parts.next().map_or(Some(0), |m| m.parse::<u64>().ok())?;
-    let patch = parts.next().map_or(Some(0), |p| p.parse::<u64>().ok())?;
-    if parts.next().is_some() {
-        return None;
-    }
-    let pre = match pre {
-        None => String::new(),
-        Some(p) => {
-            let kind: String = p.chars().take_while(char::is_ascii_alphabetic).collect();
-            let number = p[kind.len()..].parse::<u64>().ok()?;
-            format!("-{kind}.{number}")
-        }
-    };
-    Some(format!("v{major}.{minor}.{patch}{pre}"))
 }
 
 fn property(name: &str, value: &str) -> Value {

@@ -23,6 +23,7 @@ use std::fs::File;
 mod header;
 mod image;
 mod modinfo;
+mod pclntab;
 mod unpack;
 
 #[cfg(test)]
@@ -96,4 +97,49 @@ pub fn read(file: &File) -> Result<Found, GoBuildError> {
         }
     }
     Ok(Found::Nothing("no Go build information".to_string()))
+}
+
+/// The import paths of the packages an executable holds code of, from its
+/// function table (`pclntab`, which stripping leaves); `None` where no
+/// table is found (not a Go program, or a PE file of a toolchain before
+/// Go 1.16, whose table cannot be found without its symbols).
+pub fn packages(file: &File) -> Result<Option<std::collections::BTreeSet<String>>, GoBuildError> {
+    let places: Vec<pclntab::Place> = {
+        let cache = object::ReadCache::new(file);
+        image::images(&cache)?
+            .iter()
+            .filter_map(|image| image.pclntab)
+            .collect()
+    };
+    pclntab::packages(file, &places)
+}
+
+/// A Go toolchain's version as semantic versioning with a `v`
+/// (`go1.21.3` → `v1.21.3`, `go1.22rc2` → `v1.22.0-rc.2`, `go1.16` →
+/// `v1.16.0`); `None` for a development toolchain.
+pub fn go_semver(go_version: &str) -> Option<String> {
+    let rest = go_version.strip_prefix("go")?;
+    // A toolchain may add build details after a space or a '+'/'-X:'.
+    let rest = rest.split([' ', '+']).next()?;
+    let rest = rest.split_once("-X:").map_or(rest, |(v, _)| v);
+    let (numbers, pre) = match rest.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&rest[..i], Some(&rest[i..])),
+        None => (rest, None),
+    };
+    let mut parts = numbers.split('.');
+    let major = parts.next()?.parse::<u64>().ok()?;
+    let minor = parts.next().map_or(Some(0), |m| m.parse::<u64>().ok())?;
+    let patch = parts.next().map_or(Some(0), |p| p.parse::<u64>().ok())?;
+    if parts.next().is_some() {
+        return None;
+    }
+    let pre = match pre {
+        None => String::new(),
+        Some(p) => {
+            let kind: String = p.chars().take_while(char::is_ascii_alphabetic).collect();
+            let number = p[kind.len()..].parse::<u64>().ok()?;
+            format!("-{kind}.{number}")
+        }
+    };
+    Some(format!("v{major}.{minor}.{patch}{pre}"))
 }

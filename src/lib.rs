@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod advisories;
 pub mod auth;
 pub mod bom;
 pub mod clock;

@@ -246,6 +246,93 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
         written["metadata"]["component"],
         doc["metadata"]["component"]
     );
+    // The record names the packages the binary holds, from its function
+    // table: what advisories' presence is read from.
+    let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let packages = kept["executables"][0]["packages"]
+        .as_array()
+        .expect("packages read");
+    assert!(packages.iter().any(|p| p == "net/http"), "{packages:?}");
+    assert!(!packages.iter().any(|p| p == "debug/macho"));
+
+    // Advisories: the pinned real entries, with GitHub's, imported into
+    // the same store and matched against the held package offline.
+    let entries = setup.dir.path().join("osv");
+    std::fs::create_dir_all(&entries).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/advisories");
+    for dir in ["go-vulndb/ID", "github"] {
+        for e in std::fs::read_dir(fixtures.join(dir)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), entries.join(e.file_name())).unwrap();
+        }
+    }
+    let imported = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "advisories",
+            "import",
+            "--config",
+            config.to_str().unwrap(),
+            entries.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(imported.ok, "{}", imported.stderr);
+    assert!(
+        imported.stdout.contains("17 advisories"),
+        "{}",
+        imported.stdout
+    );
+    let status = run_tfmirror(
+        setup.dir.path(),
+        &["advisories", "status", "--config", config.to_str().unwrap()],
+    )
+    .await;
+    assert!(status.stdout.contains("1 withdrawn"), "{}", status.stdout);
+    let shown = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "advisories",
+            "show",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            "registry.origin.test/acme/tfcli",
+            "1.0.3",
+        ],
+    )
+    .await;
+    assert!(shown.ok, "{}", shown.stderr);
+    let summary: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    // The hand reading in tests/advisories.rs (and SOURCE.md): eight
+    // advisories, GO-2023-2102 for both the standard library and x/net.
+    let mut ids: Vec<&str> = summary["advisories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["finding"]["id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        [
+            "GO-2021-0113",
+            "GO-2021-0239",
+            "GO-2021-0263",
+            "GO-2021-0347",
+            "GO-2022-0438",
+            "GO-2023-2102",
+            "GO-2023-2102",
+            "GO-2023-2153",
+            "GO-2024-2947"
+        ]
+    );
+    assert_eq!(summary["count"], 8);
+    assert_eq!(summary["worst"], "high");
+    for a in summary["advisories"].as_array().unwrap() {
+        assert_eq!(a["platforms"], serde_json::json!(["linux_amd64"]));
+    }
+
     let refused = run_tfmirror(
         setup.dir.path(),
         &[

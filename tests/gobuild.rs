@@ -179,22 +179,7 @@ impl Built {
             ("windows", "amd64"),
         ] {
             let out = dir.path().join(format!("hello_{os}_{arch}"));
-            let status = Command::new("go")
-                .args(["build", "-trimpath", "-ldflags=-s -w", "-o"])
-                .arg(&out)
-                .arg(".")
-                .current_dir(&src)
-                .env("GOOS", os)
-                .env("GOARCH", arch)
-                .env("CGO_ENABLED", "0")
-                .env("GOFLAGS", "-mod=mod")
-                .env("GOPROXY", "off")
-                .env("GOCACHE", dir.path().join("cache"))
-                .env("GOPATH", dir.path().join("gopath"))
-                .env("HOME", dir.path())
-                .status()
-                .expect("go (Debian's golang-go) runs; the README's test command installs it");
-            assert!(status.success(), "go build for {os}/{arch}");
+            go_build(dir.path(), &src, &out, (os, arch), true);
             programs.push((format!("{os}/{arch}"), out));
         }
         Built {
@@ -206,6 +191,32 @@ impl Built {
     fn program(&self, platform: &str) -> &Path {
         &self.programs.iter().find(|(p, _)| p == platform).unwrap().1
     }
+}
+
+/// Builds the module in `src` for `(GOOS, GOARCH)` into `out`, offline,
+/// with its caches in `work`; `stripped` as releases are (`-s -w`).
+fn go_build(work: &Path, src: &Path, out: &Path, (os, arch): (&str, &str), stripped: bool) {
+    let ldflags = if stripped {
+        "-ldflags=-s -w"
+    } else {
+        "-ldflags="
+    };
+    let status = Command::new("go")
+        .args(["build", "-trimpath", ldflags, "-o"])
+        .arg(out)
+        .arg(".")
+        .current_dir(src)
+        .env("GOOS", os)
+        .env("GOARCH", arch)
+        .env("CGO_ENABLED", "0")
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOPROXY", "off")
+        .env("GOCACHE", work.join("cache"))
+        .env("GOPATH", work.join("gopath"))
+        .env("HOME", work)
+        .status()
+        .expect("go (Debian's golang-go) runs; the README's test command installs it");
+    assert!(status.success(), "go build for {os}/{arch}");
 }
 
 /// A universal Mach-O binary of the given thin ones, laid out as `lipo`
@@ -485,5 +496,86 @@ proptest! {
         let (_, pointers, inline) = scratch_copies();
         let scratch = if pointer_format { pointers } else { inline };
         let _ = scratch.read_changed(&changes);
+    }
+}
+
+/// The packages of the functions `go tool nm` lists (text symbols) in an
+/// unstripped program: the symbol table, read by Go's own tool.
+fn nm_packages(exe: &Path) -> std::collections::BTreeSet<String> {
+    let out = Command::new("go")
+        .args(["tool", "nm"])
+        .arg(exe)
+        .output()
+        .expect("go tool nm runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (_, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
+            if kind != "T" && kind != "t" {
+                return None;
+            }
+            let name = name.split('[').next()?;
+            if name.starts_with("type:")
+                || name.starts_with("type.")
+                || name.starts_with("go:")
+                || name.starts_with("go.")
+            {
+                return None;
+            }
+            let from = name.rfind('/').map_or(0, |i| i + 1);
+            let dot = name[from..].find('.')? + from;
+            Some(name[..dot].replace("%2e", "."))
+        })
+        .collect()
+}
+
+#[cfg_attr(
+    tfmirror_no_go,
+    ignore = "needs go (Debian's golang-go); scripts/test installs it"
+)]
+#[test]
+fn the_packages_a_program_holds_are_those_its_symbol_table_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("go.mod"), "module example.test/web\n\ngo 1.19\n").unwrap();
+    std::fs::write(
+        src.join("main.go"),
+        "package main\n\nimport (\n\t\"net/http\"\n\t\"regexp\"\n)\n\nfunc main() {\n\t_ = regexp.MustCompile(\"a+\")\n\t_ = http.ListenAndServe(\":0\", nil)\n}\n",
+    )
+    .unwrap();
+    for (os, arch) in [
+        ("linux", "amd64"),
+        ("windows", "amd64"),
+        ("darwin", "arm64"),
+        ("linux", "386"),
+    ] {
+        // Unstripped, so that `go tool nm` has a symbol table to read;
+        // the function table is the same either way.
+        let out = dir.path().join(format!("web_{os}_{arch}"));
+        go_build(dir.path(), &src, &out, (os, arch), false);
+        let ours = gobuild::packages(&std::fs::File::open(&out).unwrap())
+            .unwrap()
+            .unwrap_or_else(|| panic!("{os}/{arch}: no function table found"));
+        let nm = nm_packages(&out);
+        let missing: Vec<_> = nm.difference(&ours).collect();
+        assert!(
+            missing.is_empty(),
+            "{os}/{arch}: nm names {missing:?}, not read"
+        );
+        // Packages whose every function was inlined have names in the
+        // table and no symbol; nothing else may be extra.
+        let extra: Vec<_> = ours.difference(&nm).collect();
+        assert!(extra.len() <= 10, "{os}/{arch}: {extra:?}");
+        for package in ["net/http", "regexp", "main"] {
+            assert!(ours.contains(package), "{os}/{arch}: {package}");
+        }
+        assert!(!ours.contains("debug/macho"), "{os}/{arch}");
     }
 }

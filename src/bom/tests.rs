@@ -25,6 +25,8 @@ fn record(build: BuildState) -> BuildRecord {
             name: "terraform-provider-aws_v5.1.0_x5".into(),
             size: 1234,
             build,
+            packages: None,
+            packages_error: None,
         }],
     }
 }
@@ -193,6 +195,6 @@ fn toolchain_versions_read_as_semantic_versions() {
         ("go1.2.3.4", None),
         ("gox", None),
     ] {
-        assert_eq!(go_semver(go).as_deref(), semver, "{go}");
+        assert_eq!(crate::gobuild::go_semver(go).as_deref(), semver, "{go}");
     }
 }

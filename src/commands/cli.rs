@@ -278,4 +278,44 @@ pub enum Command {
         #[command(subcommand)]
         action: policy::PolicyCommand,
     },
+    /// The advisory database: import one (OSV entries), say what is kept,
+    /// show a held provider version's advisories.
+    Advisories {
+        /// What to do.
+        #[command(subcommand)]
+        action: AdvisoriesCommand,
+    },
+}
+
+/// `tfmirror advisories …`.
+#[derive(Debug, Subcommand)]
+pub enum AdvisoriesCommand {
+    /// Keep an advisory database in the store: the Go vulnerability
+    /// database's bulk zip, an osv.dev zip or a directory of OSV entries.
+    Import {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The zip or directory.
+        path: PathBuf,
+    },
+    /// Say which database is kept: its source, entries and date.
+    Status {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+    /// The advisories a held provider version falls under, per platform.
+    Show {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+        /// The provider, as `[hostname/]namespace/type`.
+        source: String,
+        /// The version.
+        version: String,
+    },
 }

@@ -1,10 +1,12 @@
 //! The command line: `tfmirror serve`, `sync`, `watch`, `check`, `lock`,
 //! `export`, `import`, `push-oci`, `inventory`, `check-config`, `check-upstream`,
-//! `ls`, `gc`, `verify`, `approve`, `deny` and `policy ls`.
+//! `ls`, `gc`, `verify`, `approve`, `deny`, `policy ls`, `bom` and
+//! `advisories`.
 
 //!
 //! Each command lives in its own module and prints its own report.
 
+pub mod advisories;
 pub mod bom;
 pub mod bundle;
 pub mod check;
@@ -30,7 +32,7 @@ pub mod store;
 pub mod sync;
 pub mod verify;
 pub mod watch;
-pub use cli::{Cli, Command};
+pub use cli::{AdvisoriesCommand, Cli, Command};
 pub use client_arg::ClientArg;
 
 use std::process::ExitCode;
@@ -175,6 +177,21 @@ pub fn main() -> ExitCode {
         Command::Policy {
             action: policy::PolicyCommand::Ls { config },
         } => logging::load(config.as_deref()).and_then(|c| policy::list(&c)),
+        Command::Advisories { action } => match action {
+            AdvisoriesCommand::Import { config, path } => {
+                logging::load(config.as_deref()).and_then(|c| advisories::import(&c, &path))
+            }
+            AdvisoriesCommand::Status { config } => {
+                logging::load(config.as_deref()).and_then(|c| advisories::status(&c))
+            }
+            AdvisoriesCommand::Show {
+                config,
+                json,
+                source,
+                version,
+            } => logging::load(config.as_deref())
+                .and_then(|c| advisories::show(c, &source, &version, json)),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -26,6 +26,8 @@ pub(super) struct Image<'a> {
     mapped: Vec<Mapped>,
     /// The address the build information is looked for from, if any.
     pub(super) data_start: Option<u64>,
+    /// Where the function table is, or is looked for, in the file.
+    pub(super) pclntab: Option<super::pclntab::Place>,
 }
 
 /// The images of an executable file: one, or one per architecture of a
@@ -89,6 +91,7 @@ impl<'a> Image<'a> {
             base,
             mapped,
             data_start: data_start(&file),
+            pclntab: pclntab_place(&file, base),
         })
     }
 
@@ -148,6 +151,30 @@ fn data_start<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> Option<u64> {
             s.address() != 0 && filesz != 0 && p.writable() && !p.executable()
         })
         .map(|s| s.address())
+}
+
+/// Where the function table is: its own section where the linker made
+/// one (ELF, Mach-O), else a read-only data section to look in (PE, where
+/// the section is not named and stripping removes the symbols that mark
+/// it).
+fn pclntab_place<'d, R: ReadRef<'d>>(
+    file: &object::File<'d, R>,
+    base: u64,
+) -> Option<super::pclntab::Place> {
+    use super::pclntab::Place;
+    let in_file = |section: &object::Section<'d, '_, R>| {
+        let (offset, size) = section.file_range()?;
+        Some((base.checked_add(offset)?, size))
+    };
+    for name in [".gopclntab", "__gopclntab"] {
+        if let Some(section) = file.section_by_name(name) {
+            return in_file(&section).map(|(offset, size)| Place::Section { offset, size });
+        }
+    }
+    [".rdata", ".data.rel.ro", ".text"]
+        .iter()
+        .find_map(|name| file.section_by_name(name).as_ref().and_then(in_file))
+        .map(|(offset, size)| Place::Search { offset, size })
 }
 
 fn damaged(e: impl std::fmt::Display) -> GoBuildError {

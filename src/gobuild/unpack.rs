@@ -2,6 +2,7 @@
 //! release), each taken out into an anonymous temporary file and read
 //! there: the archive is never held in memory, and nothing is left behind.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{Read, Seek};
 use std::path::Path;
@@ -41,6 +42,9 @@ pub struct Executable {
     pub size: u64,
     /// Its build information, or why it could not be read.
     pub build: Result<Found, GoBuildError>,
+    /// The packages it holds code of ([`super::packages`]), read for a Go
+    /// program only; `Ok(None)` where it was not read or holds no table.
+    pub packages: Result<Option<BTreeSet<String>>, GoBuildError>,
 }
 
 /// Reads the build information of each executable of the zip archive
@@ -68,14 +72,28 @@ pub fn executables_in(
             continue;
         }
         let size = member.size();
-        let build = if size > max_size {
-            Err(GoBuildError::Damaged(format!(
-                "{name} unpacks to {size} bytes, more than the {max_size} read"
-            )))
+        let (build, packages) = if size > max_size {
+            let too_big = format!("{name} unpacks to {size} bytes, more than the {max_size} read");
+            (Err(GoBuildError::Damaged(too_big)), Ok(None))
         } else {
-            unpacked(&mut member, scratch, max_size).and_then(|f| read(&f))
+            match unpacked(&mut member, scratch, max_size) {
+                Ok(file) => {
+                    let build = read(&file);
+                    let packages = match build {
+                        Ok(Found::Go(_)) => super::packages(&file),
+                        _ => Ok(None),
+                    };
+                    (build, packages)
+                }
+                Err(e) => (Err(e), Ok(None)),
+            }
         };
-        found.push(Executable { name, size, build });
+        found.push(Executable {
+            name,
+            size,
+            build,
+            packages,
+        });
     }
     Ok(found)
 }

@@ -56,6 +56,15 @@ pub struct ExecutableBuild {
     /// What its build information says.
     #[serde(flatten)]
     pub build: BuildState,
+    /// The import paths of the packages it holds code of, read from its
+    /// function table: whether an advisory's affected packages are in the
+    /// binary. `None` where they were not read (a record made before they
+    /// were, no table found); an advisory's presence is then unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packages: Option<Vec<String>>,
+    /// Why the packages could not be read, where reading them failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packages_error: Option<String>,
 }
 
 /// What an executable's build information says.
@@ -102,6 +111,8 @@ impl BuildRecord {
                     build: BuildState::Unreadable {
                         error: e.to_string(),
                     },
+                    packages: None,
+                    packages_error: None,
                 }],
             };
         BuildRecord {
@@ -136,10 +147,16 @@ fn executable_build(e: gobuild::Executable) -> ExecutableBuild {
             error: e.to_string(),
         },
     };
+    let (packages, packages_error) = match e.packages {
+        Ok(found) => (found.map(|set| set.into_iter().collect()), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     ExecutableBuild {
         name: e.name,
         size: e.size,
         build,
+        packages,
+        packages_error,
     }
 }
 
@@ -227,6 +244,8 @@ mod tests {
                 build: BuildState::Nothing {
                     reason: "no Go build information".into(),
                 },
+                packages: None,
+                packages_error: None,
             }],
         };
         write(&store, &record).await.unwrap();

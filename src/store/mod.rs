@@ -9,6 +9,7 @@
 //! ([`Store::staging_file`]), checked, and then kept
 //! ([`Store::keep_archive`]), which makes it visible whole or not at all.
 
+pub mod advisories;
 pub mod atomic;
 pub mod builds;
 pub mod changes;

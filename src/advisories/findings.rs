@@ -1,0 +1,245 @@
+//! Which advisories an executable falls under, and why, from its build
+//! record.
+//!
+//! - The standard library (`stdlib`) by the toolchain version it was built
+//!   with (`go1.21.3` as `1.21.3`).
+//! - The main module by the version the registry or the release names,
+//!   never by `(devel)`. Where that version's major is 2 or more and the
+//!   module path carries no `/vN` (a provider module that never took one),
+//!   module versions cannot express it: the entry's `custom_ranges` in
+//!   release versions decide where it has them; else the version is read
+//!   as Go would write it (`+incompatible`) against the module ranges.
+//! - Every dependency by its version, or by its replacement's path and
+//!   version where it was replaced (a replacement by a directory has no
+//!   version and matches nothing).
+//!
+//! Advisories that name each other (a GO entry and its GHSA alias) are one
+//! finding per module, with the GO entry's facts and the highest severity
+//! either carries. Presence: where the entry names its packages, whether
+//! the binary's function table holds any of them (for the platform's
+//! `GOOS`/`GOARCH`); tfmirror claims no reachability beyond that.
+
+use serde::{Deserialize, Serialize};
+
+use super::database::{Database, Prepared, Review, Severity};
+use super::range;
+use super::version::{path_major, GoVersion};
+use crate::gobuild::BuildInfo;
+
+/// What one executable is matched by.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// Its build information.
+    pub build: &'a BuildInfo,
+    /// The version the registry or the release names for it.
+    pub release_version: Option<&'a str>,
+    /// The packages it holds code of, sorted; `None` where not read.
+    pub packages: Option<&'a [String]>,
+    /// Its operating system (`linux`).
+    pub goos: &'a str,
+    /// Its architecture (`amd64`).
+    pub goarch: &'a str,
+}
+
+/// Whether the packages an advisory names are in the binary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Presence {
+    /// The binary holds code of these of the named packages.
+    Present {
+        /// Which.
+        packages: Vec<String>,
+    },
+    /// None of the named packages is in the binary (for its platform).
+    NotFound,
+    /// The advisory names no packages.
+    NotNamed,
+    /// The binary's packages were not read.
+    NotRead,
+}
+
+impl Presence {
+    /// In a few words.
+    pub fn describe(&self) -> String {
+        match self {
+            Presence::Present { packages } => format!("present: {}", packages.join(", ")),
+            Presence::NotFound => "not found in the binary".into(),
+            Presence::NotNamed => "the advisory names no packages".into(),
+            Presence::NotRead => "the binary's packages were not read".into(),
+        }
+    }
+}
+
+/// One advisory an executable falls under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The advisory's ID (the Go database's where it has one).
+    pub id: String,
+    /// Its other IDs, merged advisories' included.
+    pub aliases: Vec<String>,
+    /// One line.
+    pub summary: String,
+    /// The module matched (`stdlib` for the standard library).
+    pub module: String,
+    /// The version found (the toolchain's for `stdlib`).
+    pub found: String,
+    /// The least fixed version above it, where one is known.
+    pub fixed: Option<String>,
+    /// The highest severity the data rates it, where any does.
+    pub severity: Option<Severity>,
+    /// Whether it was reviewed.
+    pub review: Review,
+    /// Whether the affected packages are in the binary.
+    pub presence: Presence,
+    /// How it matched.
+    pub matched_by: String,
+    /// Its page at its database.
+    pub url: String,
+}
+
+/// Every finding of one executable, most severe first, then by ID.
+pub fn findings(db: &Database, subject: &Subject<'_>) -> Vec<Finding> {
+    let build = subject.build;
+    let mut found: Vec<(usize, Finding)> = Vec::new();
+    let mut check = |module: &str, version: &GoVersion, shown: &str, custom: bool, how: &str| {
+        for p in db.by_module.get(module).into_iter().flatten() {
+            let ranges = if custom && !p.custom_ranges.is_empty() {
+                &p.custom_ranges
+            } else {
+                &p.ranges
+            };
+            let in_range = ranges.iter().any(|r| range::contains(r, version));
+            let named = !custom && p.versions.contains(version);
+            if !in_range && !named {
+                continue;
+            }
+            let fixed = ranges
+                .iter()
+                .filter(|r| range::contains(r, version))
+                .find_map(|r| range::fixed_after(r, version));
+            let how = if custom && !p.custom_ranges.is_empty() {
+                format!("{how} (the advisory's release-version ranges)")
+            } else {
+                how.to_string()
+            };
+            found.push((
+                db.group[p.advisory],
+                finding(db, p, subject, module, shown, fixed, how),
+            ));
+        }
+    };
+    if let Some(v) = GoVersion::toolchain(&build.go_version) {
+        check("stdlib", &v, &build.go_version, false, "toolchain version");
+    }
+    if let Some(main) = build.main.as_ref().filter(|m| !m.path.is_empty()) {
+        match subject.release_version {
+            Some(release) => {
+                if let Some(v) = GoVersion::parse(release) {
+                    let carried = path_major(&main.path).unwrap_or(1);
+                    let custom = v.major() >= 2 && v.major() != carried;
+                    check(&main.path, &v, release, custom, "release version");
+                }
+            }
+            None => {
+                if let Some(v) = GoVersion::parse(&main.version) {
+                    check(&main.path, &v, &main.version, false, "module version");
+                }
+            }
+        }
+    }
+    for dep in &build.deps {
+        let (module, how) = match dep.replace.as_deref() {
+            Some(r) => (r, "replacement's version"),
+            None => (dep, "module version"),
+        };
+        if let Some(v) = GoVersion::parse(&module.version) {
+            check(&module.path, &v, &module.version, false, how);
+        }
+    }
+    merge(found)
+}
+
+/// One finding, before merging.
+fn finding(
+    db: &Database,
+    p: &Prepared,
+    subject: &Subject<'_>,
+    module: &str,
+    shown: &str,
+    fixed: Option<String>,
+    matched_by: String,
+) -> Finding {
+    let advisory = &db.stored.advisories[p.advisory];
+    let affected = &advisory.affected[p.affected];
+    let applies = |list: &[String], mine: &str| list.is_empty() || list.iter().any(|x| x == mine);
+    let named: Vec<&str> = affected
+        .imports
+        .iter()
+        .filter(|i| applies(&i.goos, subject.goos) && applies(&i.goarch, subject.goarch))
+        .map(|i| i.path.as_str())
+        .collect();
+    let presence = if affected.imports.is_empty() {
+        Presence::NotNamed
+    } else if let Some(held) = subject.packages {
+        let present: Vec<String> = named
+            .iter()
+            .filter(|path| held.binary_search_by(|h| h.as_str().cmp(path)).is_ok())
+            .map(|path| (*path).to_string())
+            .collect();
+        if present.is_empty() {
+            Presence::NotFound
+        } else {
+            Presence::Present { packages: present }
+        }
+    } else {
+        Presence::NotRead
+    };
+    Finding {
+        id: advisory.id.clone(),
+        aliases: advisory.aliases.clone(),
+        summary: advisory.summary.clone(),
+        module: module.to_string(),
+        found: shown.to_string(),
+        fixed,
+        severity: advisory.severity,
+        review: advisory.review,
+        presence,
+        matched_by,
+        url: advisory.url.clone(),
+    }
+}
+
+/// One finding per advisory group and module: the Go database's entry
+/// speaks (it names packages and is reviewed or not by the Go team), with
+/// every ID of the group and the highest severity any rates.
+fn merge(found: Vec<(usize, Finding)>) -> Vec<Finding> {
+    let mut merged: Vec<(usize, Finding)> = Vec::new();
+    for (group, f) in found {
+        let Some((_, kept)) = merged
+            .iter_mut()
+            .find(|(g, k)| *g == group && k.module == f.module)
+        else {
+            merged.push((group, f));
+            continue;
+        };
+        let (mut first, second) = if f.id.starts_with("GO-") && !kept.id.starts_with("GO-") {
+            (f, kept.clone())
+        } else {
+            (kept.clone(), f)
+        };
+        first.severity = first.severity.max(second.severity);
+        first.fixed = first.fixed.or(second.fixed);
+        for alias in std::iter::once(second.id).chain(second.aliases) {
+            if alias != first.id && !first.aliases.contains(&alias) {
+                first.aliases.push(alias);
+            }
+        }
+        if first.presence == Presence::NotNamed {
+            first.presence = second.presence;
+        }
+        *kept = first;
+    }
+    let mut out: Vec<Finding> = merged.into_iter().map(|(_, f)| f).collect();
+    out.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.id.cmp(&b.id)));
+    out
+}
