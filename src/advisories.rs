@@ -29,6 +29,10 @@ use serde::Serialize;
 pub use database::{Database, Severity};
 pub use findings::{findings, Finding, Presence, Subject};
 
+/// The worst severities a version's advisories can come to, worst
+/// first: `unrated` where the database rates none of them.
+pub const WORST: [&str; 5] = ["critical", "high", "moderate", "low", "unrated"];
+
 /// What a version's findings come to across its platforms.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
@@ -51,6 +55,15 @@ pub struct PlatformFinding {
 }
 
 impl Summary {
+    /// Its worst advisory's severity as [`WORST`] names it; `None` when it
+    /// has none.
+    pub fn worst_name(&self) -> Option<&'static str> {
+        if self.count == 0 {
+            return None;
+        }
+        Some(self.worst.map_or("unrated", Severity::as_str))
+    }
+
     /// The summary of per-platform findings.
     pub fn of(per_platform: &BTreeMap<String, Vec<Finding>>) -> Summary {
         let mut advisories: Vec<PlatformFinding> = Vec::new();

@@ -144,12 +144,16 @@ impl Daemon {
             let mirror = app.mirror.clone();
             let walking = mirror.index_walking();
             tokio::spawn(async move {
-                tokio::join!(mirror.keep_index(), async {
-                    if walking {
-                        mirror.index_built().await;
-                        give_back_start_up_memory();
+                tokio::join!(
+                    mirror.keep_index(),
+                    mirror.clone().keep_advisory_census(),
+                    async {
+                        if walking {
+                            mirror.index_built().await;
+                            give_back_start_up_memory();
+                        }
                     }
-                });
+                );
             })
         };
         ready();

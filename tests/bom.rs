@@ -16,6 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::daemon::{config_file, run_tfmirror};
+use common::pages::form;
 use common::*;
 use http::StatusCode;
 
@@ -266,6 +267,21 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
             std::fs::copy(e.path(), entries.join(e.file_name())).unwrap();
         }
     }
+    // One entry written here, not taken from a database: details and a
+    // summary as hostile as anyone could publish them.
+    std::fs::write(
+        entries.join("GO-9999-0001.json"),
+        serde_json::to_vec(&serde_json::json!({
+            "id": "GO-9999-0001",
+            "summary": "<b>bold</b> claims",
+            "details": "Read <script>alert(1)</script> this.\n\n![x](https://evil.example/pixel.png)\n\n[more](javascript:alert(2))",
+            "affected": [{"package": {"ecosystem": "Go", "name": "example.com/hostile"},
+                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}]}]}],
+            "database_specific": {"url": "javascript:alert(3)"}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
     let imported = run_tfmirror(
         setup.dir.path(),
         &[
@@ -279,7 +295,7 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     .await;
     assert!(imported.ok, "{}", imported.stderr);
     assert!(
-        imported.stdout.contains("17 advisories"),
+        imported.stdout.contains("18 advisories"),
         "{}",
         imported.stdout
     );
@@ -332,6 +348,155 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     for a in summary["advisories"].as_array().unwrap() {
         assert_eq!(a["platforms"], serde_json::json!(["linux_amd64"]));
     }
+
+    let listed = run_tfmirror(
+        setup.dir.path(),
+        &["ls", "--json", "--config", config.to_str().unwrap()],
+    )
+    .await;
+    let listed: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(
+        listed[0]["advisories"],
+        serde_json::json!({"count": 8, "worst": "high"})
+    );
+    let table = run_tfmirror(
+        setup.dir.path(),
+        &["ls", "--config", config.to_str().unwrap()],
+    )
+    .await;
+    assert!(
+        table
+            .stdout
+            .contains("advisories: 1 of 1 archives fall under known advisories (worst: high 1)"),
+        "{}",
+        table.stdout
+    );
+
+    // The running daemon reads the import from the store within seconds,
+    // and the provider's page says the same, each finding linked.
+    let page_json = m.url("/-/api/providers/registry.origin.test/acme/tfcli");
+    wait_until_answered(
+        "the daemon to read the imported database",
+        Duration::from_secs(30),
+        || async { c.get(&page_json).await.json()["versions"][0]["advisories"]["count"] == 8 },
+    )
+    .await;
+    let page = c.get(&page_json).await.json();
+    assert_eq!(
+        page["versions"][0]["advisories"]["advisories"],
+        summary["advisories"]
+    );
+    let metrics = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
+    assert!(
+        metrics.contains("tfmirror_advisory_database_entries 18\n"),
+        "{metrics}"
+    );
+    // The daemon counts what it holds against the database.
+    wait_until_answered(
+        "the held versions to be counted",
+        Duration::from_secs(60),
+        || async {
+            let text = c.get(&m.url("/metrics")).await.body;
+            String::from_utf8_lossy(&text)
+                .contains("tfmirror_advisory_affected_versions{worst=\"high\"} 1\n")
+        },
+    )
+    .await;
+    let status = c.get(&m.url("/-/api/status")).await.json();
+    assert!(
+        status["advisories"]
+            .as_str()
+            .unwrap()
+            .ends_with("1 of 1 provider versions held fall under known advisories (worst: high 1)"),
+        "{}",
+        status["advisories"]
+    );
+    // The newest entry that carries a real time is GitHub's.
+    assert!(
+        metrics.contains("tfmirror_advisory_database_updated_timestamp_seconds 1711164624\n"),
+        "{metrics}"
+    );
+    assert!(page["advisory_database"]
+        .as_str()
+        .unwrap()
+        .contains("18 advisories"));
+    let html = c
+        .get(&m.url("/-/providers/registry.origin.test/acme/tfcli"))
+        .await;
+    let html = String::from_utf8_lossy(&html.body).into_owned();
+    assert!(html.contains("8 known, the worst rated high"), "{html}");
+    assert!(html.contains(r#"<a href="/-/advisories/GO-2023-2102">GO-2023-2102</a>"#));
+    assert!(html.contains("not found in the binary"));
+    // An advisory's page, also by an alias; its details sanitised.
+    let by_alias = c
+        .get(&m.url("/-/api/advisories/CVE-2023-39325"))
+        .await
+        .json();
+    assert_eq!(by_alias["id"], "GO-2023-2102");
+    let hostile = c.get(&m.url("/-/advisories/GO-9999-0001")).await;
+    assert_eq!(hostile.status, StatusCode::OK);
+    let hostile = String::from_utf8_lossy(&hostile.body).into_owned();
+    assert!(hostile.contains("&#60;b&#62;bold&#60;/b&#62;"), "{hostile}");
+    for bad in ["<script", "<img", "javascript:", "<b>"] {
+        assert!(!hostile.contains(bad), "{bad} in {hostile}");
+    }
+    assert!(
+        hostile.contains(r#"href="https://evil.example/pixel.png""#),
+        "an image is a link"
+    );
+    let unknown = c.get(&m.url("/-/advisories/GO-0000-0000")).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    let bad_id = c.get(&m.url("/-/advisories/GO%2F1")).await;
+    assert_eq!(bad_id.status, StatusCode::BAD_REQUEST);
+
+    // `check --from` on a lock file that needs the package names its
+    // advisories beside it; so does "Will it install?".
+    let lock = format!(
+        "provider \"registry.origin.test/acme/tfcli\" {{\n  version = \"1.0.3\"\n  hashes = [\"zh:{}\"]\n}}\n",
+        sha256_hex(&archive)
+    );
+    let lock_file = setup.dir.path().join(".terraform.lock.hcl");
+    std::fs::write(&lock_file, &lock).unwrap();
+    let checked = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "check",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            "--platform",
+            "linux_amd64",
+            "--from",
+            lock_file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(checked.ok, "{}\n{}", checked.stdout, checked.stderr);
+    let checked: serde_json::Value = serde_json::from_str(&checked.stdout).unwrap();
+    let item = &checked["configurations"][0]["items"][0];
+    assert_eq!(item["status"], "held", "{checked}");
+    let mut named: Vec<&str> = item["advisories"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no advisories in {item}"))
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    named.sort_unstable();
+    assert_eq!(named, ids);
+    let body = form(&[("lock", &lock), ("platforms", "linux_amd64")]);
+    let headers = [("content-type", "application/x-www-form-urlencoded")];
+    let web = c.post(&m.url("/-/api/check"), &headers, body).await;
+    assert_eq!(
+        web.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&web.body)
+    );
+    let web = web.json();
+    assert_eq!(
+        web["verdict"]["items"][0]["advisories"], item["advisories"],
+        "the page names what the command names"
+    );
 
     let refused = run_tfmirror(
         setup.dir.path(),

@@ -11,11 +11,13 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+mod advisory;
 mod module;
 pub mod oci;
 mod plain;
 mod release;
 
+pub use advisory::AdvisoryId;
 pub use module::{Module, ModuleName, ModuleNamespace, ModuleSystem};
 pub use release::{ArtifactName, Product, ReleaseFile};
 

@@ -132,10 +132,11 @@ async fn findings_of(
     version: &Version,
 ) -> anyhow::Result<BTreeMap<String, Vec<Finding>>> {
     let db = mirror
-        .advisory_database()
+        .advisories()
         .await
-        .map_err(|e| anyhow::anyhow!(e))?
-        .context("no advisory database is kept; import one with `tfmirror advisories import`")?;
+        .db
+        .clone()
+        .context("no advisory database is kept (or it does not read); import one with `tfmirror advisories import`")?;
     let record = mirror
         .stored_record(provider, version)
         .await

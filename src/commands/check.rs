@@ -50,6 +50,9 @@ struct Verdict<'a> {
     /// How it was read, or why it could not be.
     read: Result<Selection, String>,
     report: Report,
+    /// The known advisories of each held provider package, by its
+    /// item's place in the report; empty without an advisory database.
+    advisories: std::collections::BTreeMap<usize, Vec<crate::advisories::Finding>>,
 }
 
 impl Verdict<'_> {
@@ -79,7 +82,11 @@ impl Verdict<'_> {
                         "files": tests.files,
                     });
                 }
-                out["items"] = serde_json::to_value(&self.report.items).unwrap_or_default();
+                let mut items = serde_json::to_value(&self.report.items).unwrap_or_default();
+                for (i, found) in &self.advisories {
+                    items[*i]["advisories"] = serde_json::to_value(found).unwrap_or_default();
+                }
+                out["items"] = items;
             }
         }
         out
@@ -105,8 +112,23 @@ impl Verdict<'_> {
             };
             println!("  test files: {files} ({})", tests.rule);
         }
-        for item in &self.report.items {
+        for (i, item) in self.report.items.iter().enumerate() {
             println!("  {item}");
+            for f in self.advisories.get(&i).into_iter().flatten() {
+                println!(
+                    "           advisory {} [{}] {} {}{}; {}: {}",
+                    f.id,
+                    f.severity
+                        .map_or("unrated", crate::advisories::Severity::as_str),
+                    f.module,
+                    f.found,
+                    f.fixed
+                        .as_ref()
+                        .map_or(String::new(), |x| format!(" (fixed in {x})")),
+                    f.presence.describe(),
+                    f.summary
+                );
+            }
         }
         let (held, missing, mismatched) = self.report.counts();
         if selection.needs_nothing() && selection.refused.is_empty() {
@@ -136,6 +158,7 @@ pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
             read: crate::site::selection::from_directory(path, &platforms, &options)
                 .map_err(|e| format!("{e:#}")),
             report: Report::default(),
+            advisories: std::collections::BTreeMap::new(),
         })
         .collect();
     if args.fetch && config.upstream.offline {
@@ -161,10 +184,11 @@ pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
             }
             mirror.close().await;
         }
-        let mirror = Mirror::beside_daemon(offline).await?;
+        let mirror = Arc::new(Mirror::beside_daemon(offline).await?);
         for verdict in &mut verdicts {
             if let Ok(selection) = &verdict.read {
                 readiness::check(&mirror, selection, &mut verdict.report).await;
+                verdict.advisories = readiness::advisories(&mirror, &verdict.report).await;
             }
         }
         anyhow::Ok(())

@@ -24,11 +24,67 @@ struct ListedArchive<'a> {
     verification: &'static str,
     /// The key that signed its SHA256SUMS; empty when keyless.
     signed_by: String,
+    /// Its known advisories, where a database is kept and its build
+    /// record read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    advisories: Option<Advisories>,
+}
+
+/// An archive's known advisories, in short.
+#[derive(serde::Serialize, Clone)]
+struct Advisories {
+    /// How many.
+    count: usize,
+    /// The worst's severity (`unrated` where none is rated); none when
+    /// there are none.
+    worst: Option<&'static str>,
+}
+
+impl std::fmt::Display for Advisories {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.worst {
+            None => f.write_str("none"),
+            Some(worst) => write!(f, "{} ({worst})", self.count),
+        }
+    }
+}
+
+/// Each archive's known advisories, from its build record and the kept
+/// database; empty when no database is kept.
+async fn advisories_of(
+    store: &dyn crate::store::Store,
+    archives: &[crate::store::CachedArchive],
+) -> anyhow::Result<Option<Vec<Option<Advisories>>>> {
+    use crate::store::{advisories, builds};
+    let Some(current) = advisories::current(store).await? else {
+        return Ok(None);
+    };
+    let Some(stored) = advisories::database(store, &current).await? else {
+        return Ok(None);
+    };
+    let db = crate::advisories::Database::new(stored);
+    let mut out = Vec::with_capacity(archives.len());
+    for a in archives {
+        let key = crate::address::ArchiveKey::new(&a.provider, &a.version, &a.platform);
+        let summary = builds::read(store, &key)
+            .await
+            .ok()
+            .flatten()
+            .map(|record| {
+                let per_platform = BTreeMap::from([(a.platform.to_string(), record.findings(&db))]);
+                crate::advisories::Summary::of(&per_platform)
+            });
+        out.push(summary.map(|s| Advisories {
+            count: s.count,
+            worst: s.worst_name(),
+        }));
+    }
+    Ok(Some(out))
 }
 
 /// `tfmirror ls`.
 pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
-    let (archives, labels) = super::runtime()?.block_on(async {
+    let (archives, labels, advisories) = super::runtime()?.block_on(async {
         let store = crate::store::open(config, false).await?;
         let archives = store
             .list_archives()
@@ -47,8 +103,10 @@ pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
             };
             labels.insert(key, label);
         }
-        anyhow::Ok((archives, labels))
+        let advisories = advisories_of(store.as_ref(), &archives).await?;
+        anyhow::Ok((archives, labels, advisories))
     })?;
+    let advisory = |i: usize| advisories.as_ref().and_then(|a| a[i].clone());
     let label = |a: &crate::store::CachedArchive| {
         labels
             .get(&(a.provider.clone(), a.version.clone()))
@@ -58,12 +116,14 @@ pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
     if json {
         let listed: Vec<ListedArchive<'_>> = archives
             .iter()
-            .map(|archive| {
+            .enumerate()
+            .map(|(i, archive)| {
                 let (verification, signed_by) = label(archive);
                 ListedArchive {
                     archive,
                     verification,
                     signed_by,
+                    advisories: advisory(i),
                 }
             })
             .collect();
@@ -115,6 +175,24 @@ pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
             String::new()
         }
     );
+    if let Some(found) = &advisories {
+        let affected: Vec<&Advisories> = found.iter().flatten().filter(|a| a.count > 0).collect();
+        let worst: Vec<String> = crate::advisories::WORST
+            .iter()
+            .filter_map(|w| {
+                let n = affected.iter().filter(|a| a.worst == Some(*w)).count();
+                (n > 0).then(|| format!("{w} {n}"))
+            })
+            .collect();
+        let unread = found.iter().filter(|a| a.is_none()).count();
+        println!(
+            "advisories: {} of {} archives fall under known advisories{}{}; `tfmirror advisories show` names them",
+            affected.len(),
+            archives.len(),
+            if worst.is_empty() { String::new() } else { format!(" (worst: {})", worst.join(", ")) },
+            if unread > 0 { format!(", {unread} not yet read") } else { String::new() }
+        );
+    }
     Ok(())
 }
 

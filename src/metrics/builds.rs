@@ -1,6 +1,9 @@
 //! Build records: how the Go build information of each stored archive
-//! read, once it was kept.
+//! read, once it was kept; and the advisory database matched against them.
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::labels::OutcomeLabels;
@@ -16,9 +19,60 @@ pub(super) fn register(registry: &mut Registry, m: &Metrics) {
         "Build records made for stored archives, by outcome: go (a Go program's build information), nothing (none in the executable), unreadable (damaged), failed (the archive could not be read or the record kept; read again when next asked for)",
         m.build_records.clone(),
     );
+    registry.register(
+        "advisory_database_entries",
+        "Advisories in the advisory database this instance last read (0 while none is imported)",
+        m.advisory.entries.clone(),
+    );
+    registry.register(
+        "advisory_database_updated_timestamp_seconds",
+        "When the advisory database was last brought up to date: its newest entry's modified time, or, where its entries carry none, when it was imported (0 while none is imported); what TfmirrorAdvisoryDatabaseStale watches",
+        m.advisory.updated.clone(),
+    );
+    registry.register(
+        "advisory_affected_versions",
+        "Provider versions held that fall under a known advisory, by their worst advisory's severity (critical, high, moderate, low; unrated where the database rates none); counted again when the database changes or an archive arrives",
+        m.advisory.affected.clone(),
+    );
+    for worst in crate::advisories::WORST {
+        let _ = m.advisory.affected.get_or_create(&WorstLabels { worst });
+    }
+}
+
+/// The advisory database's gauges.
+#[derive(Debug, Default)]
+pub(super) struct AdvisoryMetrics {
+    entries: Gauge,
+    updated: Gauge,
+    affected: Family<WorstLabels, Gauge>,
+}
+
+/// An affected version's worst advisory.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorstLabels {
+    worst: &'static str,
 }
 
 impl Metrics {
+    /// Notes the advisory database read: its size and how up to date it is.
+    pub fn advisory_database(&self, source: &crate::advisories::database::Source) {
+        self.advisory
+            .entries
+            .set(i64::try_from(source.entries).unwrap_or(i64::MAX));
+        self.advisory.updated.set(updated_seconds(source));
+    }
+
+    /// Notes how many held versions fall under advisories, by the worst.
+    pub fn advisory_affected(&self, by_worst: &std::collections::BTreeMap<String, usize>) {
+        for worst in crate::advisories::WORST {
+            let n = by_worst.get(worst).copied().unwrap_or(0);
+            self.advisory
+                .affected
+                .get_or_create(&WorstLabels { worst })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+
     /// Counts one build record made, or one that failed: `go`, `nothing`,
     /// `unreadable` or `failed`.
     pub fn build_recorded(&self, outcome: &'static str) {
@@ -26,4 +80,17 @@ impl Metrics {
             .get_or_create(&OutcomeLabels { outcome })
             .inc();
     }
+}
+
+/// The newest entry's modified time in seconds since the Unix epoch, or
+/// the import's time where no entry carries a real one (the Go database's
+/// repository writes the zero time; its server fills them in).
+fn updated_seconds(source: &crate::advisories::database::Source) -> i64 {
+    let imported = i64::try_from(source.imported_at_ms / 1000).unwrap_or(i64::MAX);
+    humantime::parse_rfc3339_weak(&source.newest_modified)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_secs()).ok())
+        .filter(|s| *s > 0)
+        .unwrap_or(imported)
 }

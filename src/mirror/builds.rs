@@ -154,53 +154,9 @@ impl Mirror {
 }
 
 impl Mirror {
-    /// The advisory database kept in the store, indexed; `None` when none
-    /// was imported, or while the kept one is being replaced.
-    pub async fn advisory_database(
-        &self,
-    ) -> Result<Option<crate::advisories::Database>, RequestError> {
-        use crate::store::advisories;
-        let failed = |e: StoreError| self.store_failed("reading the advisory database", &e);
-        let Some(current) = advisories::current(self.store.as_ref())
-            .await
-            .map_err(failed)?
-        else {
-            return Ok(None);
-        };
-        let stored = advisories::database(self.store.as_ref(), &current)
-            .await
-            .map_err(failed)?;
-        Ok(stored.map(crate::advisories::Database::new))
-    }
-
-    /// The advisories a held package falls under, from its build record
-    /// (made now where missing); `None` when the store holds neither.
-    pub async fn package_findings(
-        self: &Arc<Self>,
-        db: &crate::advisories::Database,
-        key: &ArchiveKey,
-    ) -> Result<Option<Vec<crate::advisories::Finding>>, RequestError> {
-        let Some(record) = self.build_record(key).await? else {
-            return Ok(None);
-        };
-        let found = record
-            .executables
-            .iter()
-            .filter_map(|exe| match &exe.build {
-                builds::BuildState::Go { build } => Some(crate::advisories::findings(
-                    db,
-                    &crate::advisories::Subject {
-                        build,
-                        release_version: Some(key.version.as_str()),
-                        packages: exe.packages.as_deref(),
-                        goos: key.platform.os(),
-                        goarch: key.platform.arch(),
-                    },
-                )),
-                _ => None,
-            })
-            .flatten()
-            .collect();
-        Ok(Some(found))
+    /// Records a failed store write and gives the answer for the request
+    /// that needed it.
+    pub(crate) fn store_failed(&self, what: &str, e: &StoreError) -> RequestError {
+        self.health.failed(what, e).into()
     }
 }

@@ -8,6 +8,7 @@
 //! - [`facade`]: the provider registry protocol in front of the cache;
 //! - [`archive`]: archives, downloaded once and streamed to clients, also
 //!   while they arrive; `builds`: what their Go build information says;
+//!   `advisories`: the advisory database and what held versions fall under;
 //! - [`residency`]: which archives are being read, their last use, and
 //!   what to evict when the cache outgrows `cache.max_size`;
 //! - `eviction`: removing what residency gave up from the store, each
@@ -29,6 +30,7 @@
 //! the in-memory caches loads a missing entry once, however many requests
 //! wait for it.
 
+mod advisories;
 pub mod archive;
 mod builds;
 pub mod documents;
@@ -176,6 +178,8 @@ pub struct Mirror {
     releases: crate::releases::state::ReleaseState,
     /// Keyless versions' pins and the answers that differed from them.
     keyless: keyless::KeylessState,
+    /// The advisory database as last read, and versions' summaries.
+    advisories: advisories::AdvisoryState,
     /// Which version each OCI digest answered belongs to.
     oci: oci::OciState,
 }
@@ -278,6 +282,7 @@ impl Mirror {
         let releases = crate::releases::state::ReleaseState::new(&config.releases)?;
         Ok(Mirror {
             keyless: keyless::KeylessState::new(keyless),
+            advisories: advisories::AdvisoryState::new(),
             oci: oci::OciState::new(),
             releases,
             modules: module_proxy::ModuleState::new(fetcher, pins),
@@ -490,11 +495,5 @@ impl Mirror {
         } else {
             Err(RequestError::HostNotAllowed(host.to_string()))
         }
-    }
-
-    /// Records a failed store write and gives the answer for the request
-    /// that needed it.
-    pub(crate) fn store_failed(&self, what: &str, e: &crate::store::StoreError) -> RequestError {
-        self.health.failed(what, e).into()
     }
 }

@@ -33,6 +33,12 @@ impl<T> Refreshed<T> {
         (loaded.elapsed() < self.lifetime).then(|| value.clone())
     }
 
+    /// The held copy, however old: what a load may keep parts of.
+    pub(super) fn last(&self) -> Option<Arc<T>> {
+        let held = self.held.read().unwrap_or_else(PoisonError::into_inner);
+        held.as_ref().map(|(_, value)| value.clone())
+    }
+
     /// Holds `value` from now, as if it had just been loaded (a change
     /// this instance made itself).
     pub(super) fn set(&self, value: Arc<T>) {

@@ -22,6 +22,8 @@ use crate::error::RequestError;
 use crate::mirror::Mirror;
 use crate::policy::Subject;
 
+pub use advisories::advisories;
+
 /// One thing a configuration needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Needed {
@@ -418,6 +420,7 @@ async fn provider_version(
     }
 }
 
+mod advisories;
 mod configured;
 mod registry_modules;
 mod why;

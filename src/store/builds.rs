@@ -138,6 +138,30 @@ impl BuildRecord {
     }
 }
 
+impl BuildRecord {
+    /// The advisories its executables fall under in `db`, the main
+    /// module matched by the record's own version.
+    pub fn findings(&self, db: &crate::advisories::Database) -> Vec<crate::advisories::Finding> {
+        self.executables
+            .iter()
+            .filter_map(|exe| match &exe.build {
+                BuildState::Go { build } => Some(crate::advisories::findings(
+                    db,
+                    &crate::advisories::Subject {
+                        build,
+                        release_version: Some(self.version.as_str()),
+                        packages: exe.packages.as_deref(),
+                        goos: self.platform.os(),
+                        goarch: self.platform.arch(),
+                    },
+                )),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+}
+
 /// An executable's record entry.
 fn executable_build(e: gobuild::Executable) -> ExecutableBuild {
     let build = match e.build {

@@ -62,6 +62,8 @@ pub struct Row {
     pub text: String,
     /// The item, as `tfmirror check --json` gives it.
     pub item: readiness::Item,
+    /// The known advisories of a held provider package.
+    pub advisories: Vec<crate::advisories::Finding>,
 }
 
 #[derive(Template)]
@@ -94,7 +96,13 @@ pub async fn page(
         let mut report = Report::default();
         crate::mirror::Mirror::held_only(readiness::check(site.mirror, &selection, &mut report))
             .await;
-        page.verdict = Some(verdict(&report, &selection));
+        let mut made = verdict(&report, &selection);
+        for (i, found) in readiness::advisories(site.mirror, &report).await {
+            if let Some(row) = made.items.get_mut(i) {
+                row.advisories = found;
+            }
+        }
+        page.verdict = Some(made);
     }
     if req.route.json {
         if page.verdict.is_none() {
@@ -288,6 +296,7 @@ fn verdict(report: &Report, selection: &Selection) -> Verdict {
                 },
                 text: item.to_string(),
                 item: item.clone(),
+                advisories: Vec::new(),
             })
             .collect(),
     }

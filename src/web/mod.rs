@@ -19,6 +19,7 @@ use crate::error::RequestError;
 use crate::mirror::Mirror;
 use crate::site::watch::Watch;
 
+mod advisory;
 pub mod answer;
 mod assets;
 mod bom;
@@ -162,6 +163,7 @@ async fn page(
         Page::Search => Ok(search::page(site, req, layout)),
         Page::Provider(provider) => provider::page(site, req, layout, provider).await,
         Page::Bom(key) => bom::page(site, key).await,
+        Page::Advisory(id) => advisory::page(site, req, layout, id).await,
         Page::Module(module) => module::page(site, req, layout, module),
         Page::ModuleVersion(module, version) => {
             module::version_page(site, req, layout, module, version).await

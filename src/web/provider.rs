@@ -50,6 +50,9 @@ pub struct ProviderPage {
     pub not_held_count: usize,
     /// What fetching a version not held takes.
     pub fetching: String,
+    /// The advisory database the versions were matched against, in a
+    /// line; none when no database is imported.
+    pub advisory_database: Option<String>,
 }
 
 /// One version held.
@@ -83,6 +86,9 @@ pub struct VersionView {
     pub hashes: Vec<String>,
     /// The lock file block for every platform held.
     pub lock: String,
+    /// The known advisories it falls under, platform by platform; none
+    /// when no advisory database is imported.
+    pub advisories: Option<crate::advisories::Summary>,
 }
 
 #[derive(Template)]
@@ -144,6 +150,8 @@ pub async fn page(
             .map(ToString::to_string)
             .collect(),
         fetching: fetching(site, provider),
+        advisory_database: (site.mirror.advisories().await.current.as_ref())
+            .map(|c| super::advisory::describe(&c.source)),
     };
     if req.route.json {
         return Ok(PageAnswer::json(&data));
@@ -202,7 +210,17 @@ async fn view(
         }
         None => (Vec::new(), String::new()),
     };
+    let held_platforms: Vec<crate::address::Platform> = platforms
+        .iter()
+        .filter_map(|p| crate::address::Platform::parse(p).ok())
+        .collect();
+    let advisories = site
+        .mirror
+        .version_advisories(provider, version, &held_platforms)
+        .await
+        .map(|(_, summary)| summary);
     VersionView {
+        advisories,
         version: version.to_string(),
         platforms: platforms.to_vec(),
         boms: platforms

@@ -6,8 +6,8 @@
 use percent_encoding::percent_decode_str;
 
 use crate::address::{
-    ArchiveKey, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace, Platform,
-    Provider, ProviderType, Version,
+    AdvisoryId, ArchiveKey, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace,
+    Platform, Provider, ProviderType, Version,
 };
 use crate::error::RequestError;
 
@@ -48,6 +48,8 @@ pub enum Page {
     /// `/-/api/providers/:hostname/:namespace/:type/:version/:os_arch/cyclonedx.json`:
     /// a held package's bill of materials (JSON only).
     Bom(ArchiveKey),
+    /// `/-/advisories/:id`: one advisory of the imported database.
+    Advisory(AdvisoryId),
     /// `/-/assets/:name`: the pages' style sheet.
     Asset(&'static str),
 }
@@ -131,6 +133,7 @@ pub fn parse(raw_path: &str) -> Result<PageRoute, RequestError> {
             Version::parse(version)?,
         ),
         ["assets", "style.css"] if !json => Page::Asset("style.css"),
+        ["advisories", id] => Page::Advisory(AdvisoryId::parse(id)?),
         ["providers", host, namespace, kind] => Page::Provider(Provider {
             hostname: Hostname::parse(host)?,
             namespace: Namespace::parse(namespace)?,
@@ -174,6 +177,12 @@ pub fn provider_path(provider: &Provider) -> String {
         "/-/providers/{}/{}/{}",
         provider.hostname, provider.namespace, provider.kind
     )
+}
+
+/// The path of an advisory's page.
+/// (IDs hold no character a path needs escaped: [`AdvisoryId`].)
+pub fn advisory_path(id: &str) -> String {
+    format!("/-/advisories/{id}")
 }
 
 /// The path of a held package's bill of materials.

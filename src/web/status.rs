@@ -56,6 +56,9 @@ pub struct Status {
     /// The CLI releases held, each with how many of its files
     /// (`Terraform 1.0.3 (1 file)`).
     pub releases_held: Vec<String>,
+    /// The advisory database and what the held versions come to against
+    /// it, in a line; none before a database is read.
+    pub advisories: Option<String>,
 }
 
 /// The cache's figures.
@@ -239,6 +242,7 @@ fn status(site: Site<'_>, req: &PageRequest<'_>, wanted: usize) -> Status {
         keyless: keyless(site),
         watch: watch(site),
         recipes: recipes(site, req),
+        advisories: advisories_line(mirror),
         releases_held: (mirror.held_releases().into_iter())
             .map(|((product, version), files)| {
                 let plural = if files == 1 { "" } else { "s" };
@@ -405,4 +409,34 @@ fn watch(site: Site<'_>) -> WatchView {
 /// A time, RFC 3339 to the second.
 fn at(ms: u64) -> String {
     humantime::format_rfc3339_seconds(crate::clock::from_unix_ms(ms)).to_string()
+}
+
+/// The advisory database and the census, in a line.
+fn advisories_line(mirror: &crate::mirror::Mirror) -> Option<String> {
+    let held = mirror.advisories_now()?;
+    let Some(current) = &held.current else {
+        return Some("no advisory database is imported (tfmirror advisories import)".into());
+    };
+    let mut line = super::advisory::describe(&current.source);
+    match mirror
+        .advisory_census()
+        .filter(|c| c.database == current.sha256)
+    {
+        Some(c) => {
+            let parts: Vec<String> = crate::advisories::WORST
+                .iter()
+                .filter_map(|w| c.by_worst.get(*w).map(|n| format!("{w} {n}")))
+                .collect();
+            let _ = write!(
+                line,
+                ". {} of {} provider versions held fall under known advisories",
+                c.affected, c.versions
+            );
+            if !parts.is_empty() {
+                let _ = write!(line, " (worst: {})", parts.join(", "));
+            }
+        }
+        None => line.push_str(". The held versions are being counted against it"),
+    }
+    Some(line)
 }

@@ -1,0 +1,260 @@
+//! The advisory database as the mirror holds it, and what held versions
+//! fall under. The database is read from the store at most every
+//! [`ADVISORIES_TTL`]: the small pointer each time, the database itself
+//! only when the pointer names another one (an import by any instance on
+//! the same store). A version's summary is made once per database from
+//! its platforms' build records and kept in memory.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::held::{self, Cache};
+use super::refreshed::Refreshed;
+use super::Mirror;
+use crate::address::{ArchiveKey, Platform, Provider, Version};
+use crate::advisories::{Database, Finding, Summary};
+use crate::error::RequestError;
+use crate::store::advisories::{self, Current};
+
+/// How long the database as read is used before the store is looked at
+/// again: how soon an import by another instance is seen.
+pub(super) const ADVISORIES_TTL: Duration = Duration::from_secs(5);
+
+/// How many versions' summaries are kept.
+const SUMMARIES: u64 = 10_000;
+
+/// The kept database as last read.
+#[derive(Debug, Default)]
+pub struct HeldAdvisories {
+    /// What the store's pointer said; `None` when nothing was imported.
+    pub current: Option<Current>,
+    /// The database it names, indexed; `None` when nothing was imported or
+    /// it could not be read.
+    pub db: Option<Arc<Database>>,
+}
+
+/// The mirror's advisory state.
+pub(super) struct AdvisoryState {
+    held: Refreshed<HeldAdvisories>,
+    /// Each version's summary, with the database's SHA-256 it was made
+    /// from.
+    summaries: Cache<(Provider, Version), Arc<(String, Summary)>>,
+    /// The held versions counted against the database, last made.
+    census: std::sync::Mutex<Option<Arc<Census>>>,
+}
+
+impl AdvisoryState {
+    /// Nothing read yet.
+    pub(super) fn new() -> AdvisoryState {
+        AdvisoryState {
+            held: Refreshed::new(ADVISORIES_TTL),
+            summaries: held::bounded(SUMMARIES),
+            census: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl Mirror {
+    /// The advisory database, as read from the store within the last few
+    /// seconds (`ADVISORIES_TTL`).
+    pub async fn advisories(&self) -> Arc<HeldAdvisories> {
+        let state = &self.advisories;
+        if let Some(live) = state.held.live() {
+            return live;
+        }
+        let load = || async {
+            let last = state.held.last();
+            let current = match advisories::current(self.store.as_ref()).await {
+                Ok(current) => current,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read the advisory database's pointer; the one held is kept");
+                    return last.unwrap_or_default();
+                }
+            };
+            let Some(current) = current else {
+                return Arc::new(HeldAdvisories::default());
+            };
+            if let Some(last) = last.filter(|l| {
+                l.db.is_some() && l.current.as_ref().map(|c| &c.sha256) == Some(&current.sha256)
+            }) {
+                return last;
+            }
+            let db = match advisories::database(self.store.as_ref(), &current).await {
+                Ok(Some(stored)) => tokio::task::spawn_blocking(move || Database::new(stored))
+                    .await
+                    .ok()
+                    .map(Arc::new),
+                Ok(None) => None,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read the advisory database");
+                    None
+                }
+            };
+            if let Some(db) = &db {
+                self.metrics.advisory_database(&db.stored.source);
+            }
+            Arc::new(HeldAdvisories {
+                current: Some(current),
+                db,
+            })
+        };
+        Box::pin(state.held.get_or_load(load)).await
+    }
+
+    /// The advisories a held package falls under, from its build record
+    /// (made now where missing); `None` when the store holds neither.
+    pub async fn package_findings(
+        self: &Arc<Self>,
+        db: &Database,
+        key: &ArchiveKey,
+    ) -> Result<Option<Vec<Finding>>, RequestError> {
+        let Some(record) = self.build_record(key).await? else {
+            return Ok(None);
+        };
+        let found = record.findings(db);
+        Ok(Some(found))
+    }
+
+    /// What a held version falls under, over `platforms`, with the
+    /// database it was matched against; `None` when no database is kept.
+    /// A platform whose record cannot be read or made is left out.
+    pub async fn version_advisories(
+        self: &Arc<Self>,
+        provider: &Provider,
+        version: &Version,
+        platforms: &[Platform],
+    ) -> Option<(Arc<HeldAdvisories>, Summary)> {
+        let held = self.advisories().await;
+        let db = held.db.clone()?;
+        let sha = held.current.as_ref().map(|c| c.sha256.clone())?;
+        let key = (provider.clone(), version.clone());
+        if let Some(kept) = self.advisories.summaries.get(&key).await {
+            if kept.0 == sha {
+                return Some((held, kept.1.clone()));
+            }
+        }
+        let mut per_platform = std::collections::BTreeMap::new();
+        for platform in platforms {
+            let archive = ArchiveKey::new(provider, version, platform);
+            match self.package_findings(&db, &archive).await {
+                Ok(Some(found)) => {
+                    per_platform.insert(platform.to_string(), found);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(archive = %archive, error = %e, "could not match a package against the advisory database");
+                }
+            }
+        }
+        let summary = Summary::of(&per_platform);
+        self.advisories
+            .summaries
+            .insert(key, Arc::new((sha, summary.clone())))
+            .await;
+        Some((held, summary))
+    }
+}
+
+/// What the held provider versions come to against the advisory database.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Census {
+    /// The SHA-256 of the database it was made with.
+    pub database: String,
+    /// Provider versions looked at.
+    pub versions: usize,
+    /// Those that fall under any advisory.
+    pub affected: usize,
+    /// The affected versions by their worst advisory
+    /// ([`crate::advisories::WORST`]).
+    pub by_worst: std::collections::BTreeMap<String, usize>,
+}
+
+/// How often the daemon looks whether the census is due.
+const CENSUS_CHECK: Duration = Duration::from_secs(10);
+
+impl Mirror {
+    /// The advisory database as last read, without reading the store;
+    /// `None` before the first read.
+    pub fn advisories_now(&self) -> Option<Arc<HeldAdvisories>> {
+        self.advisories.held.last()
+    }
+
+    /// The census last made; `None` before the first, or without a
+    /// database.
+    pub fn advisory_census(&self) -> Option<Arc<Census>> {
+        self.advisories
+            .census
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Counts every held provider version against the database now, and
+    /// keeps and exports the count; `None` without a database.
+    pub async fn count_advisories(self: &Arc<Self>) -> Option<Arc<Census>> {
+        let held = self.advisories().await;
+        let database = held.current.as_ref()?.sha256.clone();
+        held.db.as_ref()?;
+        let mut census = Census {
+            database,
+            ..Census::default()
+        };
+        for source in self.held_providers() {
+            let Ok(provider) = Provider::from_source(&source) else {
+                continue;
+            };
+            for held_version in self.held_versions(&provider) {
+                let platforms: Vec<Platform> = held_version
+                    .1
+                    .iter()
+                    .filter_map(|p| Platform::parse(p).ok())
+                    .collect();
+                census.versions += 1;
+                let Some((_, summary)) = self
+                    .version_advisories(&provider, &held_version.0, &platforms)
+                    .await
+                else {
+                    continue;
+                };
+                if let Some(worst) = summary.worst_name() {
+                    census.affected += 1;
+                    *census.by_worst.entry(worst.to_string()).or_default() += 1;
+                }
+            }
+        }
+        self.metrics.advisory_affected(&census.by_worst);
+        let census = Arc::new(census);
+        *self
+            .advisories
+            .census
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(census.clone());
+        Some(census)
+    }
+
+    /// The daemon's census: made again whenever the database changes, an
+    /// archive arrives or the index's first walk ends, until the mirror
+    /// drains.
+    pub async fn keep_advisory_census(self: Arc<Self>) {
+        let mut counted: Option<(String, u64, bool)> = None;
+        while !self.draining.load(std::sync::atomic::Ordering::Relaxed) {
+            let sha = self
+                .advisories()
+                .await
+                .current
+                .as_ref()
+                .map(|c| c.sha256.clone());
+            let kept = self
+                .providers
+                .archives_kept
+                .load(std::sync::atomic::Ordering::Relaxed);
+            // The index's first walk ending changes what is held, too.
+            let built = *self.index_built.borrow();
+            let now = sha.map(|sha| (sha, kept, built));
+            if now.is_some() && now != counted && self.count_advisories().await.is_some() {
+                counted = now;
+            }
+            tokio::time::sleep(CENSUS_CHECK).await;
+        }
+    }
+}
