@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::daemon::{config_file, run_tfmirror};
+use common::daemon::{config_file, run_tfmirror, site_config};
 use common::pages::form;
 use common::*;
 use http::StatusCode;
@@ -449,6 +449,122 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     let bad_id = c.get(&m.url("/-/advisories/GO%2F1")).await;
     assert_eq!(bad_id.status, StatusCode::BAD_REQUEST);
 
+    // A bundle carries the database, named by its checksum; the site
+    // that imports it reads the same advisories offline, and makes its
+    // own build record from the archive.
+    let bundle = setup.dir.path().join("advisories.bundle");
+    let exported = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "export",
+            "--config",
+            config.to_str().unwrap(),
+            "--output",
+            bundle.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(exported.ok, "{}", exported.stderr);
+    assert!(
+        exported
+            .stdout
+            .contains("advisory database of 18 advisories is carried"),
+        "{}",
+        exported.stdout
+    );
+    let manifest = bundle_manifest(&bundle);
+    assert_eq!(manifest["format"], 3);
+    assert_eq!(manifest["advisories"]["entries"], 18);
+    let site = site_config(setup.dir.path(), "site", "");
+    let imported = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "import",
+            "--config",
+            site.to_str().unwrap(),
+            bundle.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(imported.ok, "{}\n{}", imported.stdout, imported.stderr);
+    assert!(
+        imported
+            .stdout
+            .contains("ADVISORIES advisory database of 18 advisories"),
+        "{}",
+        imported.stdout
+    );
+    assert!(setup
+        .dir
+        .path()
+        .join("site-cache/builds/registry.origin.test/acme/tfcli/1.0.3/linux_amd64.json")
+        .is_file());
+    let there = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "advisories",
+            "show",
+            "--json",
+            "--config",
+            site.to_str().unwrap(),
+            "registry.origin.test/acme/tfcli",
+            "1.0.3",
+        ],
+    )
+    .await;
+    assert!(there.ok, "{}", there.stderr);
+    let there: serde_json::Value = serde_json::from_str(&there.stdout).unwrap();
+    assert_eq!(there, summary);
+    // Without it, for a site whose tfmirror reads no format 3.
+    let plain = setup.dir.path().join("plain.bundle");
+    let ran = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "export",
+            "--no-advisories",
+            "--config",
+            config.to_str().unwrap(),
+            "--output",
+            plain.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(ran.ok, "{}", ran.stderr);
+    assert_eq!(bundle_manifest(&plain)["format"], 2);
+    assert!(bundle_manifest(&plain).get("advisories").is_none());
+    // A database altered in the bundle is refused by its checksum.
+    let altered = setup.dir.path().join("altered.bundle");
+    alter_entry(
+        &bundle,
+        &altered,
+        "tfmirror-bundle/advisories/database.json",
+    );
+    let other_site = site_config(setup.dir.path(), "other", "");
+    let refused = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "import",
+            "--config",
+            other_site.to_str().unwrap(),
+            altered.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(!refused.ok);
+    assert!(
+        refused
+            .stdout
+            .contains("REJECTED the advisory database: its ")
+            && refused.stdout.contains("are not the"),
+        "{}",
+        refused.stdout
+    );
+    assert!(!setup
+        .dir
+        .path()
+        .join("other-cache/advisories/current.json")
+        .exists());
+
     // `check --from` on a lock file that needs the package names its
     // advisories beside it; so does "Will it install?".
     let lock = format!(
@@ -535,4 +651,33 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
         "{}",
         missing.error_text()
     );
+}
+
+/// A bundle's manifest.
+fn bundle_manifest(bundle: &Path) -> serde_json::Value {
+    let mut tar = tar::Archive::new(std::fs::File::open(bundle).unwrap());
+    let mut first = tar.entries().unwrap().next().unwrap().unwrap();
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut first, &mut bytes).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// Copies a bundle, flipping one byte in the middle of the entry `path`.
+fn alter_entry(from: &Path, to: &Path, path: &str) {
+    let mut tar = tar::Archive::new(std::fs::File::open(from).unwrap());
+    let mut out = tar::Builder::new(std::fs::File::create(to).unwrap());
+    for entry in tar.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let mut header = entry.header().clone();
+        let name = entry.path().unwrap().to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+        if name == path {
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x01;
+        }
+        out.append_data(&mut header, &name, bytes.as_slice())
+            .unwrap();
+    }
+    out.finish().unwrap();
 }

@@ -133,6 +133,11 @@ pub enum Command {
         /// not.
         #[arg(long, value_name = "BUNDLE", conflicts_with = "static_dir")]
         since: Option<PathBuf>,
+        /// Leave the advisory database out, for a site whose tfmirror
+        /// reads no bundle of format 3 (it is carried whenever one is
+        /// kept).
+        #[arg(long, conflicts_with = "static_dir")]
+        no_advisories: bool,
     },
     /// Fill a site's OCI registry with verified providers and module
     /// packages, in the layouts OpenTofu's `oci_mirror` and `oci://` sources

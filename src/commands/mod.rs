@@ -94,12 +94,13 @@ pub fn main() -> ExitCode {
             providers,
             missing_from,
             since,
+            no_advisories,
         } => logging::load(config.as_deref()).and_then(|c| {
             let delta = bundle::DeltaBase {
                 missing_from,
                 since,
             };
-            bundle::export_command(&c, output, static_dir, &providers, &delta)
+            bundle::export_command(&c, output, static_dir, &providers, &delta, !no_advisories)
         }),
         Command::Import {
             config,

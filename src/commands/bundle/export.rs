@@ -59,11 +59,14 @@ pub struct Exported {
     /// For a delta: what the site holds under the same name with other
     /// hashes, left out (an import there would refuse it).
     pub conflicts: Vec<String>,
+    /// The advisories of the database it carries, if it carries one.
+    pub advisories: Option<usize>,
 }
 
 /// Writes a bundle of the cached providers (all, or those in `only`) to
 /// `output`, atomically; with no `only`, the cached module packages and
-/// CLI release files too.
+/// CLI release files too; `with_advisories`, the advisory database the
+/// store keeps (if it keeps one).
 /// Versions `policy` denies are left out (and listed in the result), and
 /// with `site` (a delta), what the receiving site holds already. The
 /// manifest records what the site holds once the bundle is imported.
@@ -77,7 +80,9 @@ pub fn export(
     only: &[Provider],
     output: &Path,
     site: Option<&SiteInventory>,
+    with_advisories: bool,
 ) -> anyhow::Result<Exported> {
+    let store_handle = store;
     let (runtime, store) = (store.handle(), store.store());
     let location = store.location();
     let archives = runtime
@@ -158,7 +163,17 @@ pub fn export(
         modules: Vec::new(),
         releases: Vec::new(),
         covers: None,
+        advisories: None,
     };
+    let database = if with_advisories {
+        super::advisories::for_export(store_handle)?
+    } else {
+        None
+    };
+    if let Some((_, named)) = &database {
+        manifest.format = super::FORMAT_WITH_ADVISORIES;
+        manifest.advisories = Some(named.clone());
+    }
     let mut records = Vec::new();
     let mut lists: BTreeMap<Provider, Option<crate::store::IndexRecord>> = BTreeMap::new();
     for ((p, v), mut archives) in chosen {
@@ -245,6 +260,10 @@ pub fn export(
         &format!("{ROOT}/manifest.json"),
         &serde_json::to_vec_pretty(&manifest)?,
     )?;
+    if let Some((bytes, _)) = &database {
+        append_bytes(&mut tar, &super::advisories::entry_path(), bytes)?;
+        done.advisories = manifest.advisories.as_ref().map(|a| a.entries);
+    }
     let mtime = manifest.created_ms / 1000;
     for (entry, record) in manifest.versions.iter().zip(&records) {
         let (p, v) = (&entry.provider, &entry.version);

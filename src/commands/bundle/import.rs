@@ -59,6 +59,8 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
     let mut tar = tar::Archive::new(BufReader::new(file));
     let mut report = Imported::default();
     let mut manifest: Option<Manifest> = None;
+    // The advisory database the bundle carries, checked, kept at the end.
+    let mut database = None;
     // Verified records of this bundle, and which archives were seen.
     let mut verified: BTreeMap<(Provider, Version), VersionRecord> = BTreeMap::new();
     let mut seen: BTreeSet<(Provider, Version, Platform)> = BTreeSet::new();
@@ -109,6 +111,14 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
             }
             let bytes = read_small(&mut entry).context("reading the manifest")?;
             manifest = Some(super::parse_manifest(&bytes, bundle)?);
+            continue;
+        }
+        if path == super::advisories::entry_path() {
+            let named = manifest.as_ref().and_then(|m| m.advisories.as_ref());
+            match super::advisories::read(named, &mut entry) {
+                Ok(stored) => database = Some(stored),
+                Err(why) => report.rejected.push(("the advisory database".into(), why)),
+            }
             continue;
         }
         if let Some((module, version, leaf)) = parse_module_path(&path) {
@@ -283,6 +293,21 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
         }
     }
     releases.finish(store, &manifest.releases, &mut report);
+    match (&database, &manifest.advisories) {
+        (Some(stored), _) => super::advisories::keep(store, stored, &mut report),
+        (None, Some(_))
+            if !report
+                .rejected
+                .iter()
+                .any(|(i, _)| i == "the advisory database") =>
+        {
+            report.rejected.push((
+                "the advisory database".into(),
+                "missing from the bundle (truncated?)".into(),
+            ));
+        }
+        (None, _) => {}
+    }
     report.not_held = store
         .wait(not_held(store, &manifest))
         .with_context(|| format!("listing what {} holds", store.location()))?;

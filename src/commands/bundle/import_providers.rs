@@ -201,8 +201,35 @@ pub(super) fn import_archive(
         let h1 = crate::store::h1_of_file(&temp_path).map_err(|e| e.to_string())?;
         crate::commands::keyless::check_archive(store, record, platform, (size, h1))?;
     }
+    // The build record is read here, from the archive just checked, not
+    // taken from the bundle: it is the archive's own word.
+    let build = build_record(&key, &pkg.sha256, &temp_path);
     let kept = store
         .wait(store.store().keep_archive(temp_path, &key))
         .map_err(|e| Refusal::from(e.to_string()))?;
+    if let Some(build) = build {
+        if let Err(e) = store.wait(crate::store::builds::write(store.store(), &build)) {
+            tracing::warn!(archive = %key, error = %e, "could not keep a build record; it is read again when next asked for");
+        }
+    }
     Ok((true, kept.h1))
+}
+
+/// The build record of a staged archive whose SHA-256 was checked.
+fn build_record(
+    key: &ArchiveKey,
+    sha256: &str,
+    staged: &std::path::Path,
+) -> Option<crate::store::builds::BuildRecord> {
+    let file = std::fs::File::open(staged).ok()?;
+    let scratch = staged.parent()?;
+    let now = crate::clock::unix_ms_of(std::time::SystemTime::now());
+    Some(crate::store::builds::BuildRecord::from_archive(
+        key,
+        sha256,
+        file,
+        scratch,
+        crate::gobuild::MAX_EXECUTABLE_SIZE,
+        now,
+    ))
 }

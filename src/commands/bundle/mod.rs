@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! tfmirror-bundle/manifest.json            format, contents, sizes, checksums
+//! tfmirror-bundle/advisories/database.json the advisory database (format 3)
 //! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/version.json
 //! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/<archive>.zip
 //! tfmirror-bundle/modules/<hostname>/<namespace>/<name>/<system>/<version>/module.json
@@ -28,6 +29,7 @@
 //! what the site holds once it has imported it and those it builds on
 //! (`covers`), which is what the next `--since` leaves out.
 
+mod advisories;
 mod export;
 mod import;
 mod import_modules;
@@ -58,8 +60,11 @@ const ROOT: &str = "tfmirror-bundle";
 /// The bundle format this build writes: 2, since manifests say what the
 /// site holds once imported (`covers`), which format-1 readers refuse.
 const FORMAT: u32 = 2;
+/// The format of a bundle that carries the advisory database, which
+/// format-2 readers refuse.
+const FORMAT_WITH_ADVISORIES: u32 = 3;
 /// The bundle formats this build reads.
-const FORMATS: std::ops::RangeInclusive<u32> = 1..=FORMAT;
+const FORMATS: std::ops::RangeInclusive<u32> = 1..=FORMAT_WITH_ADVISORIES;
 /// The largest `version.json` or manifest read from a bundle.
 const MAX_RECORD_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -67,8 +72,8 @@ const MAX_RECORD_BYTES: u64 = 8 * 1024 * 1024;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
-    /// The bundle format: 2 as written by this build, 1 from builds
-    /// before the first release.
+    /// The bundle format: 2 as written by this build (3 when it carries
+    /// the advisory database), 1 from builds before the first release.
     pub format: u32,
     /// The tfmirror version that wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +94,9 @@ pub struct Manifest {
     /// in the form of an inventory document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covers: Option<SiteInventory>,
+    /// The advisory database it carries (format 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advisories: Option<advisories::ManifestAdvisories>,
 }
 
 impl Manifest {
@@ -281,6 +289,7 @@ pub fn export_command(
     static_dir: Option<PathBuf>,
     only: &[String],
     delta: &DeltaBase,
+    with_advisories: bool,
 ) -> anyhow::Result<()> {
     let only = providers(only)?;
     match (output, static_dir) {
@@ -288,12 +297,22 @@ pub fn export_command(
             let site = delta.read()?;
             let store = CommandStore::open(config)?;
             let policy = super::store::gate(config, &store)?;
-            let done = export(&store, &policy, &only, &output, site.as_ref())?;
+            let done = export(
+                &store,
+                &policy,
+                &only,
+                &output,
+                site.as_ref(),
+                with_advisories,
+            )?;
             for denied in &done.denied {
                 println!("LEFT OUT {denied}");
             }
             for conflict in &done.conflicts {
                 println!("CONFLICT {conflict}; left out");
+            }
+            if let Some(entries) = done.advisories {
+                println!("ADVISORIES the advisory database of {entries} advisories is carried (bundle format 3)");
             }
             let delta_note = if site.is_some() {
                 format!(
@@ -370,6 +389,9 @@ pub fn import_command(
     };
     for (item, reason) in &report.rejected {
         println!("REJECTED {item}: {reason}");
+    }
+    if let Some(advisories) = &report.advisories {
+        println!("ADVISORIES {advisories}");
     }
     for item in &report.not_held {
         println!(

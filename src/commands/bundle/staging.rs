@@ -27,6 +27,8 @@ pub struct Imported {
     /// What a delta builds on (the manifest's `covers`, beyond what it
     /// carries) that this site does not hold.
     pub not_held: Vec<String>,
+    /// What became of the advisory database the bundle carried, if any.
+    pub advisories: Option<String>,
 }
 
 /// Reads a small entry whole.
