@@ -20,8 +20,13 @@ use crate::store::advisories::{self, Current};
 /// again: how soon an import by another instance is seen.
 pub(super) const ADVISORIES_TTL: Duration = Duration::from_secs(5);
 
-/// How many versions' summaries are kept.
-const SUMMARIES: u64 = 10_000;
+/// How many bytes of versions' summaries are kept, about: a summary
+/// weighs [`FINDING_WEIGHT`] per finding. Versions beyond it are matched
+/// again when asked for.
+const SUMMARIES_WEIGHT: u64 = 16 << 20;
+
+/// What one finding of a kept summary is reckoned to weigh, in bytes.
+const FINDING_WEIGHT: u32 = 512;
 
 /// The kept database as last read.
 #[derive(Debug, Default)]
@@ -48,7 +53,13 @@ impl AdvisoryState {
     pub(super) fn new() -> AdvisoryState {
         AdvisoryState {
             held: Refreshed::new(ADVISORIES_TTL),
-            summaries: held::bounded(SUMMARIES),
+            summaries: moka::future::Cache::builder()
+                .max_capacity(SUMMARIES_WEIGHT)
+                .weigher(|_, kept: &Arc<(String, Summary)>| {
+                    let findings = u32::try_from(kept.1.advisories.len()).unwrap_or(u32::MAX);
+                    findings.saturating_add(1).saturating_mul(FINDING_WEIGHT)
+                })
+                .build_with_hasher(held::KeyHash::default()),
             census: std::sync::Mutex::new(None),
         }
     }
