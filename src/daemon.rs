@@ -147,6 +147,7 @@ impl Daemon {
                 tokio::join!(
                     mirror.keep_index(),
                     mirror.clone().keep_advisory_census(),
+                    mirror.clone().keep_advisories_fetched(),
                     async {
                         if walking {
                             mirror.index_built().await;

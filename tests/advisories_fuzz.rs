@@ -59,18 +59,8 @@ fn read_and_match(bytes: &[u8]) {
     let db = Database::new(Stored {
         format: DATABASE_FORMAT,
         source: Source {
-            kind: "directory".into(),
-            name: "fuzz".into(),
-            sha256: String::new(),
             entries: 1,
-            newest_modified: String::new(),
-            imported_at_ms: 0,
-            imported_by: String::new(),
-            withdrawn: 0,
-            not_go: 0,
-            ranges_not_read: 0,
-            refused: Vec::new(),
-            refused_count: 0,
+            ..Source::default()
         },
         advisories: vec![*advisory],
     });

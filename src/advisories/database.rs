@@ -321,7 +321,7 @@ fn rating(specific: &serde_json::Value, scores: &[osv::Score]) -> Option<(Severi
 }
 
 /// Where an import came from and what it held.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Source {
     /// What was imported: `go-vulndb-zip`, `osv-zip`, `directory`.
     pub kind: String,

@@ -84,20 +84,7 @@ struct Reading {
 
 impl Reading {
     fn source(&mut self) -> &mut Source {
-        self.source.get_or_insert_with(|| Source {
-            kind: String::new(),
-            name: String::new(),
-            sha256: String::new(),
-            entries: 0,
-            newest_modified: String::new(),
-            imported_at_ms: 0,
-            imported_by: String::new(),
-            withdrawn: 0,
-            not_go: 0,
-            ranges_not_read: 0,
-            refused: Vec::new(),
-            refused_count: 0,
-        })
+        self.source.get_or_insert_with(Source::default)
     }
 
     /// One file's bytes, by its name in the zip or directory.
@@ -131,25 +118,33 @@ impl Reading {
         }
     }
 
+    /// The database read, its source named by each file read: `(name,
+    /// kind, SHA-256)`.
     fn finish(
         mut self,
-        path: &Path,
-        kind: &str,
-        sha256: String,
+        read: &[(String, &str, String)],
         now_ms: u64,
     ) -> Result<Stored, ImportError> {
+        let join = |f: &dyn Fn(&(String, &str, String)) -> String| {
+            read.iter().map(f).collect::<Vec<_>>().join(", ")
+        };
         if self.advisories.is_empty() {
             let refused = self.source().refused_count;
             return Err(ImportError::Empty {
-                path: path.display().to_string(),
+                path: join(&|r| r.0.clone()),
                 read: self.files,
                 refused,
             });
         }
         let entries = self.advisories.len();
+        let (name, kind, sha256) = (
+            join(&|r| r.0.clone()),
+            join(&|r| r.1.to_string()),
+            join(&|r| r.2.clone()),
+        );
         let source = self.source();
-        source.kind = kind.to_string();
-        source.name = path.display().to_string();
+        source.kind = kind;
+        source.name = name;
         source.sha256 = sha256;
         source.entries = entries;
         source.imported_at_ms = now_ms;
@@ -165,16 +160,33 @@ impl Reading {
 
 /// Reads a zip or a directory of OSV entries at `path`.
 pub fn read(path: &Path, now_ms: u64) -> Result<Stored, ImportError> {
-    let io = |source| ImportError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let meta = std::fs::metadata(path).map_err(io)?;
-    if meta.is_dir() {
-        read_dir(path, now_ms)
-    } else {
-        read_zip(path, now_ms)
+    read_all(&[(path.to_path_buf(), path.display().to_string())], now_ms)
+}
+
+/// Reads several zips or directories, each with the name its source is
+/// given (a file name, a URL), into one database: an entry of a later
+/// one replaces an earlier one's of the same ID. The source's `name`,
+/// `kind` and `sha256` list each one's, comma-separated, in order.
+pub fn read_all(
+    paths: &[(std::path::PathBuf, String)],
+    now_ms: u64,
+) -> Result<Stored, ImportError> {
+    let mut reading = Reading::default();
+    let mut read = Vec::new();
+    for (path, name) in paths {
+        let io = |source| ImportError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let meta = std::fs::metadata(path).map_err(io)?;
+        let (kind, sha256) = if meta.is_dir() {
+            read_dir(path, &mut reading)?
+        } else {
+            read_zip(path, &mut reading)?
+        };
+        read.push((name.clone(), kind, sha256));
     }
+    reading.finish(&read, now_ms)
 }
 
 /// Whether a name inside the Go database is one of its indexes.
@@ -183,7 +195,7 @@ fn is_index(name: &str) -> bool {
     name.starts_with("index/") || matches!(name, "db.json" | "modules.json" | "vulns.json")
 }
 
-fn read_zip(path: &Path, now_ms: u64) -> Result<Stored, ImportError> {
+fn read_zip(path: &Path, reading: &mut Reading) -> Result<(&'static str, String), ImportError> {
     let shown = || path.display().to_string();
     let io = |source| ImportError::Io {
         path: shown(),
@@ -195,7 +207,6 @@ fn read_zip(path: &Path, now_ms: u64) -> Result<Stored, ImportError> {
         path: shown(),
         reason: e.to_string(),
     })?;
-    let mut reading = Reading::default();
     let mut go_layout = false;
     let mut bytes = Vec::new();
     for i in 0..zip.len() {
@@ -233,14 +244,13 @@ fn read_zip(path: &Path, now_ms: u64) -> Result<Stored, ImportError> {
     } else {
         "osv-zip"
     };
-    reading.finish(path, kind, sha256, now_ms)
+    Ok((kind, sha256))
 }
 
-fn read_dir(path: &Path, now_ms: u64) -> Result<Stored, ImportError> {
+fn read_dir(path: &Path, reading: &mut Reading) -> Result<(&'static str, String), ImportError> {
     let mut files = Vec::new();
     collect(path, path, &mut files)?;
     files.sort();
-    let mut reading = Reading::default();
     let mut hasher = Sha256::new();
     for name in files {
         if is_index(&name) {
@@ -269,7 +279,7 @@ fn read_dir(path: &Path, now_ms: u64) -> Result<Stored, ImportError> {
         reading.entry(&name, &bytes);
     }
     let sha256 = hex::encode(hasher.finalize());
-    reading.finish(path, "directory", sha256, now_ms)
+    Ok(("directory", sha256))
 }
 
 /// Every `.json` file below `dir`, by its path from `top` with `/`.

@@ -148,26 +148,10 @@ impl Entry {
         if entry.id.is_empty() {
             return Err("it has no \"id\"".into());
         }
-        if entry.id.len() > 128
-            || !entry
-                .id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
-        {
-            return Err(format!(
-                "its \"id\" {:?} is not an advisory ID (letters, digits, '-', '_', '.', ':')",
-                truncate(&entry.id, 64)
-            ));
-        }
+        crate::address::AdvisoryId::parse(&entry.id)
+            .map_err(|e| format!("its \"id\" is not an advisory ID: {e}"))?;
         Ok(entry)
     }
-}
-
-/// At most `max` characters of `text`.
-fn truncate(text: &str, max: usize) -> &str {
-    text.char_indices()
-        .nth(max)
-        .map_or(text, |(i, _)| &text[..i])
 }
 
 #[cfg(test)]

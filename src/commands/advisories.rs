@@ -5,6 +5,7 @@
 //!   configured store (every instance on it sees the new one within
 //!   seconds), replacing the one kept before. A file that does not read
 //!   leaves the kept database as it was.
+//! - `sync`: fetches `[advisories] urls` and keeps them as the database.
 //! - `status`: what was imported, when, from what.
 //! - `show SOURCE VERSION`: the advisories each held platform of a
 //!   provider version falls under, offline.
@@ -35,6 +36,18 @@ pub fn import(config: &Config, path: &Path) -> anyhow::Result<()> {
         anyhow::Ok(())
     })?;
     print!("{}", describe(&stored.source));
+    Ok(())
+}
+
+/// `tfmirror advisories sync`.
+pub fn sync(config: Config) -> anyhow::Result<()> {
+    let source = super::runtime()?.block_on(async {
+        let mirror = Mirror::beside_daemon(config).await?;
+        let fetched = mirror.sync_advisories().await;
+        mirror.close().await;
+        anyhow::Ok(fetched?)
+    })?;
+    print!("{}", describe(&source));
     Ok(())
 }
 

@@ -304,6 +304,14 @@ pub enum AdvisoriesCommand {
         /// The zip or directory.
         path: PathBuf,
     },
+    /// Fetch `[advisories] urls` through the upstream client and keep
+    /// them as the database (what the daemon does every
+    /// `advisories.sync_interval`).
+    Sync {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
     /// Say which database is kept: its source, entries and date.
     Status {
         /// Configuration file (TOML).

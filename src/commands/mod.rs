@@ -182,6 +182,9 @@ pub fn main() -> ExitCode {
             AdvisoriesCommand::Import { config, path } => {
                 logging::load(config.as_deref()).and_then(|c| advisories::import(&c, &path))
             }
+            AdvisoriesCommand::Sync { config } => {
+                logging::load(config.as_deref()).and_then(advisories::sync)
+            }
             AdvisoriesCommand::Status { config } => {
                 logging::load(config.as_deref()).and_then(|c| advisories::status(&c))
             }

@@ -19,6 +19,7 @@ use url::Url;
 use crate::address::{Hostname, Platform};
 use crate::verify::{TrustPolicy, TrustRule, Unsigned};
 
+pub mod advisories;
 mod auth;
 mod oidc;
 pub mod policy;
@@ -67,6 +68,10 @@ pub struct Config {
     /// `docs/releases.md`).
     #[serde(default)]
     pub releases: Box<releases::ReleasesConfig>,
+    /// `[advisories]`: where a connected mirror fetches its advisory
+    /// database, and how often (see `docs/advisories.md`).
+    #[serde(default)]
+    pub advisories: advisories::AdvisoriesConfig,
 }
 
 /// `[modules]`: how module sources are fetched and packaged.
@@ -293,6 +298,7 @@ impl Default for Config {
             policy: policy::PolicyConfig::default(),
             watch: watch::WatchConfig::default(),
             releases: Box::default(),
+            advisories: advisories::AdvisoriesConfig::default(),
             storage: StorageConfig {
                 backend: StorageBackend::Disk,
                 s3: None,

@@ -269,3 +269,113 @@ impl Mirror {
         }
     }
 }
+
+/// Why fetching the advisory databases failed; the one kept stays.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// `[advisories] urls` names none.
+    #[error("[advisories] urls names no database to fetch")]
+    NothingToFetch,
+    /// The mirror is offline.
+    #[error("this mirror is offline (upstream.offline): it fetches no advisory database")]
+    Offline,
+    /// A database could not be fetched.
+    #[error("fetching {url}: {reason}")]
+    Fetch {
+        /// What.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// What was fetched does not read.
+    #[error(transparent)]
+    Import(#[from] crate::advisories::import::ImportError),
+    /// The store could not keep it.
+    #[error("keeping the advisory database: {0}")]
+    Store(#[from] crate::store::StoreError),
+}
+
+impl Mirror {
+    /// Fetches `[advisories] urls` through the upstream client (its
+    /// request forgery guard, CA file and timeouts), each into a staging
+    /// file of at most `advisories.max_size`, reads them as one database
+    /// and keeps it in the store, replacing the one kept before. Nothing
+    /// is kept when any of them fails.
+    pub async fn sync_advisories(&self) -> Result<crate::advisories::database::Source, SyncError> {
+        let settings = &self.config.advisories;
+        if self.config.upstream.offline {
+            return Err(SyncError::Offline);
+        }
+        if settings.urls.is_empty() {
+            return Err(SyncError::NothingToFetch);
+        }
+        let mut staged = Vec::new();
+        for url in &settings.urls {
+            let failed = |reason: String| SyncError::Fetch {
+                url: url.to_string(),
+                reason,
+            };
+            let file = self
+                .store
+                .staging_file()
+                .map_err(|e| failed(e.to_string()))?;
+            let download = crate::upstream::download::Download::start(
+                &self.origin.client,
+                url,
+                None,
+                settings.max_size.as_u64(),
+            )
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+            let mut out =
+                tokio::fs::File::from_std(file.reopen().map_err(|e| failed(e.to_string()))?);
+            download
+                .write_to(&mut out, &self.metrics, true, |_| {})
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            // Every byte reaches the file before it is read by path.
+            tokio::io::AsyncWriteExt::flush(&mut out)
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            staged.push((file.into_temp_path(), url.to_string()));
+        }
+        let paths: Vec<(std::path::PathBuf, String)> = staged
+            .iter()
+            .map(|(path, name)| (path.to_path_buf(), name.clone()))
+            .collect();
+        let now = crate::clock::unix_ms_of(self.clock.now());
+        let stored =
+            tokio::task::spawn_blocking(move || crate::advisories::import::read_all(&paths, now))
+                .await
+                .map_err(|e| SyncError::Fetch {
+                    url: "the advisory databases".into(),
+                    reason: e.to_string(),
+                })??;
+        drop(staged);
+        advisories::write(self.store.as_ref(), &stored).await?;
+        tracing::info!(
+            entries = stored.source.entries,
+            from = %stored.source.name,
+            "advisory database fetched and kept"
+        );
+        Ok(stored.source)
+    }
+
+    /// The daemon's schedule of [`Mirror::sync_advisories`], every
+    /// `advisories.sync_interval` (first at start), until the mirror
+    /// drains. A failed fetch is logged and tried again at the next turn.
+    pub async fn keep_advisories_fetched(self: Arc<Self>) {
+        let every = self.config.advisories.sync_interval;
+        if every.is_zero() || self.config.advisories.urls.is_empty() || self.config.upstream.offline
+        {
+            return;
+        }
+        while !self.draining.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Err(e) = self.sync_advisories().await {
+                tracing::warn!(error = %e, "could not fetch the advisory database; the one kept stays");
+            }
+            let next = self.clock.now() + every;
+            self.clock.sleep_until(next).await;
+        }
+    }
+}
