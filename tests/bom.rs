@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::browser::{accessible, axe_js, text, Browser, Elsewhere};
 use common::daemon::{config_file, run_tfmirror, site_config};
 use common::pages::form;
 use common::*;
@@ -68,12 +69,8 @@ fn archive_of(kind: &str, version: &str, exe: &Path) -> Vec<u8> {
 }
 
 #[cfg_attr(
-    tfmirror_no_go,
-    ignore = "needs go (Debian's golang-go); scripts/test installs it"
-)]
-#[cfg_attr(
-    tfmirror_no_terraform,
-    ignore = "needs TERRAFORM_BIN; scripts/test installs it"
+    any(tfmirror_no_go, tfmirror_no_terraform, tfmirror_no_chromium),
+    ignore = "needs go (Debian's golang-go), TERRAFORM_BIN, Debian's chromium and chromium-driver, and axe-core; scripts/test installs them"
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_package_lists_what_its_go_build_information_names() {
@@ -444,6 +441,35 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
         hostile.contains(r#"href="https://evil.example/pixel.png""#),
         "an image is a link"
     );
+    // In a browser: the findings shown, no accessibility violation, and
+    // nothing loaded from elsewhere.
+    let elsewhere = Elsewhere::start().await;
+    let b = Browser::start(true, &elsewhere).await;
+    let axe = axe_js();
+    b.client
+        .goto(&m.url("/-/providers/registry.origin.test/acme/tfcli"))
+        .await
+        .unwrap();
+    let shown = text(&b, "table.findings").await;
+    assert!(
+        shown.contains("GO-2023-2102") && shown.contains("high"),
+        "{shown}"
+    );
+    assert!(shown.contains("GHSA-4374-p667-p6c8"), "{shown}");
+    accessible(&b, &axe, "provider with advisories").await;
+    for id in ["GO-2023-2102", "GO-9999-0001"] {
+        b.client
+            .goto(&m.url(&format!("/-/advisories/{id}")))
+            .await
+            .unwrap();
+        accessible(&b, &axe, id).await;
+    }
+    assert_eq!(
+        elsewhere.connections(),
+        0,
+        "a page loaded something from elsewhere"
+    );
+    b.stop().await;
     let unknown = c.get(&m.url("/-/advisories/GO-0000-0000")).await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     let bad_id = c.get(&m.url("/-/advisories/GO%2F1")).await;

@@ -41,11 +41,21 @@ pub struct HeldAdvisories {
 /// The mirror's advisory state.
 pub(super) struct AdvisoryState {
     held: Refreshed<HeldAdvisories>,
-    /// Each version's summary, with the database's SHA-256 it was made
-    /// from.
-    summaries: Cache<(Provider, Version), Arc<(String, Summary)>>,
+    /// Each version's summary, with the database's SHA-256 and the
+    /// platforms it was made from (a platform stored since makes it again).
+    summaries: Cache<(Provider, Version), Arc<KeptSummary>>,
     /// The held versions counted against the database, last made.
     census: std::sync::Mutex<Option<Arc<Census>>>,
+}
+
+/// A version's summary as kept, with what it was made from.
+struct KeptSummary {
+    /// The database's SHA-256.
+    database: String,
+    /// The platforms matched.
+    platforms: Vec<Platform>,
+    /// The summary.
+    summary: Summary,
 }
 
 impl AdvisoryState {
@@ -55,8 +65,8 @@ impl AdvisoryState {
             held: Refreshed::new(ADVISORIES_TTL),
             summaries: moka::future::Cache::builder()
                 .max_capacity(SUMMARIES_WEIGHT)
-                .weigher(|_, kept: &Arc<(String, Summary)>| {
-                    let findings = u32::try_from(kept.1.advisories.len()).unwrap_or(u32::MAX);
+                .weigher(|_, kept: &Arc<KeptSummary>| {
+                    let findings = u32::try_from(kept.summary.advisories.len()).unwrap_or(u32::MAX);
                     findings.saturating_add(1).saturating_mul(FINDING_WEIGHT)
                 })
                 .build_with_hasher(held::KeyHash::default()),
@@ -140,8 +150,8 @@ impl Mirror {
         let sha = held.current.as_ref().map(|c| c.sha256.clone())?;
         let key = (provider.clone(), version.clone());
         if let Some(kept) = self.advisories.summaries.get(&key).await {
-            if kept.0 == sha {
-                return Some((held, kept.1.clone()));
+            if kept.database == sha && kept.platforms == platforms {
+                return Some((held, kept.summary.clone()));
             }
         }
         let mut per_platform = std::collections::BTreeMap::new();
@@ -160,7 +170,14 @@ impl Mirror {
         let summary = Summary::of(&per_platform);
         self.advisories
             .summaries
-            .insert(key, Arc::new((sha, summary.clone())))
+            .insert(
+                key,
+                Arc::new(KeptSummary {
+                    database: sha,
+                    platforms: platforms.to_vec(),
+                    summary: summary.clone(),
+                }),
+            )
             .await;
         Some((held, summary))
     }
