@@ -40,15 +40,6 @@ struct Advisories {
     worst: Option<&'static str>,
 }
 
-impl std::fmt::Display for Advisories {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.worst {
-            None => f.write_str("none"),
-            Some(worst) => write!(f, "{} ({worst})", self.count),
-        }
-    }
-}
-
 /// Each archive's known advisories, from its build record and the kept
 /// database; empty when no database is kept.
 async fn advisories_of(
