@@ -78,13 +78,13 @@ pub enum ImportError {
 #[derive(Default)]
 struct Reading {
     advisories: BTreeMap<String, Advisory>,
-    source: Option<Source>,
+    source: Source,
     files: usize,
 }
 
 impl Reading {
     fn source(&mut self) -> &mut Source {
-        self.source.get_or_insert_with(Source::default)
+        &mut self.source
     }
 
     /// One file's bytes, by its name in the zip or directory.

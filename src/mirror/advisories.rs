@@ -282,6 +282,10 @@ impl Mirror {
             if now.is_some() && now != counted && self.count_advisories().await.is_some() {
                 counted = now;
             }
+            // A fixed pause is right here: this is a poll of what may have
+            // changed (the store's pointer, another instance's import, an
+            // archive kept), not a wait for one event; the census follows
+            // within CENSUS_CHECK, and the pointer read costs one small GET.
             tokio::time::sleep(CENSUS_CHECK).await;
         }
     }
