@@ -1,7 +1,8 @@
-//! Bills of materials: what a provider package tfmirror hands out is made
-//! of, as a CycloneDX 1.5 JSON document. It names the provider by its
-//! registry address and version, the archive by its checksums (`zh:`, as
-//! SHA-256, and `h1:`) and the key that signed them, the Go toolchain that
+//! Bills of materials: what a provider package or a CLI release file
+//! tfmirror hands out is made of, as a CycloneDX 1.5 JSON document. It
+//! names the provider by its registry address and version (a release by
+//! its product, `terraform` or `tofu`, and version), the archive by its
+//! checksums (`zh:`, as SHA-256, and `h1:`) and the key that signed them, the Go toolchain that
 //! built the executable (as `pkg:golang/stdlib@…`, the name vulnerability
 //! databases use for Go's standard library), and every module the build
 //! information lists, each as a package URL (`pkg:golang/…@v…`).
@@ -22,7 +23,8 @@ use serde_json::{json, Value};
 
 use crate::address::{Platform, Provider, Version};
 use crate::gobuild::{BuildInfo, Module};
-use crate::store::builds::{BuildRecord, BuildState};
+use crate::store::builds::{BuildRecord, BuildState, ExecutableBuild};
+use crate::store::release_builds::ReleaseBuildRecord;
 use crate::verify::Sha256;
 
 /// What a package URL leaves unescaped in a segment or a version.
@@ -56,6 +58,17 @@ pub struct PackageFacts<'a> {
     pub build: &'a BuildRecord,
 }
 
+/// What the bill of materials of one CLI release file is made from.
+#[derive(Debug, Clone)]
+pub struct ReleaseFacts<'a> {
+    /// The file's name in the release.
+    pub filename: &'a str,
+    /// The ID of the key that signed the release's checksums.
+    pub signed_by: &'a str,
+    /// What the file's executables say of their build.
+    pub build: &'a ReleaseBuildRecord,
+}
+
 /// The CycloneDX 1.5 document of a package.
 pub fn cyclonedx(facts: &PackageFacts<'_>) -> Value {
     let address = format!(
@@ -74,29 +87,88 @@ pub fn cyclonedx(facts: &PackageFacts<'_>) -> Value {
     if !facts.signed_by.is_empty() {
         properties.push(property("tfmirror:signing_key", facts.signed_by));
     }
+    let build = facts.build;
+    document(
+        Described {
+            bom_ref: "provider",
+            name: &address,
+            version: facts.version,
+            sha256: facts.sha256,
+            properties,
+        },
+        &build.executables,
+        (build.read_at_ms, &build.read_by),
+    )
+}
+
+/// The CycloneDX 1.5 document of a CLI release file: the product named
+/// as its executable is (`terraform`, `tofu`).
+pub fn release_cyclonedx(facts: &ReleaseFacts<'_>) -> Value {
+    let build = facts.build;
+    let mut properties = vec![
+        property("tfmirror:platform", build.platform.as_str()),
+        property("tfmirror:release_file", facts.filename),
+        property("tfmirror:verification", "signed"),
+    ];
+    if !facts.signed_by.is_empty() {
+        properties.push(property("tfmirror:signing_key", facts.signed_by));
+    }
+    document(
+        Described {
+            bom_ref: "release",
+            name: build.product.as_str(),
+            version: &build.version,
+            sha256: &build.archive_sha256,
+            properties,
+        },
+        &build.executables,
+        (build.read_at_ms, &build.read_by),
+    )
+}
+
+/// The thing a document describes.
+struct Described<'a> {
+    /// Its `bom-ref`.
+    bom_ref: &'static str,
+    /// Its name.
+    name: &'a str,
+    /// Its version.
+    version: &'a Version,
+    /// Its file's SHA-256, lowercase hex.
+    sha256: &'a str,
+    /// Its properties so far.
+    properties: Vec<Value>,
+}
+
+/// The document of `what`, made of `executables`, read at
+/// (`read_at_ms`, by `read_by`).
+fn document(mut what: Described<'_>, executables: &[ExecutableBuild], read: (u64, &str)) -> Value {
+    let (read_at_ms, read_by) = read;
     let mut components: Vec<Value> = Vec::new();
     let mut refs: Vec<String> = Vec::new();
-    for exe in &facts.build.executables {
-        properties.push(property("tfmirror:executable", &exe.name));
+    for exe in executables {
+        what.properties
+            .push(property("tfmirror:executable", &exe.name));
         match &exe.build {
             BuildState::Go { build } => {
-                described(build, &mut properties, &mut components, &mut refs);
+                described(build, &mut what.properties, &mut components, &mut refs);
             }
             BuildState::Nothing { reason } => {
-                properties.push(property("tfmirror:build_information", reason));
+                what.properties
+                    .push(property("tfmirror:build_information", reason));
             }
             BuildState::Unreadable { error } => {
-                properties.push(property("tfmirror:build_information", error));
+                what.properties
+                    .push(property("tfmirror:build_information", error));
             }
         }
     }
     let serial = {
-        let seed = format!("{}\n{}", facts.sha256, facts.build.read_at_ms);
+        let seed = format!("{}\n{read_at_ms}", what.sha256);
         uuid_of(&Sha256::digest(seed.as_bytes()))
     };
     let timestamp =
-        humantime::format_rfc3339_seconds(crate::clock::from_unix_ms(facts.build.read_at_ms))
-            .to_string();
+        humantime::format_rfc3339_seconds(crate::clock::from_unix_ms(read_at_ms)).to_string();
     json!({
         "bomFormat": "CycloneDX",
         "specVersion": "1.5",
@@ -108,20 +180,20 @@ pub fn cyclonedx(facts: &PackageFacts<'_>) -> Value {
                 "components": [{
                     "type": "application",
                     "name": "tfmirror",
-                    "version": facts.build.read_by,
+                    "version": read_by,
                 }]
             },
             "component": {
                 "type": "application",
-                "bom-ref": "provider",
-                "name": address,
-                "version": facts.version.as_str(),
-                "hashes": [{ "alg": "SHA-256", "content": facts.sha256 }],
-                "properties": properties,
+                "bom-ref": what.bom_ref,
+                "name": what.name,
+                "version": what.version.as_str(),
+                "hashes": [{ "alg": "SHA-256", "content": what.sha256 }],
+                "properties": what.properties,
             }
         },
         "components": components,
-        "dependencies": [{ "ref": "provider", "dependsOn": refs }],
+        "dependencies": [{ "ref": what.bom_ref, "dependsOn": refs }],
     })
 }
 

@@ -85,7 +85,7 @@ impl Workspace {
             .get(&mirror.url("/"))
             .await;
         let html = page.page_text();
-        let start = format!("<pre id=\"host-{host}\">");
+        let start = format!("<pre tabindex=\"0\" id=\"host-{host}\">");
         let block = html
             .split_once(&start)
             .and_then(|(_, rest)| rest.split_once("</pre>"))

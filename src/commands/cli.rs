@@ -186,9 +186,9 @@ pub enum Command {
         #[arg(long)]
         platform: Option<String>,
     },
-    /// Print a held provider package's bill of materials (CycloneDX 1.5
-    /// JSON): the archive's hashes and signing key, the Go toolchain, and
-    /// every module its build information lists.
+    /// Print a held provider package's or CLI release's bill of materials
+    /// (CycloneDX 1.5 JSON): the archive's hashes and signing key, the Go
+    /// toolchain, and every module its build information lists.
     Bom {
         /// Configuration file (TOML).
         #[arg(long, short)]
@@ -199,7 +199,8 @@ pub enum Command {
         /// Write the document to this file instead of standard output.
         #[arg(long, short)]
         output: Option<PathBuf>,
-        /// The provider, as `[hostname/]namespace/type`.
+        /// The provider, as `[hostname/]namespace/type`, or a CLI
+        /// release's product: `terraform` or `tofu`.
         source: String,
         /// The version.
         version: String,

@@ -16,7 +16,7 @@ use crate::releases::ReleaseBody;
 /// The answer to a release route; `base` is this mirror's URL as the
 /// client reaches it (for the build URLs of a version's `index.json`).
 pub async fn respond(
-    mirror: &Mirror,
+    mirror: &std::sync::Arc<Mirror>,
     base: &str,
     route: ReleaseRoute,
 ) -> Result<Response<Body>, RequestError> {

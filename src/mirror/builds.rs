@@ -10,7 +10,7 @@ use crate::address::ArchiveKey;
 use crate::bom::{cyclonedx, PackageFacts};
 use crate::error::RequestError;
 use crate::store::builds::{self, BuildRecord};
-use crate::store::{ArchiveSource, StoreError};
+use crate::store::{ArchiveReader, ArchiveSource, StoreError};
 
 impl Mirror {
     /// The CycloneDX bill of materials of a held package ([`crate::bom`]),
@@ -92,40 +92,14 @@ impl Mirror {
         let Some(opened) = opened else {
             return Ok(None);
         };
-        // A file on disk is read where it is; a bucket's object is copied
-        // to a staging file first. Executables unpack beside it.
-        let staging = self
-            .store
-            .staging_file()
-            .map_err(|e| self.store_failed("creating a temporary file", &e))?;
-        let archive = match opened.source {
-            ArchiveSource::File(file) => file,
-            ArchiveSource::Reader(mut reader) => {
-                let mut copy =
-                    tokio::fs::File::from_std(staging.reopen().map_err(|e| {
-                        self.store_failed("copying an archive", &StoreError::from(e))
-                    })?);
-                tokio::io::copy(&mut reader, &mut copy)
-                    .await
-                    .map_err(|e| self.store_failed("copying an archive", &StoreError::from(e)))?;
-                copy.into_std().await
-            }
-        };
-        let scratch = staging
-            .path()
-            .parent()
-            .map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
-        let max = crate::gobuild::MAX_EXECUTABLE_SIZE;
         let (key2, sha256) = (key.clone(), pkg.sha256.clone());
         let read_at_ms = crate::clock::unix_ms_of(self.clock.now());
-        let made = tokio::task::spawn_blocking(move || {
-            let made =
-                BuildRecord::from_archive(&key2, &sha256, archive, &scratch, max, read_at_ms);
-            drop(staging);
-            made
-        })
-        .await
-        .map_err(|e| RequestError::Internal(format!("reading build information: {e}")))?;
+        let made = self
+            .read_stored_zip(opened, move |archive, scratch| {
+                let max = crate::gobuild::MAX_EXECUTABLE_SIZE;
+                BuildRecord::from_archive(&key2, &sha256, archive, scratch, max, read_at_ms)
+            })
+            .await?;
         let outcome = made.outcome();
         match builds::write(self.store.as_ref(), &made).await {
             Ok(()) => {
@@ -154,6 +128,50 @@ impl Mirror {
 }
 
 impl Mirror {
+    /// Runs `read` off the async threads on a stored zip, with a folder to
+    /// unpack into. A file on disk is read where it is; a bucket's object
+    /// is copied to a staging file first, removed after.
+    pub(crate) async fn read_stored_zip<T: Send + 'static>(
+        &self,
+        opened: ArchiveReader,
+        read: impl FnOnce(std::fs::File, &std::path::Path) -> T + Send + 'static,
+    ) -> Result<T, RequestError> {
+        let staging = self
+            .store
+            .staging_file()
+            .map_err(|e| self.store_failed("creating a temporary file", &e))?;
+        let archive = match opened.source {
+            ArchiveSource::File(file) => file,
+            ArchiveSource::Reader(mut reader) => {
+                let copying = |e: std::io::Error| {
+                    self.store_failed("copying an archive", &StoreError::from(e))
+                };
+                let mut copy = tokio::fs::File::from_std(staging.reopen().map_err(copying)?);
+                tokio::io::copy(&mut reader, &mut copy)
+                    .await
+                    .map_err(copying)?;
+                copy.into_std().await
+            }
+        };
+        let scratch = staging
+            .path()
+            .parent()
+            .map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
+        tokio::task::spawn_blocking(move || {
+            let made = read(archive, &scratch);
+            drop(staging);
+            made
+        })
+        .await
+        .map_err(|e| RequestError::Internal(format!("reading build information: {e}")))
+    }
+
+    /// Runs `work` among the mirror's tracked tasks, which a drain waits
+    /// for.
+    pub(crate) fn spawn_tracked(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.tasks.spawn(work);
+    }
+
     /// Records a failed store write and gives the answer for the request
     /// that needed it.
     pub(crate) fn store_failed(&self, what: &str, e: &StoreError) -> RequestError {

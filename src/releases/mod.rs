@@ -10,6 +10,8 @@
 //! served from there, also while the origin is down. A signature or
 //! checksum that does not match answers 502 and keeps nothing.
 //!
+//! - [`builds`]: what each release zip is built from, its bill of
+//!   materials and its advisories;
 //! - `config`: `[releases]`, the products' sources and keys;
 //! - [`evidence`]: checking a record that did not come from the origin;
 //! - `origin`: reading the origins' version lists as the clients do;
@@ -18,6 +20,7 @@
 //!   mirror holds; the read-through here extends the mirror).
 
 pub mod config;
+pub mod builds;
 pub mod evidence;
 pub mod layouts;
 mod origin;
@@ -321,7 +324,7 @@ impl Mirror {
     /// record, an archive from the store (downloaded and checked first
     /// when the store lacks it).
     pub async fn release_file(
-        &self,
+        self: &Arc<Self>,
         product: Product,
         version: &Version,
         name: &ArtifactName,
@@ -386,7 +389,7 @@ impl Mirror {
     /// Downloads a release file, checks it against the signed checksum and
     /// keeps it; nothing is kept when it does not match.
     async fn download_release_file(
-        &self,
+        self: &Arc<Self>,
         file: &ReleaseFile,
         sha256: &str,
     ) -> Result<(), RequestError> {
@@ -434,6 +437,7 @@ impl Mirror {
             .map_err(|e| self.store_failed("storing a release file", &e))?;
         self.metrics().release_file_stored();
         self.release_stored(file, downloaded.size).await;
+        self.record_release_build_later(file);
         tracing::info!(target: RELEASES_LOG, product = %file.product, version = %file.version, file = %file.name, bytes = downloaded.size, "release file verified and stored");
         Ok(())
     }

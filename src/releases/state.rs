@@ -21,6 +21,20 @@ pub struct ReleaseState {
     pub(super) records: moka::future::Cache<(Product, Version), Arc<ReleaseRecord>>,
     /// Downloads under way: one per file, however many requests wait.
     pub(super) downloads: moka::future::Cache<ReleaseFile, ()>,
+    /// Each release's advisory summary, with the database's SHA-256 and
+    /// the files it was made from (another database or another file held
+    /// makes it again).
+    pub(super) summaries: moka::future::Cache<(Product, Version), Arc<KeptSummary>>,
+}
+
+/// A release's advisory summary as kept, with what it was made from.
+pub(super) struct KeptSummary {
+    /// The database's SHA-256.
+    pub(super) database: String,
+    /// The files matched.
+    pub(super) files: Vec<ReleaseFile>,
+    /// The summary.
+    pub(super) summary: crate::advisories::Summary,
 }
 
 impl ReleaseState {
@@ -31,6 +45,7 @@ impl ReleaseState {
             lists: moka::future::Cache::builder().max_capacity(8).build(),
             records: moka::future::Cache::builder().max_capacity(10_000).build(),
             downloads: moka::future::Cache::builder().max_capacity(1_000).build(),
+            summaries: moka::future::Cache::builder().max_capacity(10_000).build(),
         })
     }
 

@@ -100,21 +100,7 @@ impl BuildRecord {
         max_size: u64,
         read_at_ms: u64,
     ) -> BuildRecord {
-        let executables =
-            match gobuild::executables_in(archive, ExecutableKind::Provider, scratch, max_size) {
-                Ok(found) => found.into_iter().map(executable_build).collect(),
-                // Kept archives passed the store's zip check: a failure here
-                // is the disk's, or a zip the check let through.
-                Err(e) => vec![ExecutableBuild {
-                    name: key.provider.archive_name(&key.version, &key.platform),
-                    size: 0,
-                    build: BuildState::Unreadable {
-                        error: e.to_string(),
-                    },
-                    packages: None,
-                    packages_error: None,
-                }],
-            };
+        let fallback = key.provider.archive_name(&key.version, &key.platform);
         BuildRecord {
             format: BUILD_FORMAT,
             provider: key.provider.clone(),
@@ -123,43 +109,91 @@ impl BuildRecord {
             archive_sha256: sha256.to_string(),
             read_at_ms,
             read_by: super::format::THIS_VERSION.to_string(),
-            executables,
+            executables: read_executables(
+                ExecutableKind::Provider,
+                &fallback,
+                archive,
+                scratch,
+                max_size,
+            ),
         }
     }
 
     /// What the record says, in a word: `go`, `nothing` or `unreadable`
     /// (its first executable's state).
     pub fn outcome(&self) -> &'static str {
-        match self.executables.first().map(|e| &e.build) {
-            Some(BuildState::Go { .. }) => "go",
-            Some(BuildState::Unreadable { .. }) => "unreadable",
-            Some(BuildState::Nothing { .. }) | None => "nothing",
-        }
+        outcome_of(&self.executables)
     }
-}
 
-impl BuildRecord {
     /// The advisories its executables fall under in `db`, the main
     /// module matched by the record's own version.
     pub fn findings(&self, db: &crate::advisories::Database) -> Vec<crate::advisories::Finding> {
-        self.executables
-            .iter()
-            .filter_map(|exe| match &exe.build {
-                BuildState::Go { build } => Some(crate::advisories::findings(
-                    db,
-                    &crate::advisories::Subject {
-                        build,
-                        release_version: Some(self.version.as_str()),
-                        packages: exe.packages.as_deref(),
-                        goos: self.platform.os(),
-                        goarch: self.platform.arch(),
-                    },
-                )),
-                _ => None,
-            })
-            .flatten()
-            .collect()
+        findings_of(&self.executables, &self.version, &self.platform, db)
     }
+}
+
+/// The executables of kind `kind` in the zip file `archive`, each read
+/// ([`gobuild::executables_in`]). An archive that cannot be read at all
+/// gives one entry named `fallback` that says why. Blocks.
+pub(super) fn read_executables(
+    kind: ExecutableKind,
+    fallback: &str,
+    archive: std::fs::File,
+    scratch: &std::path::Path,
+    max_size: u64,
+) -> Vec<ExecutableBuild> {
+    match gobuild::executables_in(archive, kind, scratch, max_size) {
+        Ok(found) => found.into_iter().map(executable_build).collect(),
+        // Kept archives passed a checksum check: a failure here is the
+        // disk's, or a zip the check let through.
+        Err(e) => vec![ExecutableBuild {
+            name: fallback.to_string(),
+            size: 0,
+            build: BuildState::Unreadable {
+                error: e.to_string(),
+            },
+            packages: None,
+            packages_error: None,
+        }],
+    }
+}
+
+/// What executables' records say, in a word: `go`, `nothing` or
+/// `unreadable` (the first one's state).
+pub(super) fn outcome_of(executables: &[ExecutableBuild]) -> &'static str {
+    match executables.first().map(|e| &e.build) {
+        Some(BuildState::Go { .. }) => "go",
+        Some(BuildState::Unreadable { .. }) => "unreadable",
+        Some(BuildState::Nothing { .. }) | None => "nothing",
+    }
+}
+
+/// The advisories `executables` (built for `platform`) fall under in
+/// `db`, each main module matched by `version`: the registry's or the
+/// release's, never the build's own word.
+pub(super) fn findings_of(
+    executables: &[ExecutableBuild],
+    version: &Version,
+    platform: &Platform,
+    db: &crate::advisories::Database,
+) -> Vec<crate::advisories::Finding> {
+    executables
+        .iter()
+        .filter_map(|exe| match &exe.build {
+            BuildState::Go { build } => Some(crate::advisories::findings(
+                db,
+                &crate::advisories::Subject {
+                    build,
+                    release_version: Some(version.as_str()),
+                    packages: exe.packages.as_deref(),
+                    goos: platform.os(),
+                    goarch: platform.arch(),
+                },
+            )),
+            _ => None,
+        })
+        .flatten()
+        .collect()
 }
 
 /// An executable's record entry.
@@ -210,11 +244,20 @@ pub async fn read(store: &dyn Store, key: &ArchiveKey) -> Result<Option<BuildRec
     let Some(bytes) = store.read_document(&parts).await? else {
         return Ok(None);
     };
+    decode(&parts, &bytes).map(Some)
+}
+
+/// A record's bytes read as a record, its format checked first: a record
+/// of a newer format is an error that names both formats.
+pub(super) fn decode<T: serde::de::DeserializeOwned>(
+    parts: &[&str],
+    bytes: &[u8],
+) -> Result<T, StoreError> {
     let corrupt = |reason: String| StoreError::Corrupt {
         what: "build record",
         reason,
     };
-    let marker: Marker = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    let marker: Marker = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
     if marker.format > BUILD_FORMAT {
         return Err(corrupt(format!(
             "{} is of format {}; this build reads formats up to {BUILD_FORMAT}",
@@ -222,9 +265,7 @@ pub async fn read(store: &dyn Store, key: &ArchiveKey) -> Result<Option<BuildRec
             marker.format
         )));
     }
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| corrupt(format!("{}: {e}", parts.join("/"))))
+    serde_json::from_slice(bytes).map_err(|e| corrupt(format!("{}: {e}", parts.join("/"))))
 }
 
 /// Keeps an archive's record, replacing an earlier one.

@@ -23,6 +23,7 @@ pub mod journal;
 pub mod pins;
 mod place;
 pub mod records;
+pub mod release_builds;
 mod s3;
 pub mod space;
 

@@ -163,12 +163,13 @@ async fn page(
         Page::Search => Ok(search::page(site, req, layout)),
         Page::Provider(provider) => provider::page(site, req, layout, provider).await,
         Page::Bom(key) => bom::page(site, key).await,
+        Page::ReleaseBom(file) => Ok(PageAnswer::json(&site.mirror.release_bom(file).await?)),
         Page::Advisory(id) => advisory::page(site, req, layout, id).await,
         Page::Module(module) => module::page(site, req, layout, module),
         Page::ModuleVersion(module, version) => {
             module::version_page(site, req, layout, module, version).await
         }
-        Page::Releases => Ok(releases::page(site, req, layout)),
+        Page::Releases => Ok(releases::page(site, req, layout).await),
         Page::Check => check::page(site, req, form.as_ref(), layout).await,
         Page::Home
         | Page::SignIn

@@ -1,6 +1,7 @@
 //! `/-/releases`: the Terraform and OpenTofu releases the mirror holds,
-//! newest first, with the platforms of their files, and how each version
-//! manager is pointed at the mirror.
+//! newest first, with the platforms of their files, each platform zip's
+//! bill of materials, the advisories they fall under, and how each
+//! version manager is pointed at the mirror.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +12,10 @@ use serde::Serialize;
 use super::layout::Layout;
 use super::recipes::recipes;
 use super::{PageAnswer, PageRequest, Site};
-use crate::address::{Product, Version};
+use super::routes::release_bom_path;
+use crate::address::{Product, ReleaseFile, Version};
+use crate::advisories::Summary;
+use crate::releases::builds::zip_platform;
 
 /// The releases page.
 #[derive(Debug, Serialize)]
@@ -20,6 +24,8 @@ pub struct ReleasesPage {
     pub products: Vec<ProductReleases>,
     /// The version managers' settings, when releases are served.
     pub version_managers: Option<String>,
+    /// The advisory database the findings come from, described.
+    pub advisory_database: Option<String>,
 }
 
 /// One product's releases held.
@@ -42,6 +48,11 @@ pub struct Release {
     pub platforms: Vec<String>,
     /// Its files held.
     pub files: Vec<String>,
+    /// The bill of materials of each platform zip held: (platform, path).
+    pub boms: Vec<(String, String)>,
+    /// What its platform zips fall under; `None` when no advisory
+    /// database is imported.
+    pub advisories: Option<Summary>,
 }
 
 #[derive(Template)]
@@ -52,48 +63,32 @@ struct Page<'a> {
 }
 
 /// `/-/releases`.
-pub fn page(site: Site<'_>, req: &PageRequest<'_>, layout: &Layout) -> PageAnswer {
+pub async fn page(site: Site<'_>, req: &PageRequest<'_>, layout: &Layout) -> PageAnswer {
     let served = site.mirror.release_state().products();
-    let mut held: BTreeMap<(Product, Version), Vec<String>> = BTreeMap::new();
+    let mut held: BTreeMap<(Product, Version), Vec<ReleaseFile>> = BTreeMap::new();
     for file in site.mirror.held_release_files() {
         held.entry((file.product, file.version.clone()))
             .or_default()
-            .push(file.name.to_string());
+            .push(file);
     }
-    let products = Product::ALL
-        .into_iter()
-        .map(|product| {
-            let mut releases: Vec<Release> = (held.iter())
-                .filter(|((p, _), _)| *p == product)
-                .map(|((_, version), files)| {
-                    let mut files = files.clone();
-                    files.sort();
-                    let mut platforms: Vec<String> = (files.iter())
-                        .filter_map(|f| {
-                            let name = crate::address::ArtifactName::parse(f).ok()?;
-                            product.platform_of(version, &name).map(|p| p.to_string())
-                        })
-                        .collect();
-                    platforms.sort();
-                    platforms.dedup();
-                    Release {
-                        version: version.to_string(),
-                        platforms,
-                        files,
-                    }
-                })
-                .collect();
-            releases.reverse();
-            ProductReleases {
-                product: product.title(),
-                served: served.contains(&product),
-                releases,
-            }
-        })
-        .collect();
+    let mut products = Vec::new();
+    for product in Product::ALL {
+        let mut releases = Vec::new();
+        for ((_, version), files) in held.iter().filter(|((p, _), _)| *p == product) {
+            releases.push(release(site, product, version, files).await);
+        }
+        releases.reverse();
+        products.push(ProductReleases {
+            product: product.title(),
+            served: served.contains(&product),
+            releases,
+        });
+    }
     let page = ReleasesPage {
         products,
         version_managers: recipes(site, req).version_managers,
+        advisory_database: (site.mirror.advisories().await.current.as_ref())
+            .map(|c| super::advisory::describe(&c.source)),
     };
     if req.route.json {
         return PageAnswer::json(&page);
@@ -105,4 +100,33 @@ pub fn page(site: Site<'_>, req: &PageRequest<'_>, layout: &Layout) -> PageAnswe
             page: &page,
         },
     )
+}
+
+/// What the page says of one release held.
+async fn release(
+    site: Site<'_>,
+    product: Product,
+    version: &Version,
+    files: &[ReleaseFile],
+) -> Release {
+    let mut files = files.to_vec();
+    files.sort();
+    let mut platforms: Vec<String> = (files.iter())
+        .filter_map(|f| product.platform_of(version, &f.name).map(|p| p.to_string()))
+        .collect();
+    platforms.sort();
+    platforms.dedup();
+    let boms = (files.iter())
+        .filter_map(|f| Some((zip_platform(f)?.to_string(), release_bom_path(f))))
+        .collect();
+    Release {
+        version: version.to_string(),
+        platforms,
+        boms,
+        advisories: site
+            .mirror
+            .release_advisories(product, version, &files)
+            .await,
+        files: files.iter().map(|f| f.name.to_string()).collect(),
+    }
 }

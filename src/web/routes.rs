@@ -6,8 +6,8 @@
 use percent_encoding::percent_decode_str;
 
 use crate::address::{
-    AdvisoryId, ArchiveKey, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace,
-    Platform, Provider, ProviderType, Version,
+    AdvisoryId, ArchiveKey, ArtifactName, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace,
+    Platform, Product, Provider, ProviderType, ReleaseFile, Version,
 };
 use crate::error::RequestError;
 
@@ -48,6 +48,9 @@ pub enum Page {
     /// `/-/api/providers/:hostname/:namespace/:type/:version/:os_arch/cyclonedx.json`:
     /// a held package's bill of materials (JSON only).
     Bom(ArchiveKey),
+    /// `/-/api/releases/:product/:version/:file/cyclonedx.json`: a held
+    /// CLI release zip's bill of materials (JSON only).
+    ReleaseBom(ReleaseFile),
     /// `/-/advisories/:id`: one advisory of the imported database.
     Advisory(AdvisoryId),
     /// `/-/assets/:name`: the pages' style sheet.
@@ -150,6 +153,13 @@ pub fn parse(raw_path: &str) -> Result<PageRoute, RequestError> {
                 platform: Platform::parse(platform)?,
             })
         }
+        ["releases", product, version, file, "cyclonedx.json"] if json => {
+            Page::ReleaseBom(ReleaseFile {
+                product: product.parse::<Product>()?,
+                version: Version::parse(version)?,
+                name: ArtifactName::parse(file)?,
+            })
+        }
         ["modules", host, namespace, name, system, rest @ ..] if rest.len() <= 1 => {
             let module = Module {
                 hostname: Hostname::parse(host)?,
@@ -190,6 +200,14 @@ pub fn bom_path(key: &ArchiveKey) -> String {
     format!(
         "/-/api/providers/{}/{}/{}/{}/{}/cyclonedx.json",
         key.provider.hostname, key.provider.namespace, key.provider.kind, key.version, key.platform
+    )
+}
+
+/// The path of a held release zip's bill of materials.
+pub fn release_bom_path(file: &ReleaseFile) -> String {
+    format!(
+        "/-/api/releases/{}/{}/{}/cyclonedx.json",
+        file.product, file.version, file.name
     )
 }
 

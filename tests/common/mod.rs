@@ -17,6 +17,7 @@ mod ca;
 mod client;
 pub mod daemon;
 pub mod fake_issuer;
+pub mod go;
 mod git;
 mod keys;
 pub mod oci;

@@ -15,6 +15,7 @@ use crate::commands::Refusal;
 use crate::releases::evidence::{check_record, listed_sha256};
 use crate::releases::Source;
 use crate::site::inventory::SiteInventory;
+use crate::store::release_builds::{self, ReleaseBuildRecord};
 use crate::store::{ReleaseRecord, Store, StoreError};
 
 /// The name of a release's record in its bundle directory.
@@ -230,9 +231,17 @@ impl Releases {
             )
             .into());
         }
+        // The build record is read here, from the file just checked: it
+        // is the file's own word, not the bundle's.
+        let build = release_build_record(&file, &sha256, &staged);
         store
             .wait(store.store().keep_release_file(staged, &file, &sha256))
             .map_err(|e| format!("storing it failed: {e}"))?;
+        if let Some(build) = build {
+            if let Err(e) = store.wait(release_builds::write(store.store(), &build)) {
+                tracing::warn!(%file, error = %e, "could not keep a build record; it is read again when next asked for");
+            }
+        }
         self.delivered.insert(file);
         Ok(true)
     }
@@ -321,4 +330,25 @@ impl Releases {
 fn report_names(report: &Imported, file: &ReleaseFile) -> bool {
     let item = file.to_string();
     report.rejected.iter().any(|(i, _)| *i == item)
+}
+
+/// The build record of a staged release zip whose SHA-256 was checked;
+/// `None` for a file that is no platform's zip.
+fn release_build_record(
+    file: &ReleaseFile,
+    sha256: &str,
+    staged: &std::path::Path,
+) -> Option<ReleaseBuildRecord> {
+    let platform = crate::releases::builds::zip_platform(file)?;
+    let archive = std::fs::File::open(staged).ok()?;
+    let now = crate::clock::unix_ms_of(std::time::SystemTime::now());
+    Some(ReleaseBuildRecord::from_archive(
+        file,
+        &platform,
+        sha256,
+        archive,
+        staged.parent()?,
+        crate::gobuild::MAX_EXECUTABLE_SIZE,
+        now,
+    ))
 }

@@ -1,0 +1,182 @@
+//! What the CLI releases the mirror holds are built from, and the
+//! advisories they fall under: each stored release zip's build record
+//! ([`crate::store::release_builds`]), read in the background once the
+//! file is kept, and on first ask for a file kept before records were
+//! made; its bill of materials; and a release's advisories across its
+//! platforms.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::address::{Platform, Product, ReleaseFile, Version};
+use crate::advisories::Summary;
+use crate::error::RequestError;
+use super::state::KeptSummary;
+use crate::mirror::Mirror;
+use crate::store::release_builds::{self, ReleaseBuildRecord};
+
+impl Mirror {
+    /// The build record of a held release file: the kept one, or, for a
+    /// stored zip without one, read from the file now and kept. `None`
+    /// when the file is not a platform's zip or the store does not hold
+    /// it.
+    pub async fn release_build_record(
+        &self,
+        file: &ReleaseFile,
+    ) -> Result<Option<ReleaseBuildRecord>, RequestError> {
+        match release_builds::read(self.store(), file).await {
+            Ok(Some(record)) => return Ok(Some(record)),
+            Ok(None) => {}
+            Err(e) => {
+                return Err(RequestError::DiskUnavailable(format!(
+                    "the build record of {file} cannot be read: {e}"
+                )))
+            }
+        }
+        self.record_release_build(file).await
+    }
+
+    /// Reads the build information of a stored release zip's executable
+    /// and keeps the record. From the store alone: no origin is asked.
+    async fn record_release_build(
+        &self,
+        file: &ReleaseFile,
+    ) -> Result<Option<ReleaseBuildRecord>, RequestError> {
+        let Some(platform) = zip_platform(file) else {
+            return Ok(None);
+        };
+        let Some(record) = self.held_release(file.product, &file.version).await else {
+            return Ok(None);
+        };
+        let Some(sha256) = super::evidence::listed_sha256(&record, &file.name) else {
+            return Ok(None);
+        };
+        let opened = self
+            .store()
+            .open_release_file(file)
+            .await
+            .map_err(|e| self.store_failed("reading a release file", &e))?;
+        let Some(opened) = opened else {
+            return Ok(None);
+        };
+        let file2 = file.clone();
+        let read_at_ms = crate::clock::unix_ms_of(self.clock().now());
+        let made = self
+            .read_stored_zip(opened, move |archive, scratch| {
+                let max = crate::gobuild::MAX_EXECUTABLE_SIZE;
+                ReleaseBuildRecord::from_archive(
+                    &file2, &platform, &sha256, archive, scratch, max, read_at_ms,
+                )
+            })
+            .await?;
+        let outcome = made.outcome();
+        match release_builds::write(self.store(), &made).await {
+            Ok(()) => {
+                self.metrics().build_recorded(outcome);
+                tracing::info!(target: super::RELEASES_LOG, file = %file, outcome, "build information recorded");
+            }
+            Err(e) => {
+                self.metrics().build_recorded("failed");
+                tracing::warn!(target: super::RELEASES_LOG, file = %file, error = %e, "could not keep a build record; it is read again when next asked for");
+            }
+        }
+        Ok(Some(made))
+    }
+
+    /// Reads and keeps a release file's build record in the background,
+    /// after the file was kept.
+    pub(super) fn record_release_build_later(self: &Arc<Self>, file: &ReleaseFile) {
+        if zip_platform(file).is_none() {
+            return;
+        }
+        let (this, file) = (self.clone(), file.clone());
+        self.spawn_tracked(async move {
+            if let Err(e) = this.record_release_build(&file).await {
+                this.metrics().build_recorded("failed");
+                tracing::warn!(target: super::RELEASES_LOG, file = %file, error = %e, "could not record build information; it is read again when next asked for");
+            }
+        });
+    }
+
+    /// The CycloneDX bill of materials of a held release file
+    /// ([`crate::bom`]), from its release record and build record alone.
+    pub async fn release_bom(&self, file: &ReleaseFile) -> Result<serde_json::Value, RequestError> {
+        let not_held = || {
+            RequestError::NotHeld(format!(
+                "{file} is not held by this mirror: a bill of materials is made for the release zips it holds"
+            ))
+        };
+        let record = self
+            .held_release(file.product, &file.version)
+            .await
+            .ok_or_else(not_held)?;
+        let build = self
+            .release_build_record(file)
+            .await?
+            .ok_or_else(not_held)?;
+        Ok(crate::bom::release_cyclonedx(&crate::bom::ReleaseFacts {
+            filename: file.name.as_str(),
+            signed_by: &record.key_id,
+            build: &build,
+        }))
+    }
+
+    /// What a held release falls under, over the platform zips of
+    /// `files`, against the database as last read; `None` when no
+    /// database is kept. A file whose record cannot be read or made is
+    /// left out.
+    pub async fn release_advisories(
+        &self,
+        product: Product,
+        version: &Version,
+        files: &[ReleaseFile],
+    ) -> Option<Summary> {
+        let held = self.advisories().await;
+        let db = held.db.clone()?;
+        let sha = held.current.as_ref()?.sha256.clone();
+        let files: Vec<ReleaseFile> = (files.iter())
+            .filter(|f| f.product == product && &f.version == version)
+            .cloned()
+            .collect();
+        let key = (product, version.clone());
+        let kept = &self.release_state().summaries;
+        if let Some(k) = kept.get(&key).await {
+            if k.database == sha && k.files == files {
+                return Some(k.summary.clone());
+            }
+        }
+        let mut per_platform: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        for file in &files {
+            match self.release_build_record(file).await {
+                Ok(Some(record)) => {
+                    let found = record.findings(&db);
+                    per_platform
+                        .entry(record.platform.to_string())
+                        .or_default()
+                        .extend(found);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(target: super::RELEASES_LOG, file = %file, error = %e, "could not match a release file against the advisory database");
+                }
+            }
+        }
+        let summary = Summary::of(&per_platform);
+        let made = KeptSummary {
+            database: sha,
+            files,
+            summary: summary.clone(),
+        };
+        kept.insert(key, Arc::new(made)).await;
+        Some(summary)
+    }
+}
+
+/// The platform of a release file that is a platform's zip (the files
+/// whose executables are read); `None` for anything else.
+pub fn zip_platform(file: &ReleaseFile) -> Option<Platform> {
+    if !file.name.as_str().ends_with(".zip") {
+        return None;
+    }
+    file.product.platform_of(&file.version, &file.name)
+}

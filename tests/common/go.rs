@@ -1,0 +1,74 @@
+//! Go programs as the tests read them: what Go's own reader (`go version
+//! -m`, from Debian's golang-go) lists for a binary, and the pinned real
+//! advisory entries with the findings read from them by hand.
+
+use std::path::Path;
+use std::process::Command;
+
+/// The modules `go version -m` lists for a program (the replacement where
+/// one was made), as `path@version`, and the toolchain.
+pub fn go_modules(exe: &Path) -> (String, Vec<String>) {
+    let out = Command::new("go")
+        .args(["version", "-m"])
+        .arg(exe)
+        .output()
+        .expect("go (Debian's golang-go) runs; the README's test command installs it");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let toolchain = text
+        .lines()
+        .next()
+        .unwrap()
+        .rsplit_once(": ")
+        .unwrap()
+        .1
+        .to_string();
+    let mut modules: Vec<String> = Vec::new();
+    for line in text.lines().skip(1) {
+        let cols: Vec<&str> = line.trim_start_matches('\t').split('\t').collect();
+        match cols.as_slice() {
+            ["dep", path, version, ..] => modules.push(format!("{path}@{version}")),
+            ["=>", path, version, ..] => *modules.last_mut().unwrap() = format!("{path}@{version}"),
+            _ => {}
+        }
+    }
+    (toolchain, modules)
+}
+
+/// The Terraform v1.0.3 binary `TERRAFORM_BIN` names (the README's test
+/// command installs it).
+pub fn terraform_1_0_3() -> std::path::PathBuf {
+    match std::env::var_os("TERRAFORM_BIN") {
+        Some(p) if Path::new(&p).is_file() => std::path::PathBuf::from(p),
+        other => panic!("TERRAFORM_BIN must name the Terraform v1.0.3 binary (got {other:?}); run the README's test command"),
+    }
+}
+
+/// Copies the pinned real entries (the Go database's and GitHub's, in
+/// `tests/fixtures/advisories`) into the directory `to`.
+pub fn copy_advisory_fixtures(to: &Path) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/advisories");
+    std::fs::create_dir_all(to).unwrap();
+    for dir in ["go-vulndb/ID", "github"] {
+        for e in std::fs::read_dir(fixtures.join(dir)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// The advisories of the pinned entries that Terraform v1.0.3 (go1.16.4,
+/// its own module at 1.0.3) falls under, one per module affected, as
+/// read by hand in `tests/advisories.rs` and `SOURCE.md`: eight
+/// advisories, GO-2023-2102 for both the standard library and x/net.
+pub const TERRAFORM_1_0_3_FINDINGS: [&str; 9] = [
+    "GO-2021-0113",
+    "GO-2021-0239",
+    "GO-2021-0263",
+    "GO-2021-0347",
+    "GO-2022-0438",
+    "GO-2023-2102",
+    "GO-2023-2102",
+    "GO-2023-2153",
+    "GO-2024-2947",
+];
