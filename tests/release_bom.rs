@@ -83,9 +83,7 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
     let c = Client::trusting(&m.ca_file);
     for platform in ["linux_amd64", "darwin_arm64"] {
         let got = c
-            .get(&m.url(&format!(
-                "/terraform/1.0.3/terraform_1.0.3_{platform}.zip"
-            )))
+            .get(&m.url(&format!("/terraform/1.0.3/terraform_1.0.3_{platform}.zip")))
             .await;
         assert_eq!(got.status, StatusCode::OK, "{platform}");
     }
@@ -104,7 +102,8 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
         serde_json::from_slice(&std::fs::read(&script_record).unwrap()).unwrap();
     assert_eq!(kept["executables"][0]["state"], "nothing", "{kept}");
 
-    let bom_url = m.url("/-/api/releases/terraform/1.0.3/terraform_1.0.3_linux_amd64.zip/cyclonedx.json");
+    let bom_url =
+        m.url("/-/api/releases/terraform/1.0.3/terraform_1.0.3_linux_amd64.zip/cyclonedx.json");
     let bom = c.get(&bom_url).await;
     assert_eq!(
         bom.status,
@@ -133,8 +132,7 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
         props
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| panic!("no {name} in {props:?}"))
+            .map_or_else(|| panic!("no {name} in {props:?}"), |(_, v)| v.clone())
     };
     assert_eq!(prop("tfmirror:signing_key"), signer.key_id());
     assert_eq!(prop("tfmirror:executable"), "terraform");
@@ -161,9 +159,11 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
     // A file not held has none; a file kept before its record is read on
     // first ask.
     let not_held = c
-        .get(&m.url(
-            "/-/api/releases/terraform/1.0.3/terraform_1.0.3_windows_386.zip/cyclonedx.json",
-        ))
+        .get(
+            &m.url(
+                "/-/api/releases/terraform/1.0.3/terraform_1.0.3_windows_386.zip/cyclonedx.json",
+            ),
+        )
         .await;
     assert_eq!(not_held.status, StatusCode::NOT_FOUND);
     std::fs::remove_file(&record).unwrap();
@@ -217,7 +217,9 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
     wait_until_answered(
         "the daemon to read the imported database",
         Duration::from_secs(30),
-        || async { !c.get(&page_json).await.json()["products"][0]["releases"][0]["advisories"].is_null() },
+        || async {
+            !c.get(&page_json).await.json()["products"][0]["releases"][0]["advisories"].is_null()
+        },
     )
     .await;
     let page = c.get(&page_json).await.json();
@@ -252,6 +254,25 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
         .count();
     let line = page["advisory_database"].as_str().unwrap();
     assert!(line.starts_with(&format!("{kept} advisories ")), "{line}");
+    // The daemon counts the release with the provider versions.
+    wait_until_answered(
+        "the held release to be counted",
+        Duration::from_secs(60),
+        || async {
+            let text = c.get(&m.url("/metrics")).await.body;
+            String::from_utf8_lossy(&text)
+                .contains("tfmirror_advisory_affected_releases{worst=\"high\"} 1\n")
+        },
+    )
+    .await;
+    let status = c.get(&m.url("/-/api/status")).await.json();
+    let line = status["advisories"].as_str().unwrap();
+    assert!(
+        line.ends_with(
+            "0 of 0 provider versions held fall under known advisories; 1 of 1 CLI releases held (worst: high 1)"
+        ),
+        "{line}"
+    );
     let html = c.get(&m.url("/-/releases")).await;
     let html = String::from_utf8_lossy(&html.body);
     assert!(
@@ -272,7 +293,11 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
         "{shown}"
     );
     accessible(&b, &axe, "releases with advisories").await;
-    assert_eq!(elsewhere.connections(), 0, "the page loaded something from elsewhere");
+    assert_eq!(
+        elsewhere.connections(),
+        0,
+        "the page loaded something from elsewhere"
+    );
 
     // A bundle carries the release; the site reads the record from the
     // file it checked.

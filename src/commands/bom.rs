@@ -29,19 +29,17 @@ pub fn command(
 ) -> anyhow::Result<()> {
     let platform = super::platforms_or_current(platform)?.remove(0);
     let version = Version::parse(version).with_context(|| format!("version {version:?}"))?;
-    let asked = match source.parse::<Product>() {
-        Ok(product) => {
-            let name = format!("{product}_{version}_{platform}.zip");
-            Asked::Release(ReleaseFile {
-                product,
-                version,
-                name: ArtifactName::parse(&name)?,
-            })
-        }
-        Err(_) => {
-            let provider = crate::address::Provider::from_source(source)?;
-            Asked::Package(ArchiveKey::new(&provider, &version, &platform))
-        }
+    // A provider's source has a slash; a product's name has none.
+    let asked = if let Ok(product) = source.parse::<Product>() {
+        let name = format!("{product}_{version}_{platform}.zip");
+        Asked::Release(ReleaseFile {
+            product,
+            version,
+            name: ArtifactName::parse(&name)?,
+        })
+    } else {
+        let provider = crate::address::Provider::from_source(source)?;
+        Asked::Package(ArchiveKey::new(&provider, &version, &platform))
     };
     let document = super::runtime()?.block_on(async {
         let mirror = Arc::new(Mirror::beside_daemon(config).await?);

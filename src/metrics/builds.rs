@@ -34,8 +34,14 @@ pub(super) fn register(registry: &mut Registry, m: &Metrics) {
         "Provider versions held that fall under a known advisory, by their worst advisory's severity (critical, high, moderate, low; unrated where the database rates none); counted again when the database changes or an archive arrives",
         m.advisory.affected.clone(),
     );
+    registry.register(
+        "advisory_affected_releases",
+        "CLI releases held (a product's version with a platform zip held) that fall under a known advisory, by their worst advisory's severity; counted with the provider versions",
+        m.advisory.affected_releases.clone(),
+    );
     for worst in crate::advisories::WORST {
         let _ = m.advisory.affected.get_or_create(&WorstLabels { worst });
+        let _ = (m.advisory.affected_releases).get_or_create(&WorstLabels { worst });
     }
 }
 
@@ -45,6 +51,7 @@ pub(super) struct AdvisoryMetrics {
     entries: Gauge,
     updated: Gauge,
     affected: Family<WorstLabels, Gauge>,
+    affected_releases: Family<WorstLabels, Gauge>,
 }
 
 /// An affected version's worst advisory.
@@ -63,13 +70,21 @@ impl Metrics {
     }
 
     /// Notes how many held versions fall under advisories, by the worst.
-    pub fn advisory_affected(&self, by_worst: &std::collections::BTreeMap<String, usize>) {
+    pub fn advisory_affected(
+        &self,
+        versions: &std::collections::BTreeMap<String, usize>,
+        releases: &std::collections::BTreeMap<String, usize>,
+    ) {
         for worst in crate::advisories::WORST {
-            let n = by_worst.get(worst).copied().unwrap_or(0);
-            self.advisory
-                .affected
-                .get_or_create(&WorstLabels { worst })
-                .set(i64::try_from(n).unwrap_or(i64::MAX));
+            for (family, by_worst) in [
+                (&self.advisory.affected, versions),
+                (&self.advisory.affected_releases, releases),
+            ] {
+                let n = by_worst.get(worst).copied().unwrap_or(0);
+                family
+                    .get_or_create(&WorstLabels { worst })
+                    .set(i64::try_from(n).unwrap_or(i64::MAX));
+            }
         }
     }
 

@@ -183,7 +183,8 @@ impl Mirror {
     }
 }
 
-/// What the held provider versions come to against the advisory database.
+/// What the held provider versions and CLI releases come to against the
+/// advisory database.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Census {
     /// The SHA-256 of the database it was made with.
@@ -195,6 +196,13 @@ pub struct Census {
     /// The affected versions by their worst advisory
     /// ([`crate::advisories::WORST`]).
     pub by_worst: std::collections::BTreeMap<String, usize>,
+    /// CLI releases looked at (a product's version with a platform zip
+    /// held).
+    pub releases: usize,
+    /// Those that fall under any advisory.
+    pub releases_affected: usize,
+    /// The affected releases by their worst advisory.
+    pub releases_by_worst: std::collections::BTreeMap<String, usize>,
 }
 
 /// How often the daemon looks whether the census is due.
@@ -250,7 +258,9 @@ impl Mirror {
                 }
             }
         }
-        self.metrics.advisory_affected(&census.by_worst);
+        self.count_release_advisories(&mut census).await;
+        self.metrics
+            .advisory_affected(&census.by_worst, &census.releases_by_worst);
         let census = Arc::new(census);
         *self
             .advisories
@@ -260,11 +270,36 @@ impl Mirror {
         Some(census)
     }
 
+    /// Adds the held CLI releases to `census`.
+    async fn count_release_advisories(&self, census: &mut Census) {
+        let mut held: std::collections::BTreeMap<_, Vec<_>> = std::collections::BTreeMap::new();
+        for file in self.held_release_files() {
+            if crate::releases::builds::zip_platform(&file).is_some() {
+                held.entry((file.product, file.version.clone()))
+                    .or_default()
+                    .push(file);
+            }
+        }
+        for ((product, version), files) in held {
+            census.releases += 1;
+            let Some(summary) = self.release_advisories(product, &version, &files).await else {
+                continue;
+            };
+            if let Some(worst) = summary.worst_name() {
+                census.releases_affected += 1;
+                *census
+                    .releases_by_worst
+                    .entry(worst.to_string())
+                    .or_default() += 1;
+            }
+        }
+    }
+
     /// The daemon's census: made again whenever the database changes, an
-    /// archive arrives or the index's first walk ends, until the mirror
-    /// drains.
+    /// archive or a release file arrives or the index's first walk ends,
+    /// until the mirror drains.
     pub async fn keep_advisory_census(self: Arc<Self>) {
-        let mut counted: Option<(String, u64, bool)> = None;
+        let mut counted: Option<(String, u64, bool, usize)> = None;
         while !self.draining.load(std::sync::atomic::Ordering::Relaxed) {
             let sha = self
                 .advisories()
@@ -276,9 +311,11 @@ impl Mirror {
                 .providers
                 .archives_kept
                 .load(std::sync::atomic::Ordering::Relaxed);
-            // The index's first walk ending changes what is held, too.
+            // The index's first walk ending changes what is held, too, and
+            // so does a release file kept.
             let built = *self.index_built.borrow();
-            let now = sha.map(|sha| (sha, kept, built));
+            let releases = self.held_release_files().len();
+            let now = sha.map(|sha| (sha, kept, built, releases));
             if now.is_some() && now != counted && self.count_advisories().await.is_some() {
                 counted = now;
             }

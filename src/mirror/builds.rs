@@ -168,7 +168,10 @@ impl Mirror {
 
     /// Runs `work` among the mirror's tracked tasks, which a drain waits
     /// for.
-    pub(crate) fn spawn_tracked(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+    pub(crate) fn spawn_tracked(
+        &self,
+        work: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
         self.tasks.spawn(work);
     }
 

@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::state::KeptSummary;
 use crate::address::{Platform, Product, ReleaseFile, Version};
 use crate::advisories::Summary;
 use crate::error::RequestError;
-use super::state::KeptSummary;
 use crate::mirror::Mirror;
 use crate::store::release_builds::{self, ReleaseBuildRecord};
 

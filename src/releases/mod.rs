@@ -19,8 +19,8 @@
 //! - [`state`]: what the mirror keeps in memory about releases (a leaf the
 //!   mirror holds; the read-through here extends the mirror).
 
-pub mod config;
 pub mod builds;
+pub mod config;
 pub mod evidence;
 pub mod layouts;
 mod origin;

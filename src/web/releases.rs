@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::layout::Layout;
 use super::recipes::recipes;
-use super::{PageAnswer, PageRequest, Site};
 use super::routes::release_bom_path;
+use super::{PageAnswer, PageRequest, Site};
 use crate::address::{Product, ReleaseFile, Version};
 use crate::advisories::Summary;
 use crate::releases::builds::zip_platform;

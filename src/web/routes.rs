@@ -6,8 +6,8 @@
 use percent_encoding::percent_decode_str;
 
 use crate::address::{
-    AdvisoryId, ArchiveKey, ArtifactName, Hostname, Module, ModuleName, ModuleNamespace, ModuleSystem, Namespace,
-    Platform, Product, Provider, ProviderType, ReleaseFile, Version,
+    AdvisoryId, ArchiveKey, ArtifactName, Hostname, Module, ModuleName, ModuleNamespace,
+    ModuleSystem, Namespace, Platform, Product, Provider, ProviderType, ReleaseFile, Version,
 };
 use crate::error::RequestError;
 

@@ -423,10 +423,7 @@ fn advisories_line(mirror: &crate::mirror::Mirror) -> Option<String> {
         .filter(|c| c.database == current.sha256)
     {
         Some(c) => {
-            let parts: Vec<String> = crate::advisories::WORST
-                .iter()
-                .filter_map(|w| c.by_worst.get(*w).map(|n| format!("{w} {n}")))
-                .collect();
+            let parts = worst_parts(&c.by_worst);
             let _ = write!(
                 line,
                 ". {} of {} provider versions held fall under known advisories",
@@ -435,8 +432,27 @@ fn advisories_line(mirror: &crate::mirror::Mirror) -> Option<String> {
             if !parts.is_empty() {
                 let _ = write!(line, " (worst: {})", parts.join(", "));
             }
+            if c.releases > 0 {
+                let parts = worst_parts(&c.releases_by_worst);
+                let _ = write!(
+                    line,
+                    "; {} of {} CLI releases held",
+                    c.releases_affected, c.releases
+                );
+                if !parts.is_empty() {
+                    let _ = write!(line, " (worst: {})", parts.join(", "));
+                }
+            }
         }
         None => line.push_str(". The held versions are being counted against it"),
     }
     Some(line)
+}
+
+/// Counts by worst severity, worst first: `high 1`.
+fn worst_parts(by_worst: &std::collections::BTreeMap<String, usize>) -> Vec<String> {
+    crate::advisories::WORST
+        .iter()
+        .filter_map(|w| by_worst.get(*w).map(|n| format!("{w} {n}")))
+        .collect()
 }
