@@ -202,6 +202,20 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
     assert!(release["advisories"].is_null(), "{page}");
     let entries = setup.dir.path().join("osv");
     copy_advisory_fixtures(&entries);
+    // A second directory, merged into the same database by one import.
+    let more = setup.dir.path().join("more-osv");
+    std::fs::create_dir_all(&more).unwrap();
+    std::fs::write(
+        more.join("GO-9999-0002.json"),
+        serde_json::to_vec(&serde_json::json!({
+            "id": "GO-9999-0002",
+            "summary": "an entry of a second source",
+            "affected": [{"package": {"ecosystem": "Go", "name": "example.com/elsewhere"},
+                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}]}]}]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
     let imported = run_tfmirror(
         setup.dir.path(),
         &[
@@ -210,6 +224,7 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
             "--config",
             config.to_str().unwrap(),
             entries.to_str().unwrap(),
+            more.to_str().unwrap(),
         ],
     )
     .await;
@@ -240,7 +255,7 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
     }
     // The database line counts the entries imported: every fixture but
     // the withdrawn ones and those about the go command (`toolchain`), as
-    // docs/advisories.md says.
+    // docs/advisories.md says, and the second directory's one.
     let kept = std::fs::read_dir(&entries)
         .unwrap()
         .filter(|e| {
@@ -253,7 +268,10 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
         })
         .count();
     let line = page["advisory_database"].as_str().unwrap();
-    assert!(line.starts_with(&format!("{kept} advisories ")), "{line}");
+    assert!(
+        line.starts_with(&format!("{} advisories ", kept + 1)),
+        "{line}"
+    );
     // The daemon counts the release with the provider versions.
     wait_until_answered(
         "the held release to be counted",

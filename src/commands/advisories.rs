@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -23,10 +23,13 @@ use crate::advisories::{import, Finding, Summary};
 use crate::config::Config;
 use crate::mirror::Mirror;
 
-/// `tfmirror advisories import PATH`.
-pub fn import(config: &Config, path: &Path) -> anyhow::Result<()> {
+/// `tfmirror advisories import PATH…`: one database of every path.
+pub fn import(config: &Config, paths: &[PathBuf]) -> anyhow::Result<()> {
     let now_ms = crate::clock::unix_ms_of(std::time::SystemTime::now());
-    let stored = import::read(path, now_ms)?;
+    let named: Vec<(PathBuf, String)> = (paths.iter())
+        .map(|p| (p.clone(), p.display().to_string()))
+        .collect();
+    let stored = import::read_all(&named, now_ms)?;
     super::runtime()?.block_on(async {
         let store = crate::store::open(config, false).await?;
         crate::store::advisories::write(store.as_ref(), &stored)

@@ -297,13 +297,16 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum AdvisoriesCommand {
     /// Keep an advisory database in the store: the Go vulnerability
-    /// database's bulk zip, an osv.dev zip or a directory of OSV entries.
+    /// database's bulk zip, an osv.dev zip or a directory of OSV entries;
+    /// several are merged into one (an entry of a later one replaces an
+    /// earlier one's of the same ID).
     Import {
         /// Configuration file (TOML).
         #[arg(long, short)]
         config: Option<PathBuf>,
-        /// The zip or directory.
-        path: PathBuf,
+        /// The zips or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
     },
     /// Fetch `[advisories] urls` through the upstream client and keep
     /// them as the database (what the daemon does every

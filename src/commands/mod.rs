@@ -179,8 +179,8 @@ pub fn main() -> ExitCode {
             action: policy::PolicyCommand::Ls { config },
         } => logging::load(config.as_deref()).and_then(|c| policy::list(&c)),
         Command::Advisories { action } => match action {
-            AdvisoriesCommand::Import { config, path } => {
-                logging::load(config.as_deref()).and_then(|c| advisories::import(&c, &path))
+            AdvisoriesCommand::Import { config, paths } => {
+                logging::load(config.as_deref()).and_then(|c| advisories::import(&c, &paths))
             }
             AdvisoriesCommand::Sync { config } => {
                 logging::load(config.as_deref()).and_then(advisories::sync)
