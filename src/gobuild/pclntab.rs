@@ -217,6 +217,7 @@ fn names(
             .take(to - from);
             let mut reader = BufReader::with_capacity(1 << 16, block);
             let mut name = Vec::with_capacity(256);
+            let mut noted = Noted::default();
             loop {
                 name.clear();
                 let n = (&mut reader)
@@ -231,7 +232,7 @@ fn names(
                     // The rest of an over-long name is passed over.
                     reader.skip_until(0)?;
                 }
-                add(&mut packages, &name);
+                noted.note(&mut packages, &name);
             }
         }
         Layout::Go12 => {
@@ -293,6 +294,52 @@ fn add(packages: &mut BTreeSet<String>, name: &[u8]) {
     }
 }
 
+/// Names noted one after another. A package's functions come together in
+/// the table: a name in the package just noted costs one comparison.
+#[derive(Debug, Default)]
+struct Noted {
+    /// The package part of the last name noted, as written.
+    last: Vec<u8>,
+}
+
+impl Noted {
+    /// Notes the package of `name` in `packages`.
+    fn note(&mut self, packages: &mut BTreeSet<String>, name: &[u8]) {
+        if self.in_last(name) {
+            return;
+        }
+        add(packages, name);
+        self.last.clear();
+        if let Some(len) = std::str::from_utf8(name).ok().and_then(raw_package_len) {
+            self.last.extend_from_slice(&name[..len]);
+        }
+    }
+
+    /// Whether `name`'s package is the last one noted, as [`package_of`]
+    /// finds it: the name starts with it and a `.`, and no `/` follows
+    /// before any type arguments.
+    fn in_last(&self, name: &[u8]) -> bool {
+        let last = self.last.as_slice();
+        if last.is_empty() || name.len() <= last.len() || !name.starts_with(last) {
+            return false;
+        }
+        let rest = &name[last.len()..];
+        if rest[0] != b'.' {
+            return false;
+        }
+        let head = rest.split(|b| *b == b'[').next().unwrap_or(rest);
+        !head.contains(&b'/')
+    }
+}
+
+/// The length of the package part of a name, as written (before `%2e` is
+/// read back): [`package_of`]'s cut, whether or not it names a package.
+fn raw_package_len(name: &str) -> Option<usize> {
+    let head = name.split('[').next()?;
+    let last_slash = head.rfind('/').map_or(0, |i| i + 1);
+    Some(head[last_slash..].find('.')? + last_slash)
+}
+
 /// The import path a function name starts with: up to the first `.`
 /// after its last `/`, with the `%2e` the linker writes for a dot in the
 /// path's last element read back. `None` for the linker's own names
@@ -345,7 +392,39 @@ impl Read for Positioned<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::package_of;
+    use super::{package_of, Noted};
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn names_noted_in_turn_give_each_names_package() {
+        // Runs of one package, broken by names whose package starts the
+        // same way, is longer, or is none; the oracle is each name's own
+        // package.
+        let names = [
+            "a/b.F",
+            "a/b.(*T).M",
+            "a/b.F[go.shape.*net/http.Request]",
+            "a/b.x/y.G",
+            "a/b.x/y.H",
+            "a/bc.F",
+            "a/b%2ec.F",
+            "type:.eq.a/b.T",
+            "a/b.G",
+            "a.F",
+            "a.b/c.F",
+            "runtime.main",
+            "go:buildid",
+            "runtime.gopark",
+        ];
+        let mut noted = Noted::default();
+        let mut packages = BTreeSet::new();
+        for name in names {
+            noted.note(&mut packages, name.as_bytes());
+        }
+        let each: BTreeSet<String> = names.iter().filter_map(|n| package_of(n)).collect();
+        assert_eq!(packages, each);
+        assert!(packages.contains("a/b.x/y") && packages.contains("a/b.c"));
+    }
 
     #[test]
     fn a_function_names_its_package() {
