@@ -625,6 +625,89 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     );
 }
 
+/// A version's advisories are matched again when another of its platforms
+/// is stored: the summary kept in memory names the platforms it was made
+/// from, and a page after the arrival lists the new platform beside the
+/// first.
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_platform_stored_later_joins_its_versions_findings() {
+    let exe = terraform_1_0_3();
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let archive = archive_of("tfcli", "1.0.3", &exe);
+    let archives = BTreeMap::from([
+        ("linux_amd64".to_string(), archive.clone()),
+        ("linux_arm64".to_string(), archive),
+    ]);
+    let sums = sums_document("tfcli", "1.0.3", &archives);
+    let signature = signer.sign_binary(&sums);
+    origin.publish_raw(
+        "acme",
+        "tfcli",
+        "1.0.3",
+        &archives,
+        sums,
+        signature,
+        vec![(signer.key_id(), signer.public_armored())],
+    );
+    let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
+    let c = Client::trusting(&m.ca_file);
+    let fetch = |platform: &str| {
+        m.url(&format!(
+            "/registry.origin.test/acme/tfcli/terraform-provider-tfcli_1.0.3_{platform}.zip"
+        ))
+    };
+    assert_eq!(c.get(&fetch("linux_amd64")).await.status, StatusCode::OK);
+    let entries = setup.dir.path().join("osv");
+    copy_advisory_fixtures(&entries);
+    let config = config_file(&setup, &origin, "");
+    let imported = run_tfmirror(
+        setup.dir.path(),
+        &[
+            "advisories",
+            "import",
+            "--config",
+            config.to_str().unwrap(),
+            entries.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(imported.ok, "{}", imported.stderr);
+    let page = m.url("/-/api/providers/registry.origin.test/acme/tfcli");
+    let platforms_of = |doc: serde_json::Value| -> Vec<serde_json::Value> {
+        (doc["versions"][0]["advisories"]["advisories"].as_array())
+            .map(|found| found.iter().map(|f| f["platforms"].clone()).collect())
+            .unwrap_or_default()
+    };
+    wait_until_answered(
+        "the daemon to match the held platform",
+        Duration::from_secs(30),
+        || async { !platforms_of(c.get(&page).await.json()).is_empty() },
+    )
+    .await;
+    for platforms in platforms_of(c.get(&page).await.json()) {
+        assert_eq!(platforms, serde_json::json!(["linux_amd64"]));
+    }
+    assert_eq!(c.get(&fetch("linux_arm64")).await.status, StatusCode::OK);
+    wait_until_answered(
+        "the page to list the platform stored since",
+        Duration::from_secs(30),
+        || async {
+            let found = platforms_of(c.get(&page).await.json());
+            !found.is_empty()
+                && found
+                    .iter()
+                    .all(|p| *p == serde_json::json!(["linux_amd64", "linux_arm64"]))
+        },
+    )
+    .await;
+}
+
 /// A bundle's manifest.
 fn bundle_manifest(bundle: &Path) -> serde_json::Value {
     let mut tar = tar::Archive::new(std::fs::File::open(bundle).unwrap());
