@@ -6,6 +6,7 @@
 //! its platforms' build records and kept in memory.
 
 use std::sync::Arc;
+use std::hash::BuildHasher as _;
 use std::time::Duration;
 
 use super::held::{self, Cache};
@@ -46,7 +47,29 @@ pub(super) struct AdvisoryState {
     summaries: Cache<(Provider, Version), Arc<KeptSummary>>,
     /// The held versions counted against the database, last made.
     census: std::sync::Mutex<Option<Arc<Census>>>,
+    /// What the last count found per version.
+    memo: std::sync::Mutex<CensusMemo>,
 }
+
+/// What the last count found per provider version, so that the next one
+/// (after an archive arrives) matches again only the versions whose
+/// platforms changed, not every held one: at a million archives, or on a
+/// bucket, reading every record again per arrival would cost more than
+/// the count is worth. About 20 bytes per version.
+#[derive(Default)]
+struct CensusMemo {
+    /// The database's SHA-256 the results are for.
+    database: String,
+    /// Hashes the keys.
+    hasher: std::collections::hash_map::RandomState,
+    /// By a hash of the provider and version: a hash of the platforms
+    /// counted, and the worst advisory's place in [`WORST`]
+    /// ([`NOT_AFFECTED`] for none).
+    versions: std::collections::HashMap<u64, (u32, u8)>,
+}
+
+/// A version that falls under no advisory, in [`CensusMemo`].
+const NOT_AFFECTED: u8 = u8::MAX;
 
 /// A version's summary as kept, with what it was made from.
 struct KeptSummary {
@@ -71,6 +94,7 @@ impl AdvisoryState {
                 })
                 .build_with_hasher(held::KeyHash::default()),
             census: std::sync::Mutex::new(None),
+            memo: std::sync::Mutex::new(CensusMemo::default()),
         }
     }
 }
@@ -231,6 +255,13 @@ impl Mirror {
         let held = self.advisories().await;
         let database = held.current.as_ref()?.sha256.clone();
         held.db.as_ref()?;
+        // Taken out while counting: a count beside this one starts afresh.
+        let mut memo = std::mem::take(&mut *self.advisory_memo());
+        if memo.database != database {
+            memo.versions.clear();
+            memo.database.clone_from(&database);
+        }
+        let mut counted = std::collections::HashMap::with_capacity(memo.versions.len());
         let mut census = Census {
             database,
             ..Census::default()
@@ -239,25 +270,38 @@ impl Mirror {
             let Ok(provider) = Provider::from_source(&source) else {
                 continue;
             };
-            for held_version in self.held_versions(&provider) {
-                let platforms: Vec<Platform> = held_version
-                    .1
-                    .iter()
-                    .filter_map(|p| Platform::parse(p).ok())
-                    .collect();
+            for (version, platforms) in self.held_versions(&provider) {
                 census.versions += 1;
-                let Some((_, summary)) = self
-                    .version_advisories(&provider, &held_version.0, &platforms)
-                    .await
-                else {
-                    continue;
+                let key = memo.hasher.hash_one((source.as_str(), version.as_str()));
+                // Truncated: a changed list is told from the last one.
+                #[allow(clippy::cast_possible_truncation)]
+                let listed = memo.hasher.hash_one(&platforms) as u32;
+                let worst = match memo.versions.get(&key) {
+                    Some(&(was, worst)) if was == listed => worst,
+                    _ => {
+                        let platforms: Vec<Platform> =
+                            (platforms.iter()).filter_map(|p| Platform::parse(p).ok()).collect();
+                        let Some((_, summary)) = self
+                            .version_advisories(&provider, &version, &platforms)
+                            .await
+                        else {
+                            continue;
+                        };
+                        (summary.worst_name())
+                            .and_then(|w| crate::advisories::WORST.iter().position(|x| *x == w))
+                            .and_then(|i| u8::try_from(i).ok())
+                            .unwrap_or(NOT_AFFECTED)
+                    }
                 };
-                if let Some(worst) = summary.worst_name() {
+                counted.insert(key, (listed, worst));
+                if let Some(name) = crate::advisories::WORST.get(usize::from(worst)) {
                     census.affected += 1;
-                    *census.by_worst.entry(worst.to_string()).or_default() += 1;
+                    *census.by_worst.entry((*name).to_string()).or_default() += 1;
                 }
             }
         }
+        memo.versions = counted;
+        *self.advisory_memo() = memo;
         self.count_release_advisories(&mut census).await;
         self.metrics
             .advisory_affected(&census.by_worst, &census.releases_by_worst);
@@ -268,6 +312,14 @@ impl Mirror {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(census.clone());
         Some(census)
+    }
+
+    /// The census's memo, locked.
+    fn advisory_memo(&self) -> std::sync::MutexGuard<'_, CensusMemo> {
+        self.advisories
+            .memo
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Adds the held CLI releases to `census`.
