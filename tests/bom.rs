@@ -16,7 +16,10 @@ use std::time::Duration;
 
 use common::browser::{accessible, axe_js, text, Browser, Elsewhere};
 use common::daemon::{config_file, run_tfmirror, site_config};
-use common::go::{copy_advisory_fixtures, go_modules, terraform_1_0_3, TERRAFORM_1_0_3_FINDINGS};
+use common::go::{
+    bom_command, bom_modules, bom_properties, copy_advisory_fixtures, go_modules,
+    import_advisories, terraform_1_0_3, TERRAFORM_1_0_3_FINDINGS,
+};
 use common::pages::form;
 use common::*;
 use http::StatusCode;
@@ -50,17 +53,7 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     let signer = Signer::new("acme");
     let archive = archive_of("tfcli", "1.0.3", &exe);
     let archives = BTreeMap::from([("linux_amd64".to_string(), archive.clone())]);
-    let sums = sums_document("tfcli", "1.0.3", &archives);
-    let signature = signer.sign_binary(&sums);
-    origin.publish_raw(
-        "acme",
-        "tfcli",
-        "1.0.3",
-        &archives,
-        sums,
-        signature,
-        vec![(signer.key_id(), signer.public_armored())],
-    );
+    publish_tfcli(&origin, &signer, &archives);
     let config = setup.config(&origin, &[], &["registry.origin.test"]);
     let m = RunningMirror::start(config).await;
     let c = Client::trusting(&m.ca_file);
@@ -103,17 +96,7 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     assert_eq!(main["name"], "registry.origin.test/acme/tfcli");
     assert_eq!(main["version"], "1.0.3");
     assert_eq!(main["hashes"][0]["content"], sha256_hex(&archive));
-    let props: BTreeMap<String, String> = main["properties"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["name"].as_str().unwrap().to_string(),
-                p["value"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let props = bom_properties(main);
     assert_eq!(props["tfmirror:signing_key"], signer.key_id());
     assert!(props["tfmirror:h1"].starts_with("h1:"), "{props:?}");
     assert_eq!(
@@ -125,18 +108,7 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     let (toolchain, modules) = go_modules(&exe);
     assert_eq!(props["tfmirror:go_version"], toolchain);
     let components = doc["components"].as_array().unwrap();
-    let listed: Vec<String> = components
-        .iter()
-        .filter(|c| c["name"] != "stdlib")
-        .map(|c| {
-            format!(
-                "{}@{}",
-                c["name"].as_str().unwrap(),
-                c["version"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
-    assert_eq!(listed, modules);
+    assert_eq!(bom_modules(&doc), modules);
     assert!(modules.len() > 100, "{}", modules.len());
     let stdlib = components.iter().find(|c| c["name"] == "stdlib").unwrap();
     assert_eq!(stdlib["purl"], "pkg:golang/stdlib@v1.16.4");
@@ -188,24 +160,14 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     assert!(record.is_file());
 
     // The command writes the same document, from the same store.
-    let out = setup.dir.path().join("bom.json");
-    let ran = run_tfmirror(
+    let written = bom_command(
         setup.dir.path(),
-        &[
-            "bom",
-            "--config",
-            config.to_str().unwrap(),
-            "--platform",
-            "linux_amd64",
-            "--output",
-            out.to_str().unwrap(),
-            "registry.origin.test/acme/tfcli",
-            "1.0.3",
-        ],
+        &config,
+        "linux_amd64",
+        "registry.origin.test/acme/tfcli",
+        "1.0.3",
     )
     .await;
-    assert!(ran.ok, "{}", ran.stderr);
-    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(written["components"], doc["components"]);
     assert_eq!(
         written["metadata"]["component"],
@@ -239,23 +201,8 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
         .unwrap(),
     )
     .unwrap();
-    let imported = run_tfmirror(
-        setup.dir.path(),
-        &[
-            "advisories",
-            "import",
-            "--config",
-            config.to_str().unwrap(),
-            entries.to_str().unwrap(),
-        ],
-    )
-    .await;
-    assert!(imported.ok, "{}", imported.stderr);
-    assert!(
-        imported.stdout.contains("18 advisories"),
-        "{}",
-        imported.stdout
-    );
+    let imported = import_advisories(setup.dir.path(), &config, &[&entries]).await;
+    assert!(imported.contains("18 advisories"), "{imported}");
     let status = run_tfmirror(
         setup.dir.path(),
         &["advisories", "status", "--config", config.to_str().unwrap()],
@@ -644,17 +591,7 @@ async fn a_platform_stored_later_joins_its_versions_findings() {
         ("linux_amd64".to_string(), archive.clone()),
         ("linux_arm64".to_string(), archive),
     ]);
-    let sums = sums_document("tfcli", "1.0.3", &archives);
-    let signature = signer.sign_binary(&sums);
-    origin.publish_raw(
-        "acme",
-        "tfcli",
-        "1.0.3",
-        &archives,
-        sums,
-        signature,
-        vec![(signer.key_id(), signer.public_armored())],
-    );
+    publish_tfcli(&origin, &signer, &archives);
     let m = RunningMirror::start(setup.config(&origin, &[], &["registry.origin.test"])).await;
     let c = Client::trusting(&m.ca_file);
     let fetch = |platform: &str| {
@@ -666,18 +603,7 @@ async fn a_platform_stored_later_joins_its_versions_findings() {
     let entries = setup.dir.path().join("osv");
     copy_advisory_fixtures(&entries);
     let config = config_file(&setup, &origin, "");
-    let imported = run_tfmirror(
-        setup.dir.path(),
-        &[
-            "advisories",
-            "import",
-            "--config",
-            config.to_str().unwrap(),
-            entries.to_str().unwrap(),
-        ],
-    )
-    .await;
-    assert!(imported.ok, "{}", imported.stderr);
+    import_advisories(setup.dir.path(), &config, &[&entries]).await;
     let page = m.url("/-/api/providers/registry.origin.test/acme/tfcli");
     let platforms_of = |doc: serde_json::Value| -> Vec<serde_json::Value> {
         (doc["versions"][0]["advisories"]["advisories"].as_array())
@@ -706,6 +632,22 @@ async fn a_platform_stored_later_joins_its_versions_findings() {
         },
     )
     .await;
+}
+
+/// Publishes acme/tfcli 1.0.3 with `archives` by platform, signed by
+/// `signer`.
+fn publish_tfcli(origin: &FakeOrigin, signer: &Signer, archives: &BTreeMap<String, Vec<u8>>) {
+    let sums = sums_document("tfcli", "1.0.3", archives);
+    let signature = signer.sign_binary(&sums);
+    origin.publish_raw(
+        "acme",
+        "tfcli",
+        "1.0.3",
+        archives,
+        sums,
+        signature,
+        vec![(signer.key_id(), signer.public_armored())],
+    );
 }
 
 /// A bundle's manifest.

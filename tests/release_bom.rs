@@ -16,7 +16,10 @@ use std::time::Duration;
 
 use common::browser::{accessible, axe_js, text, Browser, Elsewhere};
 use common::daemon::{config_file, run_tfmirror, site_config};
-use common::go::{copy_advisory_fixtures, go_modules, terraform_1_0_3, TERRAFORM_1_0_3_FINDINGS};
+use common::go::{
+    bom_command, bom_modules, bom_properties, copy_advisory_fixtures, go_modules,
+    import_advisories, terraform_1_0_3, TERRAFORM_1_0_3_FINDINGS,
+};
 use common::releases::publish_terraform;
 use common::*;
 use http::StatusCode;
@@ -117,23 +120,8 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
     assert_eq!(main["name"], "terraform");
     assert_eq!(main["version"], "1.0.3");
     assert_eq!(main["hashes"][0]["content"], sha256_hex(&zip));
-    let props: Vec<(String, String)> = main["properties"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["name"].as_str().unwrap().to_string(),
-                p["value"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    let prop = |name: &str| {
-        props
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or_else(|| panic!("no {name} in {props:?}"), |(_, v)| v.clone())
-    };
+    let props = bom_properties(main);
+    let prop = |name: &str| props[name].clone();
     assert_eq!(prop("tfmirror:signing_key"), signer.key_id());
     assert_eq!(prop("tfmirror:executable"), "terraform");
     assert_eq!(prop("tfmirror:platform"), "linux_amd64");
@@ -141,19 +129,7 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
     // The oracle: Go's own reader, on the same binary.
     let (toolchain, modules) = go_modules(&exe);
     assert_eq!(prop("tfmirror:go_version"), toolchain);
-    let components = doc["components"].as_array().unwrap();
-    let listed: Vec<String> = components
-        .iter()
-        .filter(|c| c["name"] != "stdlib")
-        .map(|c| {
-            format!(
-                "{}@{}",
-                c["name"].as_str().unwrap(),
-                c["version"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
-    assert_eq!(listed, modules);
+    assert_eq!(bom_modules(&doc), modules);
     assert!(modules.len() > 100, "{}", modules.len());
 
     // A file not held has none; a file kept before its record is read on
@@ -174,24 +150,14 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
 
     // The command writes the same document.
     let config = config_file(&setup, &origin, &toml);
-    let out = setup.dir.path().join("release-bom.json");
-    let ran = run_tfmirror(
+    let written = bom_command(
         setup.dir.path(),
-        &[
-            "bom",
-            "--config",
-            config.to_str().unwrap(),
-            "--platform",
-            "linux_amd64",
-            "--output",
-            out.to_str().unwrap(),
-            "terraform",
-            "1.0.3",
-        ],
+        &config,
+        "linux_amd64",
+        "terraform",
+        "1.0.3",
     )
     .await;
-    assert!(ran.ok, "{}", ran.stderr);
-    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(written["components"], doc["components"]);
 
     // The releases page, before any database and after one is imported.
@@ -216,19 +182,7 @@ async fn a_held_cli_release_lists_its_build_and_its_advisories() {
         .unwrap(),
     )
     .unwrap();
-    let imported = run_tfmirror(
-        setup.dir.path(),
-        &[
-            "advisories",
-            "import",
-            "--config",
-            config.to_str().unwrap(),
-            entries.to_str().unwrap(),
-            more.to_str().unwrap(),
-        ],
-    )
-    .await;
-    assert!(imported.ok, "{}", imported.stderr);
+    import_advisories(setup.dir.path(), &config, &[&entries, &more]).await;
     wait_until_answered(
         "the daemon to read the imported database",
         Duration::from_secs(30),

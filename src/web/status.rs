@@ -423,25 +423,21 @@ fn advisories_line(mirror: &crate::mirror::Mirror) -> Option<String> {
         .filter(|c| c.database == current.sha256)
     {
         Some(c) => {
-            let parts = worst_parts(&c.by_worst);
             let _ = write!(
                 line,
-                ". {} of {} provider versions held fall under known advisories",
-                c.affected, c.versions
+                ". {} of {} provider versions held fall under known advisories{}",
+                c.affected,
+                c.versions,
+                worst_of(&c.by_worst)
             );
-            if !parts.is_empty() {
-                let _ = write!(line, " (worst: {})", parts.join(", "));
-            }
             if c.releases > 0 {
-                let parts = worst_parts(&c.releases_by_worst);
                 let _ = write!(
                     line,
-                    "; {} of {} CLI releases held",
-                    c.releases_affected, c.releases
+                    "; {} of {} CLI releases held{}",
+                    c.releases_affected,
+                    c.releases,
+                    worst_of(&c.releases_by_worst)
                 );
-                if !parts.is_empty() {
-                    let _ = write!(line, " (worst: {})", parts.join(", "));
-                }
             }
         }
         None => line.push_str(". The held versions are being counted against it"),
@@ -449,10 +445,16 @@ fn advisories_line(mirror: &crate::mirror::Mirror) -> Option<String> {
     Some(line)
 }
 
-/// Counts by worst severity, worst first: `high 1`.
-fn worst_parts(by_worst: &std::collections::BTreeMap<String, usize>) -> Vec<String> {
-    crate::advisories::WORST
+/// Counts by worst severity, worst first (` (worst: high 1, low 2)`);
+/// empty for none.
+fn worst_of(by_worst: &std::collections::BTreeMap<String, usize>) -> String {
+    let parts: Vec<String> = crate::advisories::WORST
         .iter()
         .filter_map(|w| by_worst.get(*w).map(|n| format!("{w} {n}")))
-        .collect()
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" (worst: {})", parts.join(", "))
+    }
 }

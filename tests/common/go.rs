@@ -72,3 +72,69 @@ pub const TERRAFORM_1_0_3_FINDINGS: [&str; 9] = [
     "GO-2023-2153",
     "GO-2024-2947",
 ];
+
+/// A bill of materials' modules other than the standard library, as
+/// `path@version` in the document's order: what `go version -m` lists.
+pub fn bom_modules(doc: &serde_json::Value) -> Vec<String> {
+    doc["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] != "stdlib")
+        .map(|c| {
+            format!(
+                "{}@{}",
+                c["name"].as_str().unwrap(),
+                c["version"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+/// A component's properties by name (the last of a name wins).
+pub fn bom_properties(component: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    component["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["value"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `tfmirror advisories import --config CONFIG PATHS…`, which must
+/// succeed; returns what it printed.
+pub async fn import_advisories(home: &Path, config: &Path, paths: &[&Path]) -> String {
+    let mut args = vec!["advisories", "import", "--config", config.to_str().unwrap()];
+    args.extend(paths.iter().map(|p| p.to_str().unwrap()));
+    super::daemon::run_ok(home, &args).await.stdout
+}
+
+/// `tfmirror bom --config CONFIG --platform PLATFORM --output OUT WHAT
+/// VERSION`, which must succeed; returns the document written.
+pub async fn bom_command(
+    home: &Path,
+    config: &Path,
+    platform: &str,
+    what: &str,
+    version: &str,
+) -> serde_json::Value {
+    let out = home.join(format!("bom-{}.json", what.replace('/', "-")));
+    let args = [
+        "bom",
+        "--config",
+        config.to_str().unwrap(),
+        "--platform",
+        platform,
+        "--output",
+        out.to_str().unwrap(),
+        what,
+        version,
+    ];
+    super::daemon::run_ok(home, &args).await;
+    serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
+}
