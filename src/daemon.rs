@@ -67,7 +67,7 @@ impl Daemon {
             Some(mirror.origin_client()),
             Some(mirror.shared_metrics()),
         )?;
-        give_back_start_up_memory();
+        give_back_freed_memory();
         Ok(Daemon {
             config,
             listener,
@@ -146,12 +146,12 @@ impl Daemon {
             tokio::spawn(async move {
                 tokio::join!(
                     mirror.keep_index(),
-                    mirror.clone().keep_advisory_census(),
+                    mirror.clone().keep_advisory_census(give_back_freed_memory),
                     mirror.clone().keep_advisories_fetched(),
                     async {
                         if walking {
                             mirror.index_built().await;
-                            give_back_start_up_memory();
+                            give_back_freed_memory();
                         }
                     }
                 );
@@ -308,13 +308,14 @@ fn public_authority(config: &Config, addr: std::net::SocketAddr) -> String {
 
 /// Hands back to the system the memory that start-up needed only while it
 /// read the cache and built its index (after the start, and again after a
-/// walk of the store run while serving): at 100,000 archives, tens of MiB
+/// walk of the store run while serving), and that an advisory count needed
+/// while it read every build record: at 100,000 archives, tens of MiB
 /// freed on the threads that walked the cache, which the C library's
 /// allocator otherwise keeps in those threads' arenas for good (RSS at
 /// rest 74 MiB instead of 44 in `benches/scale/run`'s cache).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
-fn give_back_start_up_memory() {
+fn give_back_freed_memory() {
     // SAFETY: malloc_trim takes no pointers and only releases memory the
     // allocator holds free; glibc documents it as safe to call at any time
     // from any thread.
@@ -326,4 +327,4 @@ fn give_back_start_up_memory() {
 /// Elsewhere the allocator gives freed memory back on its own, or keeps
 /// nothing worth asking for.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn give_back_start_up_memory() {}
+fn give_back_freed_memory() {}

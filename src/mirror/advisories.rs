@@ -150,6 +150,20 @@ impl Mirror {
         version: &Version,
         platforms: &[Platform],
     ) -> Option<(Arc<HeldAdvisories>, Summary)> {
+        self.match_version(provider, version, platforms, true).await
+    }
+
+    /// [`Mirror::version_advisories`], keeping the summary made for the
+    /// pages' next views when `keep` (the census keeps its own, smaller,
+    /// result: a count of every held version must not fill the pages'
+    /// cache).
+    pub(super) async fn match_version(
+        self: &Arc<Self>,
+        provider: &Provider,
+        version: &Version,
+        platforms: &[Platform],
+        keep: bool,
+    ) -> Option<(Arc<HeldAdvisories>, Summary)> {
         let held = self.advisories().await;
         let db = held.db.clone()?;
         let sha = held.current.as_ref().map(|c| c.sha256.clone())?;
@@ -173,6 +187,9 @@ impl Mirror {
             }
         }
         let summary = Summary::of(&per_platform);
+        if !keep {
+            return Some((held, summary));
+        }
         self.advisories
             .summaries
             .insert(

@@ -106,7 +106,7 @@ impl Mirror {
                             .filter_map(|p| Platform::parse(p).ok())
                             .collect();
                         let Some((_, summary)) = self
-                            .version_advisories(&provider, &version, &platforms)
+                            .match_version(&provider, &version, &platforms, false)
                             .await
                         else {
                             continue;
@@ -174,7 +174,9 @@ impl Mirror {
     /// The daemon's census: made again whenever the database changes, an
     /// archive or a release file arrives or the index's first walk ends,
     /// until the mirror drains.
-    pub async fn keep_advisory_census(self: Arc<Self>) {
+    /// `after_count` runs after each count (the daemon hands back the
+    /// memory the records' reading freed).
+    pub async fn keep_advisory_census(self: Arc<Self>, after_count: fn()) {
         let mut counted: Option<(String, u64, bool, usize)> = None;
         while !self.draining.load(std::sync::atomic::Ordering::Relaxed) {
             let sha = self
@@ -194,6 +196,7 @@ impl Mirror {
             let now = sha.map(|sha| (sha, kept, built, releases));
             if now.is_some() && now != counted && self.count_advisories().await.is_some() {
                 counted = now;
+                after_count();
             }
             // A fixed pause is right here: this is a poll of what may have
             // changed (the store's pointer, another instance's import, an
