@@ -174,6 +174,7 @@ impl Mirror {
     /// The daemon's census: made again whenever the database changes, an
     /// archive or a release file arrives or the index's first walk ends,
     /// until the mirror drains.
+    ///
     /// `after_count` runs after each count (the daemon hands back the
     /// memory the records' reading freed).
     pub async fn keep_advisory_census(self: Arc<Self>, after_count: fn()) {
