@@ -14,11 +14,18 @@
 use anyhow::Context as _;
 
 use crate::address::{Module, Provider, Version};
+use crate::advisories::Summary;
 use crate::constraints::Constraints;
 use crate::store::PolicyDecisions;
 use crate::verify::Verification;
 
-pub use crate::config::policy::{Action, PolicyConfig, RuleConfig};
+mod advisories;
+mod gate;
+
+pub use crate::config::policy::{Action, AdvisoryRuleConfig, PolicyConfig, RuleConfig, Unrated};
+use advisories::AdvisoryRule;
+pub use advisories::{audit_accepted, ids_of};
+pub use gate::Gate;
 
 /// The name a cooldown's refusal gives as its rule.
 pub const COOLDOWN: &str = "policy.min_age";
@@ -37,6 +44,22 @@ pub struct Verdict {
     pub explicit: bool,
     /// Allowed, or denied and why.
     pub outcome: Result<(), Denied>,
+    /// Advisories a rule would have counted but the site accepts, each
+    /// with until when, who and why.
+    pub accepted: Vec<String>,
+}
+
+/// What is known of a provider version beyond its address, for the rules
+/// that read it. A rule that needs a fact not known is passed over.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Facts<'a> {
+    /// How it was verified; `None` until its record is fetched.
+    pub verification: Option<Verification>,
+    /// The advisories against it over the platforms held; `None` while no
+    /// database is imported or none of its binaries is read.
+    pub advisories: Option<&'a Summary>,
+    /// Now, in milliseconds since the Unix epoch: acceptances expire.
+    pub now_ms: u64,
 }
 
 /// What a pattern names.
@@ -55,6 +78,7 @@ struct Rule {
     segments: Vec<glob::Pattern>,
     versions: Option<Constraints>,
     verification: Option<Verification>,
+    advisories: Option<AdvisoryRule>,
     action: Action,
     reason: String,
 }
@@ -79,7 +103,7 @@ impl std::fmt::Display for Subject<'_> {
 
 /// A version the policy refuses, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{subject} {version} is denied by this mirror's policy ({rule}){}", reason_suffix(.reason))]
+#[error("{subject} {version} is denied by this mirror's policy ({rule}){}{}", advisories_suffix(.advisories), reason_suffix(.reason))]
 pub struct Denied {
     /// The provider or module.
     pub subject: String,
@@ -89,6 +113,26 @@ pub struct Denied {
     pub rule: String,
     /// The rule's reason; may be empty.
     pub reason: String,
+    /// The advisories that made a rule by advisory match, described
+    /// (`GO-2023-2102 (high; also GHSA-4374-p667-p6c8)`); empty for other
+    /// rules.
+    pub advisories: Vec<String>,
+}
+
+/// How many advisories a refusal names before it counts the rest.
+const NAMED_ADVISORIES: usize = 5;
+
+fn advisories_suffix(advisories: &[String]) -> String {
+    match advisories {
+        [] => String::new(),
+        [one] => format!(": advisory {one}"),
+        many if many.len() <= NAMED_ADVISORIES => format!(": advisories {}", many.join(", ")),
+        many => format!(
+            ": advisories {} and {} more",
+            many[..NAMED_ADVISORIES].join(", "),
+            many.len() - NAMED_ADVISORIES
+        ),
+    }
 }
 
 fn reason_suffix(reason: &str) -> String {
@@ -128,7 +172,19 @@ impl Policy {
                     rule.source
                 );
             }
+            let advisories = match &rule.advisories {
+                None => None,
+                Some(_) if kind == Kind::Module => anyhow::bail!(
+                    "{name}: advisories apply to providers' binaries; module {:?} has none",
+                    rule.source
+                ),
+                Some(_) if rule.action == Action::Allow => anyhow::bail!(
+                    "{name}: a rule by advisories denies; to let a version through despite an advisory, accept the advisory (tfmirror accept) or approve the version (tfmirror approve)"
+                ),
+                Some(config) => Some(AdvisoryRule::new(config).with_context(|| name.clone())?),
+            };
             rules.push(Rule {
+                advisories,
                 verification: rule.verification,
                 name,
                 kind,
@@ -173,6 +229,11 @@ impl Policy {
         self.rules.iter().any(|r| r.verification.is_some())
     }
 
+    /// Whether any rule matches by the advisories against a version.
+    pub fn has_advisory_rules(&self) -> bool {
+        self.rules.iter().any(|r| r.advisories.is_some())
+    }
+
     /// Whether a cooldown is set.
     pub fn has_cooldown(&self) -> bool {
         self.min_age_ms.is_some()
@@ -209,6 +270,7 @@ impl Policy {
                 at(seen),
                 at(visible_at)
             ),
+            advisories: Vec::new(),
         })
     }
 
@@ -246,6 +308,22 @@ impl Policy {
         version: &Version,
         verification: Option<Verification>,
     ) -> Verdict {
+        let facts = Facts {
+            verification,
+            ..Facts::default()
+        };
+        self.decide_with(decisions, subject, version, &facts)
+    }
+
+    /// Decides one version as [`Policy::decide`] does, by what is known of
+    /// it (`facts`): a rule that needs a fact not known is passed over.
+    pub fn decide_with(
+        &self,
+        decisions: &PolicyDecisions,
+        subject: Subject<'_>,
+        version: &Version,
+        facts: &Facts<'_>,
+    ) -> Verdict {
         if let Some(decided) = decisions.get(&subject.to_string(), version) {
             let rule = if decided.approved { APPROVED } else { DENIED };
             return Verdict {
@@ -259,25 +337,23 @@ impl Policy {
                         version: version.to_string(),
                         rule: rule.to_owned(),
                         reason: decided.reason.clone(),
+                        advisories: Vec::new(),
                     })
                 },
+                accepted: Vec::new(),
             };
         }
-        let (rule, outcome) = self.by_rules(subject, version, verification);
-        Verdict {
-            rule: rule.to_owned(),
-            explicit: false,
-            outcome,
-        }
+        self.by_rules(decisions, subject, version, facts)
     }
 
     /// What the configured rules, else the default, decide.
     fn by_rules(
         &self,
+        decisions: &PolicyDecisions,
         subject: Subject<'_>,
         version: &Version,
-        verification: Option<Verification>,
-    ) -> (&str, Result<(), Denied>) {
+        facts: &Facts<'_>,
+    ) -> Verdict {
         let (kind, names): (Kind, Vec<&str>) = match subject {
             Subject::Provider(p) => (
                 Kind::Provider,
@@ -293,8 +369,11 @@ impl Policy {
                 ],
             ),
         };
-        let decided = self.rules.iter().find(|rule| {
-            rule.kind == kind
+        let address = subject.to_string();
+        let mut accepted = Vec::new();
+        let mut decided = None;
+        for rule in &self.rules {
+            let applies = rule.kind == kind
                 && rule
                     .segments
                     .iter()
@@ -304,39 +383,58 @@ impl Policy {
                     .versions
                     .as_ref()
                     .is_none_or(|c| c.includes(version.semver()))
-                && rule.verification.is_none_or(|v| verification == Some(v))
-        });
-        let (action, rule, reason) = match decided {
-            Some(rule) => (rule.action, rule.name.as_str(), rule.reason.as_str()),
-            None => (self.default, "policy.default", ""),
+                && rule
+                    .verification
+                    .is_none_or(|v| facts.verification == Some(v));
+            if !applies {
+                continue;
+            }
+            let mut counted = Vec::new();
+            if let Some(by_advisory) = &rule.advisories {
+                let Some(summary) = facts.advisories else {
+                    continue;
+                };
+                let weighed = by_advisory.weigh(
+                    summary,
+                    &decisions.acceptances,
+                    (&address, version),
+                    facts.now_ms,
+                );
+                accepted.extend(weighed.accepted);
+                if weighed.counted.is_empty() {
+                    continue;
+                }
+                counted = weighed.counted;
+            }
+            decided = Some((rule, counted));
+            break;
+        }
+        let (action, rule, reason, advisories) = match decided {
+            Some((rule, counted)) => (
+                rule.action,
+                rule.name.as_str(),
+                rule.reason.as_str(),
+                counted,
+            ),
+            None => (self.default, "policy.default", "", Vec::new()),
         };
-        let decision = match action {
+        let outcome = match action {
             Action::Allow => Ok(()),
             Action::Deny => Err(Denied {
-                subject: subject.to_string(),
+                subject: address,
                 version: version.to_string(),
                 rule: rule.to_owned(),
                 reason: reason.to_owned(),
+                advisories,
             }),
         };
-        (rule, decision)
-    }
-}
-
-/// The policy with the operator's decisions, as a command that moves
-/// versions (`export`, `import`) reads them once.
-#[derive(Debug, Clone, Default)]
-pub struct Gate {
-    /// The configured rules.
-    pub policy: Policy,
-    /// The operator's decisions, from the store.
-    pub decisions: PolicyDecisions,
-}
-
-impl Gate {
-    /// Decides one version as [`Policy::check`] does.
-    pub fn check(&self, subject: Subject<'_>, version: &Version) -> Result<(), Denied> {
-        self.policy.check(&self.decisions, subject, version)
+        accepted.dedup();
+        Verdict {
+            rule: rule.to_owned(),
+            explicit: false,
+            outcome,
+            accepted,
+        }
     }
 }
 

@@ -10,36 +10,18 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
 use common::browser::{accessible, axe_js, text, Browser, Elsewhere};
 use common::daemon::{config_file, run_tfmirror, site_config};
 use common::go::{
-    bom_command, bom_modules, bom_properties, copy_advisory_fixtures, go_modules,
-    import_advisories, terraform_1_0_3, TERRAFORM_1_0_3_FINDINGS,
+    archive_of, bom_command, bom_modules, bom_properties, copy_advisory_fixtures, go_modules,
+    import_advisories, publish_archives, terraform_1_0_3, TERRAFORM_1_0_3_FINDINGS,
 };
 use common::pages::form;
 use common::*;
 use http::StatusCode;
-
-/// A provider archive holding `exe` as the provider's executable, stored
-/// uncompressed (the tests' build leaves compression unoptimised).
-fn archive_of(kind: &str, version: &str, exe: &Path) -> Vec<u8> {
-    let mut out = std::io::Cursor::new(Vec::new());
-    let mut w = zip::ZipWriter::new(&mut out);
-    let opts = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Stored)
-        .unix_permissions(0o755);
-    w.start_file(format!("terraform-provider-{kind}_v{version}"), opts)
-        .unwrap();
-    std::io::copy(&mut std::fs::File::open(exe).unwrap(), &mut w).unwrap();
-    w.start_file("LICENSE", opts).unwrap();
-    w.write_all(b"MPL-2.0\n").unwrap();
-    w.finish().unwrap();
-    out.into_inner()
-}
 
 #[cfg_attr(
     any(tfmirror_no_go, tfmirror_no_terraform, tfmirror_no_chromium),
@@ -637,17 +619,7 @@ async fn a_platform_stored_later_joins_its_versions_findings() {
 /// Publishes acme/tfcli 1.0.3 with `archives` by platform, signed by
 /// `signer`.
 fn publish_tfcli(origin: &FakeOrigin, signer: &Signer, archives: &BTreeMap<String, Vec<u8>>) {
-    let sums = sums_document("tfcli", "1.0.3", archives);
-    let signature = signer.sign_binary(&sums);
-    origin.publish_raw(
-        "acme",
-        "tfcli",
-        "1.0.3",
-        archives,
-        sums,
-        signature,
-        vec![(signer.key_id(), signer.public_armored())],
-    );
+    publish_archives(origin, signer, ("tfcli", "1.0.3"), archives);
 }
 
 /// A bundle's manifest.

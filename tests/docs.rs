@@ -443,7 +443,16 @@ fn example_keys(text: &str) -> BTreeSet<String> {
         }
         if let Some(table) = line.strip_prefix('[').and_then(|l| l.split_once(']')) {
             if table.1.trim().is_empty() || table.1.trim().starts_with('#') {
-                section = normalized(table.0.trim());
+                // A table within an array's entry (`[policy.rule.advisories]`
+                // after `[[policy.rule]]`) is `policy.rule[].advisories`.
+                let name = normalized(table.0.trim());
+                section = arrays
+                    .iter()
+                    .find_map(|outer| {
+                        let rest = name.strip_prefix(&format!("{outer}."))?;
+                        Some(format!("{outer}[].{rest}"))
+                    })
+                    .unwrap_or(name);
             }
             continue;
         }
@@ -516,7 +525,7 @@ fn the_key_readers_read_what_they_should() {
         "upstream.hosts.*.token"
     );
     let example = example_keys(
-        "[server]\nlisten = \"x\"\n# [[trust]]\n# hostname = \"h\"\n# # keys_file = \"k\"\n# [upstream.hosts.\"r.example\"]\n# token = \"t\"\n# Prose, not = a key\n",
+        "[server]\nlisten = \"x\"\n# [[trust]]\n# hostname = \"h\"\n# # keys_file = \"k\"\n# [trust.extra]\n# depth = 1\n# [upstream.hosts.\"r.example\"]\n# token = \"t\"\n# Prose, not = a key\n",
     );
     assert_eq!(
         example,
@@ -524,6 +533,7 @@ fn the_key_readers_read_what_they_should() {
             "server.listen".to_owned(),
             "trust[].hostname".to_owned(),
             "trust[].keys_file".to_owned(),
+            "trust[].extra.depth".to_owned(),
             "upstream.hosts.*.token".to_owned(),
         ])
     );

@@ -606,6 +606,7 @@ async fn a_denied_module_version_is_left_out_and_its_pinned_package_not_served()
     let mut config = setup.module_config(&origin, HOST);
     config.policy.rules.push(tfmirror::policy::RuleConfig {
         verification: None,
+        advisories: None,
         source: format!("{HOST}/acme/net/*"),
         versions: Some("= 1.0.0".into()),
         action: tfmirror::policy::Action::Deny,

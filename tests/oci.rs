@@ -20,6 +20,7 @@ const PLATFORMS: [&str; 2] = ["linux_amd64", "darwin_arm64"];
 fn deny(config: &mut Config, versions: &str) {
     config.policy.rules.push(RuleConfig {
         verification: None,
+        advisories: None,
         source: format!("{HOST}/acme/widget"),
         versions: Some(versions.into()),
         action: Action::Deny,

@@ -711,6 +711,17 @@ async fn a_person_signs_in_with_the_sites_provider_and_approves_a_version() {
 /// starting at `page` (which sends the browser to sign in), and checks
 /// they are back on it under their name.
 async fn sign_in(b: &common::browser::Browser, page: &str, person: &str) {
+    sign_in_at(
+        b,
+        page,
+        "/-/providers/registry.origin.test/acme/widget",
+        person,
+    )
+    .await;
+}
+
+/// [`sign_in`], landing on the page at `path`.
+async fn sign_in_at(b: &common::browser::Browser, page: &str, path: &str, person: &str) {
     use common::browser::text;
     use fantoccini::Locator;
     b.client.goto(page).await.unwrap();
@@ -737,5 +748,105 @@ async fn sign_in(b: &common::browser::Browser, page: &str, person: &str) {
     b.click("button[type=submit]").await;
     assert_eq!(text(b, "#who").await, person);
     let at = b.client.current_url().await.unwrap();
-    assert_eq!(at.path(), "/-/providers/registry.origin.test/acme/widget");
+    assert_eq!(at.path(), path);
+}
+
+/// A person with `approve` accepts an advisory from a version's decision
+/// page, with a reason, and the version is installable at once, the
+/// acceptance naming them; a person without it may not. The version's
+/// executable is the real Terraform v1.0.3 binary, refused by a rule on
+/// advisories rated high (GO-2023-2102, rated by its GHSA alias).
+#[cfg_attr(
+    any(tfmirror_no_oidc_provider, tfmirror_no_chromium, tfmirror_no_terraform),
+    ignore = "needs node, OIDC_PROVIDER_DIR, Debian's chromium and chromium-driver, axe-core and TERRAFORM_BIN; scripts/test provides them"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_with_approve_accepts_an_advisory_from_the_page() {
+    use common::browser::{accessible, axe_js, text, Browser, Elsewhere};
+    use common::go::{import_advisories, publish_tfcli_pair};
+
+    let setup = Setup::new();
+    let (origin, entries) = publish_tfcli_pair(&setup).await;
+    let cli_config = common::daemon::config_file(&setup, &origin, "");
+    import_advisories(setup.dir.path(), &cli_config, &[&entries]).await;
+    let port = free_port();
+    let redirect = format!("https://127.0.0.1:{port}/-/signin/callback");
+    let provider = Provider::start(&setup.ca, &redirect, "k1").await;
+    let issuer = provider.issuer.clone();
+    let signer = Signer::rsa("acme");
+    let sc = Scene::on(setup, origin, signer, std::collections::BTreeMap::new(), |config: &mut Config| {
+        config.server.listen = format!("127.0.0.1:{port}").parse().unwrap();
+        config.auth.oidc = vec![issuer_config(&issuer)];
+        config.policy = toml::from_str(
+            "[[rule]]\nsource = \"registry.origin.test/acme/*\"\naction = \"deny\"\n[rule.advisories]\nseverity = \"high\"\nunrated = \"ignored\"\n",
+        )
+        .unwrap();
+    })
+    .await;
+    let (m, c) = (&sc.mirror, &sc.client);
+    let job = format!(
+        "Bearer {}",
+        provider.ci_token("acme-infra-main", AUDIENCE).await
+    );
+    let doc = m.url("/registry.origin.test/acme/tfcli/1.1.0.json");
+    // Not read yet: offered, with a signed link, which the first download
+    // follows (as the CLIs do, without credentials) and is refused.
+    let offered = c.get_with_header(&doc, "authorization", &job).await;
+    assert_eq!(offered.status, StatusCode::OK, "{}", offered.error_text());
+    let link = offered.json()["archives"][common::terraform::platform()]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = c.get(&resolve(&doc, &link)).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert!(
+        refused.error_text().contains("GO-2023-2102"),
+        "{}",
+        refused.error_text()
+    );
+
+    let elsewhere = Elsewhere::start().await;
+    let b = Browser::start(true, &elsewhere).await;
+    let axe = axe_js();
+    let page_path = "/-/providers/registry.origin.test/acme/tfcli";
+    sign_in_at(&b, &m.url(page_path), page_path, "alice").await;
+    // The held version's link (1.0.0, not held, follows it).
+    b.click("a.decide").await;
+    let policy = text(&b, "#policy").await;
+    assert!(policy.contains("advisory GO-2023-2102 (high"), "{policy}");
+    accessible(&b, &axe, "decision page with advisories").await;
+    b.fill("accept-reason", "HTTP/2 is not served by this provider")
+        .await;
+    b.fill("days", "7").await;
+    b.click("#accept button[type=submit]").await;
+    assert_eq!(text(&b, "#policy").await, "allowed");
+    let row = text(&b, "td.accepted").await;
+    assert!(
+        row.contains("accepted for 1.1.0 until ")
+            && row.contains("by person ci alice (groups=platform-approvers)")
+            && row.contains("HTTP/2 is not served by this provider"),
+        "{row}"
+    );
+    accessible(&b, &axe, "decision page with an acceptance").await;
+    // Installable at once.
+    let answer = c.get_with_header(&doc, "authorization", &job).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.error_text());
+    // Kept in the store as `tfmirror accept` keeps its acceptances.
+    let decisions = m.mirror.store().read_decisions().await.unwrap().unwrap();
+    let kept = &decisions.acceptances[0];
+    assert_eq!(kept.advisory, "GO-2023-2102");
+    assert_eq!(kept.subject, "registry.origin.test/acme/tfcli");
+    assert!(kept.by.starts_with("person ci alice"), "{kept:?}");
+    assert_eq!(kept.expires_ms - kept.at_ms, 7 * 86_400_000);
+    b.stop().await;
+
+    // bob reads, and may not accept.
+    let b = Browser::start(true, &elsewhere).await;
+    sign_in_at(&b, &m.url(page_path), page_path, "bob").await;
+    b.client
+        .goto(&m.url("/-/decide/providers/registry.origin.test/acme/tfcli/1.1.0"))
+        .await
+        .unwrap();
+    assert!(text(&b, "#error").await.contains("approve grant"));
+    b.stop().await;
 }

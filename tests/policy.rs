@@ -22,6 +22,7 @@ const HOST: &str = "registry.origin.test";
 fn deny_widget(config: &mut Config, versions: &str) {
     config.policy.rules.push(RuleConfig {
         verification: None,
+        advisories: None,
         source: format!("{HOST}/acme/widget"),
         versions: Some(versions.into()),
         action: Action::Deny,

@@ -9,6 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::daemon::*;
+use common::workspace::Workspace;
 use common::*;
 
 const PROVIDER_HOST: &str = "registry.tfmirror.test";
@@ -25,177 +26,6 @@ fn terraform() -> PathBuf {
 }
 
 /// A Terraform working directory requiring one provider through the mirror.
-struct Workspace {
-    dir: tempfile::TempDir,
-    terraform: PathBuf,
-    cli_config: PathBuf,
-    ca_file: PathBuf,
-}
-
-impl Workspace {
-    fn new(
-        terraform: &Path,
-        mirror: &RunningMirror,
-        providers: &[(&str, &str, &str)],
-    ) -> Workspace {
-        let installation = format!(
-            "  network_mirror {{\n    url = \"{}\"\n  }}\n",
-            mirror.url("/")
-        );
-        Workspace::with(terraform, &installation, &mirror.ca_file, providers)
-    }
-
-    /// A workspace whose CLI configuration installs providers as the given
-    /// `provider_installation` body says, trusting `ca_file`.
-    fn with(
-        terraform: &Path,
-        installation: &str,
-        ca_file: &Path,
-        providers: &[(&str, &str, &str)],
-    ) -> Workspace {
-        let cli_config = format!("provider_installation {{\n{installation}}}\n");
-        Workspace::configured(terraform, &cli_config, ca_file, providers)
-    }
-
-    /// A workspace whose CLI configuration is only a `host` block naming
-    /// `providers_v1` as `host`'s provider registry.
-    fn through_host_block(
-        terraform: &Path,
-        host: &str,
-        providers_v1: &str,
-        ca_file: &Path,
-        providers: &[(&str, &str, &str)],
-    ) -> Workspace {
-        let cli_config = format!(
-            "host \"{host}\" {{\n  services = {{\n    \"providers.v1\" = \"{providers_v1}\"\n  }}\n}}\n"
-        );
-        Workspace::configured(terraform, &cli_config, ca_file, providers)
-    }
-
-    /// A workspace whose CLI configuration is the `host` block for `host`
-    /// that the mirror's status page shows.
-    async fn from_status_page(
-        terraform: &Path,
-        mirror: &RunningMirror,
-        host: &str,
-        ca_file: &Path,
-        providers: &[(&str, &str, &str)],
-    ) -> Workspace {
-        let page = Client::trusting(&mirror.ca_file)
-            .get(&mirror.url("/"))
-            .await;
-        let html = page.page_text();
-        let start = format!("<pre tabindex=\"0\" id=\"host-{host}\">");
-        let block = html
-            .split_once(&start)
-            .and_then(|(_, rest)| rest.split_once("</pre>"))
-            .unwrap_or_else(|| panic!("no host block for {host} on the status page:\n{html}"))
-            .0
-            .replace("&quot;", "\"")
-            .replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&amp;", "&");
-        Workspace::configured(terraform, &block, ca_file, providers)
-    }
-
-    /// A workspace with this CLI configuration, trusting `ca_file`.
-    fn configured(
-        terraform: &Path,
-        cli_config_text: &str,
-        ca_file: &Path,
-        providers: &[(&str, &str, &str)],
-    ) -> Workspace {
-        let dir = tempfile::tempdir().unwrap();
-        let required: String = providers
-            .iter()
-            .map(|(name, source, version)| {
-                format!("    {name} = {{\n      source  = \"{source}\"\n      version = \"{version}\"\n    }}\n")
-            })
-            .collect::<Vec<_>>()
-            .concat();
-        std::fs::write(
-            dir.path().join("main.tf"),
-            format!("terraform {{\n  required_providers {{\n{required}  }}\n}}\n"),
-        )
-        .unwrap();
-        let cli_config = dir.path().join("cli.tfrc");
-        std::fs::write(&cli_config, cli_config_text).unwrap();
-        Workspace {
-            dir,
-            terraform: terraform.to_path_buf(),
-            cli_config,
-            ca_file: ca_file.to_path_buf(),
-        }
-    }
-
-    /// Runs terraform with `args`; returns success and the combined output.
-    async fn run(&self, args: &[&str]) -> (bool, String) {
-        let mut cmd = common::terraform::command(
-            &self.terraform,
-            self.dir.path(),
-            &self.cli_config,
-            &self.ca_file,
-        );
-        cmd.args(args);
-        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap();
-        common::terraform::outcome(&out)
-    }
-
-    /// Adds `module` blocks (name, registry source, version) to the
-    /// configuration.
-    fn add_modules(&self, modules: &[(&str, &str, &str)]) {
-        use std::fmt::Write;
-        let mut blocks = String::new();
-        for (name, source, version) in modules {
-            let _ = write!(
-                blocks,
-                "module \"{name}\" {{\n  source  = \"{source}\"\n  version = \"{version}\"\n}}\n"
-            );
-        }
-        let main = self.dir.path().join("main.tf");
-        let text = std::fs::read_to_string(&main).unwrap();
-        std::fs::write(main, text + &blocks).unwrap();
-    }
-
-    /// The directory Terraform installed a module call into, from
-    /// `.terraform/modules/modules.json` (`key` such as `net.sub`).
-    fn module_dir(&self, key: &str) -> PathBuf {
-        let manifest: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(self.dir.path().join(".terraform/modules/modules.json")).unwrap(),
-        )
-        .unwrap();
-        let dir = manifest["Modules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["Key"] == key)
-            .unwrap_or_else(|| panic!("no module {key} in {manifest}"))["Dir"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        self.dir.path().join(dir)
-    }
-
-    async fn init(&self) -> (bool, String) {
-        self.run(&["init", "-input=false", "-no-color"]).await
-    }
-
-    fn lock_file(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join(".terraform.lock.hcl")).unwrap_or_default()
-    }
-
-    fn installed(&self, source: &str, version: &str, platform: &str) -> PathBuf {
-        self.dir
-            .path()
-            .join(".terraform/providers")
-            .join(source)
-            .join(version)
-            .join(platform)
-    }
-}
-
 /// The GnuPG-signed widget 1.1.0 is installed in `ws`, and Terraform
 /// computed the same `h1:` that the real CLI recorded for its archive.
 fn assert_widget_installed(ws: &Workspace, source: &str) {
@@ -880,6 +710,7 @@ async fn terraform_passes_over_a_denied_version_through_both_protocols() {
     let mut config = setup.config(&origin, &[], &[PROVIDER_HOST]);
     config.policy.rules.push(tfmirror::policy::RuleConfig {
         verification: None,
+        advisories: None,
         source: format!("{PROVIDER_HOST}/acme/widget"),
         versions: Some("1.1.0".into()),
         action: tfmirror::policy::Action::Deny,
@@ -1144,15 +975,7 @@ async fn terraform_installs_through_either_of_two_instances_on_one_bucket() {
     // Two `tfmirror serve` processes with the same configuration but their
     // own local directories.
     let first_file = config_file(&setup, &origin, &weed.storage_toml("terraform", home));
-    let text = std::fs::read_to_string(&first_file).unwrap();
-    let second_file = home.join("second.toml");
-    let dir = |name: &str| home.join(name).display().to_string();
-    std::fs::write(
-        &second_file,
-        text.replace(&dir("data"), &dir("second-data"))
-            .replace(&dir("cache"), &dir("second-cache")),
-    )
-    .unwrap();
+    let second_file = second_instance(home, &first_file);
     let serve = |file: &Path| {
         let mut cmd = tfmirror(home);
         cmd.args(["serve", "--config"]).arg(file);

@@ -28,6 +28,7 @@ pub enum Severity {
     /// Low.
     Low,
     /// Moderate (CVSS "medium").
+    #[serde(alias = "medium")]
     Moderate,
     /// High.
     High,

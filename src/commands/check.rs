@@ -182,6 +182,7 @@ pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
                 .await;
                 eprintln!("fetched: {summary}");
             }
+            super::settle(&mirror).await;
             mirror.close().await;
         }
         let mirror = Arc::new(Mirror::beside_daemon(offline).await?);

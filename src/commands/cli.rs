@@ -274,11 +274,32 @@ pub enum Command {
         #[arg(long)]
         reason: String,
     },
+    /// Accept one advisory against a provider, or one of its versions,
+    /// until it expires: rules by advisory do not count it there
+    /// meanwhile. Running instances take it up within seconds.
+    Accept {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The advisory, by any of its IDs (`GO-…`, `GHSA-…`, `CVE-…`).
+        advisory: String,
+        /// The provider (`[hostname/]namespace/type`).
+        source: String,
+        /// The version; every version of the provider when absent.
+        version: Option<String>,
+        /// Why, kept with the acceptance and shown on the pages.
+        #[arg(long)]
+        reason: String,
+        /// How long it holds (`30d`, `12h`), or until when (RFC 3339,
+        /// `2027-01-31T00:00:00Z`).
+        #[arg(long)]
+        expires: String,
+    },
     /// Hand Terraform or OpenTofu the token in a file (their
     /// `credentials_helper` protocol; see docs/identities.md).
     CredentialsHelper(credentials_helper::Args),
-    /// The policy: its rules, its cooldown and the versions decided by
-    /// name.
+    /// The policy: its rules, its cooldown, the versions decided by name
+    /// and the advisories accepted.
     Policy {
         /// What to do.
         #[command(subcommand)]

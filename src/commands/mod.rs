@@ -1,11 +1,12 @@
 //! The command line: `tfmirror serve`, `sync`, `watch`, `check`, `lock`,
 //! `export`, `import`, `push-oci`, `inventory`, `check-config`, `check-upstream`,
-//! `ls`, `gc`, `verify`, `approve`, `deny`, `policy ls`, `bom` and
+//! `ls`, `gc`, `verify`, `approve`, `deny`, `accept`, `policy ls`, `bom` and
 //! `advisories`.
 
 //!
 //! Each command lives in its own module and prints its own report.
 
+pub mod advised;
 pub mod advisories;
 pub mod bom;
 pub mod bundle;
@@ -175,6 +176,22 @@ pub fn main() -> ExitCode {
             reason,
         } => logging::load(config.as_deref())
             .and_then(|c| policy::decide(&c, &source, &version, policy::Decision::Deny, &reason)),
+        Command::Accept {
+            config,
+            advisory,
+            source,
+            version,
+            reason,
+            expires,
+        } => logging::load(config.as_deref()).and_then(|c| {
+            policy::accept(
+                &c,
+                &advisory,
+                (&source, version.as_deref()),
+                &reason,
+                &expires,
+            )
+        }),
         Command::Policy {
             action: policy::PolicyCommand::Ls { config },
         } => logging::load(config.as_deref()).and_then(|c| policy::list(&c)),
@@ -260,4 +277,21 @@ fn open_store(config: &Config) -> anyhow::Result<DiskStore> {
         .with_context(|| format!("opening cache.dir {}", config.cache.dir.display()))?;
     runtime()?.block_on(crate::store::format::open_cache(&store))?;
     Ok(store)
+}
+
+/// How long a command that fetched waits, at most, for the work it started
+/// in the background (build records of the archives it kept) to end.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Waits for `mirror`'s background work, such as the build records of the
+/// archives a fill kept (which `export` and the rules by advisory read),
+/// before a command ends; says so when it did not end in time (what is
+/// left is read when next asked for).
+async fn settle(mirror: &crate::mirror::Mirror) {
+    if !mirror.drain(SETTLE).await {
+        eprintln!(
+            "the build records of some archives were not read within {}; they are read when next asked for",
+            humantime::format_duration(SETTLE)
+        );
+    }
 }

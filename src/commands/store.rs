@@ -79,8 +79,33 @@ pub fn gate(config: &Config, store: &CommandStore) -> anyhow::Result<crate::poli
     let decisions = store.wait(store.store().read_decisions()).map_err(|e| {
         anyhow::anyhow!("reading the policy decisions in {}: {e}", store.location())
     })?;
+    let policy = crate::policy::Policy::new(&config.policy)?;
+    let advisories = if policy.has_advisory_rules() {
+        held_database(store)?
+    } else {
+        None
+    };
     Ok(crate::policy::Gate {
-        policy: crate::policy::Policy::new(&config.policy)?,
+        policy,
         decisions: decisions.unwrap_or_default(),
+        advisories,
     })
+}
+
+/// The advisory database the store keeps, indexed; `None` when nothing
+/// was imported.
+pub fn held_database(
+    store: &CommandStore,
+) -> anyhow::Result<Option<std::sync::Arc<crate::advisories::Database>>> {
+    let location = store.location();
+    let read = async {
+        let Some(current) = crate::store::advisories::current(store.store()).await? else {
+            return Ok(None);
+        };
+        crate::store::advisories::database(store.store(), &current).await
+    };
+    let stored = store
+        .wait(read)
+        .map_err(|e| anyhow::anyhow!("reading the advisory database in {location}: {e}"))?;
+    Ok(stored.map(|s| std::sync::Arc::new(crate::advisories::Database::new(s))))
 }

@@ -29,10 +29,14 @@ pub fn run(
         let mirror = Arc::new(Mirror::beside_daemon(config).await?);
         let summary =
             fill::fill(mirror.clone(), selection, jobs, freshness, &Progress::new()).await;
+        super::settle(&mirror).await;
         mirror.close().await;
         anyhow::Ok(summary)
     })?;
     println!("{summary}");
+    for refused in &summary.refused {
+        println!("REFUSED {refused}");
+    }
     for failure in &summary.failures {
         println!("FAILED {failure}");
     }

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::advisories::Severity;
 use crate::verify::Verification;
 
 /// What a rule, or the default, does with a version.
@@ -61,9 +62,55 @@ pub struct RuleConfig {
     /// and decides when the version is asked for by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+    /// `advisories`: match only provider versions that known advisories
+    /// are against, as [`AdvisoryRuleConfig`] counts them (a rule with it
+    /// denies). The advisories are known once a platform's binary is read,
+    /// so such a rule is passed over for versions none of whose binaries
+    /// the mirror has read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advisories: Option<AdvisoryRuleConfig>,
     /// `action`: `"allow"` or `"deny"`.
     pub action: Action,
     /// `reason`: why, shown to users whom the rule refuses.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+}
+
+/// How an entry without a severity counts against a rule's `severity`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unrated {
+    /// It counts, as though it met the floor (the Go vulnerability
+    /// database rates no entry, so its findings all count).
+    #[default]
+    Counts,
+    /// It does not count: only rated findings decide.
+    Ignored,
+}
+
+/// `[policy.rule.advisories]`: which findings against a version make a
+/// rule match it. Every condition given must hold of one finding; a
+/// version matches when any finding, not accepted by the site (`tfmirror
+/// accept`), does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdvisoryRuleConfig {
+    /// `severity`: the least severity that counts: `"low"`, `"moderate"`
+    /// (or `"medium"`), `"high"` or `"critical"`. Every finding counts when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<Severity>,
+    /// `unrated`: with `severity`, whether a finding that no source rates
+    /// `"counts"` (the default) or is `"ignored"`.
+    #[serde(default)]
+    pub unrated: Unrated,
+    /// `ids`: only these advisories, each by any of its IDs (`GO-…`,
+    /// `GHSA-…`, `CVE-…`: an advisory known under several is one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+    /// `present_only`: count only findings whose affected packages the
+    /// binary holds code of (a finding whose advisory names no packages
+    /// still counts).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub present_only: bool,
 }

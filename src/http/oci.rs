@@ -81,7 +81,7 @@ pub fn route(segments: &[&str]) -> Result<OciRoute, RequestError> {
 /// The answer to a route other than an archive blob (which the caller
 /// serves as it serves any archive).
 pub async fn respond(
-    mirror: &Mirror,
+    mirror: &std::sync::Arc<Mirror>,
     route: &OciRoute,
     query: Option<&str>,
 ) -> Result<Response<Body>, RequestError> {

@@ -70,6 +70,7 @@ impl Mirror {
             .map_err(|e| (*e).clone());
         drop(waiting);
         let entry = entry?;
+        self.permit_read(key).await?;
         if !entry.is_fresh() {
             self.note(CacheKind::Archive, CacheOutcome::Hit);
         }
@@ -123,6 +124,12 @@ impl Mirror {
         self.check_host(&key.provider.hostname)?;
         self.permit(Subject::Provider(&key.provider), &key.version)
             .await?;
+        if self.advised().await {
+            // A rule by advisory decides once the binary is read: the
+            // archive is stored whole, and read, before it is served.
+            self.archive(key).await?;
+            return self.open_stored(key).await;
+        }
         let cached =
             self.providers.archives.contains_key(key) || self.stored_archive(key).await.is_some();
         if cached || self.offline() {

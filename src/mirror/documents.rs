@@ -14,6 +14,7 @@ use std::time::Duration;
 use super::held::{ready_now, VersionKey};
 use super::{Held, Mirror};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
+use crate::advisories::Summary;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
 use crate::protocol::{IndexDocument, Rendered, VersionDocument};
@@ -47,10 +48,14 @@ impl Mirror {
     /// not change while the mirror runs) unless a cooldown or an
     /// operator's decisions are at work, which change with time: such a
     /// rendering is made afresh each time.
-    pub async fn index_document(&self, provider: &Provider) -> Result<Rendered, RequestError> {
+    pub async fn index_document(
+        self: &Arc<Self>,
+        provider: &Provider,
+    ) -> Result<Rendered, RequestError> {
         let held = self.held_index(provider).await?;
         let decisions = self.decisions().await;
-        Ok(self.index_rendering(&decisions, provider, &held))
+        let advised = self.advised_versions(provider).await;
+        Ok(self.index_rendering(&decisions, provider, &held, &advised))
     }
 
     /// [`Mirror::index_document`] when all it needs is held in memory now
@@ -60,10 +65,15 @@ impl Mirror {
     /// [`Mirror::index_document`] to answer.
     pub fn held_index_document(&self, provider: &Provider) -> Option<Rendered> {
         self.check_host(&provider.hostname).ok()?;
+        if self.policy.has_advisory_rules() {
+            // The advisories against held versions are matched by
+            // `index_document`.
+            return None;
+        }
         let held = self.live(&self.providers.indexes, provider)?;
         let decisions = self.decisions_now()?;
         self.note(CacheKind::Index, CacheOutcome::Hit);
-        Some(self.index_rendering(&decisions, provider, &held))
+        Some(self.index_rendering(&decisions, provider, &held, &BTreeMap::default()))
     }
 
     /// `index.json` of the list `held`, as `decisions` let clients see it.
@@ -72,9 +82,17 @@ impl Mirror {
         decisions: &PolicyDecisions,
         provider: &Provider,
         held: &Held<IndexRecord, Rendered>,
+        advised: &BTreeMap<Version, Summary>,
     ) -> Rendered {
-        let (visible, _, changing) = self.visible_index_by(decisions, provider, held.value.clone());
+        let (visible, denied, changing) =
+            self.visible_index_by(decisions, provider, held.value.clone(), advised);
         let render = || Rendered::new(&IndexDocument::from_record(&visible));
+        if changing && denied.is_empty() && self.policy.has_advisory_rules() {
+            // With rules by advisory every list is `changing`, so the
+            // slot below only ever holds the whole list's rendering, which
+            // is the answer whenever nothing is left out.
+            return held.made.get_or_init(render).clone();
+        }
         if changing {
             return render();
         }

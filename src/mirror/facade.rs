@@ -103,7 +103,10 @@ struct GpgPublicKey {
 impl Mirror {
     /// A provider's versions in the registry protocol's shape, from the
     /// same version list the network mirror serves.
-    pub async fn registry_versions(&self, provider: &Provider) -> Result<Vec<u8>, RequestError> {
+    pub async fn registry_versions(
+        self: &Arc<Self>,
+        provider: &Provider,
+    ) -> Result<Vec<u8>, RequestError> {
         let (index, denied, _) = self
             .visible_index(provider, self.index(provider).await?)
             .await;

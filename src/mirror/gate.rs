@@ -14,10 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Mirror;
-use crate::address::{Module, Provider, Version};
+use crate::address::{ArchiveKey, Module, Platform, Provider, Version};
+use crate::advisories::Summary;
 use crate::error::RequestError;
-use crate::policy::{Denied, Subject};
+use crate::log_context::AUDIT_TARGET;
+use crate::policy::{Denied, Facts, Subject};
 use crate::store::{IndexRecord, ModuleIndexRecord, PolicyDecision, PolicyDecisions};
+
+mod advised;
 
 /// How long the operator's decisions are used before the store is read
 /// again.
@@ -75,7 +79,7 @@ impl Mirror {
     /// (`verification = "keyless"`) denies, once the version's record says
     /// how it was verified; counts the decision.
     pub(super) async fn permit_verified(
-        &self,
+        self: &Arc<Self>,
         provider: &Provider,
         version: &Version,
         verification: crate::verify::Verification,
@@ -84,36 +88,70 @@ impl Mirror {
             return Ok(());
         }
         let decisions = self.decisions().await;
-        let verdict = self.policy.decide_verified(
-            &decisions,
-            Subject::Provider(provider),
-            version,
-            Some(verification),
-        );
-        match &verdict.outcome {
-            Ok(()) => self.metrics.policy_decision("allow", &verdict.rule),
-            Err(denied) => self.metrics.policy_decision("deny", &denied.rule),
-        }
-        verdict
-            .outcome
-            .map_err(|denied| RequestError::Denied(denied.to_string()))
+        let advisories = self.advised_version(provider, version, None).await;
+        let facts = Facts {
+            verification: Some(verification),
+            advisories: advisories.as_ref(),
+            now_ms: self.clock.unix_ms(),
+        };
+        let verdict =
+            self.policy
+                .decide_with(&decisions, Subject::Provider(provider), version, &facts);
+        self.counted(&verdict.rule, verdict.outcome)
     }
 
     /// Refuses a version the policy denies or holds back; counts the
     /// decision.
     pub(super) async fn permit(
-        &self,
+        self: &Arc<Self>,
         subject: Subject<'_>,
         version: &Version,
     ) -> Result<(), RequestError> {
-        let Some((rule, outcome)) = self.judge(subject, version).await? else {
+        let Some((rule, outcome)) = self.judge(subject, version, None).await? else {
             return Ok(());
         };
-        match &outcome {
-            Ok(()) => self.metrics.policy_decision("allow", &rule),
-            Err(denied) => self.metrics.policy_decision("deny", &denied.rule),
+        self.counted(&rule, outcome)
+    }
+
+    /// Refuses an archive, once it is stored and its binary read, whose
+    /// version a rule by advisory denies now that the archive's platform
+    /// counts too; counts the decision. Nothing to do without such rules.
+    pub(super) async fn permit_read(
+        self: &Arc<Self>,
+        key: &ArchiveKey,
+    ) -> Result<(), RequestError> {
+        if !self.advised().await {
+            return Ok(());
         }
-        outcome.map_err(|denied| RequestError::Denied(denied.to_string()))
+        let subject = Subject::Provider(&key.provider);
+        let Some((rule, outcome)) = self
+            .judge(subject, &key.version, Some(&key.platform))
+            .await?
+        else {
+            return Ok(());
+        };
+        self.counted(&rule, outcome)
+    }
+
+    /// Counts a decision on a version asked for by name; a refusal goes on
+    /// the audit trail (`refused`, with the rule, the advisories and the
+    /// reason) and becomes the request's error.
+    fn counted(&self, rule: &str, outcome: Result<(), Denied>) -> Result<(), RequestError> {
+        let Err(denied) = outcome else {
+            self.metrics.policy_decision("allow", rule);
+            return Ok(());
+        };
+        self.metrics.policy_decision("deny", &denied.rule);
+        tracing::info!(
+            target: AUDIT_TARGET,
+            source = %denied.subject,
+            version = %denied.version,
+            rule = %denied.rule,
+            advisories = %denied.advisories.join(", "),
+            reason = %denied.reason,
+            "refused"
+        );
+        Err(RequestError::Denied(denied.to_string()))
     }
 
     /// What the policy says of one version now, as clients asking for it
@@ -122,12 +160,12 @@ impl Mirror {
     /// version list for when the version was first seen; a version approved
     /// by name has none). Nothing is counted.
     pub async fn verdict(
-        &self,
+        self: &Arc<Self>,
         subject: Subject<'_>,
         version: &Version,
     ) -> Result<Result<(), Denied>, RequestError> {
         Ok(self
-            .judge(subject, version)
+            .judge(subject, version, None)
             .await?
             .map_or(Ok(()), |(_, outcome)| outcome))
     }
@@ -142,6 +180,29 @@ impl Mirror {
     /// `tfmirror approve` and `tfmirror deny` do, and takes it up at once
     /// (other instances sharing the store within seconds).
     pub async fn record_decision(&self, decision: PolicyDecision) -> Result<(), RequestError> {
+        let decisions = self.update_decisions(|d| d.set(decision)).await?;
+        self.take_up_repins(&decisions).await;
+        self.decisions.set(Arc::new(decisions));
+        Ok(())
+    }
+
+    /// Records an acceptance of an advisory in the store, as `tfmirror
+    /// accept` does, and takes it up at once (other instances sharing the
+    /// store within seconds).
+    pub async fn record_acceptance(
+        &self,
+        acceptance: crate::store::Acceptance,
+    ) -> Result<(), RequestError> {
+        let decisions = self.update_decisions(|d| d.accept(acceptance)).await?;
+        self.decisions.set(Arc::new(decisions));
+        Ok(())
+    }
+
+    /// Reads the stored decisions, changes them and stores them again.
+    async fn update_decisions(
+        &self,
+        change: impl FnOnce(&mut PolicyDecisions),
+    ) -> Result<PolicyDecisions, RequestError> {
         let mut decisions = self
             .store
             .read_decisions()
@@ -150,27 +211,38 @@ impl Mirror {
                 RequestError::DiskUnavailable(format!("reading the policy decisions: {e}"))
             })?
             .unwrap_or_default();
-        decisions.set(decision);
+        change(&mut decisions);
         self.store.write_decisions(&decisions).await.map_err(|e| {
             RequestError::DiskUnavailable(format!("storing the policy decisions: {e}"))
         })?;
-        self.take_up_repins(&decisions).await;
-        self.decisions.set(Arc::new(decisions));
-        Ok(())
+        Ok(decisions)
     }
 
     /// The deciding rule and the outcome; `None` when there is nothing to
-    /// decide (no rule, no cooldown, no decision).
+    /// decide (no rule, no cooldown, no decision). A provider's advisories
+    /// count over its platforms held, and `also`.
     async fn judge(
-        &self,
+        self: &Arc<Self>,
         subject: Subject<'_>,
         version: &Version,
+        also: Option<&Platform>,
     ) -> Result<Option<(String, Result<(), Denied>)>, RequestError> {
         let decisions = self.decisions().await;
         if self.undecided(&decisions) {
             return Ok(None);
         }
-        let verdict = self.policy.decide(&decisions, subject, version);
+        let advisories = match subject {
+            Subject::Provider(p) => self.advised_version(p, version, also).await,
+            Subject::Module(_) => None,
+        };
+        let facts = Facts {
+            advisories: advisories.as_ref(),
+            now_ms: self.clock.unix_ms(),
+            ..Facts::default()
+        };
+        let verdict = self
+            .policy
+            .decide_with(&decisions, subject, version, &facts);
         let outcome = match verdict.outcome {
             Ok(()) if !verdict.explicit && self.policy.has_cooldown() => {
                 let seen = match subject {
@@ -199,8 +271,14 @@ impl Mirror {
         subject: Subject<'_>,
         version: &Version,
         first_seen_ms: &BTreeMap<Version, u64>,
+        advised: &BTreeMap<Version, Summary>,
     ) -> Option<Denied> {
-        let verdict = self.policy.decide(decisions, subject, version);
+        let facts = Facts {
+            advisories: advised.get(version),
+            now_ms: self.clock.unix_ms(),
+            ..Facts::default()
+        };
+        let verdict = self.policy.decide_with(decisions, subject, version, &facts);
         let denied = match verdict.outcome {
             Ok(()) if !verdict.explicit => {
                 let seen = first_seen_ms.get(version).copied();
@@ -218,20 +296,26 @@ impl Mirror {
     /// of it and why, and whether that can change while the list does not
     /// (a cooldown ends, an operator decides).
     pub async fn visible_index(
-        &self,
+        self: &Arc<Self>,
         provider: &Provider,
         record: Arc<IndexRecord>,
     ) -> (Arc<IndexRecord>, Vec<Denied>, bool) {
         let decisions = self.decisions().await;
-        self.visible_index_by(&decisions, provider, record)
+        let advised = self.advised_versions(provider).await;
+        self.visible_index_by(&decisions, provider, record, &advised)
     }
 
-    /// [`Mirror::visible_index`] by the operator's `decisions`.
+    /// [`Mirror::visible_index`] by the operator's `decisions` and the
+    /// advisories against the held versions (`advised`, empty without
+    /// rules by advisory). A list whose visible versions can change
+    /// while it does not (a cooldown, an operator's decision, a rule by
+    /// advisory) says so.
     pub(super) fn visible_index_by(
         &self,
         decisions: &PolicyDecisions,
         provider: &Provider,
         record: Arc<IndexRecord>,
+        advised: &BTreeMap<Version, Summary>,
     ) -> (Arc<IndexRecord>, Vec<Denied>, bool) {
         let subject = Subject::Provider(provider);
         let decided = decisions
@@ -246,8 +330,9 @@ impl Mirror {
             subject,
             record.versions.keys(),
             &record.first_seen_ms,
+            advised,
         );
-        let changing = decided || self.policy.has_cooldown();
+        let changing = decided || self.policy.has_cooldown() || self.policy.has_advisory_rules();
         if denied.is_empty() {
             return (record, denied, changing);
         }
@@ -277,6 +362,7 @@ impl Mirror {
             subject,
             record.versions.iter(),
             &record.first_seen_ms,
+            &BTreeMap::new(),
         );
         if denied.is_empty() {
             return record;
@@ -296,9 +382,10 @@ impl Mirror {
         subject: Subject<'_>,
         versions: impl Iterator<Item = &'a Version>,
         first_seen_ms: &BTreeMap<Version, u64>,
+        advised: &BTreeMap<Version, Summary>,
     ) -> Vec<Denied> {
         let denied: Vec<Denied> = versions
-            .filter_map(|v| self.left_out(decisions, subject, v, first_seen_ms))
+            .filter_map(|v| self.left_out(decisions, subject, v, first_seen_ms, advised))
             .collect();
         self.note_held_back(subject, &denied);
         denied

@@ -74,7 +74,7 @@ impl Mirror {
     /// nothing decides), or denied (by a rule, an operator's decision or
     /// the cooldown, counted from `first_seen_ms`). Nothing is counted.
     pub async fn decision(
-        &self,
+        self: &Arc<Self>,
         subject: Subject<'_>,
         version: &Version,
         first_seen_ms: Option<u64>,
@@ -84,15 +84,29 @@ impl Mirror {
         if self.undecided(&decisions) {
             return Ok(String::new());
         }
+        let advisories = match subject {
+            Subject::Provider(p) => self.advised_version(p, version, None).await,
+            Subject::Module(_) => None,
+        };
+        let facts = crate::policy::Facts {
+            verification,
+            advisories: advisories.as_ref(),
+            now_ms: self.clock.unix_ms(),
+        };
         let verdict = self
             .policy
-            .decide_verified(&decisions, subject, version, verification);
+            .decide_with(&decisions, subject, version, &facts);
+        let allowed = if verdict.accepted.is_empty() {
+            verdict.rule
+        } else {
+            format!("{}; {}", verdict.rule, verdict.accepted.join("; "))
+        };
         match verdict.outcome {
             Ok(()) if !verdict.explicit && self.policy.has_cooldown() => self
                 .policy
                 .cooldown(subject, version, first_seen_ms, self.clock.unix_ms())
-                .map(|()| verdict.rule),
-            Ok(()) => Ok(verdict.rule),
+                .map(|()| allowed),
+            Ok(()) => Ok(allowed),
             Err(denied) => Err(denied),
         }
     }

@@ -9,6 +9,7 @@ fn policy(default: Action, rules: &[(&str, Option<&str>, Action, &str)]) -> Poli
             .iter()
             .map(|(source, versions, action, reason)| RuleConfig {
                 verification: None,
+                advisories: None,
                 source: (*source).into(),
                 versions: versions.map(Into::into),
                 action: *action,
@@ -120,6 +121,7 @@ fn a_bad_rule_is_refused_naming_it() {
             rules: vec![
                 RuleConfig {
                     verification: None,
+                    advisories: None,
                     source: "hashicorp/*".into(),
                     versions: None,
                     action: Action::Allow,
@@ -127,6 +129,7 @@ fn a_bad_rule_is_refused_naming_it() {
                 },
                 RuleConfig {
                     verification: None,
+                    advisories: None,
                     source: source.into(),
                     versions: versions.map(Into::into),
                     action: Action::Deny,

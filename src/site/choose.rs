@@ -46,7 +46,7 @@ pub enum SelectError {
 /// those that meet its constraints among the versions the policy lets
 /// clients see (only the newest when it asks for that).
 pub async fn select_versions(
-    mirror: &Mirror,
+    mirror: &std::sync::Arc<Mirror>,
     req: &Requirement,
     freshness: Freshness,
 ) -> Result<Vec<Version>, SelectError> {
@@ -97,7 +97,7 @@ pub async fn select_versions(
 /// those the policy lets clients see (only the newest when it asks for
 /// that).
 pub async fn select_module_versions(
-    mirror: &Mirror,
+    mirror: &std::sync::Arc<Mirror>,
     req: &ModuleRequirement,
     freshness: Freshness,
 ) -> Result<Vec<Version>, String> {

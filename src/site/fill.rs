@@ -16,8 +16,6 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
-use futures_util::stream::{self, StreamExt};
-
 use super::module_providers::{self, ModuleProvider};
 use super::selection::{ModuleRequirement, ReleaseRequirement, Requirement, Selection};
 use crate::address::{ArchiveKey, ArtifactName, Module, Platform, Product, ReleaseFile, Version};
@@ -27,6 +25,8 @@ use crate::module_source::calls::{CallsError, Needs};
 use crate::releases::ReleaseBody;
 
 pub use super::choose::{select_module_versions, select_versions, SelectError};
+
+mod download;
 pub use crate::mirror::Freshness;
 
 /// Who hears how a fill goes: a progress bar on a terminal, the log.
@@ -70,6 +70,10 @@ pub struct Summary {
     pub stored: Vec<String>,
     /// What failed, one line each.
     pub failures: Vec<String>,
+    /// Archives the policy refused once their binaries were read (a rule
+    /// by advisory), one line each: their versions are left out from then
+    /// on, and the next allowed version is fetched in their place.
+    pub refused: Vec<String>,
 }
 
 impl std::fmt::Display for Summary {
@@ -85,6 +89,13 @@ impl std::fmt::Display for Summary {
             bytesize::ByteSize(self.bytes).display().iec(),
             self.failures.len()
         )?;
+        if !self.refused.is_empty() {
+            write!(
+                f,
+                ", refused by the policy once read: {}",
+                self.refused.len()
+            )?;
+        }
         if self.module_versions > 0 {
             write!(
                 f,
@@ -400,46 +411,40 @@ pub async fn fill(
     }
     let providers = fill.providers(&mirror, selection).await;
     fill.summary.providers = providers.len();
-    let work = fill.archives(&mirror, &providers).await;
-    let mut summary = fill.summary;
-    summary.archives = work.len();
-    observer.start(work.len() as u64);
-    let results: Vec<(ArchiveKey, Result<Option<u64>, RequestError>)> = stream::iter(work)
-        .map(|key| {
-            let mirror = mirror.clone();
-            async move {
-                if mirror.store().archive(&key).await.ok().flatten().is_some() {
-                    return (key, Ok(None));
-                }
-                let fetched = mirror.archive(&key).await.map(|a| Some(a.size));
-                (key, fetched)
-            }
-        })
-        .buffer_unordered(jobs.max(1))
-        .inspect(|(key, result)| {
-            let line = match result {
-                Ok(Some(size)) => format!(
-                    "stored {key} ({})",
-                    bytesize::ByteSize(*size).display().iec()
-                ),
-                Ok(None) => format!("cached {key}"),
-                Err(e) => format!("FAILED {key}: {e}"),
-            };
-            observer.advance(&line);
-        })
-        .collect()
-        .await;
-    for (key, result) in results {
-        match result {
-            Ok(Some(size)) => {
-                summary.downloaded += 1;
-                summary.bytes += size;
-                summary.stored.push(key.to_string());
-            }
-            Ok(None) => summary.cached += 1,
-            Err(e) => summary.failures.push(format!("archive {key}: {e}")),
+    let mut work = fill.archives(&mirror, &providers).await;
+    let mut done: BTreeSet<ArchiveKey> = BTreeSet::new();
+    // A version none of whose binaries was read is offered until one is;
+    // when reading one makes a rule by advisory refuse it, the versions are
+    // chosen again, without it.
+    for _ in 0..REFUSAL_ROUNDS {
+        work.retain(|key| !done.contains(key));
+        if work.is_empty() {
+            break;
         }
+        done.extend(work.iter().cloned());
+        let refused = fill
+            .download(&mirror, std::mem::take(&mut work), jobs)
+            .await;
+        if refused == 0 {
+            break;
+        }
+        let versions = fill.summary.versions;
+        work = fill.archives(&mirror, &providers).await;
+        fill.summary.versions = versions
+            + work
+                .iter()
+                .filter(|k| {
+                    !done
+                        .iter()
+                        .any(|d| d.provider == k.provider && d.version == k.version)
+                })
+                .map(|k| (&k.provider, &k.version))
+                .collect::<BTreeSet<_>>()
+                .len();
     }
-    observer.finish();
-    summary
+    fill.summary
 }
+
+/// How many times the versions are chosen again after the policy refused
+/// some once they were read.
+const REFUSAL_ROUNDS: usize = 4;

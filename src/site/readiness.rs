@@ -165,7 +165,7 @@ impl Report {
 
 /// Adds to `report` what `selection` needs and what the mirror holds of
 /// it. The mirror should be offline, so that only what it holds counts.
-pub async fn check(mirror: &Mirror, selection: &Selection, report: &mut Report) {
+pub async fn check(mirror: &std::sync::Arc<Mirror>, selection: &Selection, report: &mut Report) {
     let mut modules = Report::default();
     let found =
         registry_modules::modules(mirror, &selection.modules, selection.client(), &mut modules)
@@ -264,7 +264,7 @@ fn chosen<'a>(
     matching
 }
 
-async fn provider(mirror: &Mirror, req: &Requirement, report: &mut Report) {
+async fn provider(mirror: &std::sync::Arc<Mirror>, req: &Requirement, report: &mut Report) {
     let listed = match mirror.index(&req.provider).await {
         Ok(listed) => listed,
         Err(e) => {
@@ -347,7 +347,7 @@ async fn provider(mirror: &Mirror, req: &Requirement, report: &mut Report) {
 /// holds back, as the reason none can be installed; `None` when no listed
 /// version meets the constraints at all.
 async fn held_back_or_none(
-    mirror: &Mirror,
+    mirror: &std::sync::Arc<Mirror>,
     subject: Subject<'_>,
     listed: &[Version],
     meets: impl Fn(&Version) -> bool,
@@ -360,7 +360,7 @@ async fn held_back_or_none(
 }
 
 async fn provider_version(
-    mirror: &Mirror,
+    mirror: &std::sync::Arc<Mirror>,
     req: &Requirement,
     version: &Version,
     report: &mut Report,

@@ -43,9 +43,9 @@ pub use disk::{h1_of_file, DiskStore};
 pub use inventory::CachedArchive;
 pub use item::{HeldItem, Item};
 pub use records::{
-    IndexRecord, KeyDetails, KeylessPin, ModuleIndexRecord, ModuleRecord, PackageRecord,
-    PinnedPackage, PolicyDecision, PolicyDecisions, ReleaseIndexRecord, ReleaseRecord, Repin,
-    SignedSums, VersionRecord,
+    Acceptance, IndexRecord, KeyDetails, KeylessPin, ModuleIndexRecord, ModuleRecord,
+    PackageRecord, PinnedPackage, PolicyDecision, PolicyDecisions, ReleaseIndexRecord,
+    ReleaseRecord, Repin, SignedSums, VersionRecord,
 };
 pub use s3::S3Store;
 

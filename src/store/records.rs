@@ -220,6 +220,55 @@ pub struct KeyDetails {
 pub struct PolicyDecisions {
     /// The decisions, one per subject and version.
     pub decisions: Vec<PolicyDecision>,
+    /// The advisories the site accepts (`tfmirror accept`, or from the
+    /// pages), one per advisory, subject and version.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acceptances: Vec<Acceptance>,
+}
+
+/// A site's acceptance of one advisory against a provider, or one of its
+/// versions, until it expires: rules by advisory (`[policy.rule.advisories]`)
+/// do not count the advisory there meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acceptance {
+    /// The advisory, by the ID it was accepted under (any of its IDs
+    /// names it).
+    pub advisory: String,
+    /// The provider (`host/namespace/type`).
+    pub subject: String,
+    /// The version; every version of the provider when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<Version>,
+    /// Why, as given.
+    pub reason: String,
+    /// Who accepted it, as [`PolicyDecision::by`].
+    pub by: String,
+    /// When, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// When it stops counting, in milliseconds since the Unix epoch.
+    pub expires_ms: u64,
+}
+
+impl Acceptance {
+    /// Whether it accepts, at `now_ms`, the advisory known by `ids`
+    /// against `version` of `subject`.
+    pub fn covers<'a>(
+        &self,
+        subject: &str,
+        version: &Version,
+        mut ids: impl Iterator<Item = &'a str>,
+        now_ms: u64,
+    ) -> bool {
+        now_ms < self.expires_ms
+            && self.subject == subject
+            && self.version.as_ref().is_none_or(|v| v == version)
+            && ids.any(|id| id.eq_ignore_ascii_case(&self.advisory))
+    }
+
+    /// Whether it has expired at `now_ms`.
+    pub fn expired(&self, now_ms: u64) -> bool {
+        now_ms >= self.expires_ms
+    }
 }
 
 /// One decision of [`PolicyDecisions`].
@@ -265,6 +314,20 @@ impl PolicyDecisions {
         self.decisions.push(decision);
         self.decisions
             .sort_by(|a, b| (&a.subject, &a.version).cmp(&(&b.subject, &b.version)));
+    }
+
+    /// Records an acceptance, replacing an earlier one of the same
+    /// advisory, subject and version.
+    pub fn accept(&mut self, acceptance: Acceptance) {
+        self.acceptances.retain(|a| {
+            !(a.advisory.eq_ignore_ascii_case(&acceptance.advisory)
+                && a.subject == acceptance.subject
+                && a.version == acceptance.version)
+        });
+        self.acceptances.push(acceptance);
+        self.acceptances.sort_by(|a, b| {
+            (&a.subject, &a.version, &a.advisory).cmp(&(&b.subject, &b.version, &b.advisory))
+        });
     }
 }
 

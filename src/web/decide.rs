@@ -39,6 +39,12 @@ pub struct DecidePage {
     pub allowed: bool,
     /// The operator's decision on it, if there is one: who, and why.
     pub decided: Option<String>,
+    /// A provider version's advisories (over the platforms held), each
+    /// with the acceptance that holds now; empty for modules and when no
+    /// database is imported.
+    pub advisories: Vec<super::accept::AdvisoryRow>,
+    /// The longest an acceptance from this page may hold, in days.
+    pub max_days: u64,
 }
 
 #[derive(Template)]
@@ -71,12 +77,19 @@ pub async fn page(
         Decided::Module(m) => Subject::Module(m),
     };
     if let Some(form) = form {
-        let approved = match form.text("decision").as_deref() {
-            Some("approve") => true,
-            Some("deny") => false,
+        let approved = match (form.text("decision").as_deref(), decided) {
+            (Some("approve"), _) => true,
+            (Some("deny"), _) => false,
+            (Some("accept"), Decided::Provider(provider)) => {
+                let acceptance =
+                    super::accept::from_form(site, form, (provider, version), named(who)).await?;
+                site.mirror.record_acceptance(acceptance.clone()).await?;
+                crate::policy::audit_accepted(&acceptance);
+                return Ok(PageAnswer::see_other(decide_path(decided, version)));
+            }
             _ => {
                 return Err(RequestError::InvalidRequest(
-                    "decision must be approve or deny".into(),
+                    "decision must be approve, deny, or (for a provider version) accept".into(),
                 ))
             }
         };
@@ -114,7 +127,13 @@ pub async fn page(
     }
     let now = site.mirror.verdict(subject, version).await?;
     let decisions = site.mirror.decisions_held().await;
+    let advisories = match decided {
+        Decided::Provider(p) => super::accept::rows(site, p, version, &decisions).await,
+        Decided::Module(_) => Vec::new(),
+    };
     let page = DecidePage {
+        advisories,
+        max_days: super::accept::MAX_DAYS,
         subject: subject.to_string(),
         version: version.to_string(),
         allowed: now.is_ok(),

@@ -19,6 +19,7 @@ use crate::error::RequestError;
 use crate::mirror::Mirror;
 use crate::site::watch::Watch;
 
+mod accept;
 mod advisory;
 pub mod answer;
 mod assets;

@@ -138,6 +138,21 @@ services = {{ "providers.v1" = "{api}", "modules.v1" = "{modules}" }}
     path
 }
 
+/// A second instance's configuration file beside `first` (in `home`): the
+/// same settings and store, with its own local data and cache directories.
+pub fn second_instance(home: &Path, first: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(first).unwrap();
+    let second = home.join("second.toml");
+    let dir = |name: &str| home.join(name).display().to_string();
+    std::fs::write(
+        &second,
+        text.replace(&dir("data"), &dir("second-data"))
+            .replace(&dir("cache"), &dir("second-cache")),
+    )
+    .unwrap();
+    second
+}
+
 /// What a finished `tfmirror` command printed.
 pub struct Ran {
     pub ok: bool,

@@ -138,3 +138,68 @@ pub async fn bom_command(
     super::daemon::run_ok(home, &args).await;
     serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
 }
+
+/// A provider archive holding `exe` as the provider's executable, stored
+/// uncompressed (the tests' build leaves compression unoptimised).
+pub fn archive_of(kind: &str, version: &str, exe: &Path) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = std::io::Cursor::new(Vec::new());
+    let mut w = zip::ZipWriter::new(&mut out);
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .unix_permissions(0o755);
+    w.start_file(format!("terraform-provider-{kind}_v{version}"), opts)
+        .unwrap();
+    std::io::copy(&mut std::fs::File::open(exe).unwrap(), &mut w).unwrap();
+    w.start_file("LICENSE", opts).unwrap();
+    w.write_all(b"MPL-2.0\n").unwrap();
+    w.finish().unwrap();
+    out.into_inner()
+}
+
+/// Publishes `acme/KIND` `VERSION` at `origin` with `archives` by
+/// platform, signed by `signer`.
+pub fn publish_archives(
+    origin: &super::FakeOrigin,
+    signer: &super::Signer,
+    (kind, version): (&str, &str),
+    archives: &std::collections::BTreeMap<String, Vec<u8>>,
+) {
+    let sums = super::sums_document(kind, version, archives);
+    let signature = signer.sign_binary(&sums);
+    origin.publish_raw(
+        "acme",
+        kind,
+        version,
+        archives,
+        sums,
+        signature,
+        vec![(signer.key_id(), signer.public_armored())],
+    );
+}
+
+/// The origin with acme/tfcli 1.0.0 (a shell script) and 1.1.0 (the
+/// Terraform v1.0.3 binary) for this machine's platform, and the advisory
+/// fixtures in a directory of `setup`'s.
+pub async fn publish_tfcli_pair(setup: &super::Setup) -> (super::FakeOrigin, std::path::PathBuf) {
+    let origin = super::FakeOrigin::start(&setup.ca).await;
+    // RSA: Terraform v1.0.3 reads no other key type.
+    let signer = super::Signer::rsa("acme");
+    let platform = super::terraform::platform();
+    let script = setup.dir.path().join("provider.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'a provider that is not a Go program'\n",
+    )
+    .unwrap();
+    for (version, exe) in [("1.0.0", script.clone()), ("1.1.0", terraform_1_0_3())] {
+        let archives = std::collections::BTreeMap::from([(
+            platform.clone(),
+            archive_of("tfcli", version, &exe),
+        )]);
+        publish_archives(&origin, &signer, ("tfcli", version), &archives);
+    }
+    let entries = setup.dir.path().join("osv");
+    copy_advisory_fixtures(&entries);
+    (origin, entries)
+}

@@ -5,7 +5,7 @@
 //! waiting for conditions (`wait`), the binary run as a process
 //! (`daemon`), git repositories served by the origin (`git`), the
 //! registry shapes the origin answers in (`shapes`), an S3-compatible
-//! server (`seaweed`) and a gate that makes it refuse listings (`s3_gate`), CLI releases as HashiCorp publishes them (`releases`), the Terraform CLI run on its own (`terraform`), and
+//! server (`seaweed`) and a gate that makes it refuse listings (`s3_gate`), CLI releases as HashiCorp publishes them (`releases`), the Terraform CLI run on its own (`terraform`) and in a working directory (`workspace`), and
 //! Podman with tfmirror's image (`podman`), chromium driven through
 //! `WebDriver` (`browser`), the mirror the pages' tests browse (`pages`), and OpenID providers: npm's real one (`oidc`) and one that misbehaves on request (`fake_issuer`), with a mirror whose people sign in through it (`signin_world`). Each test binary uses some of it.
 
@@ -34,6 +34,7 @@ pub mod signin_world;
 pub mod terraform;
 pub mod token_gateway;
 mod wait;
+pub mod workspace;
 
 pub use archives::*;
 pub use ca::*;

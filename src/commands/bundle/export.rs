@@ -90,11 +90,14 @@ pub fn export(
         .with_context(|| format!("listing the archives in {location}"))?;
     let mut chosen = selected(archives, only);
     let mut denied = Vec::new();
-    chosen.retain(|(p, v), _| match policy.check(Subject::Provider(p), v) {
-        Ok(()) => true,
-        Err(refused) => {
-            denied.push(refused.to_string());
-            false
+    chosen.retain(|(p, v), platforms| {
+        match crate::commands::advised::decide_held(store_handle, policy, (p, v), platforms.keys())
+        {
+            Ok(()) => true,
+            Err(refused) => {
+                denied.push(refused.to_string());
+                false
+            }
         }
     });
     let mut modules: Vec<ModuleRecord> = if only.is_empty() {

@@ -308,6 +308,7 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
         }
         (None, _) => {}
     }
+    refuse_advised(store, policy, &held, &mut report)?;
     report.not_held = store
         .wait(not_held(store, &manifest))
         .with_context(|| format!("listing what {} holds", store.location()))?;
@@ -423,4 +424,40 @@ async fn not_held(
         }
     }
     Ok(out)
+}
+
+/// Decides, once their binaries are read, the provider versions whose
+/// archives were imported, where rules by advisory apply (with the
+/// database the store keeps now, the bundle's included): a refused version
+/// stays in the cache, as it does when the daemon reads it, and is not
+/// served.
+fn refuse_advised(
+    store: &CommandStore,
+    policy: &Gate,
+    held: &BTreeMap<Provider, BTreeMap<Version, Vec<Platform>>>,
+    report: &mut Imported,
+) -> anyhow::Result<()> {
+    if !policy.policy.has_advisory_rules() {
+        return Ok(());
+    }
+    let gate = Gate {
+        advisories: crate::commands::store::held_database(store)?,
+        ..policy.clone()
+    };
+    for (provider, versions) in held {
+        for (version, platforms) in versions {
+            let decided = crate::commands::advised::decide_held(
+                store,
+                &gate,
+                (provider, version),
+                platforms.iter(),
+            );
+            if let Err(denied) = decided {
+                report
+                    .refused
+                    .push((format!("{provider} {version}"), denied.to_string()));
+            }
+        }
+    }
+    Ok(())
 }

@@ -390,6 +390,9 @@ pub fn import_command(
     for (item, reason) in &report.rejected {
         println!("REJECTED {item}: {reason}");
     }
+    for (item, reason) in &report.refused {
+        println!("REFUSED {item}: {reason} (kept in the cache; not served)");
+    }
     if let Some(advisories) = &report.advisories {
         println!("ADVISORIES {advisories}");
     }

@@ -24,6 +24,10 @@ pub struct Imported {
     pub releases: usize,
     /// Items refused, with the reason.
     pub rejected: Vec<(String, String)>,
+    /// Provider versions imported and then refused by a rule by advisory
+    /// once their binaries were read, with the reason: kept in the cache,
+    /// not served.
+    pub refused: Vec<(String, String)>,
     /// What a delta builds on (the manifest's `covers`, beyond what it
     /// carries) that this site does not hold.
     pub not_held: Vec<String>,

@@ -54,11 +54,13 @@ pub fn export(
         .wait(store.store().list_archives())
         .with_context(|| format!("listing the archives in {location}"))?;
     let mut chosen = super::selected(archives, only);
-    chosen.retain(|(p, v), _| match policy.check(Subject::Provider(p), v) {
-        Ok(()) => true,
-        Err(denied) => {
-            println!("LEFT OUT {denied}");
-            false
+    chosen.retain(|(p, v), platforms| {
+        match crate::commands::advised::decide_held(store, policy, (p, v), platforms.keys()) {
+            Ok(()) => true,
+            Err(denied) => {
+                println!("LEFT OUT {denied}");
+                false
+            }
         }
     });
     if chosen.is_empty() {

@@ -142,7 +142,10 @@ fn path_of<'a>(provider: &'a Provider, leaf: &'a str) -> [&'a str; 5] {
 impl Mirror {
     /// A provider's versions as tags (`+` written `_`), in version order,
     /// without those the policy denies or holds back.
-    pub async fn oci_tags(&self, provider: &Provider) -> Result<Vec<String>, RequestError> {
+    pub async fn oci_tags(
+        self: &Arc<Self>,
+        provider: &Provider,
+    ) -> Result<Vec<String>, RequestError> {
         let listed = self.index(provider).await?;
         let (visible, _, _) = self.visible_index(provider, listed).await;
         Ok(visible.versions.keys().map(tag_of).collect())

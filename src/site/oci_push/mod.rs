@@ -158,7 +158,7 @@ impl fmt::Display for Pushed {
 /// platforms it names (`platforms` when given instead), and each registry
 /// module version it selects. What cannot be selected is a failure line.
 pub async fn items_of_selection(
-    mirror: &Mirror,
+    mirror: &std::sync::Arc<Mirror>,
     selection: &Selection,
     platforms: &[Platform],
     freshness: Freshness,

@@ -36,7 +36,7 @@ pub(super) struct Found {
 /// packages call, each version once; returns what the held packages
 /// require of providers and of the CLI.
 pub(super) async fn modules(
-    mirror: &Mirror,
+    mirror: &std::sync::Arc<Mirror>,
     requirements: &[ModuleRequirement],
     client: Product,
     report: &mut Report,
@@ -139,7 +139,7 @@ pub(super) async fn modules(
 /// A module version the mirror holds, as what its package asks for; or
 /// why it is not held.
 pub(super) async fn module_version(
-    mirror: &Mirror,
+    mirror: &std::sync::Arc<Mirror>,
     module: &Module,
     version: &Version,
     subdirs: BTreeSet<String>,

@@ -95,9 +95,18 @@ impl From<Denied> for Why {
                 reason: denied.reason,
             }
         } else {
+            let reason = match (denied.advisories.is_empty(), denied.reason.is_empty()) {
+                (true, _) => denied.reason,
+                (false, true) => format!("advisories {}", denied.advisories.join(", ")),
+                (false, false) => format!(
+                    "advisories {}: {}",
+                    denied.advisories.join(", "),
+                    denied.reason
+                ),
+            };
             Why::Denied {
                 rule: denied.rule,
-                reason: denied.reason,
+                reason,
             }
         }
     }
