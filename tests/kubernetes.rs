@@ -315,6 +315,17 @@ async fn the_single_instance_pod_runs_unprivileged_and_read_only() {
     let container = "tfmirror-pod-0-tfmirror";
     let ready =
         common::podman::becomes_ready(dir.path(), &format!("http://127.0.0.1:{port}")).await;
+    // The daemon writes its lines in batches: the probe's line reaches the
+    // container's log shortly after its answer. Looked for until a
+    // deadline, the pod still up, and read once more whatever was found.
+    let logged = "path=/readyz status=200";
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while ready
+        && !printed(&podman(&["logs", container])).contains(logged)
+        && std::time::Instant::now() < give_up
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     let logs = printed(&podman(&["logs", container]));
     let inspect = printed(&podman(&[
         "inspect",
@@ -341,5 +352,5 @@ async fn the_single_instance_pod_runs_unprivileged_and_read_only() {
     assert_eq!(field("Uid:"), ["65532"; 4], "{status}");
     assert_eq!(field("CapEff:"), ["0000000000000000"], "{status}");
     assert_eq!(field("Seccomp:"), ["2"], "{status}");
-    assert!(logs.contains("path=/readyz status=200"), "{logs}");
+    assert!(logs.contains(logged), "{logs}");
 }
