@@ -50,6 +50,25 @@ pub(super) struct AdvisoryState {
     census: std::sync::Mutex<Option<Arc<census::Census>>>,
     /// What the last count found per version.
     memo: std::sync::Mutex<census::CensusMemo>,
+    /// Each provider's held versions' summaries as the version lists of
+    /// rules by advisory last matched them (`gate/advised`), kept for
+    /// [`ADVISORIES_TTL`] at most: what another instance read shows within
+    /// it.
+    pub(super) lists: moka::sync::Cache<Provider, Arc<AdvisedList>>,
+    /// Bumped when a build record is kept or an archive evicted here: a
+    /// kept list made before is matched again.
+    pub(super) generation: std::sync::atomic::AtomicU64,
+}
+
+/// A provider's held versions' summaries, as matched for its version
+/// lists.
+pub(super) struct AdvisedList {
+    /// [`AdvisoryState::generation`] when they were matched.
+    pub generation: u64,
+    /// The database's SHA-256.
+    pub database: String,
+    /// The summaries, by version.
+    pub versions: Arc<std::collections::BTreeMap<Version, Summary>>,
 }
 
 /// A version's summary as kept, with what it was made from.
@@ -76,6 +95,18 @@ impl AdvisoryState {
                 .build_with_hasher(held::KeyHash::default()),
             census: std::sync::Mutex::new(None),
             memo: std::sync::Mutex::new(census::CensusMemo::default()),
+            lists: moka::sync::Cache::builder()
+                .max_capacity(SUMMARIES_WEIGHT)
+                .time_to_live(ADVISORIES_TTL)
+                .weigher(|_, list: &Arc<AdvisedList>| {
+                    let findings: usize =
+                        list.versions.values().map(|s| s.advisories.len() + 1).sum();
+                    u32::try_from(findings)
+                        .unwrap_or(u32::MAX)
+                        .saturating_mul(FINDING_WEIGHT)
+                })
+                .build(),
+            generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }

@@ -103,6 +103,7 @@ impl Mirror {
         let outcome = made.outcome();
         match builds::write(self.store.as_ref(), &made).await {
             Ok(()) => {
+                self.advised_lists_changed();
                 self.metrics.build_recorded(outcome);
                 tracing::info!(archive = %key, executables = made.executables.len(), outcome, "build information recorded");
             }

@@ -14,6 +14,9 @@ impl Mirror {
     /// is looked for first: one the store no longer holds is only
     /// forgotten, and counted as an index correction, not an eviction.
     pub(super) async fn evict(&self, evicted: Vec<Item>) {
+        if !evicted.is_empty() {
+            self.advised_lists_changed();
+        }
         for old in evicted {
             match self.store.held(&old).await {
                 Ok(Some(_)) => {}

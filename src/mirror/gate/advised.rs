@@ -9,8 +9,10 @@
 //! read, which its first download waits for before serving.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::super::advisories::AdvisedList;
 use super::super::Mirror;
 use crate::address::{Platform, Provider, Version};
 use crate::advisories::Summary;
@@ -23,15 +25,32 @@ impl Mirror {
     }
 
     /// The advisories against each held version of `provider`, for the
-    /// version lists; empty unless [`Mirror::advised`].
+    /// version lists; empty unless [`Mirror::advised`]. Kept per provider
+    /// until a build record is kept or an archive evicted here, the
+    /// database changes, a version asked for by name is found to differ,
+    /// or [`super::super::advisories::ADVISORIES_TTL`] passes.
     pub(in crate::mirror) async fn advised_versions(
         self: &Arc<Self>,
         provider: &Provider,
-    ) -> BTreeMap<Version, Summary> {
-        let mut out = BTreeMap::new();
-        if !self.advised().await {
-            return out;
+    ) -> Arc<BTreeMap<Version, Summary>> {
+        if !self.policy.has_advisory_rules() {
+            return Arc::default();
         }
+        let held = self.advisories().await;
+        let Some(database) = held.current.as_ref().map(|c| c.sha256.clone()) else {
+            return Arc::default();
+        };
+        if held.db.is_none() {
+            return Arc::default();
+        }
+        let state = &self.advisories;
+        let generation = state.generation.load(Ordering::Acquire);
+        if let Some(kept) = state.lists.get(provider) {
+            if kept.generation == generation && kept.database == database {
+                return kept.versions.clone();
+            }
+        }
+        let mut out = BTreeMap::new();
         for (version, platforms) in self.held_versions(provider) {
             let platforms = parsed(&platforms, None);
             if let Some((_, summary)) = self
@@ -41,7 +60,22 @@ impl Mirror {
                 out.insert(version, summary);
             }
         }
-        out
+        let versions = Arc::new(out);
+        state.lists.insert(
+            provider.clone(),
+            Arc::new(AdvisedList {
+                generation,
+                database,
+                versions: versions.clone(),
+            }),
+        );
+        versions
+    }
+
+    /// Makes the version lists of rules by advisory match again: a build
+    /// record was kept, or an archive evicted.
+    pub(in crate::mirror) fn advised_lists_changed(&self) {
+        self.advisories.generation.fetch_add(1, Ordering::Release);
     }
 
     /// The advisories against `version` over its held platforms and
@@ -78,9 +112,18 @@ impl Mirror {
         if platforms.is_empty() {
             return None;
         }
-        self.match_version(provider, version, &platforms, true)
+        let summary = self
+            .match_version(provider, version, &platforms, true)
             .await
-            .map(|(_, summary)| summary)
+            .map(|(_, summary)| summary);
+        // A list kept before this version's platforms were read here (or
+        // by another instance on the store) is matched again.
+        if let Some(kept) = self.advisories.lists.get(provider) {
+            if kept.versions.get(version) != summary.as_ref() {
+                self.advisories.lists.invalidate(provider);
+            }
+        }
+        summary
     }
 }
 
