@@ -45,10 +45,8 @@ impl Mirror {
         }
         let state = &self.advisories;
         let generation = state.generation.load(Ordering::Acquire);
-        if let Some(kept) = state.lists.get(provider) {
-            if kept.generation == generation && kept.database == database {
-                return kept.versions.clone();
-            }
+        if let Some(kept) = self.kept_list(provider).await {
+            return kept;
         }
         let mut out = BTreeMap::new();
         for (version, platforms) in self.held_versions(provider) {
@@ -90,7 +88,25 @@ impl Mirror {
         if !self.advised().await {
             return None;
         }
+        if also.is_none() {
+            // The provider's list as kept, while it holds.
+            if let Some(kept) = self.kept_list(provider).await {
+                if let Some(summary) = kept.get(version) {
+                    return Some(summary.clone());
+                }
+            }
+        }
         self.held_advisories(provider, version, also).await
+    }
+
+    /// The summaries [`Mirror::advised_versions`] kept for `provider`,
+    /// while they hold: made at this generation and for this database.
+    async fn kept_list(&self, provider: &Provider) -> Option<Arc<BTreeMap<Version, Summary>>> {
+        let held = self.advisories().await;
+        let database = held.current.as_ref()?.sha256.as_str();
+        let generation = self.advisories.generation.load(Ordering::Acquire);
+        let kept = self.advisories.lists.get(provider)?;
+        (kept.generation == generation && kept.database == database).then(|| kept.versions.clone())
     }
 
     /// The advisories against `version` over its held platforms and
