@@ -52,8 +52,8 @@ pub(super) struct AdvisoryState {
     memo: std::sync::Mutex<census::CensusMemo>,
     /// Each provider's held versions' summaries as the version lists of
     /// rules by advisory last matched them (`gate/advised`), kept for
-    /// [`ADVISORIES_TTL`] at most: what another instance read shows within
-    /// it.
+    /// [`ADVISORIES_TTL`] at most, so that build records another instance
+    /// kept on the store are read again.
     pub(super) lists: moka::sync::Cache<Provider, Arc<AdvisedList>>,
     /// Bumped when a build record is kept or an archive evicted here: a
     /// kept list made before is matched again.
