@@ -78,6 +78,21 @@ impl VersionDocument {
             .collect();
         VersionDocument { archives }
     }
+
+    /// The rendered document `plain` again, with `query(platform)` after
+    /// each archive's URL: the answer made for one caller from the one
+    /// made for all.
+    pub fn with_queries(
+        plain: &[u8],
+        query: impl Fn(&Platform) -> String,
+    ) -> Result<VersionDocument, serde_json::Error> {
+        let mut doc: VersionDocument = serde_json::from_slice(plain)?;
+        for (platform, entry) in &mut doc.archives {
+            entry.url.push('?');
+            entry.url.push_str(&query(platform));
+        }
+        Ok(doc)
+    }
 }
 
 /// A document rendered once, with its strong entity tag (a digest of its
@@ -100,7 +115,11 @@ pub struct Rendered {
 impl Rendered {
     /// Renders a document.
     pub fn new<T: Serialize>(doc: &T) -> Rendered {
-        let bytes = serde_json::to_vec(doc).expect("documents always serialize");
+        Rendered::new_json(serde_json::to_vec(doc).expect("documents always serialize"))
+    }
+
+    /// A document already rendered as JSON `bytes`.
+    pub fn new_json(bytes: Vec<u8>) -> Rendered {
         let digest = verify::Sha256::digest(&bytes);
         let tag = format!("\"{}\"", verify::hex(&digest[..16]));
         Rendered {

@@ -10,51 +10,11 @@ mod common;
 use std::time::Duration;
 
 use base64::Engine as _;
-use common::oidc::{Provider, AUDIENCE};
+use common::oidc::{issuer_config, Provider, AUDIENCE};
 use common::*;
 use http::StatusCode;
 use serde_json::{json, Value};
-use tfmirror::config::{Config, Grant, OidcIssuerConfig, OidcRuleConfig};
-
-/// The issuer's entry: acme's main branch may read; `alice`'s group may
-/// approve.
-pub fn issuer_config(issuer: &str) -> OidcIssuerConfig {
-    let rule = |claims: &[(&str, &str)], grant| OidcRuleConfig {
-        claims: claims
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
-        grant,
-    };
-    OidcIssuerConfig {
-        name: "ci".into(),
-        issuer: issuer.parse().unwrap(),
-        audience: AUDIENCE.into(),
-        algorithms: vec!["ES256".into(), "RS256".into()],
-        max_lifetime: Duration::from_secs(3600),
-        clock_skew: Duration::from_secs(60),
-        keys_file: None,
-        keys_max_age: Duration::from_secs(3600),
-        // At most one fetch a minute, by the mirror's clock: the rotation
-        // below waits it out on a paused clock.
-        keys_refetch_interval: Duration::from_secs(60),
-        client_id: Some("tfmirror".into()),
-        client_secret_file: None,
-        // The provider's own scope for the `groups` claim, which a
-        // conforming provider puts in the UserInfo answer only.
-        scopes: vec!["profile".into(), "groups".into()],
-        userinfo_signed_response_alg: None,
-        claims_parameter: tfmirror::config::ClaimsParameter::Auto,
-        rules: vec![
-            rule(
-                &[("repository_owner", "acme"), ("ref", "refs/heads/main")],
-                Grant::Read,
-            ),
-            rule(&[("groups", "platform-approvers")], Grant::Approve),
-            rule(&[("groups", "dev")], Grant::Read),
-        ],
-    }
-}
+use tfmirror::config::Config;
 
 fn b64(v: &Value) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())

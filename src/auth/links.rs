@@ -4,6 +4,13 @@
 //! follow them. A link handed to an issuer's identity (a CI job, a pod, a
 //! person) also carries who that was (`by=`, covered by the signature), so
 //! that the audit trail names them when the link is followed.
+//!
+//! Links are signed per window ([`Auth::link_window`]): a link made at any
+//! time in a window expires `auth.url_lifetime` after the window's end, so
+//! every link to one resource for one caller in one window is the same,
+//! and an answer made of them can be kept for the window
+//! ([`super::answers`]) while each link it hands out still has at least
+//! the full lifetime to live.
 
 use ring::hmac;
 
@@ -13,8 +20,8 @@ use crate::address::{ArchiveKey, Module, Provider, Version};
 use crate::error::RequestError;
 
 impl Auth {
-    /// The query string that makes an archive URL valid until now plus the
-    /// configured lifetime, naming `by` ([`Auth::link_name`]) as who asked
+    /// The query string that makes an archive URL valid for at least the
+    /// configured lifetime (until that long after this window's end), naming `by` ([`Auth::link_name`]) as who asked
     /// for it.
     pub fn sign_archive(&self, key: &ArchiveKey, by: Option<&str>) -> String {
         self.sign(&archive_resource(key), by)
@@ -93,8 +100,22 @@ impl Auth {
         who.filter(|w| w.kind != WhoKind::Token).map(Who::encode)
     }
 
+    /// The window links are signed in now: the mirror's clock in
+    /// [`Auth::link_window_length`] steps.
+    pub fn link_window(&self) -> u64 {
+        self.clock.unix_secs() / self.link_window_length().as_secs()
+    }
+
+    /// How long a signing window lasts: a sixtieth of `auth.url_lifetime`,
+    /// at least a second and at most a minute, so that a link lives at
+    /// most that much longer than the lifetime.
+    pub fn link_window_length(&self) -> std::time::Duration {
+        window_length(self.url_lifetime)
+    }
+
     fn sign(&self, resource: &str, by: Option<&str>) -> String {
-        let expires = self.clock.unix_secs() + self.url_lifetime.as_secs();
+        let window = self.link_window_length().as_secs();
+        let expires = (self.link_window() + 1) * window + self.url_lifetime.as_secs();
         let by = by.unwrap_or_default();
         let tag = hmac::sign(&self.url_key, &signed_text(resource, expires, by));
         let sig = crate::verify::hex(tag.as_ref());
@@ -141,6 +162,14 @@ impl Auth {
         }
         Ok(Who::decode(&by))
     }
+}
+
+/// How long a signing window lasts for links that live `lifetime`.
+pub(super) fn window_length(lifetime: std::time::Duration) -> std::time::Duration {
+    (lifetime / 60).clamp(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(60),
+    )
 }
 
 /// What an archive link's signature names.

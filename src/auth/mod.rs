@@ -27,6 +27,7 @@ use crate::metrics::Metrics;
 use crate::store::atomic;
 use crate::upstream::Client;
 
+pub mod answers;
 pub mod identity;
 pub mod links;
 pub mod oidc;
@@ -47,6 +48,7 @@ pub struct Auth {
     url_lifetime: Duration,
     session_lifetime: Duration,
     clock: SharedClock,
+    answers: answers::SignedAnswers,
 }
 
 /// The answer to a request without valid credentials. Why the token was
@@ -100,6 +102,7 @@ impl Auth {
             url_lifetime: config.url_lifetime,
             session_lifetime: config.session_lifetime,
             clock,
+            answers: answers::SignedAnswers::new(links::window_length(config.url_lifetime)),
         })
     }
 

@@ -27,7 +27,10 @@ pub struct AuthConfig {
     /// Mirrors behind one load balancer must share it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url_key_file: Option<PathBuf>,
-    /// `url_lifetime`: how long a signed archive link stays valid. Default `1h`.
+    /// `url_lifetime`: how long a signed archive link stays valid, at
+    /// least. Links are signed per window (a sixtieth of this, from 1 s to
+    /// 1 min) and live this long after their window ends, so at most a
+    /// window longer. Default `1h`.
     #[serde(with = "humantime_serde")]
     pub url_lifetime: Duration,
     /// `session_lifetime`: how long a sign-in to the pages lasts (a token

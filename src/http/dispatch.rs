@@ -28,7 +28,6 @@ use crate::auth::Who;
 use crate::error::RequestError;
 use crate::log_context::{self, next_request_id, RequestContext, RequestId, WithRequest};
 use crate::metrics::Endpoint;
-use crate::mirror::facade::Link;
 use crate::mirror::FileOrStream;
 
 mod access;
@@ -41,7 +40,7 @@ mod tests;
 use access::{authorize, authorize_now};
 use finish::{error_response, finish};
 pub use ids::Peer;
-use links::{link_query, lock_platforms, module_location};
+use links::{lock_platforms, module_location, package_for_caller, version_for_caller};
 
 /// The target of the line logged for every request
 /// ([`log_context::ACCESS_TARGET`]).
@@ -266,9 +265,18 @@ fn answer_now(app: &App, asked: &Asked<'_>) -> Option<(Endpoint, Response<Body>)
             Err(e) => return Some((route.endpoint(), error_response(&e, asked.path))),
         },
         // With access control on, archive links carry signatures made for
-        // each answer: such a `:version.json` is never held.
-        Route::Version(provider, version) if !app.auth.enabled() => {
-            app.mirror.held_version_document(provider, version)?
+        // the caller: the held answer, signed for them once per window.
+        Route::Version(provider, version) => {
+            if app.auth.enabled() {
+                if let Err(e) = authorize_now(app, route.access(), asked)? {
+                    return Some((route.endpoint(), error_response(&e, asked.path)));
+                }
+            }
+            let plain = app.mirror.held_version_document(provider, version)?;
+            match version_for_caller(app, asked, provider, version, plain) {
+                Ok(doc) => doc,
+                Err(e) => return Some((route.endpoint(), error_response(&e, asked.path))),
+            }
         }
         _ => return None,
     };
@@ -371,13 +379,8 @@ async fn respond(
             Ok(rendered_response(doc, asked.if_none_match, asked.version))
         }
         Route::Version(provider, version) => {
-            // With access control on, archive links carry signatures made
-            // for this answer.
-            let by = app.auth.link_name(asked.who());
-            let sign = |key: &ArchiveKey| app.auth.sign_archive(key, by.as_deref());
-            let sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)> =
-                app.auth.enabled().then_some(&sign);
-            let doc = Box::pin(mirror.version_document(provider, version, sign)).await?;
+            let plain = Box::pin(mirror.version_document(provider, version)).await?;
+            let doc = version_for_caller(app, asked, provider, version, plain)?;
             Ok(rendered_response(doc, asked.if_none_match, asked.version))
         }
         Route::Lock(provider, version) => {
@@ -396,11 +399,8 @@ async fn respond(
             Box::pin(mirror.registry_versions(provider)).await?,
         )),
         Route::RegistryPackage(key) => {
-            let by = app.auth.link_name(asked.who());
-            let query = |link: Link<'_>| link_query(app, key, link, by.as_deref());
-            Ok(registry_json(
-                Box::pin(mirror.registry_package(key, &query)).await?,
-            ))
+            let answer = Box::pin(mirror.registry_package(key)).await?;
+            Ok(registry_json(package_for_caller(app, asked, key, &answer)))
         }
         Route::RegistrySums(provider, version, file) => {
             let bytes =

@@ -13,7 +13,7 @@ use crate::protocol::Rendered;
 pub(super) const X_REQUEST_ID: header::HeaderName = header::HeaderName::from_static("x-request-id");
 
 /// A facade answer: JSON that no one may cache without asking again.
-pub(super) fn registry_json(bytes: Vec<u8>) -> Response<Body> {
+pub(super) fn registry_json(bytes: impl Into<bytes::Bytes>) -> Response<Body> {
     let mut resp = with_type(StatusCode::OK, bytes, "application/json");
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -112,7 +112,7 @@ pub(super) fn text_response(status: StatusCode, text: &str) -> Response<Body> {
 /// [`strip_body`] for HEAD.)
 pub(super) fn with_type(
     status: StatusCode,
-    bytes: Vec<u8>,
+    bytes: impl Into<bytes::Bytes>,
     content_type: &'static str,
 ) -> Response<Body> {
     let mut resp = Response::new(body::full(bytes));

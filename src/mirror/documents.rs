@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::held::{ready_now, VersionKey};
 use super::{Held, Mirror};
-use crate::address::{ArchiveKey, Platform, Provider, Version};
+use crate::address::{Platform, Provider, Version};
 use crate::advisories::Summary;
 use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome};
@@ -101,26 +101,22 @@ impl Mirror {
         held.made.get_or_init(render).clone()
     }
 
-    /// A version's `:version.json`. With `sign`, each archive link carries
-    /// the query `sign` makes for it (signed links, made for this answer
-    /// and never kept); without, plain links, rendered once per record and
-    /// set of cached archives.
+    /// A version's `:version.json`, with plain links (an answer with signed
+    /// links is made from it), rendered once per record and set of cached
+    /// archives.
     pub async fn version_document(
         self: &Arc<Self>,
         provider: &Provider,
         version: &Version,
-        sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)>,
     ) -> Result<Rendered, RequestError> {
         let key = (provider.clone(), version.clone());
         let held = self.held_version_at(&key).await?;
-        if sign.is_none() {
-            if let Some(rendered) = self.rendered_now(&VersionKey::of(&key), &held) {
-                return Ok(rendered);
-            }
+        if let Some(rendered) = self.rendered_now(&VersionKey::of(&key), &held) {
+            return Ok(rendered);
         }
         // Boxed: reading which archives are cached is a large future, and
         // a document found rendered needs none of it.
-        Ok(Box::pin(self.render_version(key, held, sign)).await)
+        Ok(Box::pin(self.render_version(key, held)).await)
     }
 
     /// [`Mirror::version_document`] with plain links when all it needs is
@@ -176,14 +172,12 @@ impl Mirror {
                 .is_some_and(|age| Duration::from_millis(age) < UNHELD_RECHECK)
     }
 
-    /// Renders a version's document: with `sign`'s links, for this answer
-    /// alone; without, kept for the next request (with `held` when it is
-    /// complete).
+    /// Renders a version's document, kept for the next request (with
+    /// `held` when it is complete).
     async fn render_version(
         &self,
         key: (Provider, Version),
         held: Held<VersionRecord, Rendered>,
-        sign: Option<&(dyn Fn(&ArchiveKey) -> String + Sync)>,
     ) -> Rendered {
         let record = held.value;
         // Read before the store is: an archive stored while this renders
@@ -191,12 +185,6 @@ impl Mirror {
         let kept = self.providers.archives_kept.load(Ordering::Acquire);
         let at_ms = self.clock.unix_ms();
         let h1 = self.known_h1(&record).await;
-        if let Some(sign) = sign {
-            let (provider, version) = (&key.0, &key.1);
-            let query =
-                |platform: &Platform| Some(sign(&ArchiveKey::new(provider, version, platform)));
-            return Rendered::new(&VersionDocument::from_record(&record, &h1, query));
-        }
         // Complete once every platform has an h1:; a cached archive's own
         // hash that disagrees with a reported one amends the record, which
         // renders it again.

@@ -69,7 +69,7 @@ struct PlatformEntry {
 }
 
 /// `GET :namespace/:type/:version/download/:os/:arch`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 struct PackageDocument {
     protocols: Vec<String>,
     os: String,
@@ -86,18 +86,48 @@ struct PackageDocument {
     packages: Option<BTreeMap<Platform, PackageEntry>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 struct SigningKeys {
     gpg_public_keys: Vec<GpgPublicKey>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 struct GpgPublicKey {
     key_id: String,
     ascii_armor: String,
     trust_signature: String,
     source: String,
     source_url: String,
+}
+
+/// One package's download metadata, ready to be rendered with plain links
+/// or with links a caller's query completes.
+#[derive(Debug)]
+pub struct PackageAnswer {
+    key: ArchiveKey,
+    /// Which of the version's SHA256SUMS documents lists the package.
+    sums: usize,
+    /// The answer with plain links.
+    doc: PackageDocument,
+}
+
+impl PackageAnswer {
+    /// The answer with plain links (no query).
+    pub fn plain(&self) -> Vec<u8> {
+        to_json(&self.doc)
+    }
+
+    /// The answer with `query` after each link (a signature, when access
+    /// control is on).
+    pub fn linked(&self, query: LinkQuery<'_>) -> Vec<u8> {
+        let mut doc = self.doc.clone();
+        let sums_query = with_query(query(Link::Sums(self.sums)));
+        doc.download_url
+            .push_str(&with_query(query(Link::Archive(&self.key))));
+        doc.shasums_url.push_str(&sums_query);
+        doc.shasums_signature_url.push_str(&sums_query);
+        to_json(&doc)
+    }
 }
 
 impl Mirror {
@@ -146,12 +176,11 @@ impl Mirror {
     }
 
     /// One package's download metadata: the origin's answer, verified by
-    /// the mirror, with links into the mirror (`query` adds to each).
+    /// the mirror, with links into the mirror.
     pub async fn registry_package(
         self: &Arc<Self>,
         key: &ArchiveKey,
-        query: LinkQuery<'_>,
-    ) -> Result<Vec<u8>, RequestError> {
+    ) -> Result<PackageAnswer, RequestError> {
         let record = self.version(&key.provider, &key.version).await?;
         let Some(package) = record.packages.get(&key.platform) else {
             return Err(RequestError::NoPackage(format!(
@@ -175,24 +204,23 @@ impl Mirror {
                 .unwrap_or_default();
         }
         let sums_path = sums_path(&key.provider, &key.version, package.sums);
-        let sums_query = with_query(query(Link::Sums(package.sums)));
         let doc = PackageDocument {
             protocols,
             os: key.platform.os().to_owned(),
             arch: key.platform.arch().to_owned(),
             filename: package.filename.clone(),
-            download_url: format!(
-                "{}{}",
-                archive_path(key),
-                with_query(query(Link::Archive(key)))
-            ),
-            shasums_url: format!("{sums_path}{sums_query}"),
-            shasums_signature_url: format!("{sums_path}.sig{sums_query}"),
+            download_url: archive_path(key),
+            shasums_url: sums_path.clone(),
+            shasums_signature_url: format!("{sums_path}.sig"),
             shasum: package.sha256.clone(),
             signing_keys: signing_keys(sums),
             packages: self.packages_field(record.clone()).await,
         };
-        Ok(to_json(&doc))
+        Ok(PackageAnswer {
+            key: key.clone(),
+            sums: package.sums,
+            doc,
+        })
     }
 
     /// A version's `index`th SHA256SUMS document, or its detached

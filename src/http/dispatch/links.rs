@@ -1,16 +1,69 @@
-//! What the answers of some routes are made of: the signed query of a link
-//! the facade hands out, a module download's location, the platforms of a
-//! lock request.
+//! What the answers of some routes are made of: a `:version.json` for its
+//! caller, the signed query of a link the facade hands out, a module
+//! download's location, the platforms of a lock request.
 
-use crate::address::{ArchiveKey, Platform};
+use super::Asked;
+use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::error::RequestError;
 use crate::http::App;
-use crate::mirror::facade::Link;
+use crate::mirror::facade::{Link, PackageAnswer};
+use crate::protocol::{Rendered, VersionDocument};
+
+/// A version's `:version.json` for the caller of `asked`: `plain` itself
+/// when access control is off; otherwise `plain` with each archive link
+/// signed for the caller, made once per signing window and caller
+/// ([`crate::auth::answers`]).
+pub(super) fn version_for_caller(
+    app: &App,
+    asked: &Asked<'_>,
+    provider: &Provider,
+    version: &Version,
+    plain: Rendered,
+) -> Result<Rendered, RequestError> {
+    if !app.auth.enabled() {
+        return Ok(plain);
+    }
+    app.auth
+        .signed_answer(asked.who(), asked.path, &plain.bytes, |by| {
+            let sign = |platform: &Platform| {
+                app.auth
+                    .sign_archive(&ArchiveKey::new(provider, version, platform), by)
+            };
+            let doc = VersionDocument::with_queries(&plain.bytes, sign).map_err(|e| {
+                RequestError::Internal(format!(
+                    "the answer of {provider} {version} does not read back: {e}"
+                ))
+            })?;
+            Ok(Rendered::new(&doc))
+        })
+}
+
+/// The facade's download answer for the caller of `asked`: with plain
+/// links when access control is off; otherwise with links signed for the
+/// caller, made once per signing window and caller.
+pub(super) fn package_for_caller(
+    app: &App,
+    asked: &Asked<'_>,
+    key: &ArchiveKey,
+    answer: &PackageAnswer,
+) -> bytes::Bytes {
+    let plain = bytes::Bytes::from(answer.plain());
+    if !app.auth.enabled() {
+        return plain;
+    }
+    let Ok(signed) = app
+        .auth
+        .signed_answer(asked.who(), asked.path, &plain, |by| {
+            let query = |link: Link<'_>| link_query(app, key, link, by);
+            Ok::<_, std::convert::Infallible>(Rendered::new_json(answer.linked(&query)))
+        });
+    signed.bytes
+}
 
 /// The query of a link the facade hands out: signed when access control
 /// is on (clients send no credentials when they follow these links).
 /// It names `by` ([`crate::auth::Auth::link_name`]), who asked for it.
-pub(super) fn link_query(app: &App, key: &ArchiveKey, link: Link<'_>, by: Option<&str>) -> String {
+fn link_query(app: &App, key: &ArchiveKey, link: Link<'_>, by: Option<&str>) -> String {
     if !app.auth.enabled() {
         return String::new();
     }
