@@ -248,6 +248,79 @@ fn eviction(c: &mut Criterion) {
     group.finish();
 }
 
+/// How long the pages hold the residency index's lock at a million
+/// archives (20,000 providers of 10 versions and 5 platforms, as the scale
+/// benchmark generates them), against what a protocol answer holds it
+/// for: each call below does its work under the lock, so its time bounds
+/// the hold (the search takes the names and reads them after the lock).
+fn page_locks(c: &mut Criterion) {
+    let platforms: Vec<Platform> = [
+        "darwin_amd64",
+        "darwin_arm64",
+        "linux_amd64",
+        "linux_arm64",
+        "windows_amd64",
+    ]
+    .iter()
+    .map(|p| Platform::parse(p).unwrap())
+    .collect();
+    let mut archives = Archives::default();
+    let mut turn = 0;
+    for p in 0..20_000 {
+        let provider = Provider::from_source(&format!("registry.scale.test/acme/p{p:06}")).unwrap();
+        for v in 0..10 {
+            let version = Version::parse(&format!("1.{v}.0")).unwrap();
+            for platform in &platforms {
+                turn += 1;
+                archives.push(&CachedArchive {
+                    provider: provider.clone(),
+                    version: version.clone(),
+                    platform: platform.clone(),
+                    size: 10,
+                    last_used: turn,
+                    path: std::path::PathBuf::new(),
+                });
+            }
+        }
+    }
+    let residency = Residency::new(
+        archives,
+        Vec::new(),
+        Vec::new(),
+        None,
+        std::sync::Arc::new(Metrics::new()),
+    );
+    let served = ArchiveKey::new(
+        &Provider::from_source("registry.scale.test/acme/p001234").unwrap(),
+        &Version::parse("1.9.0").unwrap(),
+        &platforms[2],
+    );
+    let mut group = c.benchmark_group("index lock at a million archives");
+    group.bench_function("an archive served (protocol)", |b| {
+        b.iter(|| black_box(residency.used(&served, 10)));
+    });
+    group.bench_function("home page counts", |b| {
+        b.iter(|| black_box(residency.held_counts()));
+    });
+    group.bench_function("operator's view, first page of 100", |b| {
+        b.iter(|| black_box(residency.held_page(1, 100)));
+    });
+    group.bench_function("operator's view, last page of 100", |b| {
+        b.iter(|| black_box(residency.held_page(200, 100)));
+    });
+    group.bench_function("search: the names taken", |b| {
+        b.iter(|| black_box(residency.provider_names()));
+    });
+    let names = residency.provider_names();
+    group.bench_function("search anywhere (no lock): cme/p", |b| {
+        b.iter(|| black_box(names.find("cme/p", 100)));
+    });
+    group.bench_function("search a start (no lock): p0012", |b| {
+        b.iter(|| black_box(names.find("p0012", 100)));
+    });
+    group.finish();
+}
+
 /// The logging work of one request at the default level, written to a
 /// sink: the request's span, the request line, and formatting both with
 /// tracing's text format. Compared: the request's fields recorded on its
@@ -355,6 +428,7 @@ criterion_group!(
     rendering,
     verification,
     eviction,
+    page_locks,
     request_line
 );
 criterion_main!(benches);

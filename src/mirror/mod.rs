@@ -38,6 +38,7 @@ mod eviction;
 pub mod facade;
 mod gate;
 mod held;
+mod holdings;
 pub mod keyless;
 mod listing;
 pub mod lockfile;
@@ -66,7 +67,7 @@ use crate::error::RequestError;
 use crate::metrics::{CacheKind, CacheOutcome, Metrics};
 use crate::protocol::Rendered;
 use crate::store::health::StoreHealth;
-use crate::store::{IndexRecord, ModuleRecord, Store, VersionRecord};
+use crate::store::{IndexRecord, Store, VersionRecord};
 use crate::upstream::Origin;
 use crate::verify::TrustPolicy;
 
@@ -402,55 +403,6 @@ impl Mirror {
     pub async fn drain(&self, grace: Duration) -> bool {
         self.tasks.close();
         tokio::time::timeout(grace, self.tasks.wait()).await.is_ok()
-    }
-
-    /// Cached bytes and archives.
-    pub fn usage(&self) -> (u64, u64) {
-        self.residency.usage()
-    }
-
-    /// Page `wanted` of the archives the cache holds, as its index knows
-    /// them (no walk of the store), grouped by provider and version,
-    /// `per_page` providers to a page.
-    pub fn held_page(&self, wanted: usize, per_page: usize) -> residency::HeldPage {
-        self.residency.held_page(wanted, per_page)
-    }
-
-    /// The CLI release files held, as the index knows them.
-    pub fn held_release_files(&self) -> Vec<crate::address::ReleaseFile> {
-        self.residency.held_release_files()
-    }
-
-    /// The providers with an archive held, as the index knows them.
-    pub fn held_providers(&self) -> Vec<String> {
-        self.residency.held_providers()
-    }
-
-    /// A provider's versions held, newest first, with their platforms.
-    pub fn held_versions(
-        &self,
-        provider: &crate::address::Provider,
-    ) -> Vec<residency::HeldVersion> {
-        self.residency.held_versions(provider)
-    }
-
-    /// The CLI releases whose files the cache holds, with how many files,
-    /// as its index knows them.
-    pub fn held_releases(
-        &self,
-    ) -> std::collections::BTreeMap<(crate::address::Product, Version), usize> {
-        self.residency.held_releases()
-    }
-
-    /// The module packages the cache holds, by module and version.
-    pub fn held_modules(&self) -> Vec<Arc<ModuleRecord>> {
-        self.modules
-            .held
-            .read()
-            .expect("held modules lock")
-            .values()
-            .cloned()
-            .collect()
     }
 
     /// Whether the mirror never contacts origins (`upstream.offline`), or

@@ -360,7 +360,10 @@ impl From<Vec<CachedArchive>> for Archives {
     }
 }
 
+#[cfg(test)]
+mod counting;
 mod held;
+pub mod names;
 mod order;
 mod packages;
 pub mod reconcile;

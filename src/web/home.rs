@@ -94,10 +94,10 @@ fn home(site: Site<'_>, req: &PageRequest<'_>, signed_in: bool) -> Home {
     let mirror = site.mirror;
     let counts = signed_in.then(|| {
         let (bytes, archives) = mirror.usage();
-        let held = mirror.held_page(1, 1);
+        let (providers, versions) = mirror.held_counts();
         Counts {
-            providers: held.providers,
-            versions: held.versions,
+            providers,
+            versions,
             archives,
             bytes,
             size: bytesize::ByteSize(bytes).display().iec().to_string(),

@@ -1,8 +1,10 @@
 //! `/-/search?q=`: providers, modules and CLI releases held, by address.
 //! A name matches as a whole first (`registry.terraform.io/hashicorp/aws`,
 //! `hashicorp/aws` on its default registry, or the type `aws`), then by its
-//! start, then anywhere; case does not matter. At a million archives this
-//! reads the index's providers (some tens of thousands), not its archives.
+//! start, then anywhere; case does not matter. Providers are found among
+//! the names the index keeps as it changes (a few per held provider, in
+//! lower case), read after its lock is let go: no archive, and no
+//! provider's address parsed again, for each search.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +15,7 @@ use serde::Serialize;
 use super::layout::Layout;
 use super::{PageAnswer, PageRequest, Site};
 use crate::address::{Module, Provider};
+use crate::mirror::residency::names;
 
 /// The most results of one kind a search lists.
 const SHOWN: usize = 100;
@@ -71,23 +74,8 @@ pub fn page(site: Site<'_>, req: &PageRequest<'_>, layout: &Layout) -> PageAnswe
 /// How well one of `names` matches `query` (already lower case): 0 for a
 /// whole name, 1 for a start, 2 anywhere.
 fn rank(query: &str, names: &[String]) -> Option<u8> {
-    if query.is_empty() {
-        return Some(2);
-    }
-    names
-        .iter()
-        .map(|name| name.to_lowercase())
-        .filter_map(|name| {
-            if name == query {
-                Some(0)
-            } else if name.starts_with(query) {
-                Some(1)
-            } else if name.contains(query) {
-                Some(2)
-            } else {
-                None
-            }
-        })
+    (names.iter())
+        .filter_map(|name| names::rank(query, &name.to_lowercase()))
         .min()
 }
 
@@ -97,32 +85,17 @@ const MATCHED: [&str; 3] = ["exact", "prefix", "substring"];
 pub fn search(site: Site<'_>, query: &str) -> Results {
     let q = query.to_lowercase();
     let mirror = site.mirror;
-    let mut more = 0;
-    let mut keep = |mut hits: Vec<(u8, Hit)>| {
-        hits.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
-        more += hits.len().saturating_sub(SHOWN);
-        hits.into_iter()
-            .take(SHOWN)
-            .map(|(_, h)| h)
-            .collect::<Vec<_>>()
-    };
-    let mut providers = Vec::new();
-    for name in mirror.held_providers() {
-        let Ok(provider) = Provider::from_source(&name) else {
-            continue;
-        };
-        let mut names = vec![name.clone(), provider.kind.to_string()];
-        if provider.hostname.as_str() == Provider::DEFAULT_HOSTNAME {
-            names.push(format!("{}/{}", provider.namespace, provider.kind));
-        }
-        if let Some(r) = rank(&q, &names) {
-            providers.push((
-                r,
-                hit(r, name, Vec::new(), super::routes::provider_path(&provider)),
-            ));
-        }
-    }
-    let mut providers = keep(providers);
+    // Providers from the names the index keeps, read after its lock.
+    let found = mirror.provider_names().find(&q, SHOWN);
+    let mut more = found.matched - found.shown.len();
+    let mut providers: Vec<Hit> = (found.shown.into_iter())
+        .map(|(r, name)| {
+            let href = Provider::from_source(&name)
+                .map(|p| super::routes::provider_path(&p))
+                .unwrap_or_default();
+            hit(r, name.to_string(), Vec::new(), href)
+        })
+        .collect();
     for hit in &mut providers {
         if let Ok(provider) = Provider::from_source(&hit.name) {
             hit.versions = (mirror.held_versions(&provider).into_iter())
@@ -131,6 +104,14 @@ pub fn search(site: Site<'_>, query: &str) -> Results {
                 .collect();
         }
     }
+    let mut keep = |mut hits: Vec<(u8, Hit)>| {
+        hits.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+        more += hits.len().saturating_sub(SHOWN);
+        hits.into_iter()
+            .take(SHOWN)
+            .map(|(_, h)| h)
+            .collect::<Vec<_>>()
+    };
     let mut by_module: BTreeMap<Module, Vec<String>> = BTreeMap::new();
     for pin in mirror.held_modules() {
         by_module

@@ -91,10 +91,24 @@ impl Residency {
     /// The providers with an archive held, as written.
     pub fn held_providers(&self) -> Vec<String> {
         let index = self.lock();
-        (index.archives.slots().iter())
-            .filter(|slot| !slot.versions.is_empty())
-            .map(|slot| slot.provider.to_string())
+        (index.archives.providers_held().iter())
+            .map(|(name, _)| name.to_string())
             .collect()
+    }
+
+    /// How many providers and versions have an archive held: kept as the
+    /// index changes, read without a pass over it.
+    pub fn held_counts(&self) -> (usize, usize) {
+        let index = self.lock();
+        let table = &index.archives;
+        let versions = usize::try_from(table.versions_held()).unwrap_or(usize::MAX);
+        (table.providers_held().len(), versions)
+    }
+
+    /// The names the held providers are found by, as they are now: taken
+    /// for a reference count under the index's lock, read after it.
+    pub fn provider_names(&self) -> super::names::ProviderNames {
+        self.lock().archives.provider_names().clone()
     }
 
     /// A provider's versions held, newest first, each with its platforms
@@ -121,21 +135,15 @@ impl Residency {
     }
 
     /// Page `wanted` (from 1; out of range means the nearest page) of the
-    /// held archives, `per_page` providers to a page. Its cost grows with
-    /// the number of providers and with what the page shows, not with the
-    /// number of archives.
+    /// held archives, `per_page` providers to a page. Its counts and order
+    /// are kept as the index changes: its cost grows with the providers
+    /// before the page and with what the page shows, not with the number
+    /// of archives.
     pub fn held_page(&self, wanted: usize, per_page: usize) -> HeldPage {
         let index = self.lock();
         let table = &index.archives;
-        let mut named: Vec<(String, usize)> = Vec::new();
-        let mut versions = 0;
-        for (n, slot) in table.slots().iter().enumerate() {
-            if !slot.versions.is_empty() {
-                versions += slot.versions.len();
-                named.push((slot.provider.to_string(), n));
-            }
-        }
-        named.sort_unstable();
+        let named = table.providers_held();
+        let versions = usize::try_from(table.versions_held()).unwrap_or(usize::MAX);
         let per_page = per_page.max(1);
         let pages = named.len().div_ceil(per_page).max(1);
         let page = wanted.clamp(1, pages);
@@ -144,7 +152,7 @@ impl Residency {
             .skip((page - 1) * per_page)
             .take(per_page)
             .map(|(provider, n)| {
-                let slot = &table.slots()[*n];
+                let slot = &table.slots()[*n as usize];
                 let mut held: Vec<HeldVersion> = slot
                     .versions
                     .iter()
@@ -159,7 +167,7 @@ impl Residency {
                     })
                     .collect();
                 held.sort_by(|a, b| b.0.cmp(&a.0));
-                (provider.clone(), held)
+                (provider.to_string(), held)
             })
             .collect();
         HeldPage {

@@ -4,8 +4,9 @@
 //! fixed-size [`Held`] per platform in a boxed slice; platforms are
 //! numbered. No string, map entry or heap allocation is made per archive.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::names::ProviderNames;
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 
 /// One held archive: 24 bytes.
@@ -54,12 +55,52 @@ pub(super) struct Table {
     platforms: Vec<Platform>,
     platform_ids: HashMap<Platform, u16>,
     count: u64,
+    /// Versions with an archive held, kept as the table changes.
+    versions: u64,
+    /// The providers with an archive held, by name (then number): their
+    /// count and their order on the pages, kept as the table changes.
+    held: BTreeSet<(Box<str>, u32)>,
+    /// The names the held providers are found by.
+    names: ProviderNames,
 }
 
 impl Table {
     /// Archives held.
     pub fn len(&self) -> u64 {
         self.count
+    }
+
+    /// Versions with an archive held.
+    pub fn versions_held(&self) -> u64 {
+        self.versions
+    }
+
+    /// The providers with an archive held, by name.
+    pub fn providers_held(&self) -> &BTreeSet<(Box<str>, u32)> {
+        &self.held
+    }
+
+    /// The names the held providers are found by.
+    pub fn provider_names(&self) -> &ProviderNames {
+        &self.names
+    }
+
+    /// Notes that provider `id` held `before` versions before a change.
+    fn versions_changed(&mut self, id: u32, before: usize) {
+        let slot = &self.slots[id as usize];
+        let after = slot.versions.len();
+        self.versions = self.versions + after as u64 - before as u64;
+        match (before == 0, after == 0) {
+            (true, false) => {
+                self.held.insert((slot.provider.to_string().into(), id));
+                self.names.add(id, &slot.provider);
+            }
+            (false, true) => {
+                self.held.remove(&(slot.provider.to_string().into(), id));
+                self.names.remove(id);
+            }
+            _ => {}
+        }
     }
 
     /// The providers, by number (a provider with nothing held stays, with
@@ -87,8 +128,16 @@ impl Table {
         held: Box<[Held]>,
     ) -> Option<Box<[Held]>> {
         self.count += held.len() as u64;
-        let old = self.slots[provider as usize].versions.insert(version, held);
+        let versions = &mut self.slots[provider as usize].versions;
+        let before = versions.len();
+        // A version with nothing held is not kept.
+        let old = if held.is_empty() {
+            versions.remove(&version)
+        } else {
+            versions.insert(version, held)
+        };
         self.count -= old.as_ref().map_or(0, |o| o.len() as u64);
+        self.versions_changed(provider, before);
         old
     }
 
@@ -175,7 +224,9 @@ impl Table {
     /// bytes.
     pub fn drop_unseen(&mut self) -> (u64, u64) {
         let (mut count, mut bytes) = (0, 0);
-        for slot in &mut self.slots {
+        for id in 0..self.slots.len() {
+            let slot = &mut self.slots[id];
+            let before = slot.versions.len();
             slot.versions.retain(|_, held| {
                 if held.iter().all(|h| h.seen) {
                     return true;
@@ -188,6 +239,9 @@ impl Table {
                 *held = kept.into_boxed_slice();
                 !held.is_empty()
             });
+            if slot.versions.len() != before {
+                self.versions_changed(u32::try_from(id).expect("numbered as u32"), before);
+            }
         }
         self.count -= count;
         (count, bytes)
@@ -202,8 +256,10 @@ impl Table {
         };
         let slot = &mut self.slots[name.provider as usize];
         let Some(platforms) = slot.versions.get_mut(&name.version) else {
+            let before = slot.versions.len();
             slot.versions.insert(name.version.clone(), Box::new([held]));
             self.count += 1;
+            self.versions_changed(name.provider, before);
             return None;
         };
         if let Some(old) = platforms.iter_mut().find(|h| h.platform == name.platform) {
@@ -225,12 +281,15 @@ impl Table {
         let at = platforms.iter().position(|h| h.platform == name.platform)?;
         let old = platforms[at];
         if platforms.len() == 1 {
+            let before = versions.len();
             versions.remove(&name.version);
-        } else {
-            let mut left = platforms.to_vec();
-            left.remove(at);
-            *platforms = left.into_boxed_slice();
+            self.count -= 1;
+            self.versions_changed(name.provider, before);
+            return Some(old);
         }
+        let mut left = platforms.to_vec();
+        left.remove(at);
+        *platforms = left.into_boxed_slice();
         self.count -= 1;
         Some(old)
     }
@@ -242,5 +301,22 @@ impl Table {
                 .iter()
                 .flat_map(move |(v, held)| held.iter().map(move |h| (id, &**v, h)))
         })
+    }
+}
+
+#[cfg(test)]
+impl Table {
+    /// Providers and versions with an archive held, and archives, counted
+    /// by a walk of every entry (what the kept counts must equal).
+    pub fn recount(&self) -> (BTreeSet<String>, u64, u64) {
+        let mut providers = BTreeSet::new();
+        let mut versions = BTreeSet::new();
+        let mut archives = 0;
+        for (id, version, _) in self.iter() {
+            providers.insert(self.slots[id as usize].provider.to_string());
+            versions.insert((id, version.to_owned()));
+            archives += 1;
+        }
+        (providers, versions.len() as u64, archives)
     }
 }

@@ -1,0 +1,191 @@
+//! The names held providers are found by, kept as the index changes: a
+//! provider's address, its type, and on the default registry
+//! `namespace/type`, each in lower case, made once when the provider's
+//! first archive is indexed and dropped with its last. They are kept in a
+//! persistent map, so that a search takes them under the index's lock for
+//! the cost of a reference count and reads them after the lock is let go.
+
+use std::sync::Arc;
+
+use crate::address::Provider;
+
+/// How a name matched a query: a whole name, a name's start, or anywhere
+/// in a name (the order results are shown in).
+pub type Rank = u8;
+
+/// The held providers' names, by the provider's number in the index.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderNames {
+    by_id: imbl::OrdMap<u32, Arc<Names>>,
+}
+
+/// One provider's names.
+#[derive(Debug)]
+struct Names {
+    /// The address as written.
+    shown: Arc<str>,
+    /// What it is found by, in lower case.
+    keys: Box<[Box<str>]>,
+}
+
+/// The providers a search found.
+#[derive(Debug, Default)]
+pub struct FoundProviders {
+    /// The best ones, best first (rank, then address), as many as asked.
+    pub shown: Vec<(Rank, Arc<str>)>,
+    /// How many matched in all.
+    pub matched: usize,
+}
+
+impl ProviderNames {
+    /// Takes in provider number `id`, whose first archive was indexed.
+    pub(super) fn add(&mut self, id: u32, provider: &Provider) {
+        let shown: Arc<str> = provider.to_string().into();
+        let mut keys = vec![shown.to_lowercase(), provider.kind.as_str().to_lowercase()];
+        if provider.hostname.as_str() == Provider::DEFAULT_HOSTNAME {
+            keys.push(format!("{}/{}", provider.namespace, provider.kind).to_lowercase());
+        }
+        let keys = keys.into_iter().map(String::into_boxed_str).collect();
+        self.by_id.insert(id, Arc::new(Names { shown, keys }));
+    }
+
+    /// Drops provider number `id`, whose last archive left the index.
+    pub(super) fn remove(&mut self, id: u32) {
+        self.by_id.remove(&id);
+    }
+
+    /// How many providers are named.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// The providers a name of which matches `query` (in lower case; an
+    /// empty one matches every name anywhere), each by its best match,
+    /// the best `shown` of them first.
+    pub fn find(&self, query: &str, shown: usize) -> FoundProviders {
+        let mut hits: Vec<(Rank, Arc<str>)> = Vec::new();
+        for names in self.by_id.values() {
+            let best = names.keys.iter().filter_map(|key| rank(query, key)).min();
+            if let Some(rank) = best {
+                hits.push((rank, names.shown.clone()));
+            }
+        }
+        let matched = hits.len();
+        if hits.len() > shown && shown > 0 {
+            hits.select_nth_unstable(shown - 1);
+        }
+        hits.truncate(shown);
+        hits.sort_unstable();
+        FoundProviders {
+            shown: hits,
+            matched,
+        }
+    }
+}
+
+/// How `key` matches `query`: 0 as a whole, 1 by its start, 2 anywhere.
+pub fn rank(query: &str, key: &str) -> Option<Rank> {
+    if query.is_empty() {
+        Some(2)
+    } else if key == query {
+        Some(0)
+    } else if key.starts_with(query) {
+        Some(1)
+    } else if key.contains(query) {
+        Some(2)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every provider's best rank, all of them sorted: what `find` must
+    /// give the first of.
+    fn all_sorted(providers: &[Provider], query: &str) -> Vec<(Rank, String)> {
+        let mut all: Vec<(Rank, String)> = (providers.iter())
+            .filter_map(|p| {
+                let mut keys = vec![p.to_string(), p.kind.to_string()];
+                if p.hostname.as_str() == Provider::DEFAULT_HOSTNAME {
+                    keys.push(format!("{}/{}", p.namespace, p.kind));
+                }
+                let best = (keys.iter())
+                    .filter_map(|k| {
+                        let k = k.to_lowercase();
+                        if query.is_empty() {
+                            Some(2)
+                        } else if k == query {
+                            Some(0)
+                        } else if k.starts_with(query) {
+                            Some(1)
+                        } else {
+                            k.contains(query).then_some(2)
+                        }
+                    })
+                    .min()?;
+                Some((best, p.to_string()))
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
+    #[test]
+    fn the_best_are_found_first_and_the_rest_counted() {
+        let mut providers = Vec::new();
+        for n in 0..300 {
+            let host = if n % 3 == 0 {
+                "registry.terraform.io"
+            } else {
+                "r.example"
+            };
+            let kind = ["net", "netbox", "dns", "subnet"][n % 4];
+            providers.push(Provider::from_source(&format!("{host}/ns{}/{kind}", n % 7)).unwrap());
+        }
+        providers.sort();
+        providers.dedup();
+        let mut names = ProviderNames::default();
+        for (id, p) in (0u32..).zip(&providers) {
+            names.add(id, p);
+        }
+        for query in [
+            "net",
+            "ns3/net",
+            "r.example/ns1/netbox",
+            "bo",
+            "",
+            "zzz",
+            "ns",
+        ] {
+            for shown in [0, 1, 5, 100, 1000] {
+                let found = names.find(query, shown);
+                let all = all_sorted(&providers, query);
+                let got: Vec<(Rank, String)> = (found.shown.iter())
+                    .map(|(r, n)| (*r, n.to_string()))
+                    .collect();
+                let want: Vec<(Rank, String)> = all.iter().take(shown).cloned().collect();
+                assert_eq!(got, want, "{query:?}, {shown} shown");
+                assert_eq!(found.matched, all.len(), "{query:?}");
+            }
+        }
+        // A whole name ranks first; `namespace/type` counts on the default
+        // registry only.
+        let found = names.find("ns3/net", 3);
+        assert_eq!(found.shown[0], (0, "registry.terraform.io/ns3/net".into()));
+        // Dropped with the provider's last archive.
+        let id = (0u32..)
+            .zip(&providers)
+            .find(|(_, p)| p.to_string() == "registry.terraform.io/ns3/net")
+            .unwrap()
+            .0;
+        names.remove(id);
+        assert!(names.find("ns3/net", 3).shown.iter().all(|(r, _)| *r > 0));
+    }
+}
