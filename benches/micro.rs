@@ -302,11 +302,38 @@ fn page_locks(c: &mut Criterion) {
     group.bench_function("home page counts", |b| {
         b.iter(|| black_box(residency.held_counts()));
     });
-    group.bench_function("operator's view, first page of 100", |b| {
-        b.iter(|| black_box(residency.held_page(1, 100)));
+    // Every provider's rows made once, as a crawler of every page would.
+    for page in 1..=200 {
+        black_box(residency.held_page(page, 100));
+    }
+    group.bench_function("operator's view, first page of 100: lock held", |b| {
+        b.iter(|| black_box(residency.held_page_taken(1, 100)));
     });
-    group.bench_function("operator's view, last page of 100", |b| {
+    group.bench_function("operator's view, last page of 100: lock held", |b| {
+        b.iter(|| black_box(residency.held_page_taken(200, 100)));
+    });
+    group.bench_function("operator's view, last page of 100: made after", |b| {
         b.iter(|| black_box(residency.held_page(200, 100)));
+    });
+    // A provider arrives and leaves before each view: the view makes the
+    // kept order again, and the rows of the provider that changed.
+    let arriving = ArchiveKey::new(
+        &Provider::from_source("registry.scale.test/acme/p099999").unwrap(),
+        &Version::parse("1.0.0").unwrap(),
+        &platforms[2],
+    );
+    group.bench_function("operator's view after a provider arrives: lock held", |b| {
+        b.iter(|| {
+            residency.stored(&arriving, 10);
+            residency.forget(&arriving);
+            black_box(residency.held_page_taken(200, 100))
+        });
+    });
+    group.bench_function("a provider arrives and leaves (no view)", |b| {
+        b.iter(|| {
+            residency.stored(&arriving, 10);
+            residency.forget(&arriving);
+        });
     });
     group.bench_function("search: the names taken", |b| {
         b.iter(|| black_box(residency.provider_names()));
@@ -318,6 +345,16 @@ fn page_locks(c: &mut Criterion) {
     group.bench_function("search a start (no lock): p0012", |b| {
         b.iter(|| black_box(names.find("p0012", 100)));
     });
+    group.bench_function(
+        "search a start after a provider arrives (names packed again)",
+        |b| {
+            b.iter(|| {
+                residency.stored(&arriving, 10);
+                residency.forget(&arriving);
+                black_box(residency.provider_names().find("p0012", 100))
+            });
+        },
+    );
     group.finish();
 }
 

@@ -416,3 +416,68 @@ async fn a_configuration_sent_as_files_or_an_archive_is_checked() {
         got.error_text()
     );
 }
+
+/// A provider's page checks each version's stored record before it says
+/// how the version was verified. Read again unchanged, the record is not
+/// checked again; changed in the store, it is, and the page says it no
+/// longer passes; put back, it passes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_changed_in_the_store_is_checked_again() {
+    use common::{Client, FakeOrigin, RunningMirror, Setup, Signer};
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    origin.publish(
+        "acme",
+        "widget",
+        "1.2.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    let config = setup.config(&origin, &[], &["registry.origin.test"]);
+    let m = RunningMirror::start(config.clone()).await;
+    let c = Client::trusting(&m.ca_file);
+    let zip = "/registry.origin.test/acme/widget/terraform-provider-widget_1.2.0_linux_amd64.zip";
+    assert_eq!(c.get(&m.url(zip)).await.status, StatusCode::OK);
+    m.stop().await;
+
+    // A mirror that holds nothing in memory yet reads the record from the
+    // store for its pages.
+    let mut offline = config;
+    offline.upstream.offline = true;
+    let m = RunningMirror::start(offline).await;
+    let c = Client::trusting(&m.ca_file);
+    let page = m.url("/-/api/providers/registry.origin.test/acme/widget");
+    assert_eq!(verified(&c, &page).await, "signed");
+    assert_eq!(verified(&c, &page).await, "signed", "read again, unchanged");
+
+    let path = setup
+        .cache_dir()
+        .join("providers/registry.origin.test/acme/widget/1.2.0/version.json");
+    let kept = std::fs::read(&path).unwrap();
+    let mut record: serde_json::Value = serde_json::from_slice(&kept).unwrap();
+    let sha256 = &mut record["packages"]["linux_amd64"]["sha256"];
+    assert!(sha256.is_string(), "{record}");
+    *sha256 = serde_json::json!("0".repeat(64));
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    assert_eq!(
+        verified(&c, &page).await,
+        "unknown",
+        "a checksum the signed SHA256SUMS does not list"
+    );
+
+    std::fs::write(&path, &kept).unwrap();
+    assert_eq!(verified(&c, &page).await, "signed", "put back");
+    m.stop().await;
+}
+
+/// How a provider page's newest version was verified, as its JSON says.
+async fn verified(c: &common::Client, page: &str) -> String {
+    let got = c.get(page).await;
+    assert_eq!(got.status, StatusCode::OK);
+    got.json()["versions"][0]["verified"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}

@@ -106,6 +106,9 @@ struct ProviderState {
     sizing: Cache<(Provider, Version), Arc<VersionRecord>>,
     /// Held while a version record is changed after it was made.
     amending: tokio::sync::Mutex<()>,
+    /// Digests of stored records whose evidence the pages checked lately
+    /// ([`view::CHECKED_FOR`]).
+    checked: Cache<[u8; 32], ()>,
 }
 
 impl ProviderState {
@@ -124,6 +127,7 @@ impl ProviderState {
             archives_kept: AtomicU64::new(0),
             sizing: held::bounded_for(1_000, RETRY_AFTER_TROUBLE),
             amending: tokio::sync::Mutex::new(()),
+            checked: held::bounded_for(20_000, view::CHECKED_FOR),
         }
     }
 

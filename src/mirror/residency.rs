@@ -24,7 +24,7 @@ use crate::store::{CachedArchive, Item};
 use order::{stamp, Candidate, Queue};
 use table::{Held, Name, Table};
 
-pub use held::{Archives, HeldPage, HeldVersion};
+pub use held::{Archives, HeldPage, HeldVersion, TakenPage};
 pub use reconcile::Corrections;
 
 /// How long between two updates of an archive's last-use time in the store.
@@ -367,6 +367,7 @@ pub mod names;
 mod order;
 mod packages;
 pub mod reconcile;
+mod rows;
 pub mod snapshot;
 mod table;
 #[cfg(test)]

@@ -13,6 +13,11 @@ use crate::policy::{Denied, Subject};
 use crate::store::{IndexRecord, VersionRecord};
 use crate::verify::Verification;
 
+/// How long a record's bytes that passed the check are known to: the
+/// longest a page goes on saying a record is verified after its signing
+/// key expired (where `upstream.reject_expired_keys` refuses such keys).
+pub const CHECKED_FOR: std::time::Duration = std::time::Duration::from_secs(600);
+
 tokio::task_local! {
     /// Set while work runs that must answer from what the mirror holds.
     static HELD_ONLY: ();
@@ -48,6 +53,8 @@ impl Mirror {
 
     /// A version's record as the cache holds it, checked again as it is
     /// before it serves (an unsigned import only where they are allowed).
+    /// The same bytes read again within 10 minutes are not checked
+    /// again.
     pub async fn stored_record(
         &self,
         provider: &Provider,
@@ -65,7 +72,13 @@ impl Mirror {
                 .allow_unsigned_imports
                 .then(|| Arc::new(record));
         }
-        self.recheck(&record).ok()?;
+        // A record whose bytes passed the check lately is not checked
+        // again: the digest covers every byte the check reads.
+        let digest = record_digest(&record)?;
+        if self.providers.checked.get(&digest).await.is_none() {
+            self.recheck(&record).ok()?;
+            self.providers.checked.insert(digest, ()).await;
+        }
         Some(Arc::new(record))
     }
 
@@ -110,4 +123,12 @@ impl Mirror {
             Err(denied) => Err(denied),
         }
     }
+}
+
+/// The SHA-256 of a version record's stored form: its signed checksums,
+/// their signatures and keys, and its packages, all that
+/// [`crate::store::evidence::check_record`] reads.
+fn record_digest(record: &VersionRecord) -> Option<[u8; 32]> {
+    let bytes = serde_json::to_vec(record).ok()?;
+    Some(crate::verify::Sha256::digest(&bytes))
 }

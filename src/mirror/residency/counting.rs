@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::{snapshot, Residency};
+use super::{snapshot, HeldVersion, Residency};
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 use crate::metrics::Metrics;
 use crate::store::{CachedArchive, HeldItem};
@@ -81,8 +81,12 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// The kept counts, and the providers in page order.
-fn kept(r: &Residency) -> (usize, usize, Vec<String>) {
+/// What the kept counts, order and rows give: providers and versions
+/// held, and the page's rows.
+type Counted = (usize, usize, Vec<(String, Vec<HeldVersion>)>);
+
+/// The kept counts, and the providers in page order with their rows.
+fn kept(r: &Residency) -> Counted {
     let page = r.held_page(1, usize::MAX);
     let names: Vec<String> = page.rows.iter().map(|(name, _)| name.clone()).collect();
     // The names searched by are the held providers', and only theirs.
@@ -96,11 +100,19 @@ fn kept(r: &Residency) -> (usize, usize, Vec<String>) {
         (page.providers, page.versions),
         "the counts alone"
     );
-    (page.providers, page.versions, names)
+    for (name, rows) in &page.rows {
+        let provider = Provider::from_source(name).unwrap();
+        assert_eq!(
+            &r.held_versions(&provider)[..],
+            &rows[..],
+            "one provider's rows"
+        );
+    }
+    (page.providers, page.versions, page.rows)
 }
 
 /// The same, from a walk of every entry.
-fn recounted(r: &Residency) -> (usize, usize, Vec<String>) {
+fn recounted(r: &Residency) -> Counted {
     let (providers, versions, archives) = r.lock().archives.recount();
     assert_eq!(archives, r.usage().1, "archives");
     let versions = usize::try_from(versions).unwrap();

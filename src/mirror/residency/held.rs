@@ -3,9 +3,10 @@
 //! made from the providers on that page alone.
 
 use super::order::stamp;
+pub use super::rows::HeldVersion;
+use super::rows::Taken;
 use super::table::{Held, Name, Table};
 use super::Residency;
-use crate::address::Version;
 use crate::store::CachedArchive;
 
 /// The archives a [`Residency`] starts with, gathered one at a time (from
@@ -84,8 +85,24 @@ pub struct HeldPage {
     pub rows: Vec<(String, Vec<HeldVersion>)>,
 }
 
-/// A version on a [`HeldPage`], with the platforms held.
-pub type HeldVersion = (Version, Vec<String>);
+/// A page of the held archives as taken under the index's lock: its
+/// counts and its providers' kept rows, shared. [`TakenPage::shown`]
+/// makes it into a [`HeldPage`] after the lock.
+#[derive(Debug)]
+pub struct TakenPage {
+    page: HeldPage,
+    taken: Taken,
+}
+
+impl TakenPage {
+    /// The page, its rows made into text.
+    pub fn shown(self) -> HeldPage {
+        HeldPage {
+            rows: self.taken.shown(),
+            ..self.page
+        }
+    }
+}
 
 impl Residency {
     /// The providers with an archive held, as written.
@@ -114,68 +131,49 @@ impl Residency {
     /// A provider's versions held, newest first, each with its platforms
     /// (sorted).
     pub fn held_versions(&self, provider: &crate::address::Provider) -> Vec<HeldVersion> {
-        let index = self.lock();
-        let table = &index.archives;
-        let Some(slot) =
-            (table.provider_id(provider)).and_then(|id| table.slots().get(id as usize))
-        else {
+        let mut index = self.lock();
+        let table = &mut index.archives;
+        let Some(id) = table.provider_id(provider) else {
             return Vec::new();
         };
-        let mut held: Vec<HeldVersion> = (slot.versions.iter())
-            .filter_map(|(v, platforms)| {
-                let mut shown: Vec<String> = (platforms.iter())
-                    .map(|h| table.platform(h.platform).to_string())
-                    .collect();
-                shown.sort();
-                Some((Version::parse(v).ok()?, shown))
-            })
-            .collect();
-        held.sort_by(|a, b| b.0.cmp(&a.0));
-        held
+        let (rows, platforms) = (table.rows(id), table.platforms());
+        drop(index);
+        rows.shown(&platforms)
     }
 
     /// Page `wanted` (from 1; out of range means the nearest page) of the
-    /// held archives, `per_page` providers to a page. Its counts and order
-    /// are kept as the index changes: its cost grows with the providers
-    /// before the page and with what the page shows, not with the number
-    /// of archives.
+    /// held archives, `per_page` providers to a page.
     pub fn held_page(&self, wanted: usize, per_page: usize) -> HeldPage {
-        let index = self.lock();
-        let table = &index.archives;
-        let named = table.providers_held();
+        self.held_page_taken(wanted, per_page).shown()
+    }
+
+    /// What [`Residency::held_page`] takes under the index's lock: the
+    /// kept counts, the kept order entered at the page's position, and
+    /// each shown provider's kept rows (made again only where they
+    /// changed). Its cost grows with the page alone, not with the
+    /// providers before it or the number of archives.
+    pub fn held_page_taken(&self, wanted: usize, per_page: usize) -> TakenPage {
+        let mut index = self.lock();
+        let table = &mut index.archives;
+        let order = table.order();
         let versions = usize::try_from(table.versions_held()).unwrap_or(usize::MAX);
         let per_page = per_page.max(1);
-        let pages = named.len().div_ceil(per_page).max(1);
+        let pages = order.len().div_ceil(per_page).max(1);
         let page = wanted.clamp(1, pages);
-        let rows = named
-            .iter()
-            .skip((page - 1) * per_page)
-            .take(per_page)
-            .map(|(provider, n)| {
-                let slot = &table.slots()[*n as usize];
-                let mut held: Vec<HeldVersion> = slot
-                    .versions
-                    .iter()
-                    .filter_map(|(v, platforms)| {
-                        let version = Version::parse(v).ok()?;
-                        let mut shown: Vec<String> = platforms
-                            .iter()
-                            .map(|h| table.platform(h.platform).to_string())
-                            .collect();
-                        shown.sort();
-                        Some((version, shown))
-                    })
-                    .collect();
-                held.sort_by(|a, b| b.0.cmp(&a.0));
-                (provider.to_string(), held)
-            })
-            .collect();
-        HeldPage {
-            providers: named.len(),
-            versions,
-            page,
-            pages,
-            rows,
+        let start = ((page - 1).saturating_mul(per_page)).min(order.len());
+        let end = start.saturating_add(per_page).min(order.len());
+        let rows = order[start..end].iter().map(|id| table.rows(*id)).collect();
+        let platforms = table.platforms();
+        drop(index);
+        TakenPage {
+            page: HeldPage {
+                providers: order.len(),
+                versions,
+                page,
+                pages,
+                rows: Vec::new(),
+            },
+            taken: Taken { rows, platforms },
         }
     }
 }

@@ -4,8 +4,11 @@
 //! first archive is indexed and dropped with its last. They are kept in a
 //! persistent map, so that a search takes them under the index's lock for
 //! the cost of a reference count and reads them after the lock is let go.
+//! The first search after a change packs every name into one text, which
+//! the searches after it share until the next change: a search is one
+//! pass of a substring search over that text, not a walk of the map.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::address::Provider;
 
@@ -17,6 +20,9 @@ pub type Rank = u8;
 #[derive(Debug, Clone, Default)]
 pub struct ProviderNames {
     by_id: imbl::OrdMap<u32, Arc<Names>>,
+    /// The names packed for searching: made by the first search after a
+    /// change, shared with every copy taken since it.
+    packed: Arc<OnceLock<Packed>>,
 }
 
 /// One provider's names.
@@ -27,6 +33,20 @@ struct Names {
     /// What it is found by, in lower case.
     keys: Box<[Box<str>]>,
 }
+
+/// Every name in one text, each followed by [`END`], with where each
+/// starts and whose it is.
+#[derive(Debug, Default)]
+struct Packed {
+    text: String,
+    /// Each name's start in `text`, and its provider's place in `shown`.
+    starts: Vec<(usize, usize)>,
+    /// Each provider's address as written.
+    shown: Vec<Arc<str>>,
+}
+
+/// Ends each name in [`Packed::text`]: no address or type holds it.
+const END: char = '\n';
 
 /// The providers a search found.
 #[derive(Debug, Default)]
@@ -47,11 +67,14 @@ impl ProviderNames {
         }
         let keys = keys.into_iter().map(String::into_boxed_str).collect();
         self.by_id.insert(id, Arc::new(Names { shown, keys }));
+        self.packed = Arc::default();
     }
 
     /// Drops provider number `id`, whose last archive left the index.
     pub(super) fn remove(&mut self, id: u32) {
-        self.by_id.remove(&id);
+        if self.by_id.remove(&id).is_some() {
+            self.packed = Arc::default();
+        }
     }
 
     /// How many providers are named.
@@ -64,17 +87,54 @@ impl ProviderNames {
         self.by_id.is_empty()
     }
 
+    /// The names packed, made now if no search made them since the last
+    /// change.
+    fn packed(&self) -> &Packed {
+        self.packed.get_or_init(|| {
+            let mut packed = Packed::default();
+            for names in self.by_id.values() {
+                for key in &names.keys {
+                    packed.starts.push((packed.text.len(), packed.shown.len()));
+                    packed.text.push_str(key);
+                    packed.text.push(END);
+                }
+                packed.shown.push(names.shown.clone());
+            }
+            packed
+        })
+    }
+
     /// The providers a name of which matches `query` (in lower case; an
     /// empty one matches every name anywhere), each by its best match,
     /// the best `shown` of them first.
     pub fn find(&self, query: &str, shown: usize) -> FoundProviders {
-        let mut hits: Vec<(Rank, Arc<str>)> = Vec::new();
-        for names in self.by_id.values() {
-            let best = names.keys.iter().filter_map(|key| rank(query, key)).min();
-            if let Some(rank) = best {
-                hits.push((rank, names.shown.clone()));
+        let packed = self.packed();
+        let mut best: Vec<Option<Rank>> = vec![None; packed.shown.len()];
+        if query.is_empty() {
+            best.fill(Some(2));
+        } else if !query.contains(END) {
+            // Each match lies within one name (none spans an END), and a
+            // name's start is the first place in it a match can be, so
+            // the matches that do not overlap include every name's best.
+            let mut at = 0;
+            for found in memchr::memmem::find_iter(packed.text.as_bytes(), query.as_bytes()) {
+                while packed.starts.get(at + 1).is_some_and(|(s, _)| *s <= found) {
+                    at += 1;
+                }
+                let (start, owner) = packed.starts[at];
+                let end = packed.starts.get(at + 1).map_or(packed.text.len(), |n| n.0) - 1;
+                let rank = match (found == start, found + query.len() == end) {
+                    (true, true) => 0,
+                    (true, false) => 1,
+                    _ => 2,
+                };
+                let kept = &mut best[owner];
+                *kept = Some(kept.map_or(rank, |r| r.min(rank)));
             }
         }
+        let mut hits: Vec<(Rank, Arc<str>)> = (best.iter().zip(&packed.shown))
+            .filter_map(|(rank, name)| Some(((*rank)?, name.clone())))
+            .collect();
         let matched = hits.len();
         if hits.len() > shown && shown > 0 {
             hits.select_nth_unstable(shown - 1);
@@ -163,6 +223,9 @@ mod tests {
             "",
             "zzz",
             "ns",
+            "t",
+            "net\nr.example",
+            "/",
         ] {
             for shown in [0, 1, 5, 100, 1000] {
                 let found = names.find(query, shown);
@@ -187,5 +250,8 @@ mod tests {
             .0;
         names.remove(id);
         assert!(names.find("ns3/net", 3).shown.iter().all(|(r, _)| *r > 0));
+        // And found again when it comes back.
+        names.add(id, &providers[id as usize]);
+        assert_eq!(names.find("ns3/net", 3).shown, found.shown);
     }
 }

@@ -5,8 +5,10 @@
 //! numbered. No string, map entry or heap allocation is made per archive.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use super::names::ProviderNames;
+use super::rows::Rows;
 use crate::address::{ArchiveKey, Platform, Provider, Version};
 
 /// One held archive: 24 bytes.
@@ -36,6 +38,9 @@ pub(super) struct Slot {
     /// Its versions (as written, in the order of that text) with one
     /// entry per held platform. A version with none is removed.
     pub versions: BTreeMap<Box<str>, Box<[Held]>>,
+    /// Its versions and platforms as the pages show them, made when a
+    /// page first asks after they change ([`Table::rows`]).
+    rows: Option<Arc<Rows>>,
 }
 
 /// An archive as the table names it: the provider's number, the version
@@ -52,7 +57,9 @@ pub(super) struct Name {
 pub(super) struct Table {
     slots: Vec<Slot>,
     ids: HashMap<Provider, u32>,
-    platforms: Vec<Platform>,
+    /// Shared with the pages, which read their text after the lock (a
+    /// new platform copies the list if a page still holds it).
+    platforms: Arc<Vec<Platform>>,
     platform_ids: HashMap<Platform, u16>,
     count: u64,
     /// Versions with an archive held, kept as the table changes.
@@ -60,6 +67,9 @@ pub(super) struct Table {
     /// The providers with an archive held, by name (then number): their
     /// count and their order on the pages, kept as the table changes.
     held: BTreeSet<(Box<str>, u32)>,
+    /// The same order as numbers, which a page enters at its position:
+    /// made when a page first asks after a provider arrives or leaves.
+    order: Option<Arc<[u32]>>,
     /// The names the held providers are found by.
     names: ProviderNames,
 }
@@ -85,17 +95,50 @@ impl Table {
         &self.names
     }
 
-    /// Notes that provider `id` held `before` versions before a change.
+    /// Provider `id`'s held versions, newest first, as the pages show
+    /// them: made once after each change, then shared.
+    pub fn rows(&mut self, id: u32) -> Arc<Rows> {
+        let platforms = &self.platforms;
+        let slot = &mut self.slots[id as usize];
+        let (provider, versions) = (&slot.provider, &slot.versions);
+        let rows = slot.rows.get_or_insert_with(|| {
+            let held = (versions.iter())
+                .map(|(v, entries)| (&**v, entries.iter().map(|h| h.platform).collect()));
+            Arc::new(Rows::new(provider.to_string(), held, |n| {
+                &platforms[usize::from(n)]
+            }))
+        });
+        rows.clone()
+    }
+
+    /// The held providers' numbers in page order: made once after a
+    /// provider arrives or leaves, then shared.
+    pub fn order(&mut self) -> Arc<[u32]> {
+        let held = &self.held;
+        let order = (self.order).get_or_insert_with(|| held.iter().map(|(_, id)| *id).collect());
+        order.clone()
+    }
+
+    /// The platforms by number, shared.
+    pub fn platforms(&self) -> Arc<Vec<Platform>> {
+        self.platforms.clone()
+    }
+
+    /// Notes that provider `id` held `before` versions before a change
+    /// to its versions or their platforms.
     fn versions_changed(&mut self, id: u32, before: usize) {
+        self.slots[id as usize].rows = None;
         let slot = &self.slots[id as usize];
         let after = slot.versions.len();
         self.versions = self.versions + after as u64 - before as u64;
         match (before == 0, after == 0) {
             (true, false) => {
+                self.order = None;
                 self.held.insert((slot.provider.to_string().into(), id));
                 self.names.add(id, &slot.provider);
             }
             (false, true) => {
+                self.order = None;
                 self.held.remove(&(slot.provider.to_string().into(), id));
                 self.names.remove(id);
             }
@@ -155,6 +198,7 @@ impl Table {
         self.slots.push(Slot {
             provider: provider.clone(),
             versions: BTreeMap::new(),
+            rows: None,
         });
         self.ids.insert(provider.clone(), id);
         id
@@ -166,8 +210,11 @@ impl Table {
         if let Some(id) = self.platform_ids.get(platform) {
             return Some(*id);
         }
-        let id = u16::try_from(self.platforms.len()).ok()?;
-        self.platforms.push(platform.clone());
+        // The last number is kept for the pages' rows (`rows::END`).
+        let id = u16::try_from(self.platforms.len())
+            .ok()
+            .filter(|n| *n < u16::MAX)?;
+        Arc::make_mut(&mut self.platforms).push(platform.clone());
         self.platform_ids.insert(platform.clone(), id);
         Some(id)
     }
@@ -227,6 +274,7 @@ impl Table {
         for id in 0..self.slots.len() {
             let slot = &mut self.slots[id];
             let before = slot.versions.len();
+            let mut changed = false;
             slot.versions.retain(|_, held| {
                 if held.iter().all(|h| h.seen) {
                     return true;
@@ -237,9 +285,10 @@ impl Table {
                     bytes += gone.size;
                 }
                 *held = kept.into_boxed_slice();
+                changed = true;
                 !held.is_empty()
             });
-            if slot.versions.len() != before {
+            if changed {
                 self.versions_changed(u32::try_from(id).expect("numbered as u32"), before);
             }
         }
@@ -271,6 +320,7 @@ impl Table {
         grown.sort_by_key(|h| h.platform);
         *platforms = grown.into_boxed_slice();
         self.count += 1;
+        slot.rows = None;
         None
     }
 
@@ -291,6 +341,7 @@ impl Table {
         left.remove(at);
         *platforms = left.into_boxed_slice();
         self.count -= 1;
+        self.slots[name.provider as usize].rows = None;
         Some(old)
     }
 
@@ -307,16 +358,29 @@ impl Table {
 #[cfg(test)]
 impl Table {
     /// Providers and versions with an archive held, and archives, counted
-    /// by a walk of every entry (what the kept counts must equal).
-    pub fn recount(&self) -> (BTreeSet<String>, u64, u64) {
-        let mut providers = BTreeSet::new();
+    /// by a walk of every entry (what the kept counts must equal), with
+    /// each provider's versions (newest first) and their platforms.
+    pub fn recount(&self) -> (BTreeMap<String, Vec<super::HeldVersion>>, u64, u64) {
+        let mut providers: BTreeMap<String, BTreeMap<Version, BTreeSet<String>>> = BTreeMap::new();
         let mut versions = BTreeSet::new();
         let mut archives = 0;
-        for (id, version, _) in self.iter() {
-            providers.insert(self.slots[id as usize].provider.to_string());
+        for (id, version, held) in self.iter() {
+            let name = self.slots[id as usize].provider.to_string();
+            (providers.entry(name).or_default())
+                .entry(Version::parse(version).unwrap())
+                .or_default()
+                .insert(self.platform(held.platform).to_string());
             versions.insert((id, version.to_owned()));
             archives += 1;
         }
-        (providers, versions.len() as u64, archives)
+        let rows = (providers.into_iter())
+            .map(|(name, versions)| {
+                let newest_first = (versions.into_iter().rev())
+                    .map(|(v, platforms)| (v, platforms.into_iter().collect()))
+                    .collect();
+                (name, newest_first)
+            })
+            .collect();
+        (rows, versions.len() as u64, archives)
     }
 }
