@@ -168,7 +168,8 @@ mod tests {
     use super::*;
 
     /// Every provider's best rank, all of them sorted: what `find` must
-    /// give the first of.
+    /// give the first of. Each name is ranked on its own by [`rank`], the
+    /// rule the modules' search uses, not by the packed text's positions.
     fn all_sorted(providers: &[Provider], query: &str) -> Vec<(Rank, String)> {
         let mut all: Vec<(Rank, String)> = (providers.iter())
             .filter_map(|p| {
@@ -177,18 +178,7 @@ mod tests {
                     keys.push(format!("{}/{}", p.namespace, p.kind));
                 }
                 let best = (keys.iter())
-                    .filter_map(|k| {
-                        let k = k.to_lowercase();
-                        if query.is_empty() {
-                            Some(2)
-                        } else if k == query {
-                            Some(0)
-                        } else if k.starts_with(query) {
-                            Some(1)
-                        } else {
-                            k.contains(query).then_some(2)
-                        }
-                    })
+                    .filter_map(|k| rank(query, &k.to_lowercase()))
                     .min()?;
                 Some((best, p.to_string()))
             })
