@@ -43,15 +43,23 @@ pub struct Summary {
     /// Each advisory: its finding (as first met) and the platforms it
     /// applies to.
     pub advisories: Vec<PlatformFinding>,
+    /// The platforms asked for whose build record could not be read or
+    /// made: the summary is incomplete, is not kept, and is made again on
+    /// the next ask.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_read: Vec<String>,
 }
 
 /// A finding and the platforms it applies to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlatformFinding {
-    /// The finding.
+    /// The finding; its presence is what the platforms' presences come
+    /// to together ([`Presence::combine`]).
     pub finding: Finding,
     /// The platforms (`linux_amd64`) whose binaries it applies to.
     pub platforms: Vec<String>,
+    /// Each of those platforms' own presence.
+    pub presence_by_platform: BTreeMap<String, Presence>,
 }
 
 impl Summary {
@@ -73,10 +81,21 @@ impl Summary {
                     .iter_mut()
                     .find(|a| a.finding.id == f.id && a.finding.module == f.module)
                 {
-                    Some(a) => a.platforms.push(platform.clone()),
+                    Some(a) => {
+                        a.platforms.push(platform.clone());
+                        a.finding.presence =
+                            std::mem::replace(&mut a.finding.presence, Presence::NotNamed)
+                                .combine(f.presence.clone());
+                        a.presence_by_platform
+                            .insert(platform.clone(), f.presence.clone());
+                    }
                     None => advisories.push(PlatformFinding {
                         finding: f.clone(),
                         platforms: vec![platform.clone()],
+                        presence_by_platform: BTreeMap::from([(
+                            platform.clone(),
+                            f.presence.clone(),
+                        )]),
                     }),
                 }
             }
@@ -94,6 +113,87 @@ impl Summary {
             count: ids.len(),
             worst: advisories.iter().filter_map(|a| a.finding.severity).max(),
             advisories,
+            not_read: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(presence: Presence) -> Finding {
+        Finding {
+            id: "GO-2023-2102".into(),
+            aliases: Vec::new(),
+            summary: String::new(),
+            module: "stdlib".into(),
+            found: "go1.19.8".into(),
+            fixed: None,
+            severity: None,
+            review: database::Review::Reviewed,
+            presence,
+            matched_by: "toolchain version".into(),
+            url: String::new(),
+        }
+    }
+
+    fn present(packages: &[&str]) -> Presence {
+        Presence::Present {
+            packages: packages.iter().map(|p| (*p).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_findings_presence_over_platforms_does_not_depend_on_their_names() {
+        // The platform that holds the package sorts before the one that
+        // does not, then after it: the summary says present either way,
+        // and keeps each platform's own presence.
+        for (holds, lacks) in [
+            ("darwin_arm64", "linux_amd64"),
+            ("linux_amd64", "darwin_arm64"),
+        ] {
+            let per_platform = BTreeMap::from([
+                (holds.to_owned(), vec![finding(present(&["net/http"]))]),
+                (lacks.to_owned(), vec![finding(Presence::NotFound)]),
+            ]);
+            let summary = Summary::of(&per_platform);
+            assert_eq!(summary.count, 1);
+            let only = &summary.advisories[0];
+            assert_eq!(only.finding.presence, present(&["net/http"]), "{holds}");
+            assert_eq!(only.presence_by_platform[lacks], Presence::NotFound);
+            assert_eq!(only.presence_by_platform[holds], present(&["net/http"]));
+        }
+    }
+
+    #[test]
+    fn presences_combine_in_either_order() {
+        let all = [
+            present(&["net/http"]),
+            present(&["crypto/tls", "net/http"]),
+            Presence::NotFound,
+            Presence::NotNamed,
+            Presence::NotRead,
+        ];
+        for a in &all {
+            for b in &all {
+                let ab = a.clone().combine(b.clone());
+                assert_eq!(ab, b.clone().combine(a.clone()), "{a:?} {b:?}");
+                // What either says of code present is kept.
+                let either_present = [a, b].iter().any(|p| matches!(p, Presence::Present { .. }));
+                assert_eq!(matches!(ab, Presence::Present { .. }), either_present);
+                if !either_present && [a, b].contains(&&Presence::NotRead) {
+                    assert_eq!(ab, Presence::NotRead);
+                }
+            }
+        }
+        assert_eq!(
+            present(&["net/http"]).combine(present(&["crypto/tls"])),
+            present(&["crypto/tls", "net/http"])
+        );
+        assert_eq!(
+            Presence::NotNamed.combine(Presence::NotFound),
+            Presence::NotFound
+        );
     }
 }

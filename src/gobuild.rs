@@ -23,6 +23,7 @@ use std::fs::File;
 mod header;
 mod image;
 mod modinfo;
+mod names;
 mod pclntab;
 mod unpack;
 
@@ -30,7 +31,9 @@ mod unpack;
 mod tests;
 
 pub use modinfo::{BuildInfo, Module, Setting};
-pub use unpack::{executables_in, Executable, ExecutableKind};
+pub use names::{MAX_PACKAGES, MAX_PACKAGE_BYTES};
+pub use pclntab::MAX_FUNCTIONS;
+pub use unpack::{executables_in, Executable, ExecutableKind, MAX_EXECUTABLES};
 
 /// The most bytes read for either string of the block (the toolchain
 /// version, the module information). Real module information is tens of

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+mod common;
+
+use common::go::go_build;
 use proptest::prelude::*;
 use tfmirror::gobuild::{self, executables_in, BuildInfo, ExecutableKind, Found};
 
@@ -191,32 +194,6 @@ impl Built {
     fn program(&self, platform: &str) -> &Path {
         &self.programs.iter().find(|(p, _)| p == platform).unwrap().1
     }
-}
-
-/// Builds the module in `src` for `(GOOS, GOARCH)` into `out`, offline,
-/// with its caches in `work`; `stripped` as releases are (`-s -w`).
-fn go_build(work: &Path, src: &Path, out: &Path, (os, arch): (&str, &str), stripped: bool) {
-    let ldflags = if stripped {
-        "-ldflags=-s -w"
-    } else {
-        "-ldflags="
-    };
-    let status = Command::new("go")
-        .args(["build", "-trimpath", ldflags, "-o"])
-        .arg(out)
-        .arg(".")
-        .current_dir(src)
-        .env("GOOS", os)
-        .env("GOARCH", arch)
-        .env("CGO_ENABLED", "0")
-        .env("GOFLAGS", "-mod=mod")
-        .env("GOPROXY", "off")
-        .env("GOCACHE", work.join("cache"))
-        .env("GOPATH", work.join("gopath"))
-        .env("HOME", work)
-        .status()
-        .expect("go (Debian's golang-go) runs; the README's test command installs it");
-    assert!(status.success(), "go build for {os}/{arch}");
 }
 
 /// A universal Mach-O binary of the given thin ones, laid out as `lipo`
@@ -520,14 +497,24 @@ fn nm_packages(exe: &Path) -> std::collections::BTreeSet<String> {
             if kind != "T" && kind != "t" {
                 return None;
             }
-            let name = name.split('[').next()?;
+            // Text symbols only: the compiler's own `go.` names are
+            // data (`go.itab.…`, `go.string.…`), so a text symbol that
+            // starts with `go.` is a package's (`go.etcd.io/…`).
+            // Methods of unnamed types (`go.(*struct { … }).Lock`, before
+            // Go 1.18) and the build ID (a text symbol in PE files)
+            // belong to no package.
             if name.starts_with("type:")
                 || name.starts_with("type.")
                 || name.starts_with("go:")
-                || name.starts_with("go.")
+                || name.starts_with("go.(")
+                || name.starts_with("go.struct")
+                || name == "go.buildid"
             {
                 return None;
             }
+            // A symbol is the package path, then the name; type arguments
+            // and a method's receiver follow in brackets and parentheses.
+            let name = name.split(['[', '(']).next()?;
             let from = name.rfind('/').map_or(0, |i| i + 1);
             let dot = name[from..].find('.')? + from;
             Some(name[..dot].replace("%2e", "."))
@@ -544,10 +531,29 @@ fn the_packages_a_program_holds_are_those_its_symbol_table_names() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("go.mod"), "module example.test/web\n\ngo 1.19\n").unwrap();
+    // A dependency whose module path starts with `go.`, as
+    // go.etcd.io/etcd's and go.uber.org/zap's do, replaced by a directory
+    // so that the build stays offline.
+    let lib = dir.path().join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(
+        lib.join("go.mod"),
+        "module go.example.test/lib\n\ngo 1.19\n",
+    )
+    .unwrap();
+    std::fs::write(
+        lib.join("lib.go"),
+        "package lib\n\n//go:noinline\nfunc Twice(n int) int { return 2 * n }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("go.mod"),
+        "module example.test/web\n\ngo 1.19\n\nrequire go.example.test/lib v0.0.0\n\nreplace go.example.test/lib => ../lib\n",
+    )
+    .unwrap();
     std::fs::write(
         src.join("main.go"),
-        "package main\n\nimport (\n\t\"net/http\"\n\t\"regexp\"\n)\n\nfunc main() {\n\t_ = regexp.MustCompile(\"a+\")\n\t_ = http.ListenAndServe(\":0\", nil)\n}\n",
+        "package main\n\nimport (\n\t\"net/http\"\n\t\"os\"\n\t\"regexp\"\n\n\t\"go.example.test/lib\"\n)\n\nfunc main() {\n\t_ = regexp.MustCompile(\"a+\")\n\tos.Exit(lib.Twice(len(os.Args)))\n\t_ = http.ListenAndServe(\":0\", nil)\n}\n",
     )
     .unwrap();
     for (os, arch) in [
@@ -573,9 +579,35 @@ fn the_packages_a_program_holds_are_those_its_symbol_table_names() {
         // table and no symbol; nothing else may be extra.
         let extra: Vec<_> = ours.difference(&nm).collect();
         assert!(extra.len() <= 10, "{os}/{arch}: {extra:?}");
-        for package in ["net/http", "regexp", "main"] {
+        for package in ["net/http", "regexp", "main", "go.example.test/lib"] {
             assert!(ours.contains(package), "{os}/{arch}: {package}");
         }
         assert!(!ours.contains("debug/macho"), "{os}/{arch}");
     }
+}
+
+#[cfg_attr(
+    tfmirror_no_go,
+    ignore = "needs go (Debian's golang-go); scripts/test installs it"
+)]
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN; scripts/test installs it"
+)]
+#[test]
+fn the_terraform_1_0_3_function_table_holds_what_its_symbol_table_names() {
+    // Go 1.16's table layout, in a release binary that kept its symbols.
+    let exe = env_file("TERRAFORM_BIN");
+    let ours = gobuild::packages(&std::fs::File::open(&exe).unwrap())
+        .unwrap()
+        .expect("a function table");
+    let nm = nm_packages(&exe);
+    let missing: Vec<_> = nm.difference(&ours).collect();
+    assert!(missing.is_empty(), "nm names {missing:?}, not read");
+    let extra: Vec<_> = ours.difference(&nm).collect();
+    assert!(extra.len() <= 40, "{} extra: {extra:?}", extra.len());
+    // A module path that starts with `go.`, which the build record lists
+    // no package of.
+    assert!(ours.contains("go.etcd.io/etcd/pkg/tlsutil"));
+    assert!(nm.len() > 700, "{}", nm.len());
 }

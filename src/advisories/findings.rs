@@ -59,6 +59,30 @@ pub enum Presence {
 }
 
 impl Presence {
+    /// What two readings of one advisory's presence come to, in either
+    /// order: present where either is (with the packages of both), else
+    /// not read where either was not, else not found; an advisory that
+    /// names no packages says nothing, and yields to the other. Used
+    /// across a version's platforms and across the entries merged into one
+    /// finding, so that neither the order platforms were read in nor the
+    /// order of the entries decides.
+    #[must_use]
+    pub fn combine(self, other: Presence) -> Presence {
+        use Presence::{NotFound, NotNamed, NotRead, Present};
+        match (self, other) {
+            (Present { packages: mut a }, Present { packages: b }) => {
+                a.extend(b);
+                a.sort_unstable();
+                a.dedup();
+                Present { packages: a }
+            }
+            (p @ Present { .. }, _) | (_, p @ Present { .. }) => p,
+            (NotRead, _) | (_, NotRead) => NotRead,
+            (NotFound, _) | (_, NotFound) => NotFound,
+            (NotNamed, NotNamed) => NotNamed,
+        }
+    }
+
     /// In a few words.
     pub fn describe(&self) -> String {
         match self {
@@ -234,9 +258,7 @@ fn merge(found: Vec<(usize, Finding)>) -> Vec<Finding> {
                 first.aliases.push(alias);
             }
         }
-        if first.presence == Presence::NotNamed {
-            first.presence = second.presence;
-        }
+        first.presence = first.presence.combine(second.presence);
         *kept = first;
     }
     let mut out: Vec<Finding> = merged.into_iter().map(|(_, f)| f).collect();

@@ -28,6 +28,7 @@ fn record(build: BuildState) -> BuildRecord {
             packages: None,
             packages_error: None,
         }],
+        packages_reader: 1,
     }
 }
 

@@ -249,7 +249,8 @@ fn verify_store(
 }
 
 /// Reads and keeps the build record ([`crate::store::builds`]) of an
-/// archive that passed, when the store has none; whether it made one.
+/// archive that passed, when the store has none or an earlier reading
+/// made its packages ([`builds::PACKAGES_READER`]); whether it made one.
 fn record_build(
     store: &CommandStore,
     key: &ArchiveKey,
@@ -261,8 +262,10 @@ fn record_build(
         return Ok(false);
     };
     match store.wait(builds::read(store.store(), key)) {
-        Ok(None) => {}
-        Ok(Some(_)) => return Ok(false),
+        Ok(Some(kept)) if kept.packages_current() => return Ok(false),
+        // None kept, or one whose packages an earlier reading made: read
+        // (again).
+        Ok(None | Some(_)) => {}
         Err(e) => {
             tracing::warn!(archive = %key, error = %e, "a build record this build cannot read is left as it is");
             return Ok(false);

@@ -31,9 +31,9 @@ pub(super) fn strings(image: &Image<'_>) -> Result<Option<(String, String)>, GoB
     };
     let header = &window[at..at + HEADER];
     let (ptr_size, flags) = (header[14], header[15]);
-    let address = start + at as u64;
+    let address = offset_by(start, at as u64)?;
     let (version, info) = if flags & INLINE != 0 {
-        let (version, next) = inline_string(image, address + HEADER as u64)?;
+        let (version, next) = inline_string(image, offset_by(address, HEADER as u64)?)?;
         let (info, _) = inline_string(image, next)?;
         (version, info)
     } else {
@@ -59,9 +59,19 @@ fn inline_string<'a>(image: &Image<'a>, address: u64) -> Result<(&'a [u8], u64),
             "a string of {len} bytes at {address:#x} (at most {MAX_STRING} are read)"
         )));
     }
-    let body = address + used as u64;
+    let body = offset_by(address, used as u64)?;
     let bytes = image.read_exact(body, len)?;
-    Ok((bytes, body + len))
+    Ok((bytes, offset_by(body, len)?))
+}
+
+/// `address + by`, or an error where that passes the end of the address
+/// space (a lying header).
+fn offset_by(address: u64, by: u64) -> Result<u64, GoBuildError> {
+    address.checked_add(by).ok_or_else(|| {
+        GoBuildError::Damaged(format!(
+            "{by} bytes past address {address:#x} lie past the end of the address space"
+        ))
+    })
 }
 
 /// Reads an unsigned LEB128 varint as Go's `binary.Uvarint` does: at most

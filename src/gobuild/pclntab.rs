@@ -17,6 +17,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::FileExt;
 
+use super::names::{Noted, Packages};
 use super::GoBuildError;
 
 /// Where the table is, or may be, in the file.
@@ -56,6 +57,15 @@ const MAX_NAME: usize = 4096;
 /// How much of a section is looked through for a header at a time.
 const SEARCH_CHUNK: usize = 1 << 20;
 
+/// The most functions a table is believed to hold. The largest provider
+/// binaries hold a few hundred thousand; a table that claims more is
+/// refused before any of it is read.
+pub const MAX_FUNCTIONS: u64 = 1 << 22;
+
+/// The most places a header is tried at while a section is looked
+/// through for one (a real table is found at the first).
+const MAX_CANDIDATES: u32 = 1 << 16;
+
 /// A header read and checked.
 #[derive(Debug, Clone, Copy)]
 struct Header {
@@ -68,34 +78,69 @@ struct Header {
 }
 
 /// The import paths of the packages whose code `file` holds, from the
-/// first table found at one of `places`; `None` where none is.
+/// first table found at one of `places`; `None` where none is. Every
+/// extent is checked against the file's real length before it is read: a
+/// section or a table that claims more than the file holds is an error
+/// that says what it claimed.
 pub(super) fn packages(
     file: &File,
     places: &[Place],
 ) -> Result<Option<BTreeSet<String>>, GoBuildError> {
+    let file_len = file.metadata()?.len();
     for place in places {
         let found = match *place {
             Place::Section { offset, size } => {
+                let size = within_file(offset, size, file_len)?;
                 header_at(file, offset, size, false)?.map(|h| (offset, size, h))
             }
-            Place::Search { offset, size } => search(file, offset, size)?,
+            Place::Search { offset, size } => {
+                let size = within_file(offset, size, file_len)?;
+                search(file, offset, size)?
+            }
         };
         if let Some((offset, size, header)) = found {
-            return names(file, offset, size, &header).map(Some);
+            return names(file, offset, size, &header).map(|p| Some(p.set));
         }
     }
     Ok(None)
 }
 
-/// The header at `offset`, if one is there and holds together; `strict`
+/// `size`, where the `size` bytes at `offset` lie inside a file of
+/// `file_len` bytes; else why not.
+fn within_file(offset: u64, size: u64, file_len: u64) -> Result<u64, GoBuildError> {
+    let held = file_len.checked_sub(offset).ok_or_else(|| {
+        GoBuildError::Damaged(format!(
+            "the function table's section starts at offset {offset}, past the end of the \
+             {file_len}-byte file"
+        ))
+    })?;
+    if size > held {
+        return Err(GoBuildError::Damaged(format!(
+            "the function table's section claims {size} bytes at offset {offset}, more than \
+             the {held} the file holds from there"
+        )));
+    }
+    Ok(size)
+}
+
+/// The header at `offset`, if one is there and holds together. `strict`
 /// (when looking for it among other data) also asks the layout's fixed
-/// names to follow the header closely, where the toolchain puts them.
+/// names to follow the header closely, where the toolchain puts them, and
+/// takes a header that does not hold together as no header; in a table's
+/// own section (`strict` false) such a header is an error that says why.
 fn header_at(
     file: &File,
     offset: u64,
     size: u64,
     strict: bool,
 ) -> Result<Option<Header>, GoBuildError> {
+    let refuse = |why: String| {
+        if strict {
+            Ok(None)
+        } else {
+            Err(GoBuildError::Damaged(why))
+        }
+    };
     let mut raw = [0u8; 8 + 8 * 8];
     let got = read_some(file, offset, &mut raw)?;
     let raw = &raw[..got];
@@ -116,7 +161,10 @@ fn header_at(
     };
     let (pad, min_lc, ptr) = (&raw[4..6], raw[6], u64::from(raw[7]));
     if pad != [0, 0] || !matches!(min_lc, 1 | 2 | 4) || !matches!(ptr, 4 | 8) {
-        return Ok(None);
+        return refuse(format!(
+            "the function table's header is damaged (padding {pad:?}, instruction size \
+             {min_lc}, pointer size {ptr})"
+        ));
     }
     let word = |i: u64| -> Option<u64> {
         let at = usize::try_from(8 + i * ptr).ok()?;
@@ -131,8 +179,22 @@ fn header_at(
     let Some(nfunc) = word(0) else {
         return Ok(None);
     };
-    if nfunc == 0 || nfunc > size / (2 * ptr).max(1) {
+    if nfunc == 0 {
         return Ok(None);
+    }
+    // Each function takes at least two words of the table.
+    let holds = size / (2 * ptr);
+    if nfunc > holds {
+        return refuse(format!(
+            "this binary's function table claims {nfunc} entries, more than its {size} bytes \
+             hold"
+        ));
+    }
+    if nfunc > MAX_FUNCTIONS {
+        return refuse(format!(
+            "this binary's function table claims {nfunc} entries, more than the \
+             {MAX_FUNCTIONS} read"
+        ));
     }
     // The offsets that follow: names, compilation units, files, pc
     // tables, function records, in that order and inside the table.
@@ -157,9 +219,14 @@ fn header_at(
     };
     let ordered = offsets.windows(2).all(|w| w[0] <= w[1]) && offsets[4] <= size;
     let header_len = 8 + first * ptr + 5 * ptr;
+    if !ordered || offsets[0] < header_len {
+        return refuse(format!(
+            "the function table's offsets {offsets:?} are out of order or outside its {size} \
+             bytes"
+        ));
+    }
     // The names follow the header closely (the linker pads it a little).
-    let close = offsets[0] <= header_len + 64;
-    if !ordered || offsets[0] < header_len || (strict && !close) {
+    if strict && offsets[0] > header_len + 64 {
         return Ok(None);
     }
     Ok(Some(Header {
@@ -171,10 +238,12 @@ fn header_at(
     }))
 }
 
-/// Looks through a section for a table's header, at 4-byte alignment.
+/// Looks through a section for a table's header, at 4-byte alignment;
+/// at most [`MAX_CANDIDATES`] places that start like one are tried.
 fn search(file: &File, offset: u64, size: u64) -> Result<Option<(u64, u64, Header)>, GoBuildError> {
     let mut chunk = vec![0u8; SEARCH_CHUNK];
     let mut at = 0u64;
+    let mut tried = 0u32;
     while at < size {
         let want = usize::try_from((size - at).min(SEARCH_CHUNK as u64)).unwrap_or(SEARCH_CHUNK);
         let got = read_some(file, offset + at, &mut chunk[..want])?;
@@ -186,6 +255,13 @@ fn search(file: &File, offset: u64, size: u64) -> Result<Option<(u64, u64, Heade
                 || chunk[i..i + 4] == [0xf0, 0xff, 0xff, 0xff]
                 || chunk[i..i + 4] == [0xfa, 0xff, 0xff, 0xff]
             {
+                tried += 1;
+                if tried > MAX_CANDIDATES {
+                    return Err(GoBuildError::Damaged(format!(
+                        "more than {MAX_CANDIDATES} places in a section start like a function \
+                         table"
+                    )));
+                }
                 let start = offset + at + i as u64;
                 let rest = size - (at + i as u64);
                 if let Some(header) = header_at(file, start, rest, true)? {
@@ -198,14 +274,10 @@ fn search(file: &File, offset: u64, size: u64) -> Result<Option<(u64, u64, Heade
     Ok(None)
 }
 
-/// Every function name's package, from the table at `offset`.
-fn names(
-    file: &File,
-    offset: u64,
-    size: u64,
-    header: &Header,
-) -> Result<BTreeSet<String>, GoBuildError> {
-    let mut packages = BTreeSet::new();
+/// Every function name's package, from the table at `offset`, which lies
+/// inside the file (`size` bytes of it).
+fn names(file: &File, offset: u64, size: u64, header: &Header) -> Result<Packages, GoBuildError> {
+    let mut packages = Packages::default();
     match header.layout {
         Layout::Go116 | Layout::Go118 => {
             // One block of names, each ended by a zero byte.
@@ -232,134 +304,81 @@ fn names(
                     // The rest of an over-long name is passed over.
                     reader.skip_until(0)?;
                 }
-                noted.note(&mut packages, &name);
+                noted.note(&mut packages, &name)?;
             }
         }
-        Layout::Go12 => {
-            // Names reached through each function's record.
-            let ptr = header.ptr;
-            let table_len = header.nfunc * 2 * ptr;
-            if 8 + ptr + table_len > size {
-                return Err(GoBuildError::Damaged(format!(
-                    "the function table names {} functions, more than its {size} bytes hold",
-                    header.nfunc
-                )));
-            }
-            let mut table = vec![0u8; usize::try_from(table_len).unwrap_or(0)];
-            file.read_exact_at(&mut table, offset + 8 + ptr)?;
-            let word = |bytes: &[u8]| match (ptr, header.big_endian) {
-                (4, false) => u64::from(u32::from_le_bytes(bytes.try_into().unwrap_or_default())),
-                (4, true) => u64::from(u32::from_be_bytes(bytes.try_into().unwrap_or_default())),
-                (_, false) => u64::from_le_bytes(bytes.try_into().unwrap_or_default()),
-                (_, true) => u64::from_be_bytes(bytes.try_into().unwrap_or_default()),
-            };
-            let step = usize::try_from(ptr).unwrap_or(8);
-            let mut name = vec![0u8; 512];
-            for entry in table.chunks_exact(2 * step) {
-                let record = word(&entry[step..]);
-                let mut nameoff = [0u8; 4];
-                if record + ptr + 4 > size {
-                    continue;
-                }
-                file.read_exact_at(&mut nameoff, offset + record + ptr)?;
-                let nameoff = if header.big_endian {
-                    i32::from_be_bytes(nameoff)
-                } else {
-                    i32::from_le_bytes(nameoff)
-                };
-                let Ok(nameoff) = u64::try_from(nameoff) else {
-                    continue;
-                };
-                if nameoff >= size {
-                    continue;
-                }
-                let got = read_some(file, offset + nameoff, &mut name)?;
-                let end = name[..got].iter().position(|b| *b == 0).unwrap_or(got);
-                add(&mut packages, &name[..end]);
-            }
-        }
+        Layout::Go12 => go12_names(file, offset, size, header, &mut packages)?,
     }
     Ok(packages)
 }
 
-/// Notes the package of one function name.
-fn add(packages: &mut BTreeSet<String>, name: &[u8]) {
-    let Ok(name) = std::str::from_utf8(name) else {
-        return;
+/// The names of a Go 1.2 to 1.15 table, reached through each function's
+/// record: the table of (entry, record offset) pairs is read as a stream,
+/// and each record's name offset where it lies inside the table.
+fn go12_names(
+    file: &File,
+    offset: u64,
+    size: u64,
+    header: &Header,
+    packages: &mut Packages,
+) -> Result<(), GoBuildError> {
+    let ptr = header.ptr;
+    let start = 8 + ptr;
+    let table_len = header.nfunc.checked_mul(2 * ptr);
+    if table_len
+        .and_then(|len| len.checked_add(start))
+        .is_none_or(|end| end > size)
+    {
+        return Err(GoBuildError::Damaged(format!(
+            "this binary's function table claims {} entries, more than its {size} bytes hold",
+            header.nfunc
+        )));
+    }
+    let table = Positioned {
+        file,
+        at: offset + start,
+    }
+    .take(table_len.unwrap_or(0));
+    let mut table = BufReader::with_capacity(1 << 16, table);
+    let word = |bytes: &[u8]| match (ptr, header.big_endian) {
+        (4, false) => u64::from(u32::from_le_bytes(bytes.try_into().unwrap_or_default())),
+        (4, true) => u64::from(u32::from_be_bytes(bytes.try_into().unwrap_or_default())),
+        (_, false) => u64::from_le_bytes(bytes.try_into().unwrap_or_default()),
+        (_, true) => u64::from_be_bytes(bytes.try_into().unwrap_or_default()),
     };
-    if let Some(package) = package_of(name) {
-        if !packages.contains(package.as_str()) {
-            packages.insert(package);
+    let step = usize::try_from(ptr).unwrap_or(8);
+    let mut entry = [0u8; 16];
+    let mut name = vec![0u8; 512];
+    let mut noted = Noted::default();
+    for _ in 0..header.nfunc {
+        table.read_exact(&mut entry[..2 * step])?;
+        let record = word(&entry[step..2 * step]);
+        // The record's name offset follows its entry address.
+        let Some(at) = record
+            .checked_add(ptr)
+            .filter(|at| at.saturating_add(4) <= size)
+        else {
+            continue;
+        };
+        let mut nameoff = [0u8; 4];
+        file.read_exact_at(&mut nameoff, offset + at)?;
+        let nameoff = if header.big_endian {
+            i32::from_be_bytes(nameoff)
+        } else {
+            i32::from_le_bytes(nameoff)
+        };
+        let Ok(nameoff) = u64::try_from(nameoff) else {
+            continue;
+        };
+        if nameoff >= size {
+            continue;
         }
+        let want = usize::try_from(size - nameoff).map_or(name.len(), |left| left.min(name.len()));
+        let got = read_some(file, offset + nameoff, &mut name[..want])?;
+        let end = name[..got].iter().position(|b| *b == 0).unwrap_or(got);
+        noted.note(packages, &name[..end])?;
     }
-}
-
-/// Names noted one after another. A package's functions come together in
-/// the table: a name in the package just noted costs one comparison.
-#[derive(Debug, Default)]
-struct Noted {
-    /// The package part of the last name noted, as written.
-    last: Vec<u8>,
-}
-
-impl Noted {
-    /// Notes the package of `name` in `packages`.
-    fn note(&mut self, packages: &mut BTreeSet<String>, name: &[u8]) {
-        if self.in_last(name) {
-            return;
-        }
-        add(packages, name);
-        self.last.clear();
-        if let Some(len) = std::str::from_utf8(name).ok().and_then(raw_package_len) {
-            self.last.extend_from_slice(&name[..len]);
-        }
-    }
-
-    /// Whether `name`'s package is the last one noted, as [`package_of`]
-    /// finds it: the name starts with it and a `.`, and no `/` follows
-    /// before any type arguments.
-    fn in_last(&self, name: &[u8]) -> bool {
-        let last = self.last.as_slice();
-        if last.is_empty() || name.len() <= last.len() || !name.starts_with(last) {
-            return false;
-        }
-        let rest = &name[last.len()..];
-        if rest[0] != b'.' {
-            return false;
-        }
-        let head = rest.split(|b| *b == b'[').next().unwrap_or(rest);
-        !head.contains(&b'/')
-    }
-}
-
-/// The length of the package part of a name, as written (before `%2e` is
-/// read back): [`package_of`]'s cut, whether or not it names a package.
-fn raw_package_len(name: &str) -> Option<usize> {
-    let head = name.split('[').next()?;
-    let last_slash = head.rfind('/').map_or(0, |i| i + 1);
-    Some(head[last_slash..].find('.')? + last_slash)
-}
-
-/// The import path a function name starts with: up to the first `.`
-/// after its last `/`, with the `%2e` the linker writes for a dot in the
-/// path's last element read back. `None` for the linker's own names
-/// (`type:.eq.…`, `go:buildid`) and names without a package.
-pub(super) fn package_of(name: &str) -> Option<String> {
-    if name.starts_with("type:") || name.starts_with("type..") || name.starts_with("go:") {
-        return None;
-    }
-    if name.starts_with("go.") || name.starts_with("_cgo") {
-        return None;
-    }
-    // A generic instantiation's type arguments may hold paths of their own.
-    let name = name.split('[').next()?;
-    let last_slash = name.rfind('/').map_or(0, |i| i + 1);
-    let dot = name[last_slash..].find('.')? + last_slash;
-    let package = &name[..dot];
-    if package.is_empty() {
-        return None;
-    }
-    Some(package.replace("%2e", "."))
+    Ok(())
 }
 
 /// Reads what the file holds at `at`, up to `buf`'s length.
@@ -387,72 +406,5 @@ impl Read for Positioned<'_> {
         let n = self.file.read_at(buf, self.at)?;
         self.at += n as u64;
         Ok(n)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{package_of, Noted};
-    use std::collections::BTreeSet;
-
-    #[test]
-    fn names_noted_in_turn_give_each_names_package() {
-        // Runs of one package, broken by names whose package starts the
-        // same way, is longer, or is none; the oracle is each name's own
-        // package.
-        let names = [
-            "a/b.F",
-            "a/b.(*T).M",
-            "a/b.F[go.shape.*net/http.Request]",
-            "a/b.x/y.G",
-            "a/b.x/y.H",
-            "a/bc.F",
-            "a/b%2ec.F",
-            "type:.eq.a/b.T",
-            "a/b.G",
-            "a.F",
-            "a.b/c.F",
-            "runtime.main",
-            "go:buildid",
-            "runtime.gopark",
-        ];
-        let mut noted = Noted::default();
-        let mut packages = BTreeSet::new();
-        for name in names {
-            noted.note(&mut packages, name.as_bytes());
-        }
-        let each: BTreeSet<String> = names.iter().filter_map(|n| package_of(n)).collect();
-        assert_eq!(packages, each);
-        assert!(packages.contains("a/b.x/y") && packages.contains("a/b.c"));
-    }
-
-    #[test]
-    fn a_function_names_its_package() {
-        for (name, package) in [
-            (
-                "golang.org/x/net/http2.(*Framer).ReadFrame",
-                Some("golang.org/x/net/http2"),
-            ),
-            ("net/http.(*Server).Serve", Some("net/http")),
-            ("runtime.gcWriteBarrier", Some("runtime")),
-            ("main.main", Some("main")),
-            (
-                "gopkg.in/yaml%2ev3.(*parser).parse",
-                Some("gopkg.in/yaml.v3"),
-            ),
-            (
-                "slices.SortFunc[go.shape.[]github.com/x/y.T,go.shape.int]",
-                Some("slices"),
-            ),
-            ("github.com/a/b.Map[...].func1", Some("github.com/a/b")),
-            ("type:.eq.github.com/a/b.T", None),
-            ("type..eq.[2]interface {}", None),
-            ("go:buildid", None),
-            ("go.shape.int", None),
-            ("_cgo_init", None),
-            ("noDotHere", None),
-        ] {
-            assert_eq!(package_of(name).as_deref(), package, "{name}");
-        }
     }
 }

@@ -47,10 +47,16 @@ pub struct Executable {
     pub packages: Result<Option<BTreeSet<String>>, GoBuildError>,
 }
 
+/// The most executables read from one archive (a release has one): past
+/// these, each is listed as not read, so that an archive of many large
+/// members costs no more than this many unpacked.
+pub const MAX_EXECUTABLES: usize = 4;
+
 /// Reads the build information of each executable of the zip archive
 /// `archive`, unpacking each into an anonymous file in `scratch`. A member
-/// larger than `max_size` unpacked is not unpacked (its `build` says so);
-/// an archive that is no zip is an error.
+/// larger than `max_size` unpacked is not unpacked (its `build` says so),
+/// nor is any past the first [`MAX_EXECUTABLES`]; an archive that is no
+/// zip is an error.
 pub fn executables_in(
     archive: File,
     kind: ExecutableKind,
@@ -72,7 +78,12 @@ pub fn executables_in(
             continue;
         }
         let size = member.size();
-        let (build, packages) = if size > max_size {
+        let (build, packages) = if found.len() >= MAX_EXECUTABLES {
+            let too_many = format!(
+                "{name} was not read: an archive's first {MAX_EXECUTABLES} executables are"
+            );
+            (Err(GoBuildError::Damaged(too_many)), Ok(None))
+        } else if size > max_size {
             let too_big = format!("{name} unpacks to {size} bytes, more than the {max_size} read");
             (Err(GoBuildError::Damaged(too_big)), Ok(None))
         } else {

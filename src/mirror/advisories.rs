@@ -174,7 +174,8 @@ impl Mirror {
 
     /// What a held version falls under, over `platforms`, with the
     /// database it was matched against; `None` when no database is kept.
-    /// A platform whose record cannot be read or made is left out.
+    /// A platform whose record cannot be read or made is named in the
+    /// summary's `not_read`, and such a summary is not kept.
     pub async fn version_advisories(
         self: &Arc<Self>,
         provider: &Provider,
@@ -205,20 +206,24 @@ impl Mirror {
             }
         }
         let mut per_platform = std::collections::BTreeMap::new();
+        let mut not_read = Vec::new();
         for platform in platforms {
             let archive = ArchiveKey::new(provider, version, platform);
             match self.package_findings(&db, &archive).await {
                 Ok(Some(found)) => {
                     per_platform.insert(platform.to_string(), found);
                 }
-                Ok(None) => {}
+                Ok(None) => not_read.push(platform.to_string()),
                 Err(e) => {
                     tracing::warn!(archive = %archive, error = %e, "could not match a package against the advisory database");
+                    not_read.push(platform.to_string());
                 }
             }
         }
-        let summary = Summary::of(&per_platform);
-        if !keep {
+        let mut summary = Summary::of(&per_platform);
+        summary.not_read = not_read;
+        // An incomplete summary is made again on the next ask.
+        if !keep || !summary.not_read.is_empty() {
             return Some((held, summary));
         }
         self.advisories

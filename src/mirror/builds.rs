@@ -52,14 +52,21 @@ impl Mirror {
     }
 
     /// The build record of an archive: the kept one, or, for a stored
-    /// archive without one, read from the archive now and kept. `None`
-    /// when the store holds neither the record nor the archive.
+    /// archive without one or with one whose packages an earlier reading
+    /// made ([`builds::PACKAGES_READER`]), read from the archive now and
+    /// kept. An earlier reading's record is given where the archive is
+    /// gone; `None` when the store holds neither the record nor the
+    /// archive.
     pub async fn build_record(
         self: &Arc<Self>,
         key: &ArchiveKey,
     ) -> Result<Option<BuildRecord>, RequestError> {
         match builds::read(self.store.as_ref(), key).await {
-            Ok(Some(record)) => return Ok(Some(record)),
+            Ok(Some(record)) if record.packages_current() => return Ok(Some(record)),
+            Ok(Some(earlier)) => {
+                let again = self.record_build(key).await?;
+                return Ok(again.or(Some(earlier)));
+            }
             Ok(None) => {}
             // A record this build cannot read is left as it is.
             Err(e) => {

@@ -7,7 +7,8 @@
 //! (`severity`; a finding no source rates counts unless `unrated =
 //! "ignored"`), and its affected packages are in the binary
 //! (`present_only`; a finding whose advisory names no packages, or whose
-//! binary's packages were not read, still counts: absence is not shown).
+//! binary's packages were not read, still counts: absence is not shown;
+//! so does one not found while another platform's record is not read).
 //! An advisory known under several IDs (a GO entry and its GHSA alias) is
 //! one finding, named and accepted by any of them.
 
@@ -50,7 +51,7 @@ impl AdvisoryRule {
 
     /// Whether one finding of the advisory known by `ids` counts under the
     /// rule, acceptances aside.
-    fn counts(&self, finding: &Finding, ids: &[&str]) -> bool {
+    fn counts(&self, finding: &Finding, ids: &[&str], some_not_read: bool) -> bool {
         let named = self.ids.is_empty()
             || ids
                 .iter()
@@ -60,7 +61,8 @@ impl AdvisoryRule {
             (Some(floor), Some(rated)) => rated >= floor,
             (Some(_), None) => self.unrated == Unrated::Counts,
         };
-        let present = !self.present_only || finding.presence != Presence::NotFound;
+        // Not found on the platforms read says nothing of one not read.
+        let present = !self.present_only || finding.presence != Presence::NotFound || some_not_read;
         named && severe && present
     }
 
@@ -97,7 +99,7 @@ impl AdvisoryRule {
             ids.sort_unstable();
             ids.dedup();
             let Some(finding) = findings()
-                .filter(|f| self.counts(f, &ids))
+                .filter(|f| self.counts(f, &ids, !summary.not_read.is_empty()))
                 .max_by_key(|f| f.severity)
             else {
                 continue;

@@ -17,7 +17,9 @@ use crate::store::release_builds::{self, ReleaseBuildRecord};
 
 impl Mirror {
     /// The build record of a held release file: the kept one, or, for a
-    /// stored zip without one, read from the file now and kept. `None`
+    /// stored zip without one or with one an earlier reading made
+    /// ([`crate::store::builds::PACKAGES_READER`]), read from the file now
+    /// and kept. `None`
     /// when the file is not a platform's zip or the store does not hold
     /// it.
     pub async fn release_build_record(
@@ -25,7 +27,11 @@ impl Mirror {
         file: &ReleaseFile,
     ) -> Result<Option<ReleaseBuildRecord>, RequestError> {
         match release_builds::read(self.store(), file).await {
-            Ok(Some(record)) => return Ok(Some(record)),
+            Ok(Some(record)) if record.packages_current() => return Ok(Some(record)),
+            Ok(Some(earlier)) => {
+                let again = self.record_release_build(file).await?;
+                return Ok(again.or(Some(earlier)));
+            }
             Ok(None) => {}
             Err(e) => {
                 return Err(RequestError::DiskUnavailable(format!(

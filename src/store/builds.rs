@@ -21,6 +21,17 @@ use crate::gobuild::{self, BuildInfo, ExecutableKind, Found};
 /// reads.
 pub const BUILD_FORMAT: u32 = 1;
 
+/// Which reading of the executables' function tables this build makes.
+/// A record made by an earlier reading has its packages read again from
+/// its archive where the archive is held (on first ask, and by `tfmirror
+/// verify`); an older build reads a record of a later reading as it is,
+/// since the field is new and optional.
+///
+/// - 0 (no field): packages whose import path starts with `go.`
+///   (`go.etcd.io/…`, `go.uber.org/…`) were passed over.
+/// - 1: they are read.
+pub const PACKAGES_READER: u32 = 1;
+
 /// The folder the records are kept in.
 const TOP: &str = "builds";
 
@@ -44,6 +55,11 @@ pub struct BuildRecord {
     pub read_by: String,
     /// Each executable of the archive (normally one).
     pub executables: Vec<ExecutableBuild>,
+    /// The reading of function tables that made the executables'
+    /// packages ([`PACKAGES_READER`]); 0 for a record made before the
+    /// field was written.
+    #[serde(default)]
+    pub packages_reader: u32,
 }
 
 /// One executable of an archive and its build.
@@ -116,7 +132,14 @@ impl BuildRecord {
                 scratch,
                 max_size,
             ),
+            packages_reader: PACKAGES_READER,
         }
+    }
+
+    /// Whether its packages were read by this build's reading of function
+    /// tables; else they are read again where the archive is held.
+    pub fn packages_current(&self) -> bool {
+        self.packages_reader >= PACKAGES_READER
     }
 
     /// What the record says, in a word: `go`, `nothing` or `unreadable`
@@ -312,6 +335,7 @@ mod tests {
                 packages: None,
                 packages_error: None,
             }],
+            packages_reader: PACKAGES_READER,
         };
         write(&store, &record).await.unwrap();
         let file = dir

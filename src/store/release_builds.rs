@@ -7,7 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::builds::{findings_of, outcome_of, read_executables, ExecutableBuild, BUILD_FORMAT};
+use super::builds::{
+    findings_of, outcome_of, read_executables, ExecutableBuild, BUILD_FORMAT, PACKAGES_READER,
+};
 use super::{Store, StoreError};
 use crate::address::{ArtifactName, Platform, Product, ReleaseFile, Version};
 use crate::gobuild::ExecutableKind;
@@ -38,6 +40,11 @@ pub struct ReleaseBuildRecord {
     pub read_by: String,
     /// Each executable of the file (normally one).
     pub executables: Vec<ExecutableBuild>,
+    /// The reading of function tables that made the executables'
+    /// packages ([`PACKAGES_READER`]); 0 for a record made before the
+    /// field was written.
+    #[serde(default)]
+    pub packages_reader: u32,
 }
 
 impl ReleaseBuildRecord {
@@ -70,7 +77,14 @@ impl ReleaseBuildRecord {
                 scratch,
                 max_size,
             ),
+            packages_reader: PACKAGES_READER,
         }
+    }
+
+    /// Whether its packages were read by this build's reading of function
+    /// tables; else they are read again where the file is held.
+    pub fn packages_current(&self) -> bool {
+        self.packages_reader >= PACKAGES_READER
     }
 
     /// What the record says, in a word: `go`, `nothing` or `unreadable`.
@@ -156,6 +170,7 @@ mod tests {
                 packages: None,
                 packages_error: None,
             }],
+            packages_reader: PACKAGES_READER,
         };
         write(&store, &record).await.unwrap();
         let kept = dir

@@ -239,18 +239,25 @@ pub async fn across_the_gap(
 /// Writes a sync manifest for `registry.origin.test/acme/widget` at
 /// `versions` on `linux_amd64` and runs `sync` with `config`.
 pub async fn sync_widget(home: &Path, config: &Path, versions: &str) {
-    let manifest = home.join("providers.toml");
-    std::fs::write(
-        &manifest,
-        format!("platforms = [\"linux_amd64\"]\n[[provider]]\nsource = \"registry.origin.test/acme/widget\"\nversions = \"{versions}\"\n"),
-    )
-    .unwrap();
+    let manifest = sync_manifest(home, "registry.origin.test/acme/widget", versions);
     let s = |p: &Path| p.to_str().unwrap().to_owned();
     run_ok(
         home,
         &["sync", "--config", &s(config), "--manifest", &s(&manifest)],
     )
     .await;
+}
+
+/// Writes `home/providers.toml`, a sync manifest for `source` at
+/// `versions` on `linux_amd64`, and gives its path.
+pub fn sync_manifest(home: &Path, source: &str, versions: &str) -> PathBuf {
+    let manifest = home.join("providers.toml");
+    std::fs::write(
+        &manifest,
+        format!("platforms = [\"linux_amd64\"]\n[[provider]]\nsource = \"{source}\"\nversions = \"{versions}\"\n"),
+    )
+    .unwrap();
+    manifest
 }
 
 /// Runs `export` of `config`'s cache to the bundle `out`, with `extra`

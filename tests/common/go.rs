@@ -203,3 +203,46 @@ pub async fn publish_tfcli_pair(setup: &super::Setup) -> (super::FakeOrigin, std
     copy_advisory_fixtures(&entries);
     (origin, entries)
 }
+
+/// Builds the module in `src` for `(GOOS, GOARCH)` into `out`, offline,
+/// with its caches in `work`; `stripped` as releases are (`-s -w`).
+pub fn go_build(work: &Path, src: &Path, out: &Path, (os, arch): (&str, &str), stripped: bool) {
+    let ldflags = if stripped {
+        "-ldflags=-s -w"
+    } else {
+        "-ldflags="
+    };
+    let status = std::process::Command::new("go")
+        .args(["build", "-trimpath", ldflags, "-o"])
+        .arg(out)
+        .arg(".")
+        .current_dir(src)
+        .env("GOOS", os)
+        .env("GOARCH", arch)
+        .env("CGO_ENABLED", "0")
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOPROXY", "off")
+        .env("GOCACHE", work.join("cache"))
+        .env("GOPATH", work.join("gopath"))
+        .env("HOME", work)
+        .status()
+        .expect("go (Debian's golang-go) runs; the README's test command installs it");
+    assert!(status.success(), "go build for {os}/{arch}");
+}
+
+/// A small Go program for linux/amd64 (Go 1.18's function table layout
+/// under Debian's Go 1.19) that prints with `fmt`, stripped as releases
+/// are, built into `dir` as `dir/hello`.
+pub fn hello_program(dir: &Path) -> std::path::PathBuf {
+    let src = dir.join("hello-src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("go.mod"), "module example.test/hello\n\ngo 1.19\n").unwrap();
+    std::fs::write(
+        src.join("main.go"),
+        "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n",
+    )
+    .unwrap();
+    let out = dir.join("hello");
+    go_build(dir, &src, &out, ("linux", "amd64"), true);
+    out
+}

@@ -99,8 +99,8 @@ impl Mirror {
                 // Truncated: a changed list is told from the last one.
                 #[allow(clippy::cast_possible_truncation)]
                 let listed = memo.hasher.hash_one(&platforms) as u32;
-                let worst = match memo.versions.get(&key) {
-                    Some(&(was, worst)) if was == listed => worst,
+                let (worst, complete) = match memo.versions.get(&key) {
+                    Some(&(was, worst)) if was == listed => (worst, true),
                     _ => {
                         let platforms: Vec<Platform> = (platforms.iter())
                             .filter_map(|p| Platform::parse(p).ok())
@@ -111,13 +111,18 @@ impl Mirror {
                         else {
                             continue;
                         };
-                        (summary.worst_name())
+                        let worst = (summary.worst_name())
                             .and_then(|w| crate::advisories::WORST.iter().position(|x| *x == w))
                             .and_then(|i| u8::try_from(i).ok())
-                            .unwrap_or(NOT_AFFECTED)
+                            .unwrap_or(NOT_AFFECTED);
+                        (worst, summary.not_read.is_empty())
                     }
                 };
-                counted.insert(key, (listed, worst));
+                // A version whose records could not all be read is
+                // counted again next time.
+                if complete {
+                    counted.insert(key, (listed, worst));
+                }
                 if let Some(name) = crate::advisories::WORST.get(usize::from(worst)) {
                     census.affected += 1;
                     *census.by_worst.entry((*name).to_string()).or_default() += 1;

@@ -1,3 +1,4 @@
+use super::AdvisoryRule;
 use crate::address::{Provider, Version};
 use crate::advisories::database::Review;
 use crate::advisories::{Finding, PlatformFinding, Presence, Severity, Summary};
@@ -55,10 +56,12 @@ fn summary() -> Summary {
         advisories: found
             .into_iter()
             .map(|finding| PlatformFinding {
+                presence_by_platform: [("linux_amd64".into(), finding.presence.clone())].into(),
                 finding,
                 platforms: vec!["linux_amd64".into()],
             })
             .collect(),
+        not_read: Vec::new(),
     }
 }
 
@@ -265,4 +268,27 @@ fn rules_by_advisory_deny_and_apply_to_providers() {
     )
     .unwrap_err();
     assert!(unknown.to_string().contains("unknown variant"), "{unknown}");
+}
+
+#[test]
+fn a_finding_not_found_counts_under_present_only_while_a_platform_is_not_read() {
+    let rule = AdvisoryRule::new(
+        &toml::from_str::<crate::config::policy::AdvisoryRuleConfig>("present_only = true\n")
+            .unwrap(),
+    )
+    .unwrap();
+    let version = Version::parse("1.0.0").unwrap();
+    let mut read = summary();
+    read.advisories
+        .retain(|a| a.finding.presence == Presence::NotFound);
+    assert!(!read.advisories.is_empty());
+    let subject = ("registry.example/acme/widget", &version);
+    assert!(rule.weigh(&read, &[], subject, 0).counted.is_empty());
+    // The same findings, with another platform's record not read: what is
+    // not found on one platform may be present on the other.
+    read.not_read = vec!["darwin_arm64".into()];
+    assert_eq!(
+        rule.weigh(&read, &[], subject, 0).counted.len(),
+        read.advisories.len()
+    );
 }
