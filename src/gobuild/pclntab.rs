@@ -88,15 +88,13 @@ pub(super) fn packages(
 ) -> Result<Option<BTreeSet<String>>, GoBuildError> {
     let file_len = file.metadata()?.len();
     for place in places {
-        let found = match *place {
-            Place::Section { offset, size } => {
-                let size = within_file(offset, size, file_len)?;
+        let (Place::Section { offset, size } | Place::Search { offset, size }) = *place;
+        let size = within_file(offset, size, file_len)?;
+        let found = match place {
+            Place::Section { .. } => {
                 header_at(file, offset, size, false)?.map(|h| (offset, size, h))
             }
-            Place::Search { offset, size } => {
-                let size = within_file(offset, size, file_len)?;
-                search(file, offset, size)?
-            }
+            Place::Search { .. } => search(file, offset, size)?,
         };
         if let Some((offset, size, header)) = found {
             return names(file, offset, size, &header).map(|p| Some(p.set));
