@@ -15,7 +15,8 @@
 //! over the file: only the headers and the few ranges named here are read,
 //! each bounded, never the whole executable. `image` maps addresses to file
 //! offsets; `header` finds the block and its two strings; `modinfo` reads
-//! the module lines; `unpack` takes the executables out of a release
+//! the module lines; `toolchain` reads the toolchain's name of itself;
+//! `unpack` takes the executables out of a release
 //! archive, one at a time, into a temporary file.
 
 use std::fs::File;
@@ -25,6 +26,7 @@ mod image;
 mod modinfo;
 mod names;
 mod pclntab;
+mod toolchain;
 mod unpack;
 
 #[cfg(test)]
@@ -33,6 +35,7 @@ mod tests;
 pub use modinfo::{BuildInfo, Module, Setting};
 pub use names::{MAX_PACKAGES, MAX_PACKAGE_BYTES};
 pub use pclntab::MAX_FUNCTIONS;
+pub use toolchain::{Reading, Toolchain};
 pub use unpack::{executables_in, Executable, ExecutableKind, MAX_EXECUTABLES};
 
 /// The most bytes read for either string of the block (the toolchain
@@ -117,32 +120,13 @@ pub fn packages(file: &File) -> Result<Option<std::collections::BTreeSet<String>
     pclntab::packages(file, &places)
 }
 
-/// A Go toolchain's version as semantic versioning with a `v`
+/// A Go toolchain's release as semantic versioning with a `v`
 /// (`go1.21.3` → `v1.21.3`, `go1.22rc2` → `v1.22.0-rc.2`, `go1.16` →
-/// `v1.16.0`); `None` for a development toolchain.
+/// `v1.16.0`, `go1.21.1-bigcorp` → `v1.21.1`); `None` for a development
+/// build, a language version with no patch and a name Go does not read
+/// ([`Toolchain::parse`] reads those too).
 pub fn go_semver(go_version: &str) -> Option<String> {
-    let rest = go_version.strip_prefix("go")?;
-    // A toolchain may add build details after a space or a '+'/'-X:'.
-    let rest = rest.split([' ', '+']).next()?;
-    let rest = rest.split_once("-X:").map_or(rest, |(v, _)| v);
-    let (numbers, pre) = match rest.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&rest[..i], Some(&rest[i..])),
-        None => (rest, None),
-    };
-    let mut parts = numbers.split('.');
-    let major = parts.next()?.parse::<u64>().ok()?;
-    let minor = parts.next().map_or(Some(0), |m| m.parse::<u64>().ok())?;
-    let patch = parts.next().map_or(Some(0), |p| p.parse::<u64>().ok())?;
-    if parts.next().is_some() {
-        return None;
-    }
-    let pre = match pre {
-        None => String::new(),
-        Some(p) => {
-            let kind: String = p.chars().take_while(char::is_ascii_alphabetic).collect();
-            let number = p[kind.len()..].parse::<u64>().ok()?;
-            format!("-{kind}.{number}")
-        }
-    };
-    Some(format!("v{major}.{minor}.{patch}{pre}"))
+    Toolchain::parse(go_version)
+        .filter(Toolchain::is_release)
+        .map(|t| t.semver)
 }

@@ -20,11 +20,15 @@ use crate::store::PolicyDecisions;
 use crate::verify::Verification;
 
 mod advisories;
+mod denied;
 mod gate;
 
-pub use crate::config::policy::{Action, AdvisoryRuleConfig, PolicyConfig, RuleConfig, Unrated};
+pub use crate::config::policy::{
+    Action, AdvisoryRuleConfig, NotKnown, PolicyConfig, RuleConfig, Unrated,
+};
 use advisories::AdvisoryRule;
 pub use advisories::{audit_accepted, ids_of};
+pub use denied::{Counted, Denied};
 pub use gate::Gate;
 
 /// The name a cooldown's refusal gives as its rule.
@@ -98,48 +102,6 @@ impl std::fmt::Display for Subject<'_> {
             Subject::Provider(p) => write!(f, "{p}"),
             Subject::Module(m) => write!(f, "module {m}"),
         }
-    }
-}
-
-/// A version the policy refuses, and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{subject} {version} is denied by this mirror's policy ({rule}){}{}", advisories_suffix(.advisories), reason_suffix(.reason))]
-pub struct Denied {
-    /// The provider or module.
-    pub subject: String,
-    /// The version.
-    pub version: String,
-    /// The rule that decided (`policy.rule[N]`, or `policy.default`).
-    pub rule: String,
-    /// The rule's reason; may be empty.
-    pub reason: String,
-    /// The advisories that made a rule by advisory match, described
-    /// (`GO-2023-2102 (high; also GHSA-4374-p667-p6c8)`); empty for other
-    /// rules.
-    pub advisories: Vec<String>,
-}
-
-/// How many advisories a refusal names before it counts the rest.
-const NAMED_ADVISORIES: usize = 5;
-
-fn advisories_suffix(advisories: &[String]) -> String {
-    match advisories {
-        [] => String::new(),
-        [one] => format!(": advisory {one}"),
-        many if many.len() <= NAMED_ADVISORIES => format!(": advisories {}", many.join(", ")),
-        many => format!(
-            ": advisories {} and {} more",
-            many[..NAMED_ADVISORIES].join(", "),
-            many.len() - NAMED_ADVISORIES
-        ),
-    }
-}
-
-fn reason_suffix(reason: &str) -> String {
-    if reason.is_empty() {
-        String::new()
-    } else {
-        format!(": {reason}")
     }
 }
 
@@ -270,7 +232,7 @@ impl Policy {
                 at(seen),
                 at(visible_at)
             ),
-            advisories: Vec::new(),
+            counted: Vec::new(),
         })
     }
 
@@ -337,7 +299,7 @@ impl Policy {
                         version: version.to_string(),
                         rule: rule.to_owned(),
                         reason: decided.reason.clone(),
-                        advisories: Vec::new(),
+                        counted: Vec::new(),
                     })
                 },
                 accepted: Vec::new(),
@@ -390,6 +352,7 @@ impl Policy {
                 continue;
             }
             let mut counted = Vec::new();
+            let mut not_known = Vec::new();
             if let Some(by_advisory) = &rule.advisories {
                 let Some(summary) = facts.advisories else {
                     continue;
@@ -401,22 +364,24 @@ impl Policy {
                     facts.now_ms,
                 );
                 accepted.extend(weighed.accepted);
-                if weighed.counted.is_empty() {
+                if weighed.counted.is_empty() && weighed.not_known.is_empty() {
                     continue;
                 }
                 counted = weighed.counted;
+                not_known = weighed.not_known;
             }
-            decided = Some((rule, counted));
+            decided = Some((rule, counted, not_known));
             break;
         }
-        let (action, rule, reason, advisories) = match decided {
-            Some((rule, counted)) => (
+        let (action, rule, reason, advisories, not_known) = match decided {
+            Some((rule, counted, not_known)) => (
                 rule.action,
                 rule.name.as_str(),
                 rule.reason.as_str(),
                 counted,
+                not_known,
             ),
-            None => (self.default, "policy.default", "", Vec::new()),
+            None => (self.default, "policy.default", "", Vec::new(), Vec::new()),
         };
         let outcome = match action {
             Action::Allow => Ok(()),
@@ -425,7 +390,9 @@ impl Policy {
                 version: version.to_string(),
                 rule: rule.to_owned(),
                 reason: reason.to_owned(),
-                advisories,
+                counted: (advisories.into_iter().map(Counted::Advisory))
+                    .chain(not_known.into_iter().map(Counted::NotKnown))
+                    .collect(),
             }),
         };
         accepted.dedup();

@@ -333,6 +333,54 @@ fn terraform_1_0_3_falls_under_what_its_entries_say_by_hand() {
     assert!(unread.iter().all(|f| f.presence == Presence::NotRead));
 }
 
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN; scripts/test installs it"
+)]
+#[test]
+fn a_vendors_toolchain_falls_under_what_its_base_release_does() {
+    // Terraform v1.0.3 was built by go1.16.4. The same build information
+    // under the names vendors and experiments give a toolchain built from
+    // that release must fall under the same advisories, as Go's own tools
+    // read those names (the first word, cut at its first '-').
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::new(import::read(&osv_dev_zip(dir.path()), 1).unwrap());
+    let (info, packages) = terraform();
+    assert_eq!(info.go_version, "go1.16.4");
+    let stdlib_of = |go_version: &str| -> Vec<(String, Option<String>)> {
+        let mut build = info.clone();
+        build.go_version = go_version.to_owned();
+        let found = findings(
+            &db,
+            &Subject {
+                build: &build,
+                release_version: Some("1.0.3"),
+                packages: Some(&packages),
+                goos: "linux",
+                goarch: "amd64",
+            },
+        );
+        found
+            .iter()
+            .filter(|f| f.module == "stdlib")
+            .map(|f| (f.id.clone(), f.fixed.clone()))
+            .collect()
+    };
+    let plain = stdlib_of("go1.16.4");
+    // The hand reading above: four entries against the standard library.
+    assert_eq!(plain.len(), 4, "{plain:?}");
+    for name in [
+        "go1.16.4-bigcorp",
+        "go1.16.4 X:boringcrypto",
+        "go1.16.4-X:fieldtrack",
+    ] {
+        assert_eq!(stdlib_of(name), plain, "{name}");
+    }
+    // A name no Go tool reads matches nothing of the standard library;
+    // the build record says it is not known (tests/build_records.rs).
+    assert!(stdlib_of("go1.16.4b7").is_empty());
+}
+
 /// Every printable run of the file that looks like a Go function name.
 fn names_in(path: &Path) -> Vec<String> {
     let out = std::process::Command::new("strings")

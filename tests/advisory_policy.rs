@@ -23,7 +23,11 @@ use http::StatusCode;
 const SOURCE: &str = "registry.origin.test/acme/tfcli";
 
 /// The rule the tests configure: deny what an advisory rated high or
-/// above is against, unrated entries ignored.
+/// above is against, unrated entries ignored. 1.0.0's executable is a
+/// shell script, whose advisories are not known: the site lets such
+/// versions through (`unknown = "allow"`), so that its findings alone
+/// decide ([`a_binary_the_mirror_cannot_tell_is_refused_unless_the_rule_allows_it`]
+/// tries the default).
 const RULE: &str = r#"
 [[policy.rule]]
 source = "registry.origin.test/acme/*"
@@ -32,6 +36,7 @@ reason = "no high advisories on build hosts"
 [policy.rule.advisories]
 severity = "high"
 unrated = "ignored"
+unknown = "allow"
 "#;
 
 /// A set-up with the origin of [`publish_tfcli_pair`] and a configuration
@@ -616,5 +621,114 @@ async fn one_affected_platform_refuses_the_whole_version() {
         .get(&m.url("/registry.origin.test/acme/tfcli/2.0.0.json"))
         .await;
     assert_eq!(doc.status, StatusCode::FORBIDDEN);
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binary_the_mirror_cannot_tell_is_refused_unless_the_rule_allows_it() {
+    use common::go::{archive_of, copy_advisory_fixtures, publish_archives};
+    let setup = Setup::new();
+    let home = setup.dir.path();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let script = home.join("provider.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    let archives = std::collections::BTreeMap::from([(
+        "linux_amd64".to_owned(),
+        archive_of("tfcli", "3.0.0", &script),
+    )]);
+    publish_archives(&origin, &Signer::new("acme"), ("tfcli", "3.0.0"), &archives);
+    let entries = home.join("osv");
+    copy_advisory_fixtures(&entries);
+    // The rule as an operator writes it first, saying nothing of binaries
+    // it cannot tell.
+    let by_default = RULE.replace("unknown = \"allow\"\n", "");
+    let config_path = config_file(&setup, &origin, &by_default);
+    import_advisories(home, &config_path, &[&entries]).await;
+    let m = RunningMirror::start(tfmirror::config::Config::load(Some(&config_path)).unwrap()).await;
+    let c = Client::trusting(&m.ca_file);
+    let zip_at = |m: &RunningMirror| {
+        m.url("/registry.origin.test/acme/tfcli/terraform-provider-tfcli_3.0.0_linux_amd64.zip")
+    };
+    let zip = zip_at(&m);
+    let refused = c.get(&zip).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::FORBIDDEN,
+        "{}",
+        refused.error_text()
+    );
+    let said = refused.error_text();
+    assert!(
+        said.contains("policy.rule[0]")
+            && said.contains(
+                "what it falls under is not known, because linux_amd64: terraform-provider-tfcli"
+            )
+            && said.contains("has no Go build information"),
+        "{said}"
+    );
+    // The page says "not known", never "none known".
+    let page = c
+        .get(&m.url(&format!("/-/api/providers/{SOURCE}")))
+        .await
+        .json();
+    let advisories = &page["versions"][0]["advisories"];
+    assert_eq!(advisories["known"], false, "{page}");
+    assert_eq!(advisories["count"], 0, "{page}");
+    assert_eq!(
+        advisories["unknown"]["linux_amd64"][0]["reason"], "no_go_build",
+        "{page}"
+    );
+    let html = c.get(&m.url(&format!("/-/providers/{SOURCE}"))).await;
+    let html = String::from_utf8_lossy(&html.body).to_string();
+    assert!(html.contains("<strong>not known</strong>"), "{html}");
+    assert!(!html.contains("none known"), "{html}");
+    // The census counts it as not known, and so do the metrics.
+    let census = m
+        .mirror
+        .count_advisories()
+        .await
+        .expect("a database is kept");
+    assert_eq!(
+        (census.versions, census.affected, census.not_known),
+        (1, 0, 1)
+    );
+    let metrics = String::from_utf8(c.get(&m.url("/metrics")).await.body.to_vec()).unwrap();
+    assert!(
+        metrics.contains("tfmirror_advisory_not_known_versions 1\n"),
+        "{metrics}"
+    );
+    m.stop().await;
+
+    // The commands say the same.
+    let config = config_path.to_str().unwrap();
+    let shown = run_ok(
+        home,
+        &["advisories", "show", "--config", config, SOURCE, "3.0.0"],
+    )
+    .await;
+    assert!(
+        shown
+            .stdout
+            .contains("advisories not known, because linux_amd64: terraform-provider-tfcli")
+            && shown.stdout.contains("has no Go build information"),
+        "{}",
+        shown.stdout
+    );
+    let listed = run_ok(home, &["ls", "--json", "--config", config]).await;
+    let listed: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["advisories"]["known"], false, "{listed}");
+    let table = run_ok(home, &["ls", "--config", config]).await;
+    assert!(
+        table.stdout.contains("1 read and not known"),
+        "{}",
+        table.stdout
+    );
+
+    // Told to allow what it cannot tell, the rule lets it through.
+    let allowing = config_file(&setup, &origin, RULE);
+    let m = RunningMirror::start(tfmirror::config::Config::load(Some(&allowing)).unwrap()).await;
+    let c = Client::trusting(&m.ca_file);
+    let served = c.get(&zip_at(&m)).await;
+    assert_eq!(served.status, StatusCode::OK, "{}", served.error_text());
     m.stop().await;
 }

@@ -229,7 +229,7 @@ async fn a_held_package_lists_what_its_go_build_information_names() {
     let listed: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
     assert_eq!(
         listed[0]["advisories"],
-        serde_json::json!({"count": 8, "worst": "high"})
+        serde_json::json!({"count": 8, "worst": "high", "known": true})
     );
     let table = run_tfmirror(
         setup.dir.path(),

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
-use common::daemon::{config_file, sync_manifest, tfmirror};
+use common::daemon::{config_file, sync_manifest};
 use common::go::{archive_of, hello_program, publish_archives};
 use common::*;
 use tfmirror::gobuild;
@@ -143,30 +143,9 @@ fn a_function_table_that_claims_more_than_the_file_holds_is_refused_by_its_claim
     assert!(e.contains("out of order or outside"), "{e}");
 }
 
-/// Runs `tfmirror ARGS` in `home` to its end, with its address space
-/// limited to [`MEMORY_LIMIT`] by util-linux's `prlimit`, off the runtime
-/// that serves the origin.
+/// Runs `tfmirror ARGS` in `home` under [`MEMORY_LIMIT`].
 async fn limited(home: &Path, args: &[&str]) -> Output {
-    let mut cmd = tfmirror(home);
-    let bin = cmd.get_program().to_owned();
-    let envs: Vec<_> = cmd
-        .get_envs()
-        .map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned)))
-        .collect();
-    cmd = std::process::Command::new("prlimit");
-    cmd.env_clear();
-    for (k, v) in envs {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
-    cmd.arg(format!("--as={MEMORY_LIMIT}"))
-        .arg("--")
-        .arg(bin)
-        .args(args);
-    tokio::task::spawn_blocking(move || cmd.output().expect("util-linux's prlimit runs"))
-        .await
-        .unwrap()
+    common::daemon::limited(home, MEMORY_LIMIT, args).await
 }
 
 fn succeeded(what: &str, out: &Output) {

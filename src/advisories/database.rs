@@ -77,8 +77,13 @@ pub struct Advisory {
     pub aliases: Vec<String>,
     /// One line.
     pub summary: String,
-    /// Markdown, untrusted: rendered only through the pages' sanitiser.
+    /// Markdown, untrusted: rendered only through the pages' sanitiser;
+    /// at most [`super::bounds::MAX_DETAILS`] bytes.
     pub details: String,
+    /// How many bytes the entry's `details` had where they were cut at
+    /// import; 0 where they were kept whole.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub details_cut: u64,
     /// When it last changed.
     pub modified: String,
     /// When it was published.
@@ -203,6 +208,7 @@ impl Advisory {
                 aliases: entry.aliases,
                 summary: entry.summary,
                 details: entry.details,
+                details_cut: 0,
                 modified: entry.modified,
                 published: entry.published,
                 severity,
@@ -214,6 +220,12 @@ impl Advisory {
             unread,
         )
     }
+}
+
+/// Whether a count is 0 (what a field left out of the document means).
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The `SEMVER` and `ECOSYSTEM` ranges whose every event reads; the

@@ -7,6 +7,9 @@
 //! read is left out and named in the import's record; a zip that does not
 //! read (corrupt, truncated) fails the whole import, and so does one that
 //! holds no entries at all: the database kept before stays as it was.
+//! Each entry is held to [`super::bounds`] as it is read, one at a time:
+//! only the advisories kept, within [`super::bounds::MAX_DATABASE`], are
+//! held in memory beside the entry being read.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -62,6 +65,12 @@ pub enum ImportError {
         /// What.
         path: String,
     },
+    /// What was read weighs more than a database may.
+    #[error("{path}: its advisories weigh more than the {} bytes a database may hold kept (details cut to {} bytes each)", super::bounds::MAX_DATABASE, super::bounds::MAX_DETAILS)]
+    TooLarge {
+        /// What.
+        path: String,
+    },
     /// Nothing in it is an OSV entry of the Go ecosystem.
     #[error("{path} holds no OSV entries for Go modules ({read} files read, {refused} refused)")]
     Empty {
@@ -80,6 +89,8 @@ struct Reading {
     advisories: BTreeMap<String, Advisory>,
     source: Source,
     files: usize,
+    /// What the advisories kept weigh ([`super::bounds::weight`]).
+    weight: u64,
 }
 
 impl Reading {
@@ -87,8 +98,9 @@ impl Reading {
         &mut self.source
     }
 
-    /// One file's bytes, by its name in the zip or directory.
-    fn entry(&mut self, name: &str, bytes: &[u8]) {
+    /// One file's bytes, by its name in the zip or directory; `Err` when
+    /// the advisories kept now weigh more than a database may.
+    fn entry(&mut self, name: &str, bytes: &[u8], path: &Path) -> Result<(), ImportError> {
         self.files += 1;
         let refuse = |reading: &mut Reading, why: String| {
             let source = reading.source();
@@ -98,24 +110,41 @@ impl Reading {
             }
         };
         if bytes.len() as u64 > MAX_ENTRY {
-            return refuse(self, format!("larger than {MAX_ENTRY} bytes"));
+            refuse(self, format!("larger than {MAX_ENTRY} bytes"));
+            return Ok(());
         }
         let entry = match osv::Entry::from_json(bytes) {
             Ok(e) => e,
-            Err(why) => return refuse(self, why),
+            Err(why) => {
+                refuse(self, why);
+                return Ok(());
+            }
         };
         match Advisory::from_osv(entry) {
-            Taken::Kept(advisory, unread) => {
+            Taken::Kept(mut advisory, unread) => {
+                if let Err(why) = super::bounds::bound(&mut advisory) {
+                    refuse(self, why);
+                    return Ok(());
+                }
+                self.weight = self.weight.saturating_add(super::bounds::weight(&advisory));
                 let source = self.source();
                 source.ranges_not_read += unread;
                 if advisory.modified > source.newest_modified {
                     source.newest_modified.clone_from(&advisory.modified);
                 }
-                self.advisories.insert(advisory.id.clone(), *advisory);
+                if let Some(was) = self.advisories.insert(advisory.id.clone(), *advisory) {
+                    self.weight = self.weight.saturating_sub(super::bounds::weight(&was));
+                }
+                if self.weight > super::bounds::MAX_DATABASE {
+                    return Err(ImportError::TooLarge {
+                        path: path.display().to_string(),
+                    });
+                }
             }
             Taken::Withdrawn => self.source().withdrawn += 1,
             Taken::NotGo => self.source().not_go += 1,
         }
+        Ok(())
     }
 
     /// The database read, its source named by each file read: `(name,
@@ -237,7 +266,7 @@ fn read_zip(path: &Path, reading: &mut Reading) -> Result<(&'static str, String)
                 member: name.clone(),
                 reason: e.to_string(),
             })?;
-        reading.entry(&name, &bytes);
+        reading.entry(&name, &bytes, path)?;
     }
     let kind = if go_layout {
         "go-vulndb-zip"
@@ -276,7 +305,7 @@ fn read_dir(path: &Path, reading: &mut Reading) -> Result<(&'static str, String)
         hasher.update(&[0]);
         hasher.update(&(bytes.len() as u64).to_be_bytes());
         hasher.update(&bytes);
-        reading.entry(&name, &bytes);
+        reading.entry(&name, &bytes, path)?;
     }
     let sha256 = hex::encode(hasher.finalize());
     Ok(("directory", sha256))

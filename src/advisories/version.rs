@@ -43,10 +43,12 @@ impl GoVersion {
         Some(GoVersion(version))
     }
 
-    /// Reads a Go toolchain's name of itself (`go1.21.3`, `go1.22rc2`,
-    /// `go1.16`); `None` for a development build (`devel go1.23-abc`).
+    /// Reads a Go toolchain's name of itself as Go's tools read it
+    /// (`go1.21.3`, `go1.22rc2`, `go1.21.1-bigcorp`, `devel go1.22-abc`
+    /// as `1.22.0-0`: [`crate::gobuild::Toolchain`]); `None` for a name
+    /// they do not read either.
     pub fn toolchain(go_version: &str) -> Option<GoVersion> {
-        crate::gobuild::go_semver(go_version).and_then(|v| GoVersion::parse(&v))
+        crate::gobuild::Toolchain::parse(go_version).and_then(|t| GoVersion::parse(&t.semver))
     }
 
     /// The major version.
@@ -129,7 +131,14 @@ mod tests {
         assert_eq!(GoVersion::toolchain("go1.22rc2"), Some(v("1.22.0-rc.2")));
         assert_eq!(GoVersion::toolchain("go1.16"), Some(v("1.16.0")));
         assert!(GoVersion::toolchain("go1.22rc2") < GoVersion::toolchain("go1.22.0"));
-        assert_eq!(GoVersion::toolchain("devel go1.23-abcdef"), None);
+        assert_eq!(
+            GoVersion::toolchain("devel go1.23-abcdef"),
+            Some(v("1.23.0-0"))
+        );
+        assert_eq!(GoVersion::toolchain("go1.19.8-bigcorp"), Some(v("1.19.8")));
+        assert!(GoVersion::toolchain("devel go1.23-abcdef") < GoVersion::toolchain("go1.23rc1"));
+        assert!(GoVersion::toolchain("devel go1.23-abcdef") > GoVersion::toolchain("go1.22.9"));
+        assert_eq!(GoVersion::toolchain("devel +abcdef"), None);
     }
 
     #[test]

@@ -192,7 +192,9 @@ fn toolchain_versions_read_as_semantic_versions() {
         ("go1.21beta1", Some("v1.21.0-beta.1")),
         ("go1.20.1 X:boringcrypto", Some("v1.20.1")),
         ("go1.22.5-X:nocoverageredesign", Some("v1.22.5")),
+        ("go1.21.1-bigcorp", Some("v1.21.1")),
         ("devel go1.23-abcdef", None),
+        ("go1.25-20250209-RC00 cl/725155456", None),
         ("go1.2.3.4", None),
         ("gox", None),
     ] {

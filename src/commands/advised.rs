@@ -44,17 +44,19 @@ fn held_summary<'a>(
     platforms: impl Iterator<Item = &'a Platform>,
 ) -> Option<Summary> {
     let mut per_platform = BTreeMap::new();
+    let mut not_read = Vec::new();
     for platform in platforms {
         let key = ArchiveKey::new(provider, version, platform);
         match store.wait(crate::store::builds::read(store.store(), &key)) {
             Ok(Some(record)) => {
-                per_platform.insert(platform.to_string(), record.findings(db));
+                per_platform.insert(platform.to_string(), record.reading(db));
             }
             Ok(None) => {}
             Err(e) => {
                 tracing::warn!(archive = %key, error = %e, "its build record cannot be read; the platform counts as not read");
+                not_read.push(platform.to_string());
             }
         }
     }
-    (!per_platform.is_empty()).then(|| Summary::of(&per_platform))
+    (!per_platform.is_empty()).then(|| Summary::of(&per_platform, not_read))
 }

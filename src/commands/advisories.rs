@@ -19,7 +19,7 @@ use anyhow::Context;
 
 use crate::address::{ArchiveKey, Provider, Version};
 use crate::advisories::database::Source;
-use crate::advisories::{import, Finding, Summary};
+use crate::advisories::{import, Reading, Summary};
 use crate::config::Config;
 use crate::mirror::Mirror;
 
@@ -105,18 +105,12 @@ pub fn show(config: Config, source: &str, version: &str, json: bool) -> anyhow::
         mirror.close().await;
         result
     })?;
-    let summary = Summary::of(&per_platform);
+    let summary = Summary::of(&per_platform, Vec::new());
     if json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
         return Ok(());
     }
-    println!(
-        "{provider} {version}: {} advisories{}",
-        summary.count,
-        summary
-            .worst
-            .map_or(String::new(), |w| format!(", worst {}", w.as_str()))
-    );
+    println!("{provider} {version}: advisories {}", summary.headline());
     for a in &summary.advisories {
         let f = &a.finding;
         println!(
@@ -146,7 +140,7 @@ async fn findings_of(
     mirror: &Arc<Mirror>,
     provider: &Provider,
     version: &Version,
-) -> anyhow::Result<BTreeMap<String, Vec<Finding>>> {
+) -> anyhow::Result<BTreeMap<String, Reading>> {
     let db = mirror
         .advisories()
         .await

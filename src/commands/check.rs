@@ -50,9 +50,9 @@ struct Verdict<'a> {
     /// How it was read, or why it could not be.
     read: Result<Selection, String>,
     report: Report,
-    /// The known advisories of each held provider package, by its
-    /// item's place in the report; empty without an advisory database.
-    advisories: std::collections::BTreeMap<usize, Vec<crate::advisories::Finding>>,
+    /// What each held provider package comes to against the advisory
+    /// database, by its item's place in the report; empty without one.
+    advisories: std::collections::BTreeMap<usize, crate::advisories::Reading>,
 }
 
 impl Verdict<'_> {
@@ -84,7 +84,13 @@ impl Verdict<'_> {
                 }
                 let mut items = serde_json::to_value(&self.report.items).unwrap_or_default();
                 for (i, found) in &self.advisories {
-                    items[*i]["advisories"] = serde_json::to_value(found).unwrap_or_default();
+                    items[*i]["advisories"] =
+                        serde_json::to_value(&found.findings).unwrap_or_default();
+                    items[*i]["advisories_known"] = found.unknown.is_empty().into();
+                    if !found.unknown.is_empty() {
+                        items[*i]["advisories_unknown"] =
+                            serde_json::to_value(&found.unknown).unwrap_or_default();
+                    }
                 }
                 out["items"] = items;
             }
@@ -114,7 +120,11 @@ impl Verdict<'_> {
         }
         for (i, item) in self.report.items.iter().enumerate() {
             println!("  {item}");
-            for f in self.advisories.get(&i).into_iter().flatten() {
+            let found = self.advisories.get(&i);
+            for why in found.into_iter().flat_map(|r| &r.unknown) {
+                println!("           advisories not known: {}", why.describe());
+            }
+            for f in found.into_iter().flat_map(|r| &r.findings) {
                 println!(
                     "           advisory {} [{}] {} {}{}; {}: {}",
                     f.id,

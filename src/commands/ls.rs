@@ -38,6 +38,12 @@ struct Advisories {
     /// The worst's severity (`unrated` where none is rated); none when
     /// there are none.
     worst: Option<&'static str>,
+    /// Whether the binary was read and understood: where not, `count` is
+    /// a floor and `unknown` says why.
+    known: bool,
+    /// Why the archive's advisories are not known, where they are not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unknown: Vec<String>,
 }
 
 /// Each archive's known advisories, from its build record and the kept
@@ -62,12 +68,21 @@ async fn advisories_of(
             .ok()
             .flatten()
             .map(|record| {
-                let per_platform = BTreeMap::from([(a.platform.to_string(), record.findings(&db))]);
-                crate::advisories::Summary::of(&per_platform)
+                let per_platform = BTreeMap::from([(a.platform.to_string(), record.reading(&db))]);
+                crate::advisories::Summary::of(&per_platform, Vec::new())
             });
-        out.push(summary.map(|s| Advisories {
-            count: s.count,
-            worst: s.worst_name(),
+        out.push(summary.map(|s| {
+            Advisories {
+                count: s.count,
+                worst: s.worst_name(),
+                known: s.known,
+                unknown: s
+                    .unknown
+                    .values()
+                    .flatten()
+                    .map(crate::advisories::Unknown::describe)
+                    .collect(),
+            }
         }));
     }
     Ok(Some(out))
@@ -176,12 +191,18 @@ pub fn command(config: &Config, json: bool) -> anyhow::Result<()> {
             })
             .collect();
         let unread = found.iter().filter(|a| a.is_none()).count();
+        let not_known = found.iter().flatten().filter(|a| !a.known).count();
         println!(
-            "advisories: {} of {} archives fall under known advisories{}{}; `tfmirror advisories show` names them",
+            "advisories: {} of {} archives fall under known advisories{}{}{}; `tfmirror advisories show` names them",
             affected.len(),
             archives.len(),
             if worst.is_empty() { String::new() } else { format!(" (worst: {})", worst.join(", ")) },
-            if unread > 0 { format!(", {unread} not yet read") } else { String::new() }
+            if unread > 0 { format!(", {unread} not yet read") } else { String::new() },
+            if not_known > 0 {
+                format!(", {not_known} read and not known (no Go build information, unreadable, or a toolchain not understood)")
+            } else {
+                String::new()
+            }
         );
     }
     Ok(())

@@ -88,6 +88,24 @@ pub enum Unrated {
     Ignored,
 }
 
+/// What a rule by advisory does with a version some of whose binaries
+/// were read and are not understood: no Go build information, build
+/// information that does not read, a toolchain that names itself in no
+/// form Go reads. Their advisories are not known; a binary the mirror
+/// cannot tell is not taken as one that falls under none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotKnown {
+    /// The rule matches it, and so denies it, naming why it is not known
+    /// (the default: a rule by advisory is a site's security control, and
+    /// "not read" is not "clean").
+    #[default]
+    Deny,
+    /// Only its findings decide, as for a version wholly known (for a
+    /// site that holds providers that are not Go programs).
+    Allow,
+}
+
 /// `[policy.rule.advisories]`: which findings against a version make a
 /// rule match it. Every condition given must hold of one finding; a
 /// version matches when any finding, not accepted by the site (`tfmirror
@@ -113,4 +131,9 @@ pub struct AdvisoryRuleConfig {
     /// still counts).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub present_only: bool,
+    /// `unknown`: what the rule does with a version some of whose binaries
+    /// were read and are not understood, or whose build records could not
+    /// be read: `"deny"` (the default) or `"allow"` ([`NotKnown`]).
+    #[serde(default)]
+    pub unknown: NotKnown,
 }

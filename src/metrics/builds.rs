@@ -39,6 +39,16 @@ pub(super) fn register(registry: &mut Registry, m: &Metrics) {
         "CLI releases held (a product's version with a platform zip held) that fall under a known advisory, by their worst advisory's severity; counted with the provider versions",
         m.advisory.affected_releases.clone(),
     );
+    registry.register(
+        "advisory_not_known_versions",
+        "Provider versions held some of whose binaries were read and are not understood (no Go build information, unreadable build information, a toolchain not understood) or whose build records could not be read: what they fall under is not known",
+        m.advisory.not_known.clone(),
+    );
+    registry.register(
+        "advisory_not_known_releases",
+        "CLI releases held some of whose binaries are not understood: what they fall under is not known",
+        m.advisory.not_known_releases.clone(),
+    );
     for worst in crate::advisories::WORST {
         let _ = m.advisory.affected.get_or_create(&WorstLabels { worst });
         let _ = (m.advisory.affected_releases).get_or_create(&WorstLabels { worst });
@@ -52,6 +62,8 @@ pub(super) struct AdvisoryMetrics {
     updated: Gauge,
     affected: Family<WorstLabels, Gauge>,
     affected_releases: Family<WorstLabels, Gauge>,
+    not_known: Gauge,
+    not_known_releases: Gauge,
 }
 
 /// An affected version's worst advisory.
@@ -86,6 +98,13 @@ impl Metrics {
                     .set(i64::try_from(n).unwrap_or(i64::MAX));
             }
         }
+    }
+
+    /// Notes how many held versions' and releases' advisories are not
+    /// known.
+    pub fn advisory_not_known(&self, versions: usize, releases: usize) {
+        (self.advisory.not_known).set(i64::try_from(versions).unwrap_or(i64::MAX));
+        (self.advisory.not_known_releases).set(i64::try_from(releases).unwrap_or(i64::MAX));
     }
 
     /// Counts one build record made, or one that failed: `go`, `nothing`,

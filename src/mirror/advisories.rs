@@ -14,7 +14,7 @@ use super::held::{self, Cache};
 use super::refreshed::Refreshed;
 use super::Mirror;
 use crate::address::{ArchiveKey, Platform, Provider, Version};
-use crate::advisories::{Database, Finding, Summary};
+use crate::advisories::{Database, Reading, Summary};
 use crate::error::RequestError;
 use crate::store::advisories::{self, Current};
 
@@ -158,18 +158,19 @@ impl Mirror {
         Box::pin(state.held.get_or_load(load)).await
     }
 
-    /// The advisories a held package falls under, from its build record
-    /// (made now where missing); `None` when the store holds neither.
+    /// What a held package comes to against the database (the
+    /// advisories it falls under, and what is not known of it), from its
+    /// build record (made now where missing); `None` when the store holds
+    /// neither.
     pub async fn package_findings(
         self: &Arc<Self>,
         db: &Database,
         key: &ArchiveKey,
-    ) -> Result<Option<Vec<Finding>>, RequestError> {
+    ) -> Result<Option<Reading>, RequestError> {
         let Some(record) = self.build_record(key).await? else {
             return Ok(None);
         };
-        let found = record.findings(db);
-        Ok(Some(found))
+        Ok(Some(record.reading(db)))
     }
 
     /// What a held version falls under, over `platforms`, with the
@@ -220,8 +221,7 @@ impl Mirror {
                 }
             }
         }
-        let mut summary = Summary::of(&per_platform);
-        summary.not_read = not_read;
+        let summary = Summary::of(&per_platform, not_read);
         // An incomplete summary is made again on the next ask.
         if !keep || !summary.not_read.is_empty() {
             return Some((held, summary));

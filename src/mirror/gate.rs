@@ -147,7 +147,8 @@ impl Mirror {
             source = %denied.subject,
             version = %denied.version,
             rule = %denied.rule,
-            advisories = %denied.advisories.join(", "),
+            advisories = %denied.advisories().join(", "),
+            not_known = %denied.not_known().join("; "),
             reason = %denied.reason,
             "refused"
         );

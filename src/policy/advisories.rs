@@ -8,13 +8,18 @@
 //! "ignored"`), and its affected packages are in the binary
 //! (`present_only`; a finding whose advisory names no packages, or whose
 //! binary's packages were not read, still counts: absence is not shown;
-//! so does one not found while another platform's record is not read).
+//! so does one not found while another platform's record is not read, or
+//! was read and is not understood).
 //! An advisory known under several IDs (a GO entry and its GHSA alias) is
 //! one finding, named and accepted by any of them.
+//!
+//! A version some of whose binaries were read and are not understood, or
+//! whose build records could not be read, is not known: the rule matches
+//! it unless it says `unknown = "allow"`, and its refusal says why.
 
 use crate::address::Version;
 use crate::advisories::{Finding, Presence, Severity, Summary};
-use crate::config::policy::{AdvisoryRuleConfig, Unrated};
+use crate::config::policy::{AdvisoryRuleConfig, NotKnown, Unrated};
 use crate::store::Acceptance;
 
 /// A compiled `[policy.rule.advisories]`.
@@ -24,6 +29,7 @@ pub(super) struct AdvisoryRule {
     unrated: Unrated,
     ids: Vec<String>,
     present_only: bool,
+    unknown: NotKnown,
 }
 
 /// What a version's findings come to under one rule.
@@ -33,6 +39,9 @@ pub(super) struct Weighed {
     pub counted: Vec<String>,
     /// The findings that would count but the site accepts, described.
     pub accepted: Vec<String>,
+    /// Why the version's advisories are not known, where the rule denies
+    /// what it cannot tell.
+    pub not_known: Vec<String>,
 }
 
 impl AdvisoryRule {
@@ -46,12 +55,13 @@ impl AdvisoryRule {
             unrated: config.unrated,
             ids: config.ids.iter().map(|id| id.trim().to_owned()).collect(),
             present_only: config.present_only,
+            unknown: config.unknown,
         })
     }
 
     /// Whether one finding of the advisory known by `ids` counts under the
     /// rule, acceptances aside.
-    fn counts(&self, finding: &Finding, ids: &[&str], some_not_read: bool) -> bool {
+    fn counts(&self, finding: &Finding, ids: &[&str], not_wholly_known: bool) -> bool {
         let named = self.ids.is_empty()
             || ids
                 .iter()
@@ -62,7 +72,8 @@ impl AdvisoryRule {
             (Some(_), None) => self.unrated == Unrated::Counts,
         };
         // Not found on the platforms read says nothing of one not read.
-        let present = !self.present_only || finding.presence != Presence::NotFound || some_not_read;
+        let present =
+            !self.present_only || finding.presence != Presence::NotFound || not_wholly_known;
         named && severe && present
     }
 
@@ -77,6 +88,9 @@ impl AdvisoryRule {
         now_ms: u64,
     ) -> Weighed {
         let mut weighed = Weighed::default();
+        if !summary.known && self.unknown == NotKnown::Deny {
+            weighed.not_known = summary.not_known_reasons();
+        }
         let mut seen: Vec<&str> = Vec::new();
         for found in &summary.advisories {
             let id = found.finding.id.as_str();
@@ -99,7 +113,7 @@ impl AdvisoryRule {
             ids.sort_unstable();
             ids.dedup();
             let Some(finding) = findings()
-                .filter(|f| self.counts(f, &ids, !summary.not_read.is_empty()))
+                .filter(|f| self.counts(f, &ids, !summary.known))
                 .max_by_key(|f| f.severity)
             else {
                 continue;

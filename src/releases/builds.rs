@@ -151,23 +151,28 @@ impl Mirror {
                 return Some(k.summary.clone());
             }
         }
-        let mut per_platform: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        let mut per_platform: BTreeMap<String, crate::advisories::Reading> = BTreeMap::new();
+        let mut not_read = Vec::new();
         for file in &files {
             match self.release_build_record(file).await {
                 Ok(Some(record)) => {
-                    let found = record.findings(&db);
-                    per_platform
-                        .entry(record.platform.to_string())
-                        .or_default()
-                        .extend(found);
+                    let found = record.reading(&db);
+                    let kept = per_platform.entry(record.platform.to_string()).or_default();
+                    kept.findings.extend(found.findings);
+                    kept.unknown.extend(found.unknown);
                 }
                 Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(target: super::RELEASES_LOG, file = %file, error = %e, "could not match a release file against the advisory database");
+                    not_read.push(file.name.to_string());
                 }
             }
         }
-        let summary = Summary::of(&per_platform);
+        let summary = Summary::of(&per_platform, not_read);
+        if !summary.not_read.is_empty() {
+            // Made again on the next ask.
+            return Some(summary);
+        }
         let made = KeptSummary {
             database: sha,
             files,

@@ -73,10 +73,13 @@ pub async fn database(store: &dyn Store, current: &Current) -> Result<Option<Sto
     if hex::encode(Sha256::digest(&bytes)) != current.sha256 {
         return Ok(None);
     }
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| StoreError::Corrupt {
-            what: "advisory database",
-            reason: e.to_string(),
-        })
+    let corrupt = |reason: String| StoreError::Corrupt {
+        what: "advisory database",
+        reason,
+    };
+    let mut stored: Stored = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    drop(bytes);
+    // One kept by an earlier build is held to this build's bounds.
+    crate::advisories::bounds::bound_stored(&mut stored).map_err(corrupt)?;
+    Ok(Some(stored))
 }

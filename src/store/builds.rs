@@ -148,10 +148,11 @@ impl BuildRecord {
         outcome_of(&self.executables)
     }
 
-    /// The advisories its executables fall under in `db`, the main
-    /// module matched by the record's own version.
-    pub fn findings(&self, db: &crate::advisories::Database) -> Vec<crate::advisories::Finding> {
-        findings_of(&self.executables, &self.version, &self.platform, db)
+    /// What its executables come to in `db` (the advisories they fall
+    /// under, the main module matched by the record's own version, and
+    /// what is not known of them).
+    pub fn reading(&self, db: &crate::advisories::Database) -> crate::advisories::Reading {
+        reading_of(&self.executables, &self.version, &self.platform, db)
     }
 }
 
@@ -191,32 +192,56 @@ pub(super) fn outcome_of(executables: &[ExecutableBuild]) -> &'static str {
     }
 }
 
-/// The advisories `executables` (built for `platform`) fall under in
-/// `db`, each main module matched by `version`: the registry's or the
-/// release's, never the build's own word.
-pub(super) fn findings_of(
+/// What `executables` (built for `platform`) come to in `db`: the
+/// advisories they fall under, each main module matched by `version` (the
+/// registry's or the release's, never the build's own word), and what
+/// could not be told of them.
+pub(super) fn reading_of(
     executables: &[ExecutableBuild],
     version: &Version,
     platform: &Platform,
     db: &crate::advisories::Database,
-) -> Vec<crate::advisories::Finding> {
-    executables
-        .iter()
-        .filter_map(|exe| match &exe.build {
-            BuildState::Go { build } => Some(crate::advisories::findings(
-                db,
-                &crate::advisories::Subject {
-                    build,
-                    release_version: Some(version.as_str()),
-                    packages: exe.packages.as_deref(),
-                    goos: platform.os(),
-                    goarch: platform.arch(),
-                },
-            )),
-            _ => None,
-        })
-        .flatten()
-        .collect()
+) -> crate::advisories::Reading {
+    use crate::advisories::Unknown;
+    let mut reading = crate::advisories::Reading::default();
+    if executables.is_empty() {
+        reading.unknown.push(Unknown::NoGoBuild {
+            executable: "the archive".into(),
+            detail: "it holds no executable".into(),
+        });
+    }
+    for exe in executables {
+        let executable = exe.name.clone();
+        match &exe.build {
+            BuildState::Go { build } => {
+                if crate::advisories::version::GoVersion::toolchain(&build.go_version).is_none() {
+                    reading.unknown.push(Unknown::Toolchain {
+                        executable,
+                        go_version: build.go_version.clone(),
+                    });
+                }
+                reading.findings.extend(crate::advisories::findings(
+                    db,
+                    &crate::advisories::Subject {
+                        build,
+                        release_version: Some(version.as_str()),
+                        packages: exe.packages.as_deref(),
+                        goos: platform.os(),
+                        goarch: platform.arch(),
+                    },
+                ));
+            }
+            BuildState::Nothing { reason } => reading.unknown.push(Unknown::NoGoBuild {
+                executable,
+                detail: reason.clone(),
+            }),
+            BuildState::Unreadable { error } => reading.unknown.push(Unknown::Unreadable {
+                executable,
+                error: error.clone(),
+            }),
+        }
+    }
+    reading
 }
 
 /// An executable's record entry.

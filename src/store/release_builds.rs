@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::builds::{
-    findings_of, outcome_of, read_executables, ExecutableBuild, BUILD_FORMAT, PACKAGES_READER,
+    outcome_of, read_executables, reading_of, ExecutableBuild, BUILD_FORMAT, PACKAGES_READER,
 };
 use super::{Store, StoreError};
 use crate::address::{ArtifactName, Platform, Product, ReleaseFile, Version};
@@ -92,10 +92,11 @@ impl ReleaseBuildRecord {
         outcome_of(&self.executables)
     }
 
-    /// The advisories its executables fall under in `db`, the main
-    /// module matched by the release's version.
-    pub fn findings(&self, db: &crate::advisories::Database) -> Vec<crate::advisories::Finding> {
-        findings_of(&self.executables, &self.version, &self.platform, db)
+    /// What its executables come to in `db` (the advisories they fall
+    /// under, the main module matched by the release's version, and what
+    /// is not known of them).
+    pub fn reading(&self, db: &crate::advisories::Database) -> crate::advisories::Reading {
+        reading_of(&self.executables, &self.version, &self.platform, db)
     }
 }
 

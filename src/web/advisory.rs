@@ -26,8 +26,12 @@ pub struct AdvisoryPage {
     pub aliases: Vec<String>,
     /// One line.
     pub summary: String,
-    /// Its details, as the database wrote them (Markdown).
+    /// Its details, as the database wrote them (Markdown), cut at import
+    /// where they were longer than the pages use.
     pub details: String,
+    /// How many bytes the entry's details had where they were cut; 0
+    /// where they are whole.
+    pub details_cut: u64,
     /// Its severity, where rated.
     pub severity: Option<String>,
     /// What the severity was read from.
@@ -119,6 +123,7 @@ fn view(a: &Advisory, source: &crate::advisories::database::Source) -> AdvisoryP
         aliases: a.aliases.clone(),
         summary: a.summary.clone(),
         details: a.details.clone(),
+        details_cut: a.details_cut,
         severity: a.severity.map(|s| s.as_str().to_string()),
         severity_from: a.severity_from.clone(),
         review: format!("{:?}", a.review).to_lowercase(),

@@ -64,6 +64,9 @@ pub struct Row {
     pub item: readiness::Item,
     /// The known advisories of a held provider package.
     pub advisories: Vec<crate::advisories::Finding>,
+    /// Why its advisories are not wholly known, where they are not: each
+    /// executable that could not be told.
+    pub advisories_unknown: Vec<String>,
 }
 
 #[derive(Template)]
@@ -99,7 +102,12 @@ pub async fn page(
         let mut made = verdict(&report, &selection);
         for (i, found) in readiness::advisories(site.mirror, &report).await {
             if let Some(row) = made.items.get_mut(i) {
-                row.advisories = found;
+                row.advisories = found.findings;
+                row.advisories_unknown = found
+                    .unknown
+                    .iter()
+                    .map(crate::advisories::Unknown::describe)
+                    .collect();
             }
         }
         page.verdict = Some(made);
@@ -297,6 +305,7 @@ fn verdict(report: &Report, selection: &Selection) -> Verdict {
                 text: item.to_string(),
                 item: item.clone(),
                 advisories: Vec::new(),
+                advisories_unknown: Vec::new(),
             })
             .collect(),
     }

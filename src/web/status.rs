@@ -430,6 +430,13 @@ fn advisories_line(mirror: &crate::mirror::Mirror) -> Option<String> {
                 c.versions,
                 worst_of(&c.by_worst)
             );
+            if c.not_known > 0 {
+                let _ = write!(
+                    line,
+                    "; for {} of them what they fall under is not known (a binary not understood: `tfmirror advisories show` says why)",
+                    c.not_known
+                );
+            }
             if c.releases > 0 {
                 let _ = write!(
                     line,

@@ -301,3 +301,29 @@ pub fn write_bundle(path: &Path, entries: &[(String, Vec<u8>)]) {
     }
     tar.finish().unwrap();
 }
+
+/// Runs `tfmirror ARGS` in `home` to its end, with its address space
+/// limited to `limit` bytes by util-linux's `prlimit`, off the runtime
+/// that serves the test's origin.
+pub async fn limited(home: &Path, limit: u64, args: &[&str]) -> std::process::Output {
+    let mut cmd = tfmirror(home);
+    let bin = cmd.get_program().to_owned();
+    let envs: Vec<_> = cmd
+        .get_envs()
+        .map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned)))
+        .collect();
+    cmd = Command::new("prlimit");
+    cmd.env_clear();
+    for (k, v) in envs {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.arg(format!("--as={limit}"))
+        .arg("--")
+        .arg(bin)
+        .args(args);
+    tokio::task::spawn_blocking(move || cmd.output().expect("util-linux's prlimit runs"))
+        .await
+        .unwrap()
+}

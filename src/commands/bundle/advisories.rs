@@ -80,14 +80,16 @@ pub fn read(named: Option<&ManifestAdvisories>, entry: &mut impl Read) -> Result
             named.sha256
         ));
     }
-    let stored: Stored =
+    let mut stored: Stored =
         serde_json::from_slice(&bytes).map_err(|e| format!("it is not a database: {e}"))?;
+    drop(bytes);
     if stored.format > DATABASE_FORMAT {
         return Err(format!(
             "it is of format {}; this build reads formats up to {DATABASE_FORMAT}",
             stored.format
         ));
     }
+    crate::advisories::bounds::bound_stored(&mut stored)?;
     Ok(stored)
 }
 

@@ -22,9 +22,10 @@ pub(super) struct CensusMemo {
     /// Hashes the keys.
     hasher: std::collections::hash_map::RandomState,
     /// By a hash of the provider and version: a hash of the platforms
-    /// counted, and the worst advisory's place in [`crate::advisories::WORST`]
-    /// ([`NOT_AFFECTED`] for none).
-    versions: std::collections::HashMap<u64, (u32, u8)>,
+    /// counted, the worst advisory's place in [`crate::advisories::WORST`]
+    /// ([`NOT_AFFECTED`] for none), and whether its binaries were all
+    /// understood.
+    versions: std::collections::HashMap<u64, (u32, u8, bool)>,
 }
 
 /// A version that falls under no advisory, in [`CensusMemo`].
@@ -43,6 +44,11 @@ pub struct Census {
     /// The affected versions by their worst advisory
     /// ([`crate::advisories::WORST`]).
     pub by_worst: std::collections::BTreeMap<String, usize>,
+    /// Versions some of whose binaries were read and not understood (no
+    /// Go build information, unreadable, a toolchain not understood) or
+    /// whose records could not be read: what they fall under is not
+    /// known, whether or not they are among `affected`.
+    pub not_known: usize,
     /// CLI releases looked at (a product's version with a platform zip
     /// held).
     pub releases: usize,
@@ -50,6 +56,8 @@ pub struct Census {
     pub releases_affected: usize,
     /// The affected releases by their worst advisory.
     pub releases_by_worst: std::collections::BTreeMap<String, usize>,
+    /// Releases some of whose binaries are not understood.
+    pub releases_not_known: usize,
 }
 
 /// How often the daemon looks whether the census is due.
@@ -99,8 +107,8 @@ impl Mirror {
                 // Truncated: a changed list is told from the last one.
                 #[allow(clippy::cast_possible_truncation)]
                 let listed = memo.hasher.hash_one(&platforms) as u32;
-                let (worst, complete) = match memo.versions.get(&key) {
-                    Some(&(was, worst)) if was == listed => (worst, true),
+                let (worst, known, complete) = match memo.versions.get(&key) {
+                    Some(&(was, worst, known)) if was == listed => (worst, known, true),
                     _ => {
                         let platforms: Vec<Platform> = (platforms.iter())
                             .filter_map(|p| Platform::parse(p).ok())
@@ -115,13 +123,16 @@ impl Mirror {
                             .and_then(|w| crate::advisories::WORST.iter().position(|x| *x == w))
                             .and_then(|i| u8::try_from(i).ok())
                             .unwrap_or(NOT_AFFECTED);
-                        (worst, summary.not_read.is_empty())
+                        (worst, summary.known, summary.not_read.is_empty())
                     }
                 };
                 // A version whose records could not all be read is
                 // counted again next time.
                 if complete {
-                    counted.insert(key, (listed, worst));
+                    counted.insert(key, (listed, worst, known));
+                }
+                if !known {
+                    census.not_known += 1;
                 }
                 if let Some(name) = crate::advisories::WORST.get(usize::from(worst)) {
                     census.affected += 1;
@@ -134,6 +145,8 @@ impl Mirror {
         self.count_release_advisories(&mut census).await;
         self.metrics
             .advisory_affected(&census.by_worst, &census.releases_by_worst);
+        self.metrics
+            .advisory_not_known(census.not_known, census.releases_not_known);
         let census = Arc::new(census);
         *self
             .advisories
@@ -166,6 +179,9 @@ impl Mirror {
             let Some(summary) = self.release_advisories(product, &version, &files).await else {
                 continue;
             };
+            if !summary.known {
+                census.releases_not_known += 1;
+            }
             if let Some(worst) = summary.worst_name() {
                 census.releases_affected += 1;
                 *census

@@ -51,6 +51,8 @@ fn summary() -> Summary {
         },
     ];
     Summary {
+        known: true,
+        unknown: std::collections::BTreeMap::new(),
         count: found.len(),
         worst: Some(Severity::High),
         advisories: found
@@ -128,7 +130,7 @@ fn a_severity_floor_counts_unrated_entries_unless_told_not_to() {
         match decide(&p, &none, "1.0.0", Some(&summary()), NOW).outcome {
             Ok(()) => Vec::new(),
             Err(denied) => denied
-                .advisories
+                .advisories()
                 .iter()
                 .map(|a| a.split(' ').next().unwrap().to_owned())
                 .collect(),
@@ -287,8 +289,91 @@ fn a_finding_not_found_counts_under_present_only_while_a_platform_is_not_read() 
     // The same findings, with another platform's record not read: what is
     // not found on one platform may be present on the other.
     read.not_read = vec!["darwin_arm64".into()];
+    read.known = false;
     assert_eq!(
         rule.weigh(&read, &[], subject, 0).counted.len(),
         read.advisories.len()
+    );
+}
+
+/// A version one of whose binaries is a shell script and the other a Go
+/// program with no finding.
+fn not_known() -> Summary {
+    use crate::advisories::{Reading, Unknown};
+    Summary::of(
+        &[
+            ("linux_amd64".to_owned(), Reading::default()),
+            (
+                "darwin_arm64".to_owned(),
+                Reading {
+                    findings: Vec::new(),
+                    unknown: vec![Unknown::NoGoBuild {
+                        executable: "terraform-provider-widget".into(),
+                        detail: "not an ELF, Mach-O or PE executable".into(),
+                    }],
+                },
+            ),
+        ]
+        .into(),
+        Vec::new(),
+    )
+}
+
+#[test]
+fn a_version_whose_binaries_are_not_understood_is_denied_unless_the_rule_allows_it() {
+    let none = PolicyDecisions::default();
+    let by_default = policy(&format!("{RULE}[rule.advisories]\nseverity = \"high\"\n"));
+    let denied = decide(&by_default, &none, "1.0.0", Some(&not_known()), NOW)
+        .outcome
+        .unwrap_err();
+    assert_eq!(
+        denied.to_string(),
+        "registry.origin.test/acme/widget 1.0.0 is denied by this mirror's policy (policy.rule[0]); what it falls under is not known, because darwin_arm64: terraform-provider-widget has no Go build information (not an ELF, Mach-O or PE executable): fix it first"
+    );
+    assert!(denied.advisories().is_empty());
+    let told = policy(&format!("{RULE}[rule.advisories]\nunknown = \"deny\"\n"));
+    assert!(decide(&told, &none, "1.0.0", Some(&not_known()), NOW)
+        .outcome
+        .is_err());
+    let allowed = policy(&format!("{RULE}[rule.advisories]\nunknown = \"allow\"\n"));
+    let verdict = decide(&allowed, &none, "1.0.0", Some(&not_known()), NOW);
+    assert!(verdict.outcome.is_ok(), "{verdict:?}");
+    assert_eq!(verdict.rule, "policy.default");
+    // Its findings still decide under "allow".
+    let mut found = not_known();
+    found.advisories = summary().advisories;
+    found.count = summary().count;
+    assert!(decide(&allowed, &none, "1.0.0", Some(&found), NOW)
+        .outcome
+        .is_err());
+    // Read and understood with nothing found: the rule does not match.
+    let linux_clean = |not_read: Vec<String>| {
+        let read = [(
+            "linux_amd64".to_owned(),
+            crate::advisories::Reading::default(),
+        )];
+        Summary::of(&read.into(), not_read)
+    };
+    let clean = linux_clean(Vec::new());
+    assert!(decide(&by_default, &none, "1.0.0", Some(&clean), NOW)
+        .outcome
+        .is_ok());
+    // A record that could not be read is not known either.
+    let unread = linux_clean(vec!["darwin_arm64".into()]);
+    let denied = decide(&by_default, &none, "1.0.0", Some(&unread), NOW)
+        .outcome
+        .unwrap_err();
+    assert!(
+        denied
+            .to_string()
+            .contains("darwin_arm64: its build record could not be read or made"),
+        "{denied}"
+    );
+    let wrong =
+        toml::from_str::<PolicyConfig>(&format!("{RULE}[rule.advisories]\nunknown = \"maybe\"\n"))
+            .unwrap_err();
+    assert!(
+        wrong.to_string().contains("unknown variant `maybe`"),
+        "{wrong}"
     );
 }

@@ -7,12 +7,14 @@ use std::sync::Arc;
 use super::Report;
 use crate::mirror::Mirror;
 
-/// The known advisories of each held provider package of a report, by
-/// the item's place in it; none without an advisory database.
+/// What each held provider package of a report comes to against the
+/// advisory database (the advisories it falls under, and what is not
+/// known of its binary), by the item's place in it; none without an
+/// advisory database.
 pub async fn advisories(
     mirror: &Arc<Mirror>,
     report: &Report,
-) -> std::collections::BTreeMap<usize, Vec<crate::advisories::Finding>> {
+) -> std::collections::BTreeMap<usize, crate::advisories::Reading> {
     let mut out = std::collections::BTreeMap::new();
     let Some(db) = mirror.advisories().await.db.clone() else {
         return out;

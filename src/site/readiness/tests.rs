@@ -62,7 +62,7 @@ fn findings_read_as_lines_and_as_json() {
         version: "1.1.0".into(),
         rule: crate::policy::COOLDOWN.into(),
         reason: "first seen …".into(),
-        advisories: Vec::new(),
+        counted: Vec::new(),
     }
     .into();
     assert!(matches!(cooldown, Why::Cooldown { .. }));

@@ -95,15 +95,21 @@ impl From<Denied> for Why {
                 reason: denied.reason,
             }
         } else {
-            let reason = match (denied.advisories.is_empty(), denied.reason.is_empty()) {
-                (true, _) => denied.reason,
-                (false, true) => format!("advisories {}", denied.advisories.join(", ")),
-                (false, false) => format!(
-                    "advisories {}: {}",
-                    denied.advisories.join(", "),
-                    denied.reason
-                ),
-            };
+            let mut said = Vec::new();
+            let (advisories, not_known) = (denied.advisories(), denied.not_known());
+            if !advisories.is_empty() {
+                said.push(format!("advisories {}", advisories.join(", ")));
+            }
+            if !not_known.is_empty() {
+                said.push(format!(
+                    "what it falls under is not known, because {}",
+                    not_known.join("; ")
+                ));
+            }
+            if !denied.reason.is_empty() {
+                said.push(denied.reason);
+            }
+            let reason = said.join(": ");
             Why::Denied {
                 rule: denied.rule,
                 reason,
