@@ -140,10 +140,13 @@ pub fn bound(a: &mut Advisory) -> Result<(), String> {
         a.details_cut = a.details_cut.max(a.details.len() as u64);
         a.details
             .truncate(floor_char_boundary(&a.details, MAX_DETAILS));
+        // A cut string keeps what it held until told to let it go.
+        a.details.shrink_to_fit();
     }
     if a.summary.len() > MAX_SUMMARY {
         a.summary
             .truncate(floor_char_boundary(&a.summary, MAX_SUMMARY));
+        a.summary.shrink_to_fit();
     }
     Ok(())
 }
