@@ -35,7 +35,7 @@ mod tests;
 pub use modinfo::{BuildInfo, Module, Setting};
 pub use names::{MAX_PACKAGES, MAX_PACKAGE_BYTES};
 pub use pclntab::MAX_FUNCTIONS;
-pub use toolchain::{Reading, Toolchain};
+pub use toolchain::{release_name, Reading, Toolchain};
 pub use unpack::{executables_in, Executable, ExecutableKind, MAX_EXECUTABLES};
 
 /// The most bytes read for either string of the block (the toolchain

@@ -457,11 +457,36 @@ async fn sync_and_check_decide_as_read_through_does() {
     };
     assert!(held("1.0.0") && held("1.1.0"), "{out}");
 
-    // `check` says the configuration installs, and to which version.
+    // `check` says the configuration installs, and to which version, and
+    // names the newer version the rule hides from its constraints, with
+    // the rule and the advisory.
     let checked = run_tfmirror(home, &["check", "--config", config, "--from", fresh]).await;
     assert!(checked.ok, "{}{}", checked.stdout, checked.stderr);
-    assert!(checked.stdout.contains("1.0.0"), "{}", checked.stdout);
-    assert!(!checked.stdout.contains("1.1.0"), "{}", checked.stdout);
+    assert!(
+        checked
+            .stdout
+            .contains(&format!("HELD     provider {SOURCE} 1.0.0 {platform}")),
+        "{}",
+        checked.stdout
+    );
+    let hidden = format!(
+        "HIDDEN   provider {SOURCE} 1.1.0: {SOURCE} 1.1.0 is denied by this mirror's policy (policy.rule[0]): advisory GO-2023-2102 (high"
+    );
+    assert!(checked.stdout.contains(&hidden), "{}", checked.stdout);
+    assert!(
+        checked.stdout.contains("no high advisories on build hosts"),
+        "{}",
+        checked.stdout
+    );
+    let json = run_tfmirror(
+        home,
+        &["check", "--json", "--config", config, "--from", fresh],
+    )
+    .await;
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let listed = json.to_string();
+    assert!(listed.contains("\"hidden\":[{"), "{json}");
+    assert!(listed.contains("\"version\":\"1.1.0\""), "{json}");
 
     // A lock file that pins the refused version: `check` says why it will
     // not install, before `init` is run.

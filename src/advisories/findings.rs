@@ -146,6 +146,13 @@ pub fn findings(db: &Database, subject: &Subject<'_>) -> Vec<Finding> {
             } else {
                 how.to_string()
             };
+            // A fix in the standard library is named as its release is,
+            // beside the toolchain's own name (`go1.19.8`, fixed in
+            // `go1.20.10`).
+            let fixed = match fixed {
+                Some(v) if module == "stdlib" => crate::gobuild::release_name(&v).or(Some(v)),
+                other => other,
+            };
             found.push((
                 db.group[p.advisory],
                 finding(db, p, subject, module, shown, fixed, how),

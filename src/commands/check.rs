@@ -93,6 +93,9 @@ impl Verdict<'_> {
                     }
                 }
                 out["items"] = items;
+                if !self.report.hidden.is_empty() {
+                    out["hidden"] = serde_json::to_value(&self.report.hidden).unwrap_or_default();
+                }
             }
         }
         out
@@ -139,6 +142,9 @@ impl Verdict<'_> {
                     f.summary
                 );
             }
+        }
+        for hidden in &self.report.hidden {
+            println!("  {hidden}");
         }
         let (held, missing, mismatched) = self.report.counts();
         if selection.needs_nothing() && selection.refused.is_empty() {

@@ -86,6 +86,36 @@ impl Toolchain {
     }
 }
 
+/// A standard library version as the toolchain names its release
+/// (`v1.20.10` → `go1.20.10`, `v1.22.0-rc.2` → `go1.22rc2`, `v1.16.0` →
+/// `go1.16`, `v1.21.0` → `go1.21.0`): how a fix in the standard library
+/// is shown beside the toolchain a binary names. `None` for a version
+/// no release is named by (`v1.25.0-0`).
+pub fn release_name(semver: &str) -> Option<String> {
+    let bare = semver.strip_prefix('v').unwrap_or(semver);
+    let (core, pre) = bare
+        .split_once('-')
+        .map_or((bare, None), |(c, p)| (c, Some(p)));
+    let mut parts = core
+        .split('.')
+        .map(|n| leading(n).filter(|(_, rest)| rest.is_empty()));
+    let (Some(Some((major, _))), Some(Some((minor, _))), Some(Some((patch, _))), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    match pre {
+        None if patch == 0 && (major, minor) < (1, 21) => Some(format!("go{major}.{minor}")),
+        None => Some(format!("go{major}.{minor}.{patch}")),
+        Some(pre) => {
+            let (kind, n) = pre.split_once('.')?;
+            let n = leading(n).filter(|(_, rest)| rest.is_empty())?.0;
+            (patch == 0 && ["rc", "beta"].contains(&kind))
+                .then(|| format!("go{major}.{minor}{kind}{n}"))
+        }
+    }
+}
+
 impl fmt::Display for Reading {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -179,6 +209,24 @@ mod tests {
         ] {
             let want = want.map(|(s, r)| (s.to_owned(), r));
             assert_eq!(read(go), want, "{go}");
+        }
+    }
+
+    #[test]
+    fn fixes_are_named_as_the_toolchain_names_its_releases() {
+        for (semver, name) in [
+            ("v1.20.10", Some("go1.20.10")),
+            ("v1.22.0-rc.2", Some("go1.22rc2")),
+            ("v1.16.0", Some("go1.16")),
+            ("v1.21.0", Some("go1.21.0")),
+            ("v1.25.0-0", None),
+            ("v1.2", None),
+        ] {
+            assert_eq!(release_name(semver).as_deref(), name, "{semver}");
+            // Each name reads back as the version it came from.
+            if let Some(name) = name {
+                assert_eq!(Toolchain::parse(name).unwrap().semver, semver);
+            }
         }
     }
 

@@ -116,15 +116,48 @@ impl std::fmt::Display for Item {
 pub struct Report {
     /// Every needed thing, with what the mirror holds of it.
     pub items: Vec<Item>,
+    /// Versions a rule by advisory hides from the constraints, newer than
+    /// the version chosen (or any, where none could be): the configuration
+    /// installs without them, and whoever reads the report should know
+    /// why it gets an older version. They do not make it not ready.
+    pub hidden: Vec<Hidden>,
+}
+
+/// A provider version the constraints admit that a rule by advisory
+/// leaves out of the lists clients see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hidden {
+    /// The provider.
+    pub source: String,
+    /// The version.
+    pub version: Version,
+    /// The refusal, as a client asking for it by name would get it: the
+    /// rule, the advisories (or why they are not known) and its reason.
+    pub refused: String,
+}
+
+impl std::fmt::Display for Hidden {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "HIDDEN   provider {} {}: {}",
+            self.source, self.version, self.refused
+        )
+    }
 }
 
 impl Serialize for Report {
     /// `{"ready": …, "items": […]}`.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut out = s.serialize_struct("Report", 2)?;
+        let mut out = s.serialize_struct("Report", 3)?;
         out.serialize_field("ready", &self.ready())?;
         out.serialize_field("items", &self.items)?;
+        if self.hidden.is_empty() {
+            out.skip_field("hidden")?;
+        } else {
+            out.serialize_field("hidden", &self.hidden)?;
+        }
         out.end()
     }
 }
@@ -152,6 +185,15 @@ impl Report {
     pub fn extend(&mut self, other: &Report) {
         for item in &other.items {
             self.add(item.needed.clone(), item.finding.clone());
+        }
+        for hidden in &other.hidden {
+            self.hide(hidden.clone());
+        }
+    }
+
+    fn hide(&mut self, hidden: Hidden) {
+        if !self.hidden.contains(&hidden) {
+            self.hidden.push(hidden);
         }
     }
 
@@ -278,7 +320,7 @@ async fn provider(mirror: &std::sync::Arc<Mirror>, req: &Requirement, report: &m
             return;
         }
     };
-    let (visible, _, _) = mirror.visible_index(&req.provider, listed.clone()).await;
+    let (visible, left_out, _) = mirror.visible_index(&req.provider, listed.clone()).await;
     let all: Vec<Version> = listed.versions.keys().cloned().collect();
     let shown: Vec<Version> = visible.versions.keys().cloned().collect();
     let versions = chosen(
@@ -288,6 +330,7 @@ async fn provider(mirror: &std::sync::Arc<Mirror>, req: &Requirement, report: &m
         |v| req.constraints.allows(v.semver()),
         req.newest_only,
     );
+    hidden_by_advisories(req, &left_out, versions.iter().max().copied(), report);
     if versions.is_empty() {
         let why = held_back_or_none(mirror, Subject::Provider(&req.provider), &all, |v| {
             req.constraints.allows(v.semver())
@@ -340,6 +383,30 @@ async fn provider(mirror: &std::sync::Arc<Mirror>, req: &Requirement, report: &m
             }
         }
         provider_version(mirror, req, version, report).await;
+    }
+}
+
+/// Notes in `report` each version of `left_out` (what the policy leaves
+/// out of `req`'s list) that a rule by advisory hides, that the
+/// constraints admit, and that is newer than `chosen` (the newest version
+/// chosen, if any).
+fn hidden_by_advisories(
+    req: &Requirement,
+    left_out: &[crate::policy::Denied],
+    chosen: Option<&Version>,
+    report: &mut Report,
+) {
+    for denied in left_out.iter().filter(|d| !d.counted.is_empty()) {
+        let Ok(version) = Version::parse(&denied.version) else {
+            continue;
+        };
+        if req.constraints.allows(version.semver()) && chosen.is_none_or(|c| version > *c) {
+            report.hide(Hidden {
+                source: req.provider.to_string(),
+                version,
+                refused: denied.to_string(),
+            });
+        }
     }
 }
 

@@ -51,6 +51,9 @@ pub struct Verdict {
     pub rules: Option<String>,
     /// Each thing needed.
     pub items: Vec<Row>,
+    /// The versions a rule by advisory hides from the constraints, newer
+    /// than those chosen, as `tfmirror check` prints them.
+    pub hidden: Vec<String>,
 }
 
 /// One thing needed.
@@ -308,5 +311,6 @@ fn verdict(report: &Report, selection: &Selection) -> Verdict {
                 advisories_unknown: Vec::new(),
             })
             .collect(),
+        hidden: report.hidden.iter().map(ToString::to_string).collect(),
     }
 }
