@@ -112,9 +112,9 @@ impl Summary {
         out
     }
 
-    /// In a few words, as the pages, `ls` and `check --from` put it:
-    /// `none known`, `3 known, the worst rated high`, `not known: …`, or
-    /// `3 known, and not known: …`.
+    /// In a few words, as `tfmirror advisories show` puts it:
+    /// `none known`, `3 known, the worst rated high`, `not known, because
+    /// …`, or `3 known, and not wholly known, because …`.
     pub fn headline(&self) -> String {
         let found = match (self.count, self.worst) {
             (0, _) => None,
