@@ -22,6 +22,7 @@ const CFGS: &[&str] = &[
     "tfmirror_no_kustomize",
     "tfmirror_no_oidc_provider",
     "tfmirror_no_go",
+    "tfmirror_no_govulncheck",
 ];
 
 /// `tfmirror --version`'s line: the package's version and, when built
@@ -181,6 +182,13 @@ fn main() {
     // Debian's golang-go: `go version -m` reads build information
     // independently, and `go build` makes the Mach-O and PE samples.
     let go = runs("go", "version");
+    // Debian's govulncheck: the independent matcher of advisories by
+    // symbol (it prints its usage, with a failing status, when asked).
+    let govulncheck = go
+        && Command::new("govulncheck")
+            .arg("-h")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stderr).contains("govulncheck"));
     // Debian's docker-registry and PyPI's oras SDK (the push-oci tests).
     let oci = Path::new("/usr/bin/docker-registry").is_file()
         && std::env::var_os("ORAS_PY").is_some_and(|p| Path::new(&p).join("oras").is_dir());
@@ -244,6 +252,11 @@ fn main() {
         ),
         (root, "tfmirror_not_root", "root".to_owned()),
         (go, "tfmirror_no_go", "go (golang-go)".to_owned()),
+        (
+            govulncheck,
+            "tfmirror_no_govulncheck",
+            "go and govulncheck".to_owned(),
+        ),
         (
             prometheus,
             "tfmirror_no_prometheus",

@@ -34,7 +34,9 @@ fn program(var: &str) -> Option<(BuildInfo, Vec<String>)> {
     let Ok(Found::Go(info)) = tfmirror::gobuild::read(&file) else {
         return None;
     };
-    let packages = tfmirror::gobuild::packages(&file).ok()??;
+    let packages = tfmirror::gobuild::packages(&file, &tfmirror::gobuild::Wanted::default())
+        .ok()??
+        .packages;
     Some((info, packages.into_iter().collect()))
 }
 
@@ -77,6 +79,7 @@ fn advisories(c: &mut Criterion) {
                         build,
                         release_version: Some("1.0.3"),
                         packages: Some(packages),
+                        symbols: None,
                         goos: "linux",
                         goarch: "amd64",
                     },

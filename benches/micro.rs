@@ -450,6 +450,7 @@ fn build_information(c: &mut Criterion) {
                 tfmirror::gobuild::ExecutableKind::Provider,
                 dir.path(),
                 tfmirror::gobuild::MAX_EXECUTABLE_SIZE,
+                &tfmirror::gobuild::Wanted::default(),
             )
             .unwrap()
         });

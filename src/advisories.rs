@@ -244,7 +244,7 @@ mod tests {
         let partial = Summary::of(
             &BTreeMap::from([(
                 "linux_amd64".to_owned(),
-                reading(vec![finding(Presence::NotFound)]),
+                reading(vec![finding(Presence::NotFound { packages: vec![] })]),
             )]),
             vec!["darwin_arm64".into()],
         );
@@ -255,6 +255,8 @@ mod tests {
     fn present(packages: &[&str]) -> Presence {
         Presence::Present {
             packages: packages.iter().map(|p| (*p).to_owned()).collect(),
+            symbols: vec![],
+            symbols_not_told: vec![],
         }
     }
 
@@ -272,13 +274,19 @@ mod tests {
                     holds.to_owned(),
                     reading(vec![finding(present(&["net/http"]))]),
                 ),
-                (lacks.to_owned(), reading(vec![finding(Presence::NotFound)])),
+                (
+                    lacks.to_owned(),
+                    reading(vec![finding(Presence::NotFound { packages: vec![] })]),
+                ),
             ]);
             let summary = Summary::of(&per_platform, Vec::new());
             assert_eq!(summary.count, 1);
             let only = &summary.advisories[0];
             assert_eq!(only.finding.presence, present(&["net/http"]), "{holds}");
-            assert_eq!(only.presence_by_platform[lacks], Presence::NotFound);
+            assert_eq!(
+                only.presence_by_platform[lacks],
+                Presence::NotFound { packages: vec![] }
+            );
             assert_eq!(only.presence_by_platform[holds], present(&["net/http"]));
         }
     }
@@ -288,7 +296,7 @@ mod tests {
         let all = [
             present(&["net/http"]),
             present(&["crypto/tls", "net/http"]),
-            Presence::NotFound,
+            Presence::NotFound { packages: vec![] },
             Presence::NotNamed,
             Presence::NotRead,
         ];
@@ -309,8 +317,8 @@ mod tests {
             present(&["crypto/tls", "net/http"])
         );
         assert_eq!(
-            Presence::NotNamed.combine(Presence::NotFound),
-            Presence::NotFound
+            Presence::NotNamed.combine(Presence::NotFound { packages: vec![] }),
+            Presence::NotFound { packages: vec![] }
         );
     }
 }

@@ -16,6 +16,8 @@
 //! each bounded, never the whole executable. `image` maps addresses to file
 //! offsets; `header` finds the block and its two strings; `modinfo` reads
 //! the module lines; `toolchain` reads the toolchain's name of itself;
+//! `pclntab` reads the function table, `names` its names as packages and
+//! `symbols` as the symbols advisories name;
 //! `unpack` takes the executables out of a release
 //! archive, one at a time, into a temporary file.
 
@@ -26,6 +28,7 @@ mod image;
 mod modinfo;
 mod names;
 mod pclntab;
+mod symbols;
 mod toolchain;
 mod unpack;
 
@@ -35,6 +38,7 @@ mod tests;
 pub use modinfo::{BuildInfo, Module, Setting};
 pub use names::{MAX_PACKAGES, MAX_PACKAGE_BYTES};
 pub use pclntab::MAX_FUNCTIONS;
+pub use symbols::{without_package_name, Looked, Symbols, Wanted};
 pub use toolchain::{release_name, Reading, Toolchain};
 pub use unpack::{executables_in, Executable, ExecutableKind, MAX_EXECUTABLES};
 
@@ -105,11 +109,22 @@ pub fn read(file: &File) -> Result<Found, GoBuildError> {
     Ok(Found::Nothing("no Go build information".to_string()))
 }
 
-/// The import paths of the packages an executable holds code of, from its
-/// function table (`pclntab`, which stripping leaves); `None` where no
-/// table is found (not a Go program, or a PE file of a toolchain before
-/// Go 1.16, whose table cannot be found without its symbols).
-pub fn packages(file: &File) -> Result<Option<std::collections::BTreeSet<String>>, GoBuildError> {
+/// What an executable's function table (`pclntab`, which stripping
+/// leaves) says: the packages it holds code of, and which of the symbols
+/// asked for it names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Table {
+    /// The import paths of the packages it holds code of.
+    pub packages: std::collections::BTreeSet<String>,
+    /// The symbols of [`Wanted`] found, for the packages held.
+    pub symbols: Symbols,
+}
+
+/// What an executable's function table says of its packages and of the
+/// symbols `wanted` asks for; `None` where no table is found (not a Go
+/// program, or a PE file of a toolchain before Go 1.16, whose table
+/// cannot be found without its symbols).
+pub fn packages(file: &File, wanted: &Wanted) -> Result<Option<Table>, GoBuildError> {
     let places: Vec<pclntab::Place> = {
         let cache = object::ReadCache::new(file);
         image::images(&cache)?
@@ -117,7 +132,7 @@ pub fn packages(file: &File) -> Result<Option<std::collections::BTreeSet<String>
             .filter_map(|image| image.pclntab)
             .collect()
     };
-    pclntab::packages(file, &places)
+    pclntab::packages(file, &places, wanted)
 }
 
 /// A Go toolchain's release as semantic versioning with a `v`

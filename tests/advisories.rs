@@ -208,6 +208,13 @@ fn bad_input_is_refused_by_cause_and_bad_entries_are_named() {
 
 /// Terraform v1.0.3's build information and packages.
 fn terraform() -> (BuildInfo, Vec<String>) {
+    let (info, table) = terraform_for(&gobuild::Wanted::default());
+    (info, table.packages.into_iter().collect())
+}
+
+/// Terraform v1.0.3's build information and what its function table says
+/// of the symbols `wanted` names.
+fn terraform_for(wanted: &gobuild::Wanted) -> (BuildInfo, gobuild::Table) {
     let path = std::env::var_os("TERRAFORM_BIN")
         .map(PathBuf::from)
         .filter(|p| p.is_file())
@@ -216,8 +223,10 @@ fn terraform() -> (BuildInfo, Vec<String>) {
     let Found::Go(info) = gobuild::read(&file).unwrap() else {
         panic!("no build information in {}", path.display());
     };
-    let packages = gobuild::packages(&file).unwrap().expect("a function table");
-    (info, packages.into_iter().collect())
+    let table = gobuild::packages(&file, wanted)
+        .unwrap()
+        .expect("a function table");
+    (info, table)
 }
 
 fn by_key(found: &[Finding]) -> Vec<(String, String)> {
@@ -237,13 +246,15 @@ fn by_key(found: &[Finding]) -> Vec<(String, String)> {
 fn terraform_1_0_3_falls_under_what_its_entries_say_by_hand() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::new(import::read(&osv_dev_zip(dir.path()), 1).unwrap());
-    let (info, packages) = terraform();
+    let (info, table) = terraform_for(&db.wanted);
+    let packages: Vec<String> = table.packages.iter().cloned().collect();
     let found = findings(
         &db,
         &Subject {
             build: &info,
             release_version: Some("1.0.3"),
             packages: Some(&packages),
+            symbols: Some(&table.symbols),
             goos: "linux",
             goarch: "amd64",
         },
@@ -299,27 +310,99 @@ fn terraform_1_0_3_falls_under_what_its_entries_say_by_hand() {
         one("GO-2021-0239", "stdlib").fixed.as_deref(),
         Some("go1.16.5")
     );
-    // Presence, against the names `strings` finds in the binary: `net`'s
-    // and `regexp`'s functions are there, `debug/macho`'s are not.
-    let strings = names_in(
+    // Presence by symbol, against the names `strings` finds in the
+    // binary (Go 1.16's table keeps every function's name, inlined ones'
+    // too, each ended by a zero byte): GO-2021-0239 names methods of
+    // `net`'s Resolver, GO-2021-0347 `regexp.Compile` (the package's name
+    // written before the symbol, as the entry does), GO-2021-0263
+    // `debug/macho`, which the binary does not hold.
+    let strings: std::collections::BTreeSet<String> = names_in(
         &std::env::var_os("TERRAFORM_BIN")
             .map(PathBuf::from)
             .unwrap(),
-    );
-    for (id, package) in [("GO-2021-0239", "net"), ("GO-2021-0347", "regexp")] {
-        assert!(strings
+    )
+    .into_iter()
+    .collect();
+    let has = |name: &str| strings.contains(name);
+    assert!(has("net.(*Resolver).LookupAddr") && has("regexp.Compile"));
+    let by_name = [
+        (
+            "GO-2021-0239",
+            "net",
+            [
+                "LookupAddr",
+                "LookupCNAME",
+                "LookupMX",
+                "LookupNS",
+                "LookupSRV",
+            ]
             .iter()
-            .any(|s| s.starts_with(&format!("{package}."))));
+            .filter(|m| has(&format!("net.(*Resolver).{m}")))
+            .map(|m| format!("net.Resolver.{m}"))
+            .collect::<Vec<_>>(),
+        ),
+        ("GO-2021-0347", "regexp", vec!["regexp.Compile".to_string()]),
+    ];
+    for (id, package, symbols) in by_name {
+        assert!(!symbols.is_empty(), "{id}");
         assert_eq!(
             one(id, "stdlib").presence,
             Presence::Present {
-                packages: vec![package.to_string()]
+                packages: vec![package.to_string()],
+                symbols,
+                symbols_not_told: vec![],
             },
             "{id}"
         );
     }
     assert!(!strings.iter().any(|s| s.starts_with("debug/macho.")));
-    assert_eq!(one("GO-2021-0263", "stdlib").presence, Presence::NotFound);
+    assert_eq!(
+        one("GO-2021-0263", "stdlib").presence,
+        Presence::NotFound { packages: vec![] }
+    );
+    // GO-2023-2102 names what serves HTTP/2: Terraform's CLI serves none
+    // of it; where `strings` finds none of the symbols, neither may the
+    // finding.
+    let serves = [
+        "net/http.(*Server).Serve",
+        "net/http.(*http2serverConn).serve",
+    ];
+    let stdlib = one("GO-2023-2102", "stdlib");
+    if serves.iter().any(|s| has(s)) {
+        assert!(
+            matches!(stdlib.presence, Presence::Present { .. }),
+            "{stdlib:?}"
+        );
+    } else {
+        assert_eq!(
+            stdlib.presence,
+            Presence::NotFound {
+                packages: vec!["net/http".into()]
+            }
+        );
+    }
+    // Without the symbols looked for, the package alone answers, and
+    // says why.
+    let untold = findings(
+        &db,
+        &Subject {
+            build: &info,
+            release_version: Some("1.0.3"),
+            packages: Some(&packages),
+            symbols: None,
+            goos: "linux",
+            goarch: "amd64",
+        },
+    );
+    let regexp = untold.iter().find(|f| f.id == "GO-2021-0347").unwrap();
+    assert_eq!(
+        regexp.presence,
+        Presence::Present {
+            packages: vec!["regexp".into()],
+            symbols: vec![],
+            symbols_not_told: vec!["regexp".into()],
+        }
+    );
     // Without the package list, presence is not claimed.
     let unread = findings(
         &db,
@@ -327,6 +410,7 @@ fn terraform_1_0_3_falls_under_what_its_entries_say_by_hand() {
             build: &info,
             release_version: Some("1.0.3"),
             packages: None,
+            symbols: None,
             goos: "linux",
             goarch: "amd64",
         },
@@ -357,6 +441,7 @@ fn a_vendors_toolchain_falls_under_what_its_base_release_does() {
                 build: &build,
                 release_version: Some("1.0.3"),
                 packages: Some(&packages),
+                symbols: None,
                 goos: "linux",
                 goarch: "amd64",
             },
@@ -420,6 +505,7 @@ fn provider_ids(db: &Database, path: &str, version: Option<&str>) -> Vec<String>
             build: &build,
             release_version: version,
             packages: None,
+            symbols: None,
             goos: "linux",
             goarch: "amd64",
         },
@@ -483,6 +569,7 @@ fn a_replaced_module_matches_by_its_replacement_alone() {
                 build,
                 release_version: Some("1.0.0"),
                 packages: None,
+                symbols: None,
                 goos: "linux",
                 goarch: "amd64",
             },

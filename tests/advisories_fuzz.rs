@@ -73,6 +73,7 @@ fn read_and_match(bytes: &[u8]) {
                 build: &build,
                 release_version: release,
                 packages: Some(&packages),
+                symbols: None,
                 goos: "linux",
                 goarch: "amd64",
             },

@@ -4,7 +4,10 @@
 //! which the pages and the advisory summaries use too) and by `tfmirror
 //! verify`. The record is made by a real `sync` of a real Go program, then
 //! put back as an earlier build wrote it: no `packages_reader`, and a
-//! package missing from its list.
+//! package missing from its list. So is a record that looked for other
+//! symbols than the advisory database held names: one made before any
+//! database was imported, once the real entries naming symbols of `os`
+//! are.
 
 mod common;
 
@@ -65,8 +68,9 @@ async fn a_record_of_an_earlier_reading_is_read_again() {
         .cache_dir()
         .join("builds/registry.origin.test/acme/hello/1.0.0/linux_amd64.json");
     let (packages, reader) = packages_and_reader(&record);
-    assert_eq!(reader, Some(1));
+    assert_eq!(reader, Some(2));
     assert!(packages.iter().any(|p| p == "fmt"), "{packages:?}");
+    assert_eq!(looked_for(&record), Vec::<String>::new());
 
     as_an_earlier_reading(&record);
     let bom = home.join("bom.json");
@@ -82,9 +86,48 @@ async fn a_record_of_an_earlier_reading_is_read_again() {
         "1.0.0",
     ];
     run_ok(home, &bom_args).await;
-    assert_eq!(packages_and_reader(&record), (packages.clone(), Some(1)));
+    assert_eq!(packages_and_reader(&record), (packages.clone(), Some(2)));
 
     as_an_earlier_reading(&record);
     run_ok(home, &["verify", "--config", config]).await;
-    assert_eq!(packages_and_reader(&record), (packages, Some(1)));
+    assert_eq!(packages_and_reader(&record), (packages.clone(), Some(2)));
+
+    // A database that names symbols of `os`, which the program holds: the
+    // record looked for none, and is read again, by `bom` and by `verify`.
+    let entries =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/advisories/govulncheck");
+    run_ok(
+        home,
+        &[
+            "advisories",
+            "import",
+            "--config",
+            config,
+            entries.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(packages.iter().any(|p| p == "os"), "{packages:?}");
+    assert!(!looked_for(&record).contains(&"os".to_string()));
+    run_ok(home, &bom_args).await;
+    assert!(
+        looked_for(&record).contains(&"os".to_string()),
+        "{:?}",
+        looked_for(&record)
+    );
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    doc["executables"][0]["symbols"]["by_package"] = serde_json::json!({});
+    std::fs::write(&record, doc.to_string()).unwrap();
+    run_ok(home, &["verify", "--config", config]).await;
+    assert!(looked_for(&record).contains(&"os".to_string()));
+}
+
+/// The packages the record's first executable looked for symbols of.
+fn looked_for(record: &Path) -> Vec<String> {
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    doc["executables"][0]["symbols"]["by_package"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
 }

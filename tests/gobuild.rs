@@ -114,7 +114,8 @@ fn packed(dir: &Path, name: &str, exe: &Path) -> PathBuf {
 fn read_packed(dir: &Path, name: &str, exe: &Path, kind: ExecutableKind) -> Found {
     let archive = packed(dir, name, exe);
     let archive = std::fs::File::open(&archive).unwrap();
-    let mut found = executables_in(archive, kind, dir, 1 << 30).unwrap();
+    let mut found =
+        executables_in(archive, kind, dir, 1 << 30, &gobuild::Wanted::default()).unwrap();
     assert_eq!(found.len(), 1, "{name}: {found:?}");
     let one = found.remove(0);
     assert_eq!(one.name, name);
@@ -566,9 +567,13 @@ fn the_packages_a_program_holds_are_those_its_symbol_table_names() {
         // the function table is the same either way.
         let out = dir.path().join(format!("web_{os}_{arch}"));
         go_build(dir.path(), &src, &out, (os, arch), false);
-        let ours = gobuild::packages(&std::fs::File::open(&out).unwrap())
-            .unwrap()
-            .unwrap_or_else(|| panic!("{os}/{arch}: no function table found"));
+        let ours = gobuild::packages(
+            &std::fs::File::open(&out).unwrap(),
+            &gobuild::Wanted::default(),
+        )
+        .unwrap()
+        .unwrap_or_else(|| panic!("{os}/{arch}: no function table found"))
+        .packages;
         let nm = nm_packages(&out);
         let missing: Vec<_> = nm.difference(&ours).collect();
         assert!(
@@ -598,9 +603,13 @@ fn the_packages_a_program_holds_are_those_its_symbol_table_names() {
 fn the_terraform_1_0_3_function_table_holds_what_its_symbol_table_names() {
     // Go 1.16's table layout, in a release binary that kept its symbols.
     let exe = env_file("TERRAFORM_BIN");
-    let ours = gobuild::packages(&std::fs::File::open(&exe).unwrap())
-        .unwrap()
-        .expect("a function table");
+    let ours = gobuild::packages(
+        &std::fs::File::open(&exe).unwrap(),
+        &gobuild::Wanted::default(),
+    )
+    .unwrap()
+    .expect("a function table")
+    .packages;
     let nm = nm_packages(&exe);
     let missing: Vec<_> = nm.difference(&ours).collect();
     assert!(missing.is_empty(), "nm names {missing:?}, not read");

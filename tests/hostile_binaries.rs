@@ -91,8 +91,8 @@ fn packages_of(dir: &Path, bytes: &[u8]) -> Result<Option<usize>, String> {
     let file = std::fs::File::open(&path).unwrap();
     // The build information is read as before: the block is untouched.
     assert!(matches!(gobuild::read(&file), Ok(gobuild::Found::Go(_))));
-    gobuild::packages(&file)
-        .map(|found| found.map(|set| set.len()))
+    gobuild::packages(&file, &gobuild::Wanted::default())
+        .map(|found| found.map(|table| table.packages.len()))
         .map_err(|e| e.to_string())
 }
 

@@ -400,14 +400,21 @@ pub struct Database {
     /// For each advisory, the one ID of its group: advisories that name
     /// each other (a GO entry and its GHSA alias) are one.
     pub group: Vec<usize>,
+    /// The symbols the advisories name, by package: what a binary's
+    /// function table is searched for.
+    pub wanted: crate::gobuild::Wanted,
 }
 
 impl Database {
     /// Indexes a document.
     pub fn new(stored: Stored) -> Database {
         let mut by_module: HashMap<String, Vec<Prepared>> = HashMap::new();
+        let mut wanted = crate::gobuild::Wanted::default();
         for (i, advisory) in stored.advisories.iter().enumerate() {
             for (j, a) in advisory.affected.iter().enumerate() {
+                for import in &a.imports {
+                    wanted.ask(&import.path, &import.symbols);
+                }
                 let read = |ranges: &[Vec<Event>]| -> Vec<_> {
                     ranges.iter().filter_map(|r| range::readable(r)).collect()
                 };
@@ -432,6 +439,7 @@ impl Database {
             stored,
             by_module,
             group,
+            wanted,
         }
     }
 }

@@ -17,14 +17,19 @@
 //! finding per module, with the GO entry's facts and the highest severity
 //! either carries. Presence: where the entry names its packages, whether
 //! the binary's function table holds any of them (for the platform's
-//! `GOOS`/`GOARCH`); tfmirror claims no reachability beyond that.
+//! `GOOS`/`GOARCH`), and where it names symbols of a package, whether
+//! the table names any of those symbols, as Go's vulnerability checker
+//! reads a binary; tfmirror claims no reachability beyond that. A symbol
+//! is told only where the table lists inlined functions too (Go 1.16 on)
+//! and the record looked for the symbols this database names; else the
+//! package alone answers, and the finding says why.
 
 use serde::{Deserialize, Serialize};
 
 use super::database::{Database, Prepared, Review, Severity};
 use super::range;
 use super::version::{path_major, GoVersion};
-use crate::gobuild::BuildInfo;
+use crate::gobuild::{BuildInfo, Symbols};
 
 /// What one executable is matched by.
 #[derive(Debug, Clone, Copy)]
@@ -35,23 +40,44 @@ pub struct Subject<'a> {
     pub release_version: Option<&'a str>,
     /// The packages it holds code of, sorted; `None` where not read.
     pub packages: Option<&'a [String]>,
+    /// The symbols its function table was searched for and found; `None`
+    /// where it was not searched.
+    pub symbols: Option<&'a Symbols>,
     /// Its operating system (`linux`).
     pub goos: &'a str,
     /// Its architecture (`amd64`).
     pub goarch: &'a str,
 }
 
-/// Whether the packages an advisory names are in the binary.
+/// Whether the packages and symbols an advisory names are in the binary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Presence {
     /// The binary holds code of these of the named packages.
     Present {
-        /// Which.
+        /// Which packages.
+        packages: Vec<String>,
+        /// The symbols the advisory names that the function table names
+        /// (`net/http.Client.Do`): the finding is by symbol.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        symbols: Vec<String>,
+        /// Packages present whose symbols the advisory names but whose
+        /// table could not tell them (a toolchain before Go 1.16, whose
+        /// table leaves out inlined functions, or a record that looked
+        /// for other symbols): present by the package alone. A package in
+        /// neither list is present by the package because the advisory
+        /// names no symbols of it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        symbols_not_told: Vec<String>,
+    },
+    /// None of the named packages is in the binary (for its platform), or
+    /// none of the symbols named of those that are.
+    NotFound {
+        /// The named packages the binary holds, none of whose named
+        /// symbols it does.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         packages: Vec<String>,
     },
-    /// None of the named packages is in the binary (for its platform).
-    NotFound,
     /// The advisory names no packages.
     NotNamed,
     /// The binary's packages were not read.
@@ -60,38 +86,85 @@ pub enum Presence {
 
 impl Presence {
     /// What two readings of one advisory's presence come to, in either
-    /// order: present where either is (with the packages of both), else
-    /// not read where either was not, else not found; an advisory that
-    /// names no packages says nothing, and yields to the other. Used
-    /// across a version's platforms and across the entries merged into one
-    /// finding, so that neither the order platforms were read in nor the
-    /// order of the entries decides.
+    /// order: present where either is (with the packages and symbols of
+    /// both), else not read where either was not, else not found; an
+    /// advisory that names no packages says nothing, and yields to the
+    /// other. Used across a version's platforms and across the entries
+    /// merged into one finding, so that neither the order platforms were
+    /// read in nor the order of the entries decides.
     #[must_use]
     pub fn combine(self, other: Presence) -> Presence {
         use Presence::{NotFound, NotNamed, NotRead, Present};
         match (self, other) {
-            (Present { packages: mut a }, Present { packages: b }) => {
-                a.extend(b);
-                a.sort_unstable();
-                a.dedup();
-                Present { packages: a }
-            }
-            (p @ Present { .. }, _) | (_, p @ Present { .. }) => p,
+            (
+                Present {
+                    packages,
+                    symbols,
+                    symbols_not_told,
+                },
+                Present {
+                    packages: more_packages,
+                    symbols: more_symbols,
+                    symbols_not_told: more_not_told,
+                },
+            ) => Present {
+                packages: union(packages, more_packages),
+                symbols: union(symbols, more_symbols),
+                symbols_not_told: union(symbols_not_told, more_not_told),
+            },
+            (p @ Present { .. }, _)
+            | (_, p @ Present { .. })
+            | (p @ (NotFound { .. } | NotNamed), NotNamed)
+            | (NotNamed, p @ NotFound { .. }) => p,
             (NotRead, _) | (_, NotRead) => NotRead,
-            (NotFound, _) | (_, NotFound) => NotFound,
-            (NotNamed, NotNamed) => NotNamed,
+            (NotFound { packages }, NotFound { packages: more }) => NotFound {
+                packages: union(packages, more),
+            },
         }
     }
 
     /// In a few words.
     pub fn describe(&self) -> String {
         match self {
-            Presence::Present { packages } => format!("present: {}", packages.join(", ")),
-            Presence::NotFound => "not found in the binary".into(),
+            Presence::Present {
+                packages,
+                symbols,
+                symbols_not_told,
+            } => {
+                let mut said = if symbols.is_empty() {
+                    format!("present: {}", packages.join(", "))
+                } else {
+                    format!("present: {}", symbols.join(", "))
+                };
+                if !symbols_not_told.is_empty() {
+                    said.push_str(" (by the package: the table cannot tell the symbols of ");
+                    said.push_str(&symbols_not_told.join(", "));
+                    said.push(')');
+                }
+                said
+            }
+            Presence::NotFound { packages } if !packages.is_empty() => format!(
+                "not found in the binary: {} held, none of the symbols named",
+                packages.join(", ")
+            ),
+            Presence::NotFound { .. } => "not found in the binary".into(),
             Presence::NotNamed => "the advisory names no packages".into(),
             Presence::NotRead => "the binary's packages were not read".into(),
         }
     }
+
+    /// Whether it is [`Presence::NotFound`].
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Presence::NotFound { .. })
+    }
+}
+
+/// Two sorted lists as one, sorted, each item once.
+fn union(mut a: Vec<String>, b: Vec<String>) -> Vec<String> {
+    a.extend(b);
+    a.sort_unstable();
+    a.dedup();
+    a
 }
 
 /// One advisory an executable falls under.
@@ -203,25 +276,14 @@ fn finding(
     let advisory = &db.stored.advisories[p.advisory];
     let affected = &advisory.affected[p.affected];
     let applies = |list: &[String], mine: &str| list.is_empty() || list.iter().any(|x| x == mine);
-    let named: Vec<&str> = affected
+    let named = affected
         .imports
         .iter()
-        .filter(|i| applies(&i.goos, subject.goos) && applies(&i.goarch, subject.goarch))
-        .map(|i| i.path.as_str())
-        .collect();
+        .filter(|i| applies(&i.goos, subject.goos) && applies(&i.goarch, subject.goarch));
     let presence = if affected.imports.is_empty() {
         Presence::NotNamed
     } else if let Some(held) = subject.packages {
-        let present: Vec<String> = named
-            .iter()
-            .filter(|path| held.binary_search_by(|h| h.as_str().cmp(path)).is_ok())
-            .map(|path| (*path).to_string())
-            .collect();
-        if present.is_empty() {
-            Presence::NotFound
-        } else {
-            Presence::Present { packages: present }
-        }
+        presence_in(db, subject, held, named)
     } else {
         Presence::NotRead
     };
@@ -237,6 +299,69 @@ fn finding(
         presence,
         matched_by,
         url: advisory.url.clone(),
+    }
+}
+
+/// Whether the imports `named` are in a binary holding `held`: by
+/// package where an import names no symbols; by symbol where it does and
+/// the record's search for this database's symbols of the package can
+/// tell (its table lists inlined functions); else by the package, said so.
+fn presence_in<'i>(
+    db: &Database,
+    subject: &Subject<'_>,
+    held: &[String],
+    named: impl Iterator<Item = &'i super::database::Import>,
+) -> Presence {
+    let holds = |path: &str| held.binary_search_by(|h| h.as_str().cmp(path)).is_ok();
+    let (mut packages, mut symbols, mut not_told, mut without) = (vec![], vec![], vec![], vec![]);
+    for import in named {
+        // The main package is named `main` in the table.
+        let main = subject.build.path == import.path && holds("main");
+        let path = if main { "main" } else { import.path.as_str() };
+        if !holds(path) {
+            continue;
+        }
+        if import.symbols.is_empty() {
+            packages.push(import.path.clone());
+            continue;
+        }
+        let looked = subject
+            .symbols
+            .filter(|s| s.inlined_listed)
+            .and_then(|s| s.by_package.get(path))
+            .filter(|l| db.wanted.digest(path) == Some(l.asked.as_str()));
+        let Some(looked) = looked else {
+            packages.push(import.path.clone());
+            not_told.push(import.path.clone());
+            continue;
+        };
+        // As written, or without the package's own name before it.
+        let found: Vec<String> = (import.symbols.iter())
+            .filter_map(|s| {
+                let bare = crate::gobuild::without_package_name(&import.path, s);
+                [Some(s.as_str()), bare]
+                    .into_iter()
+                    .flatten()
+                    .find(|s| looked.found.contains(*s))
+            })
+            .map(|s| format!("{}.{s}", import.path))
+            .collect();
+        if found.is_empty() {
+            without.push(import.path.clone());
+        } else {
+            packages.push(import.path.clone());
+            symbols.extend(found);
+        }
+    }
+    if packages.is_empty() {
+        return Presence::NotFound {
+            packages: union(without, vec![]),
+        };
+    }
+    Presence::Present {
+        packages: union(packages, vec![]),
+        symbols: union(symbols, vec![]),
+        symbols_not_told: union(not_told, vec![]),
     }
 }
 

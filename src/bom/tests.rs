@@ -27,6 +27,7 @@ fn record(build: BuildState) -> BuildRecord {
             build,
             packages: None,
             packages_error: None,
+            symbols: None,
         }],
         packages_reader: 1,
     }

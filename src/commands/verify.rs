@@ -63,6 +63,9 @@ struct Places {
     work: tempfile::TempDir,
     /// Where failures are kept, in the disk cache's layout.
     quarantine: PathBuf,
+    /// The symbols the store's advisory database names, looked for in
+    /// each binary read.
+    wanted: crate::gobuild::Wanted,
 }
 
 impl Places {
@@ -249,8 +252,9 @@ fn verify_store(
 }
 
 /// Reads and keeps the build record ([`crate::store::builds`]) of an
-/// archive that passed, when the store has none or an earlier reading
-/// made its packages ([`builds::PACKAGES_READER`]); whether it made one.
+/// archive that passed, when the store has none, an earlier reading made
+/// its packages ([`builds::PACKAGES_READER`]) or it looked for other
+/// symbols than the store's database names; whether it made one.
 fn record_build(
     store: &CommandStore,
     key: &ArchiveKey,
@@ -262,7 +266,7 @@ fn record_build(
         return Ok(false);
     };
     match store.wait(builds::read(store.store(), key)) {
-        Ok(Some(kept)) if kept.packages_current() => return Ok(false),
+        Ok(Some(kept)) if kept.current_for(&places.wanted) => return Ok(false),
         // None kept, or one whose packages an earlier reading made: read
         // (again).
         Ok(None | Some(_)) => {}
@@ -275,9 +279,12 @@ fn record_build(
         key,
         &pkg.sha256,
         file.try_clone()?,
-        places.work.path(),
-        crate::gobuild::MAX_EXECUTABLE_SIZE,
-        crate::clock::unix_ms_of(std::time::SystemTime::now()),
+        &builds::Unpacking {
+            scratch: places.work.path(),
+            max_size: crate::gobuild::MAX_EXECUTABLE_SIZE,
+            read_at_ms: crate::clock::unix_ms_of(std::time::SystemTime::now()),
+            wanted: &places.wanted,
+        },
     );
     store
         .wait(builds::write(store.store(), &made))
@@ -465,6 +472,9 @@ pub fn command(config: &Config) -> anyhow::Result<()> {
                 )
             })?,
         quarantine: config.cache.dir.join("quarantine"),
+        wanted: crate::commands::store::held_database(&store)?
+            .map(|db| db.wanted.clone())
+            .unwrap_or_default(),
     };
     let sources = Product::ALL
         .iter()

@@ -3,8 +3,9 @@
 //! over, and the set of packages a table names, bounded in count and in
 //! bytes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
+use super::symbols::{symbol_of, Wanted};
 use super::GoBuildError;
 
 /// The most distinct packages one binary is read to hold (a large
@@ -14,28 +15,44 @@ pub const MAX_PACKAGES: usize = 1 << 16;
 /// The most bytes of package paths kept for one binary.
 pub const MAX_PACKAGE_BYTES: usize = 8 << 20;
 
-/// The packages read so far, bounded in count and in bytes.
-#[derive(Debug, Default)]
-pub(super) struct Packages {
+/// The packages read so far, bounded in count and in bytes, and the
+/// symbols asked for found among the names.
+#[derive(Debug)]
+pub(super) struct Packages<'w> {
     /// The import paths.
     pub(super) set: BTreeSet<String>,
     /// Their bytes, added up.
     bytes: usize,
+    /// The symbols to look for.
+    wanted: &'w Wanted,
+    /// Those found, by package: a subset of `wanted`, so bounded by it.
+    pub(super) found: BTreeMap<String, BTreeSet<String>>,
 }
 
-impl Packages {
+impl<'w> Packages<'w> {
+    /// None read yet; `wanted` says which symbols to look for.
+    pub(super) fn new(wanted: &'w Wanted) -> Packages<'w> {
+        Packages {
+            set: BTreeSet::new(),
+            bytes: 0,
+            wanted,
+            found: BTreeMap::new(),
+        }
+    }
+
     /// Notes the package of one function name; an error once more than
     /// [`MAX_PACKAGES`] packages or [`MAX_PACKAGE_BYTES`] bytes of them
-    /// have been read.
-    pub(super) fn add(&mut self, name: &[u8]) -> Result<(), GoBuildError> {
+    /// have been read. Whether symbols are asked for of its package.
+    pub(super) fn add(&mut self, name: &[u8]) -> Result<bool, GoBuildError> {
         let Ok(name) = std::str::from_utf8(name) else {
-            return Ok(());
+            return Ok(false);
         };
         let Some(package) = package_of(name) else {
-            return Ok(());
+            return Ok(false);
         };
+        let wanted = self.wanted.of(&package).is_some();
         if self.set.contains(package.as_str()) {
-            return Ok(());
+            return Ok(wanted);
         }
         self.bytes += package.len();
         if self.set.len() >= MAX_PACKAGES || self.bytes > MAX_PACKAGE_BYTES {
@@ -45,32 +62,52 @@ impl Packages {
             )));
         }
         self.set.insert(package);
-        Ok(())
+        Ok(wanted)
+    }
+
+    /// Notes the symbol `name` is, where it is one asked for.
+    fn look_up(&mut self, name: &[u8]) {
+        let Some((package, symbol)) = std::str::from_utf8(name).ok().and_then(symbol_of) else {
+            return;
+        };
+        if self
+            .wanted
+            .of(&package)
+            .is_some_and(|s| s.contains(&symbol))
+        {
+            self.found.entry(package).or_default().insert(symbol);
+        }
     }
 }
 
 /// Names noted one after another. A package's functions come together in
-/// the table: a name in the package just noted costs one comparison.
+/// the table: a name in the package just noted costs one comparison, and
+/// a symbol lookup where symbols of that package are asked for.
 #[derive(Debug, Default)]
 pub(super) struct Noted {
     /// The package part of the last name noted, as written.
     last: Vec<u8>,
+    /// Whether symbols of it are asked for.
+    last_wanted: bool,
 }
 
 impl Noted {
-    /// Notes the package of `name` in `packages`.
+    /// Notes the package of `name` in `packages`, and its symbol where
+    /// it is asked for.
     pub(super) fn note(
         &mut self,
-        packages: &mut Packages,
+        packages: &mut Packages<'_>,
         name: &[u8],
     ) -> Result<(), GoBuildError> {
-        if self.in_last(name) {
-            return Ok(());
+        if !self.in_last(name) {
+            self.last_wanted = packages.add(name)?;
+            self.last.clear();
+            if let Some(len) = std::str::from_utf8(name).ok().and_then(raw_package_len) {
+                self.last.extend_from_slice(&name[..len]);
+            }
         }
-        packages.add(name)?;
-        self.last.clear();
-        if let Some(len) = std::str::from_utf8(name).ok().and_then(raw_package_len) {
-            self.last.extend_from_slice(&name[..len]);
+        if self.last_wanted {
+            packages.look_up(name);
         }
         Ok(())
     }
@@ -148,8 +185,8 @@ fn is_import_path(path: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{package_of, Noted, Packages};
-    use std::collections::BTreeSet;
+    use super::{package_of, symbol_of, Noted, Packages};
+    use std::collections::{BTreeMap, BTreeSet};
 
     #[test]
     fn names_noted_in_turn_give_each_names_package() {
@@ -178,7 +215,8 @@ mod tests {
             "go.foo.Bar",
         ];
         let mut noted = Noted::default();
-        let mut packages = Packages::default();
+        let wanted = super::Wanted::default();
+        let mut packages = Packages::new(&wanted);
         for name in names {
             noted.note(&mut packages, name.as_bytes()).unwrap();
         }
@@ -186,6 +224,54 @@ mod tests {
         assert_eq!(packages.set, each);
         assert!(packages.set.contains("go.etcd.io/etcd/pkg/tlsutil"));
         assert!(packages.set.contains("a/b.x/y") && packages.set.contains("a/b.c"));
+    }
+
+    #[test]
+    fn the_symbols_asked_for_are_found_in_runs_of_a_package_and_across() {
+        // Names of one package in a run (noted by the one comparison),
+        // broken by others; the oracle is each name's own symbol.
+        let names = [
+            "net/http.(*Client).Do",
+            "net/http.(*Client).Do.func1",
+            "net/http.(*Server).Serve",
+            "net/http.ListenAndServe",
+            "net/http/httputil.(*ReverseProxy).ServeHTTP",
+            "net/http.Header.Get",
+            "regexp.Compile",
+            "regexp.MustCompile",
+            "go.etcd.io/etcd/pkg/tlsutil.NewCert",
+            "main.main",
+        ];
+        let mut wanted = super::Wanted::default();
+        wanted.ask(
+            "net/http",
+            &[
+                "Client.Do".into(),
+                "Header.Get".into(),
+                "Transport.RoundTrip".into(),
+            ],
+        );
+        wanted.ask("regexp", &["regexp.Compile".into()]);
+        wanted.ask("go.etcd.io/etcd/pkg/tlsutil", &["NewCert".into()]);
+        wanted.ask("crypto/tls", &["Conn.Handshake".into()]);
+        let mut noted = Noted::default();
+        let mut packages = Packages::new(&wanted);
+        for name in names {
+            noted.note(&mut packages, name.as_bytes()).unwrap();
+        }
+        let mut each: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (package, symbol) in names.iter().filter_map(|n| symbol_of(n)) {
+            if wanted.of(&package).is_some_and(|s| s.contains(&symbol)) {
+                each.entry(package).or_default().insert(symbol);
+            }
+        }
+        assert_eq!(packages.found, each);
+        assert_eq!(
+            packages.found["net/http"],
+            BTreeSet::from(["Client.Do".to_string(), "Header.Get".to_string()])
+        );
+        assert!(packages.found["regexp"].contains("Compile"));
+        assert!(!packages.found.contains_key("crypto/tls"));
     }
 
     #[test]

@@ -12,13 +12,13 @@
 //! read with positioned reads, a bounded piece at a time; nothing is held
 //! but the set of package paths.
 
-use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::FileExt;
 
 use super::names::{Noted, Packages};
-use super::GoBuildError;
+use super::symbols::{Looked, Symbols, Wanted};
+use super::{GoBuildError, Table};
 
 /// Where the table is, or may be, in the file.
 #[derive(Debug, Clone, Copy)]
@@ -77,15 +77,17 @@ struct Header {
     names: (u64, u64),
 }
 
-/// The import paths of the packages whose code `file` holds, from the
-/// first table found at one of `places`; `None` where none is. Every
+/// The import paths of the packages whose code `file` holds, and the
+/// symbols of `wanted` its names hold, from the first table found at one
+/// of `places`; `None` where none is. Every
 /// extent is checked against the file's real length before it is read: a
 /// section or a table that claims more than the file holds is an error
 /// that says what it claimed.
 pub(super) fn packages(
     file: &File,
     places: &[Place],
-) -> Result<Option<BTreeSet<String>>, GoBuildError> {
+    wanted: &Wanted,
+) -> Result<Option<Table>, GoBuildError> {
     let file_len = file.metadata()?.len();
     for place in places {
         let (Place::Section { offset, size } | Place::Search { offset, size }) = *place;
@@ -97,7 +99,8 @@ pub(super) fn packages(
             Place::Search { .. } => search(file, offset, size)?,
         };
         if let Some((offset, size, header)) = found {
-            return names(file, offset, size, &header).map(|p| Some(p.set));
+            let read = names(file, offset, size, &header, wanted)?;
+            return Ok(Some(table(read, wanted, header.layout != Layout::Go12)));
         }
     }
     Ok(None)
@@ -274,8 +277,14 @@ fn search(file: &File, offset: u64, size: u64) -> Result<Option<(u64, u64, Heade
 
 /// Every function name's package, from the table at `offset`, which lies
 /// inside the file (`size` bytes of it).
-fn names(file: &File, offset: u64, size: u64, header: &Header) -> Result<Packages, GoBuildError> {
-    let mut packages = Packages::default();
+fn names<'w>(
+    file: &File,
+    offset: u64,
+    size: u64,
+    header: &Header,
+    wanted: &'w Wanted,
+) -> Result<Packages<'w>, GoBuildError> {
+    let mut packages = Packages::new(wanted);
     match header.layout {
         Layout::Go116 | Layout::Go118 => {
             // One block of names, each ended by a zero byte.
@@ -318,7 +327,7 @@ fn go12_names(
     offset: u64,
     size: u64,
     header: &Header,
-    packages: &mut Packages,
+    packages: &mut Packages<'_>,
 ) -> Result<(), GoBuildError> {
     let ptr = header.ptr;
     let start = 8 + ptr;
@@ -377,6 +386,30 @@ fn go12_names(
         noted.note(packages, &name[..end])?;
     }
     Ok(())
+}
+
+/// What a table's names came to: its packages, and for each package held
+/// that symbols are asked for of, what was asked and which were found.
+fn table(read: Packages<'_>, wanted: &Wanted, inlined_listed: bool) -> Table {
+    let mut found = read.found;
+    let by_package = wanted
+        .packages()
+        .filter(|p| read.set.contains(*p))
+        .filter_map(|p| {
+            let looked = Looked {
+                asked: wanted.digest(p)?.to_string(),
+                found: found.remove(p).unwrap_or_default(),
+            };
+            Some((p.to_string(), looked))
+        })
+        .collect();
+    Table {
+        packages: read.set,
+        symbols: Symbols {
+            by_package,
+            inlined_listed,
+        },
+    }
 }
 
 /// Reads what the file holds at `at`, up to `buf`'s length.

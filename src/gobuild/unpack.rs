@@ -2,12 +2,11 @@
 //! release), each taken out into an anonymous temporary file and read
 //! there: the archive is never held in memory, and nothing is left behind.
 
-use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{Read, Seek};
 use std::path::Path;
 
-use super::{read, Found, GoBuildError};
+use super::{read, Found, GoBuildError, Table, Wanted};
 
 /// What kind of release an archive is, which says which of its files are
 /// the executables.
@@ -42,9 +41,10 @@ pub struct Executable {
     pub size: u64,
     /// Its build information, or why it could not be read.
     pub build: Result<Found, GoBuildError>,
-    /// The packages it holds code of ([`super::packages`]), read for a Go
-    /// program only; `Ok(None)` where it was not read or holds no table.
-    pub packages: Result<Option<BTreeSet<String>>, GoBuildError>,
+    /// What its function table says of its packages and symbols
+    /// ([`super::packages`]), read for a Go program only; `Ok(None)` where
+    /// it was not read or holds no table.
+    pub packages: Result<Option<Table>, GoBuildError>,
 }
 
 /// The most executables read from one archive (a release has one): past
@@ -56,12 +56,13 @@ pub const MAX_EXECUTABLES: usize = 4;
 /// `archive`, unpacking each into an anonymous file in `scratch`. A member
 /// larger than `max_size` unpacked is not unpacked (its `build` says so),
 /// nor is any past the first [`MAX_EXECUTABLES`]; an archive that is no
-/// zip is an error.
+/// zip is an error. `wanted` names the symbols to look for.
 pub fn executables_in(
     archive: File,
     kind: ExecutableKind,
     scratch: &Path,
     max_size: u64,
+    wanted: &Wanted,
 ) -> Result<Vec<Executable>, GoBuildError> {
     let mut zip =
         zip::ZipArchive::new(archive).map_err(|e| GoBuildError::Archive(e.to_string()))?;
@@ -91,7 +92,7 @@ pub fn executables_in(
                 Ok(file) => {
                     let build = read(&file);
                     let packages = match build {
-                        Ok(Found::Go(_)) => super::packages(&file),
+                        Ok(Found::Go(_)) => super::packages(&file, wanted),
                         _ => Ok(None),
                     };
                     (build, packages)

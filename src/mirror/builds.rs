@@ -52,17 +52,21 @@ impl Mirror {
     }
 
     /// The build record of an archive: the kept one, or, for a stored
-    /// archive without one or with one whose packages an earlier reading
-    /// made ([`builds::PACKAGES_READER`]), read from the archive now and
-    /// kept. An earlier reading's record is given where the archive is
+    /// archive without one, with one whose packages an earlier reading
+    /// made ([`builds::PACKAGES_READER`]) or one that looked for other
+    /// symbols than the database held names, read from the archive now
+    /// and kept. An earlier reading's record is given where the archive is
     /// gone; `None` when the store holds neither the record nor the
     /// archive.
     pub async fn build_record(
         self: &Arc<Self>,
         key: &ArchiveKey,
     ) -> Result<Option<BuildRecord>, RequestError> {
+        let db = self.advisories().await.db.clone();
+        let none = crate::gobuild::Wanted::default();
+        let wanted = db.as_ref().map_or(&none, |db| &db.wanted);
         match builds::read(self.store.as_ref(), key).await {
-            Ok(Some(record)) if record.packages_current() => return Ok(Some(record)),
+            Ok(Some(record)) if record.current_for(wanted) => return Ok(Some(record)),
             Ok(Some(earlier)) => {
                 let again = self.record_build(key).await?;
                 return Ok(again.or(Some(earlier)));
@@ -101,10 +105,17 @@ impl Mirror {
         };
         let (key2, sha256) = (key.clone(), pkg.sha256.clone());
         let read_at_ms = crate::clock::unix_ms_of(self.clock.now());
+        let db = self.advisories().await.db.clone();
         let made = self
             .read_stored_zip(opened, move |archive, scratch| {
-                let max = crate::gobuild::MAX_EXECUTABLE_SIZE;
-                BuildRecord::from_archive(&key2, &sha256, archive, scratch, max, read_at_ms)
+                let none = crate::gobuild::Wanted::default();
+                let how = builds::Unpacking {
+                    scratch,
+                    max_size: crate::gobuild::MAX_EXECUTABLE_SIZE,
+                    read_at_ms,
+                    wanted: db.as_ref().map_or(&none, |db| &db.wanted),
+                };
+                BuildRecord::from_archive(&key2, &sha256, archive, &how)
             })
             .await?;
         let outcome = made.outcome();

@@ -18,7 +18,7 @@
 //! it unless it says `unknown = "allow"`, and its refusal says why.
 
 use crate::address::Version;
-use crate::advisories::{Finding, Presence, Severity, Summary};
+use crate::advisories::{Finding, Severity, Summary};
 use crate::config::policy::{AdvisoryRuleConfig, NotKnown, Unrated};
 use crate::store::Acceptance;
 
@@ -72,8 +72,7 @@ impl AdvisoryRule {
             (Some(_), None) => self.unrated == Unrated::Counts,
         };
         // Not found on the platforms read says nothing of one not read.
-        let present =
-            !self.present_only || finding.presence != Presence::NotFound || not_wholly_known;
+        let present = !self.present_only || !finding.presence.is_not_found() || not_wholly_known;
         named && severe && present
     }
 

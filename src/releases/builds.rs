@@ -17,17 +17,21 @@ use crate::store::release_builds::{self, ReleaseBuildRecord};
 
 impl Mirror {
     /// The build record of a held release file: the kept one, or, for a
-    /// stored zip without one or with one an earlier reading made
-    /// ([`crate::store::builds::PACKAGES_READER`]), read from the file now
-    /// and kept. `None`
+    /// stored zip without one, with one an earlier reading made
+    /// ([`crate::store::builds::PACKAGES_READER`]) or one that looked for
+    /// other symbols than the database held names, read from the file
+    /// now and kept. `None`
     /// when the file is not a platform's zip or the store does not hold
     /// it.
     pub async fn release_build_record(
         &self,
         file: &ReleaseFile,
     ) -> Result<Option<ReleaseBuildRecord>, RequestError> {
+        let db = self.advisories().await.db.clone();
+        let none = crate::gobuild::Wanted::default();
+        let wanted = db.as_ref().map_or(&none, |db| &db.wanted);
         match release_builds::read(self.store(), file).await {
-            Ok(Some(record)) if record.packages_current() => return Ok(Some(record)),
+            Ok(Some(record)) if record.current_for(wanted) => return Ok(Some(record)),
             Ok(Some(earlier)) => {
                 let again = self.record_release_build(file).await?;
                 return Ok(again.or(Some(earlier)));
@@ -67,12 +71,17 @@ impl Mirror {
         };
         let file2 = file.clone();
         let read_at_ms = crate::clock::unix_ms_of(self.clock().now());
+        let db = self.advisories().await.db.clone();
         let made = self
             .read_stored_zip(opened, move |archive, scratch| {
-                let max = crate::gobuild::MAX_EXECUTABLE_SIZE;
-                ReleaseBuildRecord::from_archive(
-                    &file2, &platform, &sha256, archive, scratch, max, read_at_ms,
-                )
+                let none = crate::gobuild::Wanted::default();
+                let how = crate::store::builds::Unpacking {
+                    scratch,
+                    max_size: crate::gobuild::MAX_EXECUTABLE_SIZE,
+                    read_at_ms,
+                    wanted: db.as_ref().map_or(&none, |db| &db.wanted),
+                };
+                ReleaseBuildRecord::from_archive(&file2, &platform, &sha256, archive, &how)
             })
             .await?;
         let outcome = made.outcome();

@@ -30,7 +30,28 @@ pub const BUILD_FORMAT: u32 = 1;
 /// - 0 (no field): packages whose import path starts with `go.`
 ///   (`go.etcd.io/…`, `go.uber.org/…`) were passed over.
 /// - 1: they are read.
-pub const PACKAGES_READER: u32 = 1;
+/// - 2: the symbols the advisory database names are looked for too
+///   ([`ExecutableBuild::symbols`]).
+///
+/// A record of the current reading is also read again where the database
+/// held asks for other symbols of a package the binary holds than those
+/// the record looked for ([`BuildRecord::current_for`]).
+pub const PACKAGES_READER: u32 = 2;
+
+/// How an archive's executables are read: where they are unpacked, how
+/// large one may be, when, and which symbols to look for.
+#[derive(Debug, Clone, Copy)]
+pub struct Unpacking<'a> {
+    /// The folder each executable is unpacked in (into an anonymous file).
+    pub scratch: &'a std::path::Path,
+    /// The most bytes an executable is unpacked to.
+    pub max_size: u64,
+    /// When, in milliseconds since the Unix epoch.
+    pub read_at_ms: u64,
+    /// The symbols the advisory database names ([`gobuild::Wanted`];
+    /// empty without one).
+    pub wanted: &'a gobuild::Wanted,
+}
 
 /// The folder the records are kept in.
 const TOP: &str = "builds";
@@ -81,6 +102,12 @@ pub struct ExecutableBuild {
     /// Why the packages could not be read, where reading them failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packages_error: Option<String>,
+    /// The symbols the advisory database named, looked for among the
+    /// function table's names, for each package held that it names
+    /// symbols of; `None` where the table was not read (or by a reading
+    /// before [`PACKAGES_READER`] 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbols: Option<gobuild::Symbols>,
 }
 
 /// What an executable's build information says.
@@ -106,15 +133,13 @@ pub enum BuildState {
 
 impl BuildRecord {
     /// Reads the record of an archive from the zip file `archive` (whose
-    /// SHA-256 is `sha256`), unpacking each executable, at most `max_size`
-    /// bytes of it, into `scratch`. Blocks: run it off the async threads.
+    /// SHA-256 is `sha256`), as `how` says. Blocks: run it off the async
+    /// threads.
     pub fn from_archive(
         key: &ArchiveKey,
         sha256: &str,
         archive: std::fs::File,
-        scratch: &std::path::Path,
-        max_size: u64,
-        read_at_ms: u64,
+        how: &Unpacking<'_>,
     ) -> BuildRecord {
         let fallback = key.provider.archive_name(&key.version, &key.platform);
         BuildRecord {
@@ -123,23 +148,18 @@ impl BuildRecord {
             version: key.version.clone(),
             platform: key.platform.clone(),
             archive_sha256: sha256.to_string(),
-            read_at_ms,
+            read_at_ms: how.read_at_ms,
             read_by: super::format::THIS_VERSION.to_string(),
-            executables: read_executables(
-                ExecutableKind::Provider,
-                &fallback,
-                archive,
-                scratch,
-                max_size,
-            ),
+            executables: read_executables(ExecutableKind::Provider, &fallback, archive, how),
             packages_reader: PACKAGES_READER,
         }
     }
 
     /// Whether its packages were read by this build's reading of function
-    /// tables; else they are read again where the archive is held.
-    pub fn packages_current(&self) -> bool {
-        self.packages_reader >= PACKAGES_READER
+    /// tables, looking for the symbols `wanted` names; else they are read
+    /// again where the archive is held.
+    pub fn current_for(&self, wanted: &gobuild::Wanted) -> bool {
+        current_for(self.packages_reader, &self.executables, wanted)
     }
 
     /// What the record says, in a word: `go`, `nothing` or `unreadable`
@@ -156,17 +176,41 @@ impl BuildRecord {
     }
 }
 
+/// Whether executables read by the reading `reader` looked for what
+/// `wanted` asks of each package they hold: for each, the record looked
+/// for the same symbols (by [`gobuild::Wanted::digest`]).
+pub(super) fn current_for(
+    reader: u32,
+    executables: &[ExecutableBuild],
+    wanted: &gobuild::Wanted,
+) -> bool {
+    reader >= PACKAGES_READER
+        && executables.iter().all(|exe| {
+            let Some(held) = exe.packages.as_deref() else {
+                return true;
+            };
+            let looked = exe.symbols.as_ref().map(|s| &s.by_package);
+            wanted
+                .packages()
+                .filter(|p| held.binary_search_by(|h| h.as_str().cmp(p)).is_ok())
+                .all(|p| {
+                    looked
+                        .and_then(|l| l.get(p))
+                        .is_some_and(|read| wanted.digest(p) == Some(read.asked.as_str()))
+                })
+        })
+}
+
 /// The executables of kind `kind` in the zip file `archive`, each read
-/// ([`gobuild::executables_in`]). An archive that cannot be read at all
-/// gives one entry named `fallback` that says why. Blocks.
+/// ([`gobuild::executables_in`]) as `how` says. An archive that cannot be
+/// read at all gives one entry named `fallback` that says why. Blocks.
 pub(super) fn read_executables(
     kind: ExecutableKind,
     fallback: &str,
     archive: std::fs::File,
-    scratch: &std::path::Path,
-    max_size: u64,
+    how: &Unpacking<'_>,
 ) -> Vec<ExecutableBuild> {
-    match gobuild::executables_in(archive, kind, scratch, max_size) {
+    match gobuild::executables_in(archive, kind, how.scratch, how.max_size, how.wanted) {
         Ok(found) => found.into_iter().map(executable_build).collect(),
         // Kept archives passed a checksum check: a failure here is the
         // disk's, or a zip the check let through.
@@ -178,6 +222,7 @@ pub(super) fn read_executables(
             },
             packages: None,
             packages_error: None,
+            symbols: None,
         }],
     }
 }
@@ -226,6 +271,7 @@ pub(super) fn reading_of(
                         build,
                         release_version: Some(version.as_str()),
                         packages: exe.packages.as_deref(),
+                        symbols: exe.symbols.as_ref(),
                         goos: platform.os(),
                         goarch: platform.arch(),
                     },
@@ -253,9 +299,14 @@ fn executable_build(e: gobuild::Executable) -> ExecutableBuild {
             error: e.to_string(),
         },
     };
-    let (packages, packages_error) = match e.packages {
-        Ok(found) => (found.map(|set| set.into_iter().collect()), None),
-        Err(e) => (None, Some(e.to_string())),
+    let (packages, symbols, packages_error) = match e.packages {
+        Ok(Some(table)) => (
+            Some(table.packages.into_iter().collect()),
+            Some(table.symbols),
+            None,
+        ),
+        Ok(None) => (None, None, None),
+        Err(e) => (None, None, Some(e.to_string())),
     };
     ExecutableBuild {
         name: e.name,
@@ -263,6 +314,7 @@ fn executable_build(e: gobuild::Executable) -> ExecutableBuild {
         build,
         packages,
         packages_error,
+        symbols,
     }
 }
 
@@ -359,6 +411,7 @@ mod tests {
                 },
                 packages: None,
                 packages_error: None,
+                symbols: None,
             }],
             packages_reader: PACKAGES_READER,
         };

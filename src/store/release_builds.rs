@@ -8,7 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::builds::{
-    outcome_of, read_executables, reading_of, ExecutableBuild, BUILD_FORMAT, PACKAGES_READER,
+    current_for, outcome_of, read_executables, reading_of, ExecutableBuild, Unpacking,
+    BUILD_FORMAT, PACKAGES_READER,
 };
 use super::{Store, StoreError};
 use crate::address::{ArtifactName, Platform, Product, ReleaseFile, Version};
@@ -49,17 +50,14 @@ pub struct ReleaseBuildRecord {
 
 impl ReleaseBuildRecord {
     /// Reads the record of the release zip `archive` (whose SHA-256 is
-    /// `sha256`, built for `platform`), unpacking each executable, at
-    /// most `max_size` bytes of it, into `scratch`. Blocks: run it off
+    /// `sha256`, built for `platform`), as `how` says. Blocks: run it off
     /// the async threads.
     pub fn from_archive(
         file: &ReleaseFile,
         platform: &Platform,
         sha256: &str,
         archive: std::fs::File,
-        scratch: &std::path::Path,
-        max_size: u64,
-        read_at_ms: u64,
+        how: &Unpacking<'_>,
     ) -> ReleaseBuildRecord {
         ReleaseBuildRecord {
             format: BUILD_FORMAT,
@@ -68,23 +66,18 @@ impl ReleaseBuildRecord {
             file: file.name.clone(),
             platform: platform.clone(),
             archive_sha256: sha256.to_string(),
-            read_at_ms,
+            read_at_ms: how.read_at_ms,
             read_by: super::format::THIS_VERSION.to_string(),
-            executables: read_executables(
-                ExecutableKind::Cli,
-                file.name.as_str(),
-                archive,
-                scratch,
-                max_size,
-            ),
+            executables: read_executables(ExecutableKind::Cli, file.name.as_str(), archive, how),
             packages_reader: PACKAGES_READER,
         }
     }
 
     /// Whether its packages were read by this build's reading of function
-    /// tables; else they are read again where the file is held.
-    pub fn packages_current(&self) -> bool {
-        self.packages_reader >= PACKAGES_READER
+    /// tables, looking for the symbols `wanted` names; else they are read
+    /// again where the file is held.
+    pub fn current_for(&self, wanted: &crate::gobuild::Wanted) -> bool {
+        current_for(self.packages_reader, &self.executables, wanted)
     }
 
     /// What the record says, in a word: `go`, `nothing` or `unreadable`.
@@ -170,6 +163,7 @@ mod tests {
                 },
                 packages: None,
                 packages_error: None,
+                symbols: None,
             }],
             packages_reader: PACKAGES_READER,
         };

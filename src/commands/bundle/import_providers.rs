@@ -224,12 +224,17 @@ fn build_record(
     let file = std::fs::File::open(staged).ok()?;
     let scratch = staged.parent()?;
     let now = crate::clock::unix_ms_of(std::time::SystemTime::now());
+    // Without the site's database's symbols: the mirror and `verify`
+    // look for them where the site's database names any.
     Some(crate::store::builds::BuildRecord::from_archive(
         key,
         sha256,
         file,
-        scratch,
-        crate::gobuild::MAX_EXECUTABLE_SIZE,
-        now,
+        &crate::store::builds::Unpacking {
+            scratch,
+            max_size: crate::gobuild::MAX_EXECUTABLE_SIZE,
+            read_at_ms: now,
+            wanted: &crate::gobuild::Wanted::default(),
+        },
     ))
 }

@@ -342,13 +342,17 @@ fn release_build_record(
     let platform = crate::releases::builds::zip_platform(file)?;
     let archive = std::fs::File::open(staged).ok()?;
     let now = crate::clock::unix_ms_of(std::time::SystemTime::now());
+    // Without the site's database's symbols, as a provider archive's.
     Some(ReleaseBuildRecord::from_archive(
         file,
         &platform,
         sha256,
         archive,
-        staged.parent()?,
-        crate::gobuild::MAX_EXECUTABLE_SIZE,
-        now,
+        &crate::store::builds::Unpacking {
+            scratch: staged.parent()?,
+            max_size: crate::gobuild::MAX_EXECUTABLE_SIZE,
+            read_at_ms: now,
+            wanted: &crate::gobuild::Wanted::default(),
+        },
     ))
 }

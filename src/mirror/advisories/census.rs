@@ -2,7 +2,7 @@
 //! against the advisory database, for the status page and the metrics;
 //! made again when the database changes or something arrives.
 
-use std::hash::BuildHasher as _;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,22 +14,87 @@ use crate::mirror::Mirror;
 /// (after an archive arrives) matches again only the versions whose
 /// platforms changed, not every held one: at a million archives, or on a
 /// bucket, reading every record again per arrival would cost more than
-/// the count is worth. About 20 bytes per version.
+/// the count is worth. Keyed and compared by the names themselves, never
+/// by a hash of them: a collision would keep a stale count. A provider's
+/// source is kept once for all its versions and a list of platforms once
+/// for every version that has it, so a version costs its own name, two
+/// shared pointers and two bytes, about 80 bytes with the map's own.
 #[derive(Default)]
 pub(super) struct CensusMemo {
     /// The database's SHA-256 the results are for.
     database: String,
-    /// Hashes the keys.
-    hasher: std::collections::hash_map::RandomState,
-    /// By a hash of the provider and version: a hash of the platforms
-    /// counted, the worst advisory's place in [`crate::advisories::WORST`]
-    /// ([`NOT_AFFECTED`] for none), and whether its binaries were all
-    /// understood.
-    versions: std::collections::HashMap<u64, (u32, u8, bool)>,
+    /// By provider source, then version.
+    versions: HashMap<Arc<str>, HashMap<Box<str>, Counted>>,
+}
+
+/// One version as the last count found it.
+#[derive(Debug, Clone)]
+struct Counted {
+    /// The platforms counted, sorted as the index lists them.
+    platforms: Arc<[String]>,
+    /// The worst advisory's place in [`crate::advisories::WORST`]
+    /// ([`NOT_AFFECTED`] for none).
+    worst: u8,
+    /// Whether its binaries were all understood.
+    known: bool,
 }
 
 /// A version that falls under no advisory, in [`CensusMemo`].
 const NOT_AFFECTED: u8 = u8::MAX;
+
+impl CensusMemo {
+    /// Forgets what was counted against another database.
+    fn for_database(&mut self, database: &str) {
+        if self.database != database {
+            self.versions.clear();
+            database.clone_into(&mut self.database);
+        }
+    }
+
+    /// What the last count found for `version` of `source`, where it was
+    /// counted over exactly `platforms`: the worst advisory's place and
+    /// whether it was known.
+    fn reuse(&self, source: &str, version: &str, platforms: &[String]) -> Option<(u8, bool)> {
+        let counted = self.versions.get(source)?.get(version)?;
+        (*counted.platforms == *platforms).then_some((counted.worst, counted.known))
+    }
+}
+
+/// The memo a count makes as it goes, for the next count.
+#[derive(Default)]
+struct Recount {
+    /// What is counted so far.
+    versions: HashMap<Arc<str>, HashMap<Box<str>, Counted>>,
+    /// Each list of platforms seen, kept once.
+    lists: std::collections::HashSet<Arc<[String]>>,
+}
+
+impl Recount {
+    /// Keeps what `version` of `source` came to over `platforms`.
+    fn keep(&mut self, source: &str, version: &str, platforms: &[String], worst: u8, known: bool) {
+        let platforms = if let Some(list) = self.lists.get(platforms) {
+            list.clone()
+        } else {
+            let list: Arc<[String]> = platforms.into();
+            self.lists.insert(list.clone());
+            list
+        };
+        let counted = Counted {
+            platforms,
+            worst,
+            known,
+        };
+        match self.versions.get_mut(source) {
+            Some(versions) => {
+                versions.insert(version.into(), counted);
+            }
+            None => {
+                self.versions
+                    .insert(source.into(), HashMap::from([(version.into(), counted)]));
+            }
+        }
+    }
+}
 
 /// What the held provider versions and CLI releases come to against the
 /// advisory database.
@@ -88,11 +153,8 @@ impl Mirror {
         held.db.as_ref()?;
         // Taken out while counting: a count beside this one starts afresh.
         let mut memo = std::mem::take(&mut *self.advisory_memo());
-        if memo.database != database {
-            memo.versions.clear();
-            memo.database.clone_from(&database);
-        }
-        let mut counted = std::collections::HashMap::with_capacity(memo.versions.len());
+        memo.for_database(&database);
+        let mut counted = Recount::default();
         let mut census = Census {
             database,
             ..Census::default()
@@ -103,33 +165,30 @@ impl Mirror {
             };
             for (version, platforms) in self.held_versions(&provider) {
                 census.versions += 1;
-                let key = memo.hasher.hash_one((source.as_str(), version.as_str()));
-                // Truncated: a changed list is told from the last one.
-                #[allow(clippy::cast_possible_truncation)]
-                let listed = memo.hasher.hash_one(&platforms) as u32;
-                let (worst, known, complete) = match memo.versions.get(&key) {
-                    Some(&(was, worst, known)) if was == listed => (worst, known, true),
-                    _ => {
-                        let platforms: Vec<Platform> = (platforms.iter())
-                            .filter_map(|p| Platform::parse(p).ok())
-                            .collect();
-                        let Some((_, summary)) = self
-                            .match_version(&provider, &version, &platforms, false)
-                            .await
-                        else {
-                            continue;
-                        };
-                        let worst = (summary.worst_name())
-                            .and_then(|w| crate::advisories::WORST.iter().position(|x| *x == w))
-                            .and_then(|i| u8::try_from(i).ok())
-                            .unwrap_or(NOT_AFFECTED);
-                        (worst, summary.known, summary.not_read.is_empty())
-                    }
+                let (worst, known, complete) = if let Some((worst, known)) =
+                    memo.reuse(&source, version.as_str(), &platforms)
+                {
+                    (worst, known, true)
+                } else {
+                    let parsed: Vec<Platform> = (platforms.iter())
+                        .filter_map(|p| Platform::parse(p).ok())
+                        .collect();
+                    let Some((_, summary)) = self
+                        .match_version(&provider, &version, &parsed, false)
+                        .await
+                    else {
+                        continue;
+                    };
+                    let worst = (summary.worst_name())
+                        .and_then(|w| crate::advisories::WORST.iter().position(|x| *x == w))
+                        .and_then(|i| u8::try_from(i).ok())
+                        .unwrap_or(NOT_AFFECTED);
+                    (worst, summary.known, summary.not_read.is_empty())
                 };
                 // A version whose records could not all be read is
                 // counted again next time.
                 if complete {
-                    counted.insert(key, (listed, worst, known));
+                    counted.keep(&source, version.as_str(), &platforms, worst, known);
                 }
                 if !known {
                     census.not_known += 1;
@@ -140,7 +199,7 @@ impl Mirror {
                 }
             }
         }
-        memo.versions = counted;
+        memo.versions = counted.versions;
         *self.advisory_memo() = memo;
         self.count_release_advisories(&mut census).await;
         self.metrics
@@ -225,6 +284,68 @@ impl Mirror {
             // archive kept), not a wait for one event; the census follows
             // within CENSUS_CHECK, and the pointer read costs one small GET.
             tokio::time::sleep(CENSUS_CHECK).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CensusMemo, Recount, NOT_AFFECTED};
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    const PLATFORMS: [&str; 4] = [
+        "darwin_arm64",
+        "linux_amd64",
+        "linux_arm64",
+        "windows_amd64",
+    ];
+
+    /// What matching a version over its platforms finds, as the store
+    /// would: any function of the three will do, as long as the memo
+    /// does not know it.
+    fn matched(source: &str, version: &str, platforms: &[String]) -> (u8, bool) {
+        let weight: usize =
+            source.len() + version.len() + platforms.iter().map(String::len).sum::<usize>();
+        let worst = if platforms.len().is_multiple_of(2) {
+            NOT_AFFECTED
+        } else {
+            u8::try_from(weight % 4).unwrap()
+        };
+        (worst, !platforms.iter().any(|p| p.starts_with("windows")))
+    }
+
+    proptest! {
+        /// After any run of arrivals and evictions, a count that reuses
+        /// the memo finds for each version what matching it afresh finds.
+        #[test]
+        fn a_count_from_the_memo_is_a_count_from_scratch(
+            steps in proptest::collection::vec((0usize..3, 0usize..3, 0usize..4), 1..40)
+        ) {
+            let mut held: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+            let mut memo = CensusMemo::default();
+            memo.for_database("db");
+            for (provider, version, platform) in steps {
+                // A platform arrives, or is evicted where it was held.
+                let key = (format!("registry.test/acme/p{provider}"), format!("1.{version}.0"));
+                let list = held.entry(key).or_default();
+                let platform = PLATFORMS[platform].to_string();
+                match list.binary_search(&platform) {
+                    Ok(at) => { list.remove(at); }
+                    Err(at) => list.insert(at, platform),
+                }
+                let mut counted = Recount::default();
+                for ((source, version), platforms) in &held {
+                    let fresh = matched(source, version, platforms);
+                    let got = memo.reuse(source, version, platforms).unwrap_or(fresh);
+                    prop_assert_eq!(got, fresh, "{} {} {:?}", source, version, platforms);
+                    counted.keep(source, version, platforms, got.0, got.1);
+                }
+                memo.versions = counted.versions;
+            }
+            // Another database forgets every count.
+            memo.for_database("another");
+            prop_assert!(memo.versions.is_empty());
         }
     }
 }

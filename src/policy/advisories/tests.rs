@@ -28,6 +28,8 @@ fn finding(id: &str, aliases: &[&str], severity: Option<Severity>, presence: Pre
 fn summary() -> Summary {
     let present = Presence::Present {
         packages: vec!["net/http".into()],
+        symbols: vec![],
+        symbols_not_told: vec![],
     };
     let found = [
         finding("GO-2021-0001", &[], None, present),
@@ -35,7 +37,7 @@ fn summary() -> Summary {
             "GO-2023-2102",
             &["CVE-2023-44487", "GHSA-4374-p667-p6c8"],
             Some(Severity::High),
-            Presence::NotFound,
+            Presence::NotFound { packages: vec![] },
         ),
         finding(
             "GO-2022-0003",
@@ -282,7 +284,7 @@ fn a_finding_not_found_counts_under_present_only_while_a_platform_is_not_read() 
     let version = Version::parse("1.0.0").unwrap();
     let mut read = summary();
     read.advisories
-        .retain(|a| a.finding.presence == Presence::NotFound);
+        .retain(|a| a.finding.presence.is_not_found());
     assert!(!read.advisories.is_empty());
     let subject = ("registry.example/acme/widget", &version);
     assert!(rule.weigh(&read, &[], subject, 0).counted.is_empty());

@@ -1,0 +1,302 @@
+//! What a long-running mirror keeps of its advisory matches (each
+//! provider's kept version list, the census's memo) against what the
+//! platforms it holds say, after every arrival, in shuffled orders.
+//!
+//! The origin publishes `acme/tfcli` 2.0.0, 2.1.0 and 2.2.0 for two
+//! platforms each; an executable is either the real Terraform v1.0.3
+//! binary (GO-2023-2102, rated high: the rule denies it) or a shell
+//! script (no Go build information: not known, which the rule allows).
+//! The oracle is a model of the rule written here: a version is refused
+//! once any platform of it held is affected, nothing of a refused version
+//! is fetched, the version list leaves out exactly the refused versions,
+//! and the census counts the versions held, the refused ones as affected
+//! and those with a script held as not known.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::daemon::config_file;
+use common::go::{archive_of, copy_advisory_fixtures, import_advisories, publish_archives};
+use common::*;
+use http::StatusCode;
+
+/// The rule: versions with an advisory rated high or above are denied;
+/// binaries that cannot be told are let through.
+const RULE: &str = r#"
+[[policy.rule]]
+source = "registry.origin.test/acme/*"
+action = "deny"
+reason = "no high advisories"
+[policy.rule.advisories]
+severity = "high"
+unrated = "ignored"
+unknown = "allow"
+"#;
+
+/// Each version's platforms, and whether its executable there is the
+/// affected Terraform binary.
+const PUBLISHED: [(&str, [(&str, bool); 2]); 3] = [
+    ("2.0.0", [("linux_amd64", true), ("linux_arm64", false)]),
+    ("2.1.0", [("linux_amd64", false), ("linux_arm64", false)]),
+    ("2.2.0", [("linux_amd64", false), ("linux_arm64", true)]),
+];
+
+/// The six archives in an order drawn from `seed` (a linear
+/// congruential generator: the order is the seed's, run after run).
+fn shuffled(seed: u64) -> Vec<(&'static str, &'static str, bool)> {
+    let mut all: Vec<_> = PUBLISHED
+        .iter()
+        .flat_map(|(v, platforms)| platforms.iter().map(move |(p, bad)| (*v, *p, *bad)))
+        .collect();
+    let mut state = seed;
+    for i in (1..all.len()).rev() {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let j = usize::try_from((state >> 33) % (i as u64 + 1)).unwrap();
+        all.swap(i, j);
+    }
+    all
+}
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_lists_and_the_census_follow_every_arrival_in_any_order() {
+    // Seed 12 reads the clean platform of 2.0.0 and of 2.2.0 before the
+    // affected one (the kept list and the memo must then change); seed
+    // 11 reads each affected one first (the clean one is then refused
+    // unfetched).
+    for seed in [12, 11] {
+        one_order(seed).await;
+    }
+}
+
+/// Fetches the archives in `seed`'s order through one mirror, checking
+/// after each what it lists and counts.
+async fn one_order(seed: u64) {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let script = setup.dir.path().join("provider.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    let terraform = common::go::terraform_1_0_3();
+    for (version, platforms) in PUBLISHED {
+        let archives: BTreeMap<String, Vec<u8>> = platforms
+            .iter()
+            .map(|(p, bad)| {
+                let exe = if *bad { &terraform } else { &script };
+                ((*p).to_string(), archive_of("tfcli", version, exe))
+            })
+            .collect();
+        publish_archives(&origin, &Signer::new("acme"), ("tfcli", version), &archives);
+    }
+    let entries = setup.dir.path().join("osv");
+    copy_advisory_fixtures(&entries);
+    let config_path = config_file(&setup, &origin, RULE);
+    import_advisories(setup.dir.path(), &config_path, &[&entries]).await;
+    let m = RunningMirror::start(tfmirror::config::Config::load(Some(&config_path)).unwrap()).await;
+    let c = Client::trusting(&m.ca_file);
+    let index = m.url("/registry.origin.test/acme/tfcli/index.json");
+
+    let order = shuffled(seed);
+    let mut held: BTreeSet<(&str, &str, bool)> = BTreeSet::new();
+    let refused = |held: &BTreeSet<(&str, &str, bool)>, version: &str| {
+        held.iter().any(|(v, _, bad)| *v == version && *bad)
+    };
+    // The list is kept before the first arrival, and after each.
+    let listed = c.get(&index).await;
+    assert_eq!(listed.status, StatusCode::OK);
+    for (step, (version, platform, bad)) in order.iter().copied().enumerate() {
+        let said = format!("seed {seed}, step {step}: {version} {platform} in {order:?}");
+        let was_refused = refused(&held, version);
+        let got = c
+            .get(&m.url(&format!(
+                "/registry.origin.test/acme/tfcli/terraform-provider-tfcli_{version}_{platform}.zip"
+            )))
+            .await;
+        if !was_refused {
+            held.insert((version, platform, bad));
+        }
+        let want = if was_refused || bad {
+            StatusCode::FORBIDDEN
+        } else {
+            StatusCode::OK
+        };
+        assert_eq!(got.status, want, "{said}: {}", got.error_text());
+
+        // The version list leaves out exactly the refused versions.
+        let listed = c.get(&index).await.json();
+        let listed: BTreeSet<String> = listed["versions"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{said}: {listed}"))
+            .keys()
+            .cloned()
+            .collect();
+        let expected: BTreeSet<String> = PUBLISHED
+            .iter()
+            .map(|(v, _)| *v)
+            .filter(|v| !refused(&held, v))
+            .map(String::from)
+            .collect();
+        assert_eq!(listed, expected, "{said}");
+
+        // The census counts what is held, as a count from scratch would.
+        let census = m.mirror.count_advisories().await.expect("a database");
+        let versions: BTreeSet<&str> = held.iter().map(|(v, _, _)| *v).collect();
+        let affected = versions.iter().filter(|v| refused(&held, v)).count();
+        let not_known: BTreeSet<&str> = held
+            .iter()
+            .filter(|(_, _, bad)| !bad)
+            .map(|(v, _, _)| *v)
+            .collect();
+        assert_eq!(
+            (census.versions, census.affected, census.not_known),
+            (versions.len(), affected, not_known.len()),
+            "{said}: {census:?}"
+        );
+    }
+    m.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_kept_in_the_background_changes_the_kept_list() {
+    // `cache.prefetch_platforms` fetches linux_amd64 of a version whose
+    // document is asked for: its record is kept in the background, and
+    // no request names the version while it is. 2.0.0's linux_amd64 is
+    // the affected Terraform binary.
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let script = setup.dir.path().join("provider.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    let terraform = common::go::terraform_1_0_3();
+    let (version, platforms) = PUBLISHED[0];
+    let archives: BTreeMap<String, Vec<u8>> = platforms
+        .iter()
+        .map(|(p, bad)| {
+            let exe = if *bad { &terraform } else { &script };
+            ((*p).to_string(), archive_of("tfcli", version, exe))
+        })
+        .collect();
+    publish_archives(&origin, &Signer::new("acme"), ("tfcli", version), &archives);
+    let entries = setup.dir.path().join("osv");
+    copy_advisory_fixtures(&entries);
+    let config_path = config_file(&setup, &origin, RULE);
+    import_advisories(setup.dir.path(), &config_path, &[&entries]).await;
+    let mut config = tfmirror::config::Config::load(Some(&config_path)).unwrap();
+    config.cache.prefetch_platforms = vec!["linux_amd64".parse().unwrap()];
+    let m = RunningMirror::start(config).await;
+    let c = Client::trusting(&m.ca_file);
+    let index = m.url("/registry.origin.test/acme/tfcli/index.json");
+    let listed = |doc: serde_json::Value| -> Vec<String> {
+        doc["versions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    // Nothing held: listed, and the list kept.
+    assert_eq!(listed(c.get(&index).await.json()), [version]);
+    let doc = c
+        .get(&m.url(&format!("/registry.origin.test/acme/tfcli/{version}.json")))
+        .await;
+    assert_eq!(doc.status, StatusCode::OK, "{}", doc.error_text());
+    let record = setup.cache_dir().join(format!(
+        "builds/registry.origin.test/acme/tfcli/{version}/linux_amd64.json"
+    ));
+    common::wait_until(
+        "the prefetched archive's build record",
+        std::time::Duration::from_secs(60),
+        || record.is_file(),
+    )
+    .await;
+    // The record is written just before the lists are told.
+    common::wait_until_answered(
+        "2.0.0 to leave the version list",
+        std::time::Duration::from_secs(10),
+        || async { listed(c.get(&index).await.json()).is_empty() },
+    )
+    .await;
+    m.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_evicted_for_another_provider_changes_the_kept_list() {
+    // acme/tfcli 2.0.0 holds only the affected Terraform binary, 2.1.0 a
+    // script; the cache has room for both and one more script less a
+    // byte: acme/other's archive evicts the least recently used, 2.0.0's.
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let script = setup.dir.path().join("provider.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    let terraform = common::go::terraform_1_0_3();
+    let signer = Signer::new("acme");
+    let one = |kind: &str, version: &str, exe: &std::path::Path| {
+        let zip = archive_of(kind, version, exe);
+        let size = zip.len() as u64;
+        publish_archives(
+            &origin,
+            &signer,
+            (kind, version),
+            &BTreeMap::from([("linux_amd64".to_string(), zip)]),
+        );
+        size
+    };
+    let affected = one("tfcli", "2.0.0", &terraform);
+    let clean = one("tfcli", "2.1.0", &script);
+    let other = one("other", "1.0.0", &script);
+    let entries = setup.dir.path().join("osv");
+    copy_advisory_fixtures(&entries);
+    let config_path = config_file(&setup, &origin, RULE);
+    import_advisories(setup.dir.path(), &config_path, &[&entries]).await;
+    let mut config = tfmirror::config::Config::load(Some(&config_path)).unwrap();
+    config.cache.max_size = Some(bytesize::ByteSize::b(affected + clean + other - 1));
+    let m = RunningMirror::start(config).await;
+    let c = Client::trusting(&m.ca_file);
+    let zip = |kind: &str, version: &str| {
+        m.url(&format!(
+            "/registry.origin.test/acme/{kind}/terraform-provider-{kind}_{version}_linux_amd64.zip"
+        ))
+    };
+    let index = m.url("/registry.origin.test/acme/tfcli/index.json");
+    let listed = |doc: serde_json::Value| -> Vec<String> {
+        doc["versions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        c.get(&zip("tfcli", "2.0.0")).await.status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(c.get(&zip("tfcli", "2.1.0")).await.status, StatusCode::OK);
+    // The list is kept, without 2.0.0.
+    assert_eq!(listed(c.get(&index).await.json()), ["2.1.0"]);
+    assert_eq!(c.get(&zip("other", "1.0.0")).await.status, StatusCode::OK);
+    let evicted = setup
+        .cache_dir()
+        .join("registry.origin.test/acme/tfcli/terraform-provider-tfcli_2.0.0_linux_amd64.zip");
+    common::wait_until(
+        "2.0.0's archive to be evicted",
+        std::time::Duration::from_secs(10),
+        || !evicted.exists(),
+    )
+    .await;
+    // 2.0.0 has no platform held now: passed over by the rule until one
+    // is read again, so listed.
+    assert_eq!(listed(c.get(&index).await.json()), ["2.0.0", "2.1.0"]);
+    m.stop().await;
+}
