@@ -2,11 +2,19 @@
 //! that imports it back, and no file of `src/` is over 500 lines.
 //!
 //! A file's imports are the `crate::…`, `super::…` and `self::…` paths it
-//! names, in `use` items (braces expanded) and anywhere in its code, each
-//! resolved to the file of the longest module prefix it names. Paths inside
-//! an inline module (`mod tests { … }`) resolve from that module. A parent
-//! naming its own child modules by their relative names (`mod x;`, `pub
-//! use x::Y`) is how a folder presents its files and is not an import.
+//! names, and the bare paths that start with one of its own child modules
+//! (`advisories::AdvisoryState` in a file that says `mod advisories;`), in
+//! `use` items (braces expanded) and anywhere in its code, each resolved to
+//! the file of the longest module prefix it names. Paths inside an inline
+//! module (`mod tests { … }`) resolve from that module.
+//!
+//! A folder's front file (`mirror/mod.rs`) and the files below it may name
+//! each other: the front holds the room's shared state and its files
+//! extend it. So two checks: with the front's paths into its own folder
+//! left out, no cycle at all; with them in, no cycle that leaves a folder,
+//! that is, every group of files that import each other lies below one of
+//! them (a cycle from `mirror/mod.rs` through its own files and out to
+//! `releases/` and back is one).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -250,19 +258,77 @@ fn paths_named(code: &str) -> Vec<(Vec<String>, Vec<String>)> {
     out
 }
 
-/// Which files each file imports.
-fn imports() -> (Edges, Files) {
+/// The child modules a file declares in files of their own (`mod x;`,
+/// `pub mod x;`, `pub(crate) mod x;`).
+fn child_modules(code: &str) -> BTreeSet<String> {
+    code.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let rest = line
+                .strip_prefix("pub(crate) ")
+                .or_else(|| line.strip_prefix("pub(super) "))
+                .or_else(|| line.strip_prefix("pub "))
+                .unwrap_or(line);
+            let name = rest.strip_prefix("mod ")?.strip_suffix(';')?.trim();
+            (!name.is_empty()).then(|| name.to_owned())
+        })
+        .collect()
+}
+
+/// The bare paths a file names that start with one of `children`, at a
+/// word's start and not after `::` (outside `use` items, which
+/// [`paths_named`] reads whole).
+fn bare_paths(code: &str, children: &BTreeSet<String>) -> Vec<Vec<String>> {
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    for child in children {
+        let head = format!("{child}::");
+        let mut at = 0;
+        while let Some(found) = code[at..].find(&head) {
+            let start = at + found;
+            at = start + head.len();
+            let before = start.checked_sub(1).map(|i| bytes[i]);
+            if before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':') {
+                continue;
+            }
+            let path: String = code[start..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            out.push(
+                path.split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+/// Which files each file imports: without the front files' paths into
+/// their own folders, and with them.
+fn imports() -> (Edges, Edges, Files) {
     let modules = modules();
     let mut edges = Edges::new();
+    let mut all = Edges::new();
     for (module, file) in &modules {
         let code = code_of(&std::fs::read_to_string(file).unwrap());
-        for (inline, path) in paths_named(&code) {
+        let children = child_modules(&code);
+        let named = paths_named(&code).into_iter().chain(
+            bare_paths(&code, &children)
+                .into_iter()
+                .map(|p| (Vec::new(), p)),
+        );
+        for (inline, path) in named {
             let Some(first) = path.first() else { continue };
             let mut here = module.clone();
-            here.extend(inline);
+            here.extend(inline.iter().cloned());
+            let own = inline.is_empty() && children.contains(first);
             let mut full = match first.as_str() {
                 "crate" => Vec::new(),
                 "self" | "super" => here.clone(),
+                _ if own => module.clone(),
                 _ => continue,
             };
             let mut rest = &path[..];
@@ -279,11 +345,16 @@ fn imports() -> (Edges, Files) {
                 .map(|n| full[..n].to_vec())
                 .find(|prefix| modules.contains_key(prefix));
             if let Some(target) = target.filter(|t| t != module) {
-                edges.entry(module.clone()).or_default().insert(target);
+                all.entry(module.clone())
+                    .or_default()
+                    .insert(target.clone());
+                if !own {
+                    edges.entry(module.clone()).or_default().insert(target);
+                }
             }
         }
     }
-    (edges, modules)
+    (edges, all, modules)
 }
 
 /// The groups of files that import each other (strongly connected, more
@@ -356,15 +427,9 @@ fn shown(module: &[String], modules: &BTreeMap<Vec<String>, PathBuf>) -> String 
         .to_string()
 }
 
-#[test]
-fn no_file_imports_a_file_that_imports_it_back() {
-    let (edges, modules) = imports();
-    assert!(
-        edges.values().map(BTreeSet::len).sum::<usize>() > 100,
-        "the import reader found too few imports to be reading the code"
-    );
-    let found = cycles(&edges);
-    let report: Vec<String> = found
+/// Each cycle as lines naming what each of its files imports of it.
+fn report(found: &[Vec<Vec<String>>], edges: &Edges, modules: &Files) -> Vec<String> {
+    found
         .iter()
         .map(|group| {
             let members: BTreeSet<&Vec<String>> = group.iter().collect();
@@ -374,14 +439,46 @@ fn no_file_imports_a_file_that_imports_it_back() {
                     let into: Vec<String> = edges[m]
                         .iter()
                         .filter(|t| members.contains(t))
-                        .map(|t| shown(t, &modules))
+                        .map(|t| shown(t, modules))
                         .collect();
-                    format!("  {} imports {}", shown(m, &modules), into.join(", "))
+                    format!("  {} imports {}", shown(m, modules), into.join(", "))
                 })
                 .collect();
             format!("a cycle of {} files:\n{}", group.len(), lines.join("\n"))
         })
-        .collect();
+        .collect()
+}
+
+/// The cycles that leave a folder: those no member of which has every
+/// other below it.
+fn leaving(found: Vec<Vec<Vec<String>>>) -> Vec<Vec<Vec<String>>> {
+    found
+        .into_iter()
+        .filter(|group| {
+            !group
+                .iter()
+                .any(|front| group.iter().all(|m| m.starts_with(front)))
+        })
+        .collect()
+}
+
+#[test]
+fn no_cycle_leaves_a_folder_through_its_front_file() {
+    let (_, all, modules) = imports();
+    let found = leaving(cycles(&all));
+    let report = report(&found, &all, &modules);
+    assert!(report.is_empty(), "{}", report.join("\n"));
+}
+
+#[test]
+fn no_file_imports_a_file_that_imports_it_back() {
+    let (edges, _, modules) = imports();
+    assert!(
+        edges.values().map(BTreeSet::len).sum::<usize>() > 100,
+        "the import reader found too few imports to be reading the code"
+    );
+    let found = cycles(&edges);
+    let report = report(&found, &edges, &modules);
     assert!(report.is_empty(), "{}", report.join("\n"));
 }
 
@@ -418,6 +515,31 @@ fn the_cycle_reader_sees_a_cycle_where_there_is_one() {
         .into_iter()
         .collect();
     assert!(cycles(&chain).is_empty());
+    // A front file and its own files: within the folder; out of it and
+    // back: leaving it.
+    let inside: BTreeMap<_, _> = [edge(&["m"], &["m", "a"]), edge(&["m", "a"], &["m"])]
+        .into_iter()
+        .collect();
+    assert!(leaving(cycles(&inside)).is_empty());
+    let out_and_back: BTreeMap<_, _> = [
+        edge(&["m"], &["m", "a"]),
+        edge(&["m", "a"], &["r", "b"]),
+        edge(&["r", "b"], &["m"]),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(leaving(cycles(&out_and_back)).len(), 1);
+    // Bare paths into a file's own modules, not after `::`.
+    let code = code_of("mod advisories;\npub mod census;\nstruct S { a: advisories::AdvisoryState, b: crate::x::census::C }\n");
+    let children = child_modules(&code);
+    assert_eq!(
+        children,
+        BTreeSet::from(["advisories".to_owned(), "census".to_owned()])
+    );
+    assert_eq!(
+        bare_paths(&code, &children),
+        [strings(&["advisories", "AdvisoryState"])]
+    );
 }
 #[test]
 fn no_source_file_is_over_500_lines() {

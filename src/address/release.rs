@@ -145,6 +145,17 @@ pub struct ReleaseFile {
     pub name: ArtifactName,
 }
 
+impl ReleaseFile {
+    /// The platform of a release file that is a platform's zip (the files
+    /// whose executables are read); `None` for anything else.
+    pub fn zip_platform(&self) -> Option<Platform> {
+        if !self.name.as_str().ends_with(".zip") {
+            return None;
+        }
+        self.product.platform_of(&self.version, &self.name)
+    }
+}
+
 impl fmt::Display for ReleaseFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} {}", self.product, self.version, self.name)

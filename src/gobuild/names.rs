@@ -1,11 +1,13 @@
 //! Function names read as the packages they belong to: the import path
 //! a name starts with, the compiler's and the linker's own names passed
 //! over, and the set of packages a table names, bounded in count and in
-//! bytes.
+//! bytes; and as the symbols advisories name, as Go's own vulnerability
+//! checker names them (the receiver's `(*T)` read as `T`, type arguments
+//! left out), kept where asked for.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::symbols::{symbol_of, Wanted};
+use super::symbols::Wanted;
 use super::GoBuildError;
 
 /// The most distinct packages one binary is read to hold (a large
@@ -168,6 +170,46 @@ pub(super) fn package_of(name: &str) -> Option<String> {
     Some(package.replace("%2e", "."))
 }
 
+/// A function name as a package and a symbol, as Go's vulnerability
+/// checker reads it: type arguments (`[...]`) left out; `Recv.Name` for
+/// a method, the receiver's `(*` and `)` trimmed off (`net/http.(*Client).Do`
+/// is `Client.Do` in `net/http`); the name itself for a function. The
+/// package is [`package_of`]'s. Closures and the like
+/// (`F.func1`) read as symbols no advisory names.
+pub(super) fn symbol_of(name: &str) -> Option<(String, String)> {
+    let package = package_of(name)?;
+    let plain = without_type_arguments(name);
+    // The package as written (`%2e` and all) is where the name starts.
+    let head = plain.split(['(']).next().unwrap_or(&plain);
+    let last_slash = head.rfind('/').map_or(0, |i| i + 1);
+    let dot = head[last_slash..].find('.')? + last_slash;
+    let rest = plain.get(dot + 1..)?;
+    let symbol = match rest.rfind('.') {
+        Some(r) => {
+            let receiver = &rest[..r];
+            let receiver = if receiver.starts_with("(*") {
+                receiver.trim_matches(|c| matches!(c, '(' | '*' | ')'))
+            } else {
+                receiver
+            };
+            format!("{receiver}.{}", &rest[r + 1..])
+        }
+        None => rest.to_string(),
+    };
+    Some((package, symbol))
+}
+
+/// `name` without its first `[` to its last `]`, as Go's symbol table
+/// reader leaves out type arguments.
+fn without_type_arguments(name: &str) -> std::borrow::Cow<'_, str> {
+    match (name.find('['), name.rfind(']')) {
+        (Some(start), Some(end)) if start < end => {
+            format!("{}{}", &name[..start], &name[end + 1..]).into()
+        }
+        _ => name.into(),
+    }
+}
+
 /// Whether `path` reads as a module's import path: elements of letters,
 /// digits and `-._~+!%` joined by `/`, at least two of them, the first
 /// with a dot (a domain, as module paths start).
@@ -224,6 +266,50 @@ mod tests {
         assert_eq!(packages.set, each);
         assert!(packages.set.contains("go.etcd.io/etcd/pkg/tlsutil"));
         assert!(packages.set.contains("a/b.x/y") && packages.set.contains("a/b.c"));
+    }
+
+    #[test]
+    fn a_function_name_reads_as_its_package_and_symbol() {
+        for (name, want) in [
+            ("net/http.(*Client).Do", Some(("net/http", "Client.Do"))),
+            ("net/http.Header.Get", Some(("net/http", "Header.Get"))),
+            (
+                "net/http.ListenAndServe",
+                Some(("net/http", "ListenAndServe")),
+            ),
+            (
+                "golang.org/x/net/http2.(*Framer).ReadFrame",
+                Some(("golang.org/x/net/http2", "Framer.ReadFrame")),
+            ),
+            (
+                "gopkg.in/yaml%2ev3.(*parser).parse",
+                Some(("gopkg.in/yaml.v3", "parser.parse")),
+            ),
+            (
+                "slices.SortFunc[go.shape.[]github.com/x/y.T,go.shape.int]",
+                Some(("slices", "SortFunc")),
+            ),
+            (
+                "github.com/a/b.(*Set[go.shape.string]).Add",
+                Some(("github.com/a/b", "Set.Add")),
+            ),
+            (
+                "go.etcd.io/etcd/pkg/tlsutil.NewCert",
+                Some(("go.etcd.io/etcd/pkg/tlsutil", "NewCert")),
+            ),
+            // A closure is no symbol an advisory names.
+            (
+                "net/http.(*Client).Do.func1",
+                Some(("net/http", "Client).Do.func1")),
+            ),
+            ("main.main", Some(("main", "main"))),
+            ("type:.eq.net/http.Header", None),
+            ("go:buildid", None),
+        ] {
+            let got = symbol_of(name);
+            let got = got.as_ref().map(|(p, s)| (p.as_str(), s.as_str()));
+            assert_eq!(got, want, "{name}");
+        }
     }
 
     #[test]

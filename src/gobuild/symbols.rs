@@ -1,8 +1,8 @@
 //! Symbols: the functions an advisory names (`Client.Do` in `net/http`),
-//! looked for among a function table's names as Go's own vulnerability
-//! checker names them (the receiver's `(*T)` read as `T`, type arguments
-//! left out). Only the symbols asked for are kept: a binary's table names
-//! tens of thousands of functions, an advisory database a few thousand.
+//! asked for by package, and what a function table said of them
+//! ([`super::names`] reads each name as its symbol). Only the symbols
+//! asked for are kept: a binary's table names tens of thousands of
+//! functions, an advisory database a few thousand.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -102,93 +102,9 @@ pub struct Looked {
     pub found: BTreeSet<String>,
 }
 
-/// A function name as a package and a symbol, as Go's vulnerability
-/// checker reads it: type arguments (`[...]`) left out; `Recv.Name` for
-/// a method, the receiver's `(*` and `)` trimmed off (`net/http.(*Client).Do`
-/// is `Client.Do` in `net/http`); the name itself for a function. The
-/// package is [`super::names::package_of`]'s. Closures and the like
-/// (`F.func1`) read as symbols no advisory names.
-pub(super) fn symbol_of(name: &str) -> Option<(String, String)> {
-    let package = super::names::package_of(name)?;
-    let plain = without_type_arguments(name);
-    // The package as written (`%2e` and all) is where the name starts.
-    let head = plain.split(['(']).next().unwrap_or(&plain);
-    let last_slash = head.rfind('/').map_or(0, |i| i + 1);
-    let dot = head[last_slash..].find('.')? + last_slash;
-    let rest = plain.get(dot + 1..)?;
-    let symbol = match rest.rfind('.') {
-        Some(r) => {
-            let receiver = &rest[..r];
-            let receiver = if receiver.starts_with("(*") {
-                receiver.trim_matches(|c| matches!(c, '(' | '*' | ')'))
-            } else {
-                receiver
-            };
-            format!("{receiver}.{}", &rest[r + 1..])
-        }
-        None => rest.to_string(),
-    };
-    Some((package, symbol))
-}
-
-/// `name` without its first `[` to its last `]`, as Go's symbol table
-/// reader leaves out type arguments.
-fn without_type_arguments(name: &str) -> std::borrow::Cow<'_, str> {
-    match (name.find('['), name.rfind(']')) {
-        (Some(start), Some(end)) if start < end => {
-            format!("{}{}", &name[..start], &name[end + 1..]).into()
-        }
-        _ => name.into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{symbol_of, Wanted};
-
-    #[test]
-    fn a_function_name_reads_as_its_package_and_symbol() {
-        for (name, want) in [
-            ("net/http.(*Client).Do", Some(("net/http", "Client.Do"))),
-            ("net/http.Header.Get", Some(("net/http", "Header.Get"))),
-            (
-                "net/http.ListenAndServe",
-                Some(("net/http", "ListenAndServe")),
-            ),
-            (
-                "golang.org/x/net/http2.(*Framer).ReadFrame",
-                Some(("golang.org/x/net/http2", "Framer.ReadFrame")),
-            ),
-            (
-                "gopkg.in/yaml%2ev3.(*parser).parse",
-                Some(("gopkg.in/yaml.v3", "parser.parse")),
-            ),
-            (
-                "slices.SortFunc[go.shape.[]github.com/x/y.T,go.shape.int]",
-                Some(("slices", "SortFunc")),
-            ),
-            (
-                "github.com/a/b.(*Set[go.shape.string]).Add",
-                Some(("github.com/a/b", "Set.Add")),
-            ),
-            (
-                "go.etcd.io/etcd/pkg/tlsutil.NewCert",
-                Some(("go.etcd.io/etcd/pkg/tlsutil", "NewCert")),
-            ),
-            // A closure is no symbol an advisory names.
-            (
-                "net/http.(*Client).Do.func1",
-                Some(("net/http", "Client).Do.func1")),
-            ),
-            ("main.main", Some(("main", "main"))),
-            ("type:.eq.net/http.Header", None),
-            ("go:buildid", None),
-        ] {
-            let got = symbol_of(name);
-            let got = got.as_ref().map(|(p, s)| (p.as_str(), s.as_str()));
-            assert_eq!(got, want, "{name}");
-        }
-    }
+    use super::Wanted;
 
     #[test]
     fn a_digest_tells_what_was_asked_of_a_package() {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::state::KeptSummary;
-use crate::address::{Platform, Product, ReleaseFile, Version};
+use crate::address::{Product, ReleaseFile, Version};
 use crate::advisories::Summary;
 use crate::error::RequestError;
 use crate::mirror::Mirror;
@@ -52,7 +52,7 @@ impl Mirror {
         &self,
         file: &ReleaseFile,
     ) -> Result<Option<ReleaseBuildRecord>, RequestError> {
-        let Some(platform) = zip_platform(file) else {
+        let Some(platform) = file.zip_platform() else {
             return Ok(None);
         };
         let Some(record) = self.held_release(file.product, &file.version).await else {
@@ -101,7 +101,7 @@ impl Mirror {
     /// Reads and keeps a release file's build record in the background,
     /// after the file was kept.
     pub(super) fn record_release_build_later(self: &Arc<Self>, file: &ReleaseFile) {
-        if zip_platform(file).is_none() {
+        if file.zip_platform().is_none() {
             return;
         }
         let (this, file) = (self.clone(), file.clone());
@@ -190,13 +190,4 @@ impl Mirror {
         kept.insert(key, Arc::new(made)).await;
         Some(summary)
     }
-}
-
-/// The platform of a release file that is a platform's zip (the files
-/// whose executables are read); `None` for anything else.
-pub fn zip_platform(file: &ReleaseFile) -> Option<Platform> {
-    if !file.name.as_str().ends_with(".zip") {
-        return None;
-    }
-    file.product.platform_of(&file.version, &file.name)
 }

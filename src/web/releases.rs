@@ -15,7 +15,6 @@ use super::routes::release_bom_path;
 use super::{PageAnswer, PageRequest, Site};
 use crate::address::{Product, ReleaseFile, Version};
 use crate::advisories::Summary;
-use crate::releases::builds::zip_platform;
 
 /// The releases page.
 #[derive(Debug, Serialize)]
@@ -117,7 +116,7 @@ async fn release(
     platforms.sort();
     platforms.dedup();
     let boms = (files.iter())
-        .filter_map(|f| Some((zip_platform(f)?.to_string(), release_bom_path(f))))
+        .filter_map(|f| Some((f.zip_platform()?.to_string(), release_bom_path(f))))
         .collect();
     Release {
         version: version.to_string(),

@@ -339,7 +339,7 @@ fn release_build_record(
     sha256: &str,
     staged: &std::path::Path,
 ) -> Option<ReleaseBuildRecord> {
-    let platform = crate::releases::builds::zip_platform(file)?;
+    let platform = file.zip_platform()?;
     let archive = std::fs::File::open(staged).ok()?;
     let now = crate::clock::unix_ms_of(std::time::SystemTime::now());
     // Without the site's database's symbols, as a provider archive's.

@@ -227,7 +227,7 @@ impl Mirror {
     async fn count_release_advisories(&self, census: &mut Census) {
         let mut held: std::collections::BTreeMap<_, Vec<_>> = std::collections::BTreeMap::new();
         for file in self.held_release_files() {
-            if crate::releases::builds::zip_platform(&file).is_some() {
+            if file.zip_platform().is_some() {
                 held.entry((file.product, file.version.clone()))
                     .or_default()
                     .push(file);
