@@ -11,9 +11,14 @@
 //! it kills only once the process is seen, from itself, in the middle of
 //! a write: the process is stopped (`SIGSTOP`), its open files and its
 //! threads' system calls read from `/proc`, and it is killed (`SIGKILL`)
-//! while it has a partial file open in the cache's `tmp/` or a thread in a
-//! write, rename, flush or removal; otherwise it is let go on
-//! (`SIGCONT`) and looked at again. `import` and `gc`, which read nothing
+//! while it has a partial file open in the cache's `tmp/`, or a thread in
+//! a write, rename, flush or removal of a file below the cache (the call's
+//! descriptor, or its path read from the process's memory) or, on a
+//! bucket, a write to a connection to the bucket's port; a write to
+//! anything else (the log, a client's or the origin's connection) does not
+//! count. Otherwise it is let go on (`SIGCONT`) and looked at again. The
+//! system call numbers are x86-64's and aarch64's; elsewhere the tests
+//! fail rather than count nothing. `import` and `gc`, which read nothing
 //! from the origin, run under strace with those calls slowed, and are
 //! looked at while strace holds them. The seed is printed;
 //! `CRASH_SEED=<n>` repeats a run.
@@ -130,31 +135,87 @@ struct Kill {
     under_way: Option<String>,
 }
 
-/// System calls (x86-64 numbers) that write, move or remove a file, or
-/// flush one to disk: `write`, `pwrite64`, `writev`, `pwritev`, `sendfile`,
-/// `fsync`, `fdatasync`, `rename`, `unlink`, `unlinkat`, `renameat`,
-/// `renameat2`, `copy_file_range`.
-const WRITING: [(u32, &str); 13] = [
-    (1, "write"),
-    (18, "pwrite64"),
-    (20, "writev"),
-    (296, "pwritev"),
-    (40, "sendfile"),
-    (74, "fsync"),
-    (75, "fdatasync"),
-    (82, "rename"),
-    (87, "unlink"),
-    (263, "unlinkat"),
-    (264, "renameat"),
-    (316, "renameat2"),
-    (326, "copy_file_range"),
-];
+/// Where a write counts: files below the cache (its `tmp/` staging
+/// included), and, on a bucket, the connections to it.
+#[derive(Debug, Clone, Copy)]
+struct Watched<'a> {
+    /// The cache directory.
+    cache: &'a Path,
+    /// The bucket's port, where the store is one.
+    bucket: Option<u16>,
+}
 
-/// What process `pid` is seen writing below `cache`, read from `/proc`
-/// while it stands still: a partial file of the cache's `tmp/` it has
-/// open, or a thread in one of the [`WRITING`] calls.
-fn under_way(pid: u32, cache: &Path) -> Option<String> {
-    let tmp = std::fs::canonicalize(cache.join("tmp")).unwrap_or_else(|_| cache.join("tmp"));
+/// How a system call names what it writes: a descriptor among its
+/// arguments (counted from 0), or a path through a pointer, relative to a
+/// directory descriptor where it takes one.
+#[derive(Debug, Clone, Copy)]
+enum Names {
+    Fd(usize),
+    Path(usize),
+    DirAndPath(usize, usize),
+}
+
+/// System calls that write, move or remove a file, or flush one to disk,
+/// by this machine's numbers, each with where its file is named: `write`,
+/// `pwrite64`, `writev`, `pwritev`, `sendfile`, `fsync`, `fdatasync`,
+/// `rename`, `unlink`, `unlinkat`, `renameat`, `renameat2`,
+/// `copy_file_range`. An architecture whose numbers are not here has none,
+/// and [`under_way`] refuses to look.
+#[cfg(target_arch = "x86_64")]
+const WRITING: &[(u32, &str, Names)] = &[
+    (1, "write", Names::Fd(0)),
+    (18, "pwrite64", Names::Fd(0)),
+    (20, "writev", Names::Fd(0)),
+    (296, "pwritev", Names::Fd(0)),
+    (40, "sendfile", Names::Fd(0)),
+    (74, "fsync", Names::Fd(0)),
+    (75, "fdatasync", Names::Fd(0)),
+    (82, "rename", Names::Path(0)),
+    (87, "unlink", Names::Path(0)),
+    (263, "unlinkat", Names::DirAndPath(0, 1)),
+    (264, "renameat", Names::DirAndPath(0, 1)),
+    (316, "renameat2", Names::DirAndPath(0, 1)),
+    (326, "copy_file_range", Names::Fd(2)),
+];
+/// As on x86-64, by aarch64's numbers (it has no `rename` or `unlink`).
+#[cfg(target_arch = "aarch64")]
+const WRITING: &[(u32, &str, Names)] = &[
+    (64, "write", Names::Fd(0)),
+    (68, "pwrite64", Names::Fd(0)),
+    (66, "writev", Names::Fd(0)),
+    (70, "pwritev", Names::Fd(0)),
+    (71, "sendfile", Names::Fd(0)),
+    (82, "fsync", Names::Fd(0)),
+    (83, "fdatasync", Names::Fd(0)),
+    (35, "unlinkat", Names::DirAndPath(0, 1)),
+    (38, "renameat", Names::DirAndPath(0, 1)),
+    (276, "renameat2", Names::DirAndPath(0, 1)),
+    (285, "copy_file_range", Names::Fd(2)),
+];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const WRITING: &[(u32, &str, Names)] = &[];
+
+/// A cache on disk: writes below it count.
+fn on_disk(cache: &Path) -> Watched<'_> {
+    Watched {
+        cache,
+        bucket: None,
+    }
+}
+
+/// What process `pid` is seen writing where `watched` says, read from
+/// `/proc` while it stands still: a partial file of the cache's `tmp/` it
+/// has open, or a thread in one of the [`WRITING`] calls on a file below
+/// the cache (or a connection to the bucket). A write to anything else
+/// (the log, a client's connection, the origin's) is not counted.
+fn under_way(pid: u32, watched: Watched<'_>) -> Option<String> {
+    assert!(
+        !WRITING.is_empty(),
+        "the crash tests know the system call numbers of x86-64 and aarch64 only, not of {}",
+        std::env::consts::ARCH
+    );
+    let cache = std::fs::canonicalize(watched.cache).unwrap_or_else(|_| watched.cache.into());
+    let tmp = cache.join("tmp");
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
     for fd in fds.flatten() {
         let Ok(target) = std::fs::read_link(fd.path()) else {
@@ -175,12 +236,91 @@ fn under_way(pid: u32, cache: &Path) -> Option<String> {
         let Ok(call) = std::fs::read_to_string(task.path().join("syscall")) else {
             continue;
         };
-        let number = call
-            .split_whitespace()
-            .next()
-            .and_then(|n| n.parse::<u32>().ok());
-        if let Some((_, name)) = WRITING.iter().find(|(n, _)| Some(*n) == number) {
-            return Some(format!("a thread in {name}"));
+        let mut words = call.split_whitespace();
+        let Some(number) = words.next().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let args: Vec<u64> = words
+            .take(6)
+            .filter_map(|w| u64::from_str_radix(w.trim_start_matches("0x"), 16).ok())
+            .collect();
+        let Some((_, name, names)) = WRITING.iter().find(|(n, _, _)| *n == number) else {
+            continue;
+        };
+        if let Some(what) = written(pid, *names, &args, &cache, watched.bucket) {
+            return Some(format!("a thread in {name} on {what}"));
+        }
+    }
+    None
+}
+
+/// What a call's arguments `args` name, where that is below `cache` or a
+/// connection to the bucket's `port`.
+fn written(
+    pid: u32,
+    names: Names,
+    args: &[u64],
+    cache: &Path,
+    port: Option<u16>,
+) -> Option<String> {
+    let arg = |i: usize| args.get(i).copied();
+    let fd_target = |fd: u64| std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok();
+    let path = match names {
+        Names::Fd(i) => {
+            let target = fd_target(arg(i)?)?;
+            let text = target.to_string_lossy().into_owned();
+            if let Some(inode) = text
+                .strip_prefix("socket:[")
+                .and_then(|t| t.strip_suffix(']'))
+            {
+                let port = port?;
+                return (remote_port(pid, inode) == Some(port))
+                    .then(|| format!("the bucket's connection ({text})"));
+            }
+            target
+        }
+        Names::Path(i) => PathBuf::from(string_at(pid, arg(i)?)?),
+        Names::DirAndPath(d, i) => {
+            let given = PathBuf::from(string_at(pid, arg(i)?)?);
+            if given.is_absolute() {
+                given
+            } else {
+                // The descriptor is an `int`: its low 32 bits, AT_FDCWD
+                // (-100) for the working directory.
+                let low = u32::try_from(arg(d)? & 0xffff_ffff).ok()?;
+                let dir = match i32::from_ne_bytes(low.to_ne_bytes()) {
+                    -100 => std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?,
+                    fd => fd_target(u64::try_from(fd).ok()?)?,
+                };
+                dir.join(given)
+            }
+        }
+    };
+    path.starts_with(cache).then(|| path.display().to_string())
+}
+
+/// The string at address `at` of process `pid`'s memory (a path a system
+/// call was given), up to its zero byte.
+fn string_at(pid: u32, at: u64) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut buf = vec![0u8; 4096];
+    let got = mem.read_at(&mut buf, at).ok()?;
+    let end = buf[..got].iter().position(|b| *b == 0)?;
+    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+/// The remote port of process `pid`'s TCP connection whose socket has
+/// `inode`, from its network namespace's `/proc/…/net/tcp` and `tcp6`.
+fn remote_port(pid: u32, inode: &str) -> Option<u16> {
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).ok()?;
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.get(9) == Some(&inode) {
+                let port = fields.get(2)?.rsplit(':').next()?;
+                return u16::from_str_radix(port, 16).ok();
+            }
         }
     }
     None
@@ -218,8 +358,15 @@ fn descendants(pid: u32) -> Vec<u32> {
 /// is seen mid-write (see the module's documentation; `traced`: strace
 /// holds it, so it is not stopped to be looked at), or after 20 s seen
 /// doing no write; and waits for `child`.
-async fn kill_at(child: &mut Child, pid: u32, cache: &Path, point: Point, traced: bool) -> Kill {
+async fn kill_at(
+    child: &mut Child,
+    pid: u32,
+    watched: Watched<'_>,
+    point: Point,
+    traced: bool,
+) -> Kill {
     use std::os::unix::process::ExitStatusExt;
+    let cache = watched.cache;
     let start = tokio::time::Instant::now();
     let what = format!("{point:?}, or the process's end");
     wait_until(&what, Duration::from_secs(30), || {
@@ -244,7 +391,11 @@ async fn kill_at(child: &mut Child, pid: u32, cache: &Path, point: Point, traced
         if running && !traced {
             signal(pid, "STOP");
         }
-        seen = if running { under_way(pid, cache) } else { None };
+        seen = if running {
+            under_way(pid, watched)
+        } else {
+            None
+        };
         if std::env::var_os("CRASH_DEBUG").is_some() {
             let calls: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
                 .map(|d| {
@@ -505,7 +656,7 @@ async fn a_daemon_killed_at_any_point_keeps_only_whole_verified_objects_and_comp
         let mut daemon = serve(home, &config);
         let asked = ask_everything(&daemon, &ca);
         let pid = daemon.child.id();
-        let kill = kill_at(&mut daemon.child, pid, &cache, point, false).await;
+        let kill = kill_at(&mut daemon.child, pid, on_disk(&cache), point, false).await;
         drop(held_back);
         landed(&kill, &format!("round {round}"), point, &mut count);
         for a in asked {
@@ -566,7 +717,7 @@ fn manifest(home: &Path) -> PathBuf {
 }
 
 /// Runs `cmd` and kills it at `point` (under strace, what strace runs).
-async fn run_killed(mut cmd: Command, cache: &Path, point: Point) -> Kill {
+async fn run_killed(mut cmd: Command, watched: Watched<'_>, point: Point) -> Kill {
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let traced_by_strace = cmd.get_program() == "strace";
     let mut child = cmd.spawn().unwrap();
@@ -575,7 +726,7 @@ async fn run_killed(mut cmd: Command, cache: &Path, point: Point) -> Kill {
     } else {
         child.id()
     };
-    kill_at(&mut child, pid, cache, point, traced_by_strace).await
+    kill_at(&mut child, pid, watched, point, traced_by_strace).await
 }
 
 /// `tfmirror args`.
@@ -608,7 +759,7 @@ async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_
         // rush at the end: a point while it downloads.
         let point = points.staged();
         let held_back = origin.hold_file(HELD);
-        let kill = run_killed(command(home, &sync), &cache, point).await;
+        let kill = run_killed(command(home, &sync), on_disk(&cache), point).await;
         drop(held_back);
         landed(&kill, &format!("sync round {round}"), point, &mut count);
         assert_whole(home, &config, &cache, &archives).await;
@@ -642,7 +793,7 @@ async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_
         // the flush of its directory), so that a kill at a count of kept
         // files lands before the next one even when the poller is late.
         let renames = "rename,renameat,renameat2,fsync,fdatasync";
-        let kill = run_killed(slowed(home, &import, renames), &site, point).await;
+        let kill = run_killed(slowed(home, &import, renames), on_disk(&site), point).await;
         landed(&kill, &format!("import round {round}"), point, &mut count);
         assert_whole(home, &config, &site, &archives).await;
         run_ok(home, &import).await;
@@ -662,7 +813,7 @@ async fn sync_import_and_gc_killed_at_any_point_leave_whole_caches_and_complete_
                 .map(|f| std::fs::metadata(site.join(f)).unwrap().len())
                 .sum()
         };
-        let kill = run_killed(slowed(home, &gc, "unlink,unlinkat"), &site, point).await;
+        let kill = run_killed(slowed(home, &gc, "unlink,unlinkat"), on_disk(&site), point).await;
         landed(&kill, &format!("gc round {round}"), point, &mut count);
         assert_whole(home, &config, &site, &archives).await;
         run_ok(home, &gc).await;
@@ -725,6 +876,11 @@ async fn on_a_bucket_a_killed_daemon_or_sync_leaves_only_whole_objects() {
     };
     for round in 0..3 {
         let cache = home.join(format!("local-{round}"));
+        // Writes below the local cache (staging) and to the bucket count.
+        let watched = Watched {
+            cache: &cache,
+            bucket: Some(weed.s3_addr().port()),
+        };
         let daemon_prefix = format!("daemon-{round}");
         let config = config_on(&setup, &origin, "bucket", &cache, &storage(&daemon_prefix));
         let assert_bucket_whole = |held: BTreeMap<String, bytes::Bytes>| {
@@ -745,7 +901,7 @@ async fn on_a_bucket_a_killed_daemon_or_sync_leaves_only_whole_objects() {
         let asked = ask_everything(&daemon, &ca);
         let point = points.pick();
         let pid = daemon.child.id();
-        let kill = kill_at(&mut daemon.child, pid, &cache, point, false).await;
+        let kill = kill_at(&mut daemon.child, pid, watched, point, false).await;
         drop(held_back);
         for a in asked {
             a.abort();
@@ -782,7 +938,7 @@ async fn on_a_bucket_a_killed_daemon_or_sync_leaves_only_whole_objects() {
         let sync = ["sync", "--config", s(&config), "--manifest", s(&manifest)];
         let point = points.pick();
         let held_back = origin.hold_file(HELD);
-        let kill = run_killed(command(home, &sync), &cache, point).await;
+        let kill = run_killed(command(home, &sync), watched, point).await;
         drop(held_back);
         let held = objects(&weed, bucket, &sync_prefix).await;
         landed(
@@ -810,4 +966,56 @@ async fn on_a_bucket_a_killed_daemon_or_sync_leaves_only_whole_objects() {
     }
     eprintln!("bucket: {count} of 6 kills landed mid-write");
     assert!(count >= 5, "only {count} of 6 kills landed mid-write");
+}
+
+#[test]
+fn a_write_counts_as_mid_write_only_below_the_cache() {
+    // Two `dd`s blocked in `write`: one on a pipe nobody reads (as the log
+    // is), one on a FIFO below the cache that is opened and not read.
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let fifo = cache.join("slow.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let dd = |of: &Path, stdout: Stdio| {
+        Command::new("dd")
+            .args(["if=/dev/zero", "bs=65536", "count=64"])
+            .arg(format!("of={}", of.display()))
+            .stdout(stdout)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut to_pipe = dd(Path::new("/dev/stdout"), Stdio::piped());
+    let mut to_cache = dd(&fifo, Stdio::null());
+    // The reading end, held open and never read.
+    let reader = std::fs::File::open(&fifo).unwrap();
+    let watched = on_disk(&cache);
+    let in_write = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/syscall")).is_ok_and(|c| {
+            WRITING
+                .iter()
+                .any(|(n, name, _)| *name == "write" && c.starts_with(&format!("{n} ")))
+        })
+    };
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    while !(in_write(to_pipe.id()) && in_write(to_cache.id())) {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the two dd never blocked in write"
+        );
+        std::thread::yield_now();
+    }
+    assert_eq!(under_way(to_pipe.id(), watched), None);
+    let seen = under_way(to_cache.id(), watched).expect("a write below the cache");
+    assert!(seen.contains("slow.fifo"), "{seen}");
+    for child in [&mut to_pipe, &mut to_cache] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    drop(reader);
 }
