@@ -2,7 +2,8 @@
 //! begun or brought back in a loop from one address are refused with
 //! `429`; an unreachable issuer is asked at most once per
 //! `keys_refetch_interval`, however many sign-ins begin; the code is
-//! traded only where the request forgery guard lets the mirror go. And a
+//! traded, and UserInfo asked, only where the request forgery guard lets
+//! the mirror go. And a
 //! person's decision from the pages is taken only with the form's token,
 //! from the mirror's own origin, by someone with `approve`.
 
@@ -155,6 +156,48 @@ async fn the_code_is_traded_only_where_the_request_forgery_guard_allows() {
         elsewhere.connections(),
         0,
         "the mirror connected to the token endpoint"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn userinfo_is_asked_only_where_the_request_forgery_guard_allows() {
+    // The code is traded at the issuer's own token endpoint; the ID token
+    // lacks the groups the rules read, so UserInfo is asked, at a private
+    // address the discovery document names.
+    let elsewhere = Elsewhere::start().await;
+    let userinfo = format!("https://{}/userinfo", elsewhere.addr);
+    let w = world(|config, fake| {
+        config.upstream.allow_private_addresses = false;
+        let host = fake.issuer.trim_start_matches("https://");
+        config.upstream.hosts.insert(
+            host.parse().unwrap(),
+            tfmirror::config::HostConfig::default(),
+        );
+        fake.behave(|b| b.userinfo_endpoint = Some(userinfo));
+    })
+    .await;
+    let start = w.get("/-/signin/with/sso", None).await;
+    assert_eq!(start.status, StatusCode::SEE_OTHER, "{}", start.page_text());
+    let cookie = cookie_pair(&start, "tfmirror_signin").unwrap();
+    let back = w
+        .at_issuer
+        .get(start.headers["location"].to_str().unwrap())
+        .await;
+    let answer = w
+        .get(back.headers["location"].to_str().unwrap(), Some(&cookie))
+        .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::UNAUTHORIZED,
+        "{}",
+        answer.page_text()
+    );
+    assert_eq!(w.counted("sso", "code_exchange").await, 0);
+    assert_eq!(w.counted("sso", "userinfo_unavailable").await, 1);
+    assert_eq!(
+        elsewhere.connections(),
+        0,
+        "the mirror connected to the UserInfo endpoint"
     );
 }
 

@@ -60,6 +60,9 @@ pub struct Behaviour {
     pub claims_parameter_supported: bool,
     /// A token endpoint the discovery document names instead of its own.
     pub token_endpoint: Option<String>,
+    /// A UserInfo endpoint the discovery document names instead of its
+    /// own.
+    pub userinfo_endpoint: Option<String>,
     /// The discovery document answers this status instead (an issuer
     /// that is down).
     pub discovery_status: Option<u16>,
@@ -74,6 +77,7 @@ impl Default for Behaviour {
             userinfo: UserInfo::Json(Map::new()),
             claims_parameter_supported: false,
             token_endpoint: None,
+            userinfo_endpoint: None,
             discovery_status: None,
         }
     }
@@ -265,6 +269,8 @@ impl Served {
                 }
                 let token = (state.behaviour.token_endpoint.clone())
                     .unwrap_or_else(|| format!("{}/token", self.issuer));
+                let userinfo = (state.behaviour.userinfo_endpoint.clone())
+                    .unwrap_or_else(|| format!("{}/userinfo", self.issuer));
                 json_answer(
                     StatusCode::OK,
                     &json!({
@@ -272,7 +278,7 @@ impl Served {
                         "jwks_uri": format!("{}/jwks", self.issuer),
                         "authorization_endpoint": format!("{}/authorize", self.issuer),
                         "token_endpoint": token,
-                        "userinfo_endpoint": format!("{}/userinfo", self.issuer),
+                        "userinfo_endpoint": userinfo,
                         "claims_parameter_supported": state.behaviour.claims_parameter_supported,
                         "response_types_supported": ["code"],
                         "subject_types_supported": ["public"],

@@ -10,6 +10,27 @@ use serde_json::Value;
 use super::token::Refusal;
 use super::Oidc;
 
+/// The most bytes a client secret file is read to (a secret is tens of
+/// bytes; a longer file is refused, not read on).
+const MAX_SECRET: u64 = 64 * 1024;
+
+/// The client secret in the file at `path`, its surrounding white space
+/// trimmed: read off the async threads (tokio's file reads run on its
+/// blocking pool), so that a file that is slow to open or read (a FIFO,
+/// a network file system) holds up only the sign-in that asked for it.
+async fn read_secret(path: &std::path::Path) -> std::io::Result<String> {
+    use tokio::io::AsyncReadExt;
+    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
+    let file = tokio::fs::File::open(path).await?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SECRET + 1).read_to_end(&mut bytes).await?;
+    if bytes.len() as u64 > MAX_SECRET {
+        return Err(invalid("longer than 64 KiB"));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8"))?;
+    Ok(text.trim().to_owned())
+}
+
 /// What the token endpoint handed out for a code.
 #[derive(Debug, Clone)]
 pub struct Tokens {
@@ -49,17 +70,12 @@ impl Oidc {
             .append_pair("client_id", client_id)
             .finish();
         let secret = match &issuer.config.client_secret_file {
-            Some(path) => Some(
-                std::fs::read_to_string(path)
-                    .map_err(|e| {
-                        failed(format!(
-                            "reading client_secret_file {}: {e}",
-                            path.display()
-                        ))
-                    })?
-                    .trim()
-                    .to_owned(),
-            ),
+            Some(path) => Some(read_secret(path).await.map_err(|e| {
+                failed(format!(
+                    "reading client_secret_file {}: {e}",
+                    path.display()
+                ))
+            })?),
             None => None,
         };
         let basic = secret.as_deref().map(|s| (client_id, s));
@@ -78,5 +94,46 @@ impl Oidc {
             id_token,
             access_token: field("access_token").filter(|t| !t.is_empty()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_secret;
+    use std::time::Duration;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_secret_file_that_does_not_open_holds_up_nothing_else() {
+        // A FIFO no one writes: opening it waits. On the one thread of this
+        // runtime, a timer still fires meanwhile.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("secret");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Were the read to block this thread, a writer lets it go after a
+        // while, so that the test fails rather than hangs.
+        let writer = fifo.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(5));
+            let _ = std::fs::OpenOptions::new().write(true).open(writer);
+        });
+        let waited = tokio::time::timeout(Duration::from_millis(200), read_secret(&fifo)).await;
+        assert!(waited.is_err(), "{waited:?}");
+        // The blocked open let go: a writer comes and goes.
+        drop(std::fs::OpenOptions::new().write(true).open(&fifo).unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_secret_is_trimmed_and_a_long_file_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secret");
+        std::fs::write(&path, "  s3cret\n").unwrap();
+        assert_eq!(read_secret(&path).await.unwrap(), "s3cret");
+        std::fs::write(&path, vec![b'a'; 64 * 1024 + 1]).unwrap();
+        let refused = read_secret(&path).await.map(|s| s.len()).unwrap_err();
+        assert!(refused.to_string().contains("64 KiB"), "{refused}");
     }
 }
