@@ -499,3 +499,42 @@ async fn people_sign_in_with_a_token_and_out_again() {
         .contains("/-/signin"));
     b.stop().await;
 }
+
+#[cfg_attr(
+    tfmirror_no_chromium,
+    ignore = "needs Debian's chromium and chromium-driver; scripts/test installs them"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_a_failing_test_leaves_ends_with_it() {
+    // A test that fails drops its browser unwinding, without `stop`:
+    // chromedriver, chromium and every helper end all the same.
+    let elsewhere = Elsewhere::start().await;
+    let b = Browser::start(true, &elsewhere).await;
+    let processes = b.processes();
+    assert!(
+        processes.len() > 2,
+        "chromedriver started chromium: {processes:?}"
+    );
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _held = b;
+        panic!("a failing test");
+    }));
+    assert!(unwound.is_err());
+    // Gone, or a zombie its parent has not reaped yet: no longer running.
+    let running = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    common::wait_until(
+        "the browser's processes to end",
+        std::time::Duration::from_secs(10),
+        || !processes.iter().any(running),
+    )
+    .await;
+}

@@ -82,12 +82,18 @@ impl Browser {
     /// `evil.example` resolves to `elsewhere`.
     pub async fn start(javascript: bool, elsewhere: &Elsewhere) -> Browser {
         let port = super::free_port();
-        let driver = Command::new(chromedriver())
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver starts");
+        // In a process group of its own, which chromium and its helpers
+        // join: the whole group ends with the session ([`Drop`]).
+        let driver = {
+            use std::os::unix::process::CommandExt;
+            Command::new(chromedriver())
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()
+                .expect("chromedriver starts")
+        };
         let url = format!("http://127.0.0.1:{port}");
         let up = answered_within(Duration::from_secs(30), || async move {
             tokio::net::TcpStream::connect(("127.0.0.1", port))
@@ -230,7 +236,42 @@ impl Browser {
 
     /// Ends the session and chromedriver.
     pub async fn stop(mut self) {
-        let _ = self.client.close().await;
+        let _ = self.client.clone().close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+
+    /// The processes behind the session: chromedriver and every process
+    /// it started, and theirs, as `/proc` lists them.
+    pub fn processes(&self) -> Vec<u32> {
+        let mut found = vec![self.driver.id()];
+        let mut at = 0;
+        while at < found.len() {
+            let tasks = std::fs::read_dir(format!("/proc/{}/task", found[at]))
+                .into_iter()
+                .flatten()
+                .flatten();
+            for task in tasks {
+                let children =
+                    std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+                found.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+            at += 1;
+        }
+        found
+    }
+}
+
+impl Drop for Browser {
+    /// Ends chromedriver's whole process group (chromium and its helpers
+    /// with it), whether the test passed or is unwinding from a failure.
+    fn drop(&mut self) {
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
