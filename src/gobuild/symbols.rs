@@ -40,11 +40,6 @@ impl Wanted {
         self.by_package.get(package).map(|(asked, _)| asked)
     }
 
-    /// Whether nothing is asked for.
-    pub fn is_empty(&self) -> bool {
-        self.by_package.is_empty()
-    }
-
     /// The packages some symbols are asked for of, in order.
     pub fn packages(&self) -> impl Iterator<Item = &str> {
         self.by_package.keys().map(String::as_str)
