@@ -620,3 +620,57 @@ async fn documents_answer_304_to_the_current_etag() {
     assert_ne!(after.headers["etag"], before.headers["etag"]);
     scene.mirror.stop().await;
 }
+
+#[tokio::test]
+async fn a_namespace_with_underscores_is_mirrored_and_a_type_with_one_refused() {
+    // An HCP Terraform organisation's namespace, which Terraform reads from
+    // 1.16 on: the mirror, the facade and the OCI paths take it as the
+    // origin spells it, case-folded; a provider type never holds one.
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("openai_inc");
+    let archives = origin.publish(
+        "openai_inc",
+        "kube",
+        "1.0.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    let host = origin.hostname();
+    let m = RunningMirror::start(setup.config(&origin, &[&host], &[])).await;
+    let c = Client::trusting(&m.ca_file);
+    let index = c
+        .get(&m.url(&format!("/{host}/OpenAI_Inc/kube/index.json")))
+        .await;
+    assert_eq!(index.status, StatusCode::OK, "{}", index.error_text());
+    assert_eq!(index.json(), serde_json::json!({"versions": {"1.0.0": {}}}));
+    let zip = c
+        .get(&m.url(&format!(
+            "/{host}/openai_inc/kube/terraform-provider-kube_1.0.0_linux_amd64.zip"
+        )))
+        .await;
+    assert_eq!(zip.status, StatusCode::OK, "{}", zip.error_text());
+    assert_eq!(&zip.body[..], &archives["linux_amd64"][..]);
+    let facade = c
+        .get(&m.url(&format!(
+            "/-/facade/{host}/v1/providers/openai_inc/kube/versions"
+        )))
+        .await;
+    assert_ne!(
+        facade.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        facade.error_text()
+    );
+    let refused = c
+        .get(&m.url(&format!("/{host}/hashicorp/google_beta/index.json")))
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert!(
+        refused.error_text().contains("provider type"),
+        "{}",
+        refused.error_text()
+    );
+    m.stop().await;
+}

@@ -11,9 +11,12 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use part::{parse_part, Underscores};
+
 mod advisory;
 mod module;
 pub mod oci;
+mod part;
 mod plain;
 mod release;
 
@@ -178,51 +181,6 @@ impl Hostname {
     }
 }
 
-/// Checks one namespace or type part the way Terraform checks provider
-/// address parts: letters, digits and single dashes, no leading or trailing
-/// dash, case-folded with the IDNA mapping rules.
-fn parse_part(what: &'static str, given: &str) -> Result<String, InvalidName> {
-    if plain::normalized_part(given, MAX_PART_LEN) {
-        return Ok(given.to_owned());
-    }
-    map_part(what, given)
-}
-
-/// [`parse_part`] through the IDNA mapping, for a part not already in its
-/// normalized form.
-fn map_part(what: &'static str, given: &str) -> Result<String, InvalidName> {
-    let err = |reason| InvalidName::new(what, given, reason);
-    if given.is_empty() {
-        return Err(err("must not be empty"));
-    }
-    if given.len() > MAX_PART_LEN * 4 {
-        return Err(err("too long"));
-    }
-    if given.contains('.') {
-        return Err(err("dots are not allowed"));
-    }
-    if given.contains("--") {
-        return Err(err("consecutive dashes are not allowed"));
-    }
-    if !given.chars().all(|c| c.is_alphanumeric() || c == '-') {
-        return Err(err("only letters, digits and dashes are allowed"));
-    }
-    let (mapped, result) = idna::domain_to_unicode(given);
-    if result.is_err() || mapped.is_empty() || mapped.contains('.') {
-        return Err(err("not a valid name"));
-    }
-    if mapped.starts_with('-') || mapped.ends_with('-') {
-        return Err(err("must not start or end with a dash"));
-    }
-    if !mapped.chars().all(|c| c.is_alphanumeric() || c == '-') || mapped.contains("--") {
-        return Err(err("only letters, digits and dashes are allowed"));
-    }
-    if mapped.len() > MAX_PART_LEN {
-        return Err(err("too long"));
-    }
-    Ok(mapped)
-}
-
 /// The namespace part of a provider address (`hashicorp` in `hashicorp/aws`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -232,7 +190,7 @@ string_name!(Namespace);
 impl Namespace {
     /// Parses and normalizes a namespace.
     pub fn parse(given: &str) -> Result<Self, InvalidName> {
-        parse_part("namespace", given).map(Namespace)
+        parse_part("namespace", given, Underscores::Allowed).map(Namespace)
     }
 }
 
@@ -245,7 +203,7 @@ string_name!(ProviderType);
 impl ProviderType {
     /// Parses and normalizes a provider type.
     pub fn parse(given: &str) -> Result<Self, InvalidName> {
-        parse_part("provider type", given).map(ProviderType)
+        parse_part("provider type", given, Underscores::Refused).map(ProviderType)
     }
 }
 

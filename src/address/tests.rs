@@ -63,11 +63,38 @@ fn parts_fold_case_and_reject_odd_shapes() {
     assert_eq!(ProviderType::parse("aws-x").unwrap().as_str(), "aws-x");
     assert_eq!(Namespace::parse("Ünicode").unwrap().as_str(), "ünicode");
     for bad in [
-        "", "a.b", "a--b", "-a", "a-", "a_b", "..", "a/b", "a\0", "xn--abc",
+        "", "a.b", "a--b", "-a", "a-", "..", "a/b", "a\0", "xn--abc", "a_-", "-_a",
     ] {
         assert!(Namespace::parse(bad).is_err(), "{bad:?} was accepted");
     }
     assert!(ProviderType::parse(&"a".repeat(65)).is_err());
+}
+
+#[test]
+fn a_namespace_may_hold_underscores_and_a_type_may_not() {
+    // As Terraform 1.16 reads them (terraform-registry-address#144's
+    // cases): an HCP Terraform organisation's namespace, case-folded, its
+    // underscores kept; no provider type with one.
+    for (given, read) in [
+        ("openai_inc", "openai_inc"),
+        ("OpenAI_Inc", "openai_inc"),
+        ("example_corp", "example_corp"),
+        ("a__b", "a__b"),
+        ("_lead", "_lead"),
+        ("Ü_x", "ü_x"),
+    ] {
+        assert_eq!(Namespace::parse(given).unwrap().as_str(), read, "{given}");
+    }
+    for bad in ["google_beta", "_a", "a_"] {
+        let refused = ProviderType::parse(bad).unwrap_err().to_string();
+        assert!(
+            refused.contains("letters, digits and dashes"),
+            "{bad}: {refused}"
+        );
+    }
+    let provider = Provider::from_source("app.terraform.io/openai_inc/kube").unwrap();
+    assert_eq!(provider.namespace.as_str(), "openai_inc");
+    assert!(Provider::from_source("registry.terraform.io/hashicorp/google_beta").is_err());
 }
 
 #[test]
@@ -130,7 +157,8 @@ fn platforms_and_archive_names_round_trip() {
 /// Names that are already normalized skip the IDNA machinery; for each, the
 /// machinery would have given the same name.
 mod plain_names {
-    use super::super::{map_part, plain, MAX_PART_LEN};
+    use super::super::part::{map_part, Underscores};
+    use super::super::{plain, MAX_PART_LEN};
     use proptest::prelude::*;
 
     fn agrees(s: &str) -> Result<(), TestCaseError> {
@@ -139,8 +167,10 @@ mod plain_names {
             prop_assert_eq!(ascii.as_deref(), Some(s));
         }
         if plain::normalized_part(s, MAX_PART_LEN) {
-            let mapped = map_part("part", s).ok();
-            prop_assert_eq!(mapped.as_deref(), Some(s));
+            for underscores in [Underscores::Allowed, Underscores::Refused] {
+                let mapped = map_part("part", s, underscores).ok();
+                prop_assert_eq!(mapped.as_deref(), Some(s));
+            }
         }
         Ok(())
     }
