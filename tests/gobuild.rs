@@ -477,6 +477,137 @@ proptest! {
     }
 }
 
+/// A program's copy whose function table's first bytes a test changes
+/// and puts back.
+struct TableScratch {
+    file: std::fs::File,
+    path: PathBuf,
+    at: u64,
+    original: Vec<u8>,
+}
+
+/// How much of the table's start the fuzzing changes: its header, the
+/// first function entries, and the start of the names block behind them.
+const TABLE_SPAN: usize = 4096;
+
+impl TableScratch {
+    /// A copy of `source` in `dir`; the table is found by its magic
+    /// (Go 1.16's `0xfffffffa` or 1.18's `0xfffffff0`, little-endian)
+    /// followed by the header's padding, instruction size and pointer
+    /// size.
+    fn of(source: &Path, dir: &Path) -> TableScratch {
+        let path = dir.join(format!(
+            "table-{}",
+            source.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::copy(source, &path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let at = bytes
+            .windows(8)
+            .position(|w| {
+                matches!(w[0], 0xfa | 0xf0 | 0xf1)
+                    && w[1..4] == [0xff, 0xff, 0xff]
+                    && w[4..6] == [0, 0]
+                    && matches!(w[6], 1 | 2 | 4)
+                    && w[7] == 8
+            })
+            .expect("a function table's header");
+        TableScratch {
+            file: std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .unwrap(),
+            path,
+            at: at as u64,
+            original: bytes[at..at + TABLE_SPAN].to_vec(),
+        }
+    }
+
+    /// Reads the packages and symbols with `changes` made to the table's
+    /// first bytes, then puts them back.
+    fn packages_changed(&self, changes: &[(usize, u8)], wanted: &gobuild::Wanted) -> bool {
+        use std::os::unix::fs::FileExt;
+        for (offset, value) in changes {
+            self.file
+                .write_at(&[*value], self.at + *offset as u64)
+                .unwrap();
+        }
+        let read = gobuild::packages(&std::fs::File::open(&self.path).unwrap(), wanted);
+        self.file.write_at(&self.original, self.at).unwrap();
+        read.is_ok()
+    }
+}
+
+fn table_copies() -> &'static (
+    tempfile::TempDir,
+    TableScratch,
+    TableScratch,
+    gobuild::Wanted,
+) {
+    static COPIES: OnceLock<(
+        tempfile::TempDir,
+        TableScratch,
+        TableScratch,
+        gobuild::Wanted,
+    )> = OnceLock::new();
+    COPIES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let go116 = TableScratch::of(&env_file("TERRAFORM_BIN"), dir.path());
+        let go118 = TableScratch::of(built().program("linux/amd64"), dir.path());
+        let mut wanted = gobuild::Wanted::default();
+        wanted.ask("fmt", &["Println".into(), "pp.doPrintln".into()]);
+        wanted.ask("runtime", &["main".into()]);
+        (dir, go116, go118, wanted)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Any change to a function table's header, first entries and names,
+    /// in Go 1.16's and 1.18's layouts, is read or refused, the symbols
+    /// asked for looked up on the way; the reader never panics. (The
+    /// claims it cannot be made to believe, and its memory, are
+    /// tests/hostile_binaries.rs's.)
+    #[cfg_attr(tfmirror_no_go, ignore = "needs go (Debian's golang-go); scripts/test installs it")]
+    #[cfg_attr(tfmirror_no_terraform, ignore = "needs TERRAFORM_BIN; scripts/test installs it")]
+    #[test]
+    fn any_damage_to_the_function_table_is_answered(
+        go116 in any::<bool>(),
+        changes in prop::collection::vec((0usize..TABLE_SPAN, any::<u8>()), 1..8),
+    ) {
+        let (_, old, new, wanted) = table_copies();
+        let scratch = if go116 { old } else { new };
+        let _ = scratch.packages_changed(&changes, wanted);
+    }
+}
+
+#[cfg_attr(
+    tfmirror_no_go,
+    ignore = "needs go (Debian's golang-go); scripts/test installs it"
+)]
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN; scripts/test installs it"
+)]
+#[test]
+fn the_fuzzed_tables_read_whole_before_they_are_damaged() {
+    // The fuzzing above starts from tables that read, with symbols found.
+    let (_, old, new, wanted) = table_copies();
+    for scratch in [old, new] {
+        assert!(scratch.packages_changed(&[], wanted));
+        let table = gobuild::packages(&std::fs::File::open(&scratch.path).unwrap(), wanted)
+            .unwrap()
+            .expect("a function table");
+        assert!(
+            table.symbols.by_package["fmt"].found.contains("Println"),
+            "{:?}",
+            table.symbols
+        );
+    }
+}
+
 /// The packages of the functions `go tool nm` lists (text symbols) in an
 /// unstripped program: the symbol table, read by Go's own tool.
 fn nm_packages(exe: &Path) -> std::collections::BTreeSet<String> {
