@@ -15,7 +15,8 @@
 //! - `bounds`: what one advisory and the whole database may weigh;
 //! - `import`: zips and directories;
 //! - `findings`: one executable's advisories;
-//! - `known`: what is not known of a binary's, and why.
+//! - `known`: what is not known of a binary's, and why;
+//! - `report`: a version's findings as a report for people.
 
 pub mod bounds;
 pub mod database;
@@ -24,6 +25,7 @@ pub mod import;
 pub mod known;
 pub mod osv;
 pub mod range;
+pub mod report;
 pub mod version;
 
 use std::collections::BTreeMap;

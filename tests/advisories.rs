@@ -360,9 +360,10 @@ fn terraform_1_0_3_falls_under_what_its_entries_say_by_hand() {
         one("GO-2021-0263", "stdlib").presence,
         Presence::NotFound { packages: vec![] }
     );
-    // GO-2023-2102 names what serves HTTP/2: Terraform's CLI serves none
-    // of it; where `strings` finds none of the symbols, neither may the
-    // finding.
+    // GO-2023-2102 names what serves HTTP and HTTP/2: present exactly
+    // where `strings` finds one of those symbols in the table (Terraform's
+    // CLI holds `net/http.(*Server).Serve`), else not found with the
+    // package named.
     let serves = [
         "net/http.(*Server).Serve",
         "net/http.(*http2serverConn).serve",

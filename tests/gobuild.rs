@@ -751,3 +751,158 @@ fn the_terraform_1_0_3_function_table_holds_what_its_symbol_table_names() {
     assert!(ours.contains("go.etcd.io/etcd/pkg/tlsutil"));
     assert!(nm.len() > 700, "{}", nm.len());
 }
+
+/// The Go 1.15 program of `tests/fixtures/go115` (npm's esbuild 0.8.0),
+/// taken out of its package into `dir`.
+fn go115_program(dir: &Path) -> PathBuf {
+    let tgz = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/go115/esbuild-linux-64-0.8.0.tgz");
+    let status = Command::new("tar")
+        .args(["xzf"])
+        .arg(&tgz)
+        .arg("-C")
+        .arg(dir)
+        .arg("package/bin/esbuild")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    dir.join("package/bin/esbuild")
+}
+
+/// The function names Go's own `debug/gosym` reads from an ELF program's
+/// `.gopclntab` (no symbol table needed), through a program built here.
+fn gosym_names(work: &Path, exe: &Path) -> Vec<String> {
+    let src = work.join("gosym-src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("go.mod"), "module example.test/gosym\n\ngo 1.19\n").unwrap();
+    std::fs::write(
+        src.join("main.go"),
+        r#"package main
+
+import (
+	"debug/elf"
+	"debug/gosym"
+	"fmt"
+	"os"
+)
+
+func main() {
+	f, err := elf.Open(os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	data, err := f.Section(".gopclntab").Data()
+	if err != nil {
+		panic(err)
+	}
+	table, err := gosym.NewTable(nil, gosym.NewLineTable(data, f.Section(".text").Addr))
+	if err != nil {
+		panic(err)
+	}
+	for _, fn := range table.Funcs {
+		fmt.Println(fn.Name)
+	}
+}
+"#,
+    )
+    .unwrap();
+    let reader = work.join("gosym");
+    go_build(work, &src, &reader, ("linux", "amd64"), false);
+    let out = Command::new(&reader).arg(exe).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg_attr(
+    tfmirror_no_go,
+    ignore = "needs go (Debian's golang-go); scripts/test installs it"
+)]
+#[test]
+fn a_go_1_15_table_is_read_through_its_records_and_tells_no_symbols() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = go115_program(dir.path());
+    let file = std::fs::File::open(&exe).unwrap();
+    let Found::Go(build) = gobuild::read(&file).unwrap() else {
+        panic!("no build information");
+    };
+    assert_eq!(build.go_version, "go1.15");
+    let mut wanted = gobuild::Wanted::default();
+    wanted.ask("os", &["Open".into()]);
+    let table = gobuild::packages(&file, &wanted)
+        .unwrap()
+        .expect("a function table");
+    // The packages, against what Go's own reader names: each function
+    // name's package, as the test reads it (its own parsing, not
+    // tfmirror's), the compiler's names left out.
+    let names = gosym_names(dir.path(), &exe);
+    assert!(names.len() > 3000, "{}", names.len());
+    let oracle: std::collections::BTreeSet<String> = names
+        .iter()
+        .filter(|n| !n.starts_with("type.") && !n.starts_with("go.") && !n.starts_with("_cgo"))
+        .filter_map(|n| {
+            let head = n.split(['[', '(']).next()?;
+            let from = head.rfind('/').map_or(0, |i| i + 1);
+            let dot = head[from..].find('.')? + from;
+            Some(head[..dot].replace("%2e", "."))
+        })
+        .collect();
+    assert_eq!(table.packages, oracle);
+    assert!(table
+        .packages
+        .contains("github.com/evanw/esbuild/internal/js_parser"));
+    // Its names are its functions' own: one inlined everywhere is in none,
+    // so the symbols asked for are not told, even where found.
+    assert!(!table.symbols.inlined_listed);
+    assert!(table.symbols.by_package.contains_key("os"));
+    // Matched against the real entries of the standard library: an entry
+    // that lists symbols of a package the program holds is present by the
+    // package, and says the symbols are not told; none is "not found" by
+    // symbol.
+    let entries =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/advisories/govulncheck");
+    let db = tfmirror::advisories::Database::new(
+        tfmirror::advisories::import::read(&entries, 1).unwrap(),
+    );
+    let table = gobuild::packages(&file, &db.wanted).unwrap().unwrap();
+    let packages: Vec<String> = table.packages.iter().cloned().collect();
+    let found = tfmirror::advisories::findings(
+        &db,
+        &tfmirror::advisories::Subject {
+            build: &build,
+            release_version: None,
+            packages: Some(&packages),
+            symbols: Some(&table.symbols),
+            goos: "linux",
+            goarch: "amd64",
+        },
+    );
+    let mut not_told = 0;
+    for f in &found {
+        match &f.presence {
+            tfmirror::advisories::Presence::Present {
+                symbols,
+                symbols_not_told,
+                ..
+            } => {
+                assert!(symbols.is_empty(), "{}: {symbols:?}", f.id);
+                not_told += usize::from(!symbols_not_told.is_empty());
+            }
+            tfmirror::advisories::Presence::NotFound { packages } => {
+                assert!(
+                    packages.is_empty(),
+                    "{}: found by symbol: {packages:?}",
+                    f.id
+                );
+            }
+            _ => {}
+        }
+    }
+    assert!(not_told > 10, "{not_told} of {} not told", found.len());
+}
