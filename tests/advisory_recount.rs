@@ -60,6 +60,67 @@ fn shuffled(seed: u64) -> Vec<(&'static str, &'static str, bool)> {
     all
 }
 
+/// The origin, the two executables the archives hold, and the set-up.
+struct Scene {
+    setup: Setup,
+    origin: FakeOrigin,
+    script: std::path::PathBuf,
+    terraform: std::path::PathBuf,
+}
+
+impl Scene {
+    async fn new() -> Scene {
+        let setup = Setup::new();
+        let origin = FakeOrigin::start(&setup.ca).await;
+        let script = setup.dir.path().join("provider.sh");
+        std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+        Scene {
+            setup,
+            origin,
+            script,
+            terraform: common::go::terraform_1_0_3(),
+        }
+    }
+
+    /// The affected Terraform binary, or the script.
+    fn exe(&self, affected: bool) -> &std::path::Path {
+        if affected {
+            &self.terraform
+        } else {
+            &self.script
+        }
+    }
+
+    /// Publishes `version` of `acme/tfcli` for `platforms`.
+    fn publish(&self, version: &str, platforms: &[(&str, bool)]) {
+        let archives: BTreeMap<String, Vec<u8>> = platforms
+            .iter()
+            .map(|(p, bad)| {
+                (
+                    (*p).to_string(),
+                    archive_of("tfcli", version, self.exe(*bad)),
+                )
+            })
+            .collect();
+        publish_archives(
+            &self.origin,
+            &Signer::new("acme"),
+            ("tfcli", version),
+            &archives,
+        );
+    }
+
+    /// The configuration with [`RULE`], the advisory fixtures imported
+    /// through it.
+    async fn imported(&self) -> std::path::PathBuf {
+        let entries = self.setup.dir.path().join("osv");
+        copy_advisory_fixtures(&entries);
+        let config_path = config_file(&self.setup, &self.origin, RULE);
+        import_advisories(self.setup.dir.path(), &config_path, &[&entries]).await;
+        config_path
+    }
+}
+
 #[cfg_attr(
     tfmirror_no_terraform,
     ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
@@ -78,25 +139,11 @@ async fn kept_lists_and_the_census_follow_every_arrival_in_any_order() {
 /// Fetches the archives in `seed`'s order through one mirror, checking
 /// after each what it lists and counts.
 async fn one_order(seed: u64) {
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let script = setup.dir.path().join("provider.sh");
-    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
-    let terraform = common::go::terraform_1_0_3();
+    let scene = Scene::new().await;
     for (version, platforms) in PUBLISHED {
-        let archives: BTreeMap<String, Vec<u8>> = platforms
-            .iter()
-            .map(|(p, bad)| {
-                let exe = if *bad { &terraform } else { &script };
-                ((*p).to_string(), archive_of("tfcli", version, exe))
-            })
-            .collect();
-        publish_archives(&origin, &Signer::new("acme"), ("tfcli", version), &archives);
+        scene.publish(version, &platforms);
     }
-    let entries = setup.dir.path().join("osv");
-    copy_advisory_fixtures(&entries);
-    let config_path = config_file(&setup, &origin, RULE);
-    import_advisories(setup.dir.path(), &config_path, &[&entries]).await;
+    let config_path = scene.imported().await;
     let m = RunningMirror::start(tfmirror::config::Config::load(Some(&config_path)).unwrap()).await;
     let c = Client::trusting(&m.ca_file);
     let index = m.url("/registry.origin.test/acme/tfcli/index.json");
@@ -171,24 +218,10 @@ async fn a_record_kept_in_the_background_changes_the_kept_list() {
     // document is asked for: its record is kept in the background, and
     // no request names the version while it is. 2.0.0's linux_amd64 is
     // the affected Terraform binary.
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let script = setup.dir.path().join("provider.sh");
-    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
-    let terraform = common::go::terraform_1_0_3();
+    let scene = Scene::new().await;
     let (version, platforms) = PUBLISHED[0];
-    let archives: BTreeMap<String, Vec<u8>> = platforms
-        .iter()
-        .map(|(p, bad)| {
-            let exe = if *bad { &terraform } else { &script };
-            ((*p).to_string(), archive_of("tfcli", version, exe))
-        })
-        .collect();
-    publish_archives(&origin, &Signer::new("acme"), ("tfcli", version), &archives);
-    let entries = setup.dir.path().join("osv");
-    copy_advisory_fixtures(&entries);
-    let config_path = config_file(&setup, &origin, RULE);
-    import_advisories(setup.dir.path(), &config_path, &[&entries]).await;
+    scene.publish(version, &platforms);
+    let config_path = scene.imported().await;
     let mut config = tfmirror::config::Config::load(Some(&config_path)).unwrap();
     config.cache.prefetch_platforms = vec!["linux_amd64".parse().unwrap()];
     let m = RunningMirror::start(config).await;
@@ -208,7 +241,7 @@ async fn a_record_kept_in_the_background_changes_the_kept_list() {
         .get(&m.url(&format!("/registry.origin.test/acme/tfcli/{version}.json")))
         .await;
     assert_eq!(doc.status, StatusCode::OK, "{}", doc.error_text());
-    let record = setup.cache_dir().join(format!(
+    let record = scene.setup.cache_dir().join(format!(
         "builds/registry.origin.test/acme/tfcli/{version}/linux_amd64.json"
     ));
     common::wait_until(
@@ -236,30 +269,23 @@ async fn an_archive_evicted_for_another_provider_changes_the_kept_list() {
     // acme/tfcli 2.0.0 holds only the affected Terraform binary, 2.1.0 a
     // script; the cache has room for both and one more script less a
     // byte: acme/other's archive evicts the least recently used, 2.0.0's.
-    let setup = Setup::new();
-    let origin = FakeOrigin::start(&setup.ca).await;
-    let script = setup.dir.path().join("provider.sh");
-    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
-    let terraform = common::go::terraform_1_0_3();
+    let scene = Scene::new().await;
     let signer = Signer::new("acme");
-    let one = |kind: &str, version: &str, exe: &std::path::Path| {
-        let zip = archive_of(kind, version, exe);
+    let one = |kind: &str, version: &str, affected: bool| {
+        let zip = archive_of(kind, version, scene.exe(affected));
         let size = zip.len() as u64;
         publish_archives(
-            &origin,
+            &scene.origin,
             &signer,
             (kind, version),
             &BTreeMap::from([("linux_amd64".to_string(), zip)]),
         );
         size
     };
-    let affected = one("tfcli", "2.0.0", &terraform);
-    let clean = one("tfcli", "2.1.0", &script);
-    let other = one("other", "1.0.0", &script);
-    let entries = setup.dir.path().join("osv");
-    copy_advisory_fixtures(&entries);
-    let config_path = config_file(&setup, &origin, RULE);
-    import_advisories(setup.dir.path(), &config_path, &[&entries]).await;
+    let affected = one("tfcli", "2.0.0", true);
+    let clean = one("tfcli", "2.1.0", false);
+    let other = one("other", "1.0.0", false);
+    let config_path = scene.imported().await;
     let mut config = tfmirror::config::Config::load(Some(&config_path)).unwrap();
     config.cache.max_size = Some(bytesize::ByteSize::b(affected + clean + other - 1));
     let m = RunningMirror::start(config).await;
@@ -286,7 +312,8 @@ async fn an_archive_evicted_for_another_provider_changes_the_kept_list() {
     // The list is kept, without 2.0.0.
     assert_eq!(listed(c.get(&index).await.json()), ["2.1.0"]);
     assert_eq!(c.get(&zip("other", "1.0.0")).await.status, StatusCode::OK);
-    let evicted = setup
+    let evicted = scene
+        .setup
         .cache_dir()
         .join("registry.origin.test/acme/tfcli/terraform-provider-tfcli_2.0.0_linux_amd64.zip");
     common::wait_until(

@@ -113,14 +113,18 @@ mod tests {
             .status()
             .unwrap();
         assert!(made.success());
-        // Were the read to block this thread, a writer lets it go after a
-        // while, so that the test fails rather than hangs.
+        // Were the read to block this thread, a writer lets it go by a
+        // deadline, so that the test fails rather than hangs; otherwise it
+        // is told the test is done.
+        let (done, told) = std::sync::mpsc::channel::<()>();
         let writer = fifo.clone();
         std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_secs(5));
-            let _ = std::fs::OpenOptions::new().write(true).open(writer);
+            if told.recv_timeout(Duration::from_secs(5)).is_err() {
+                let _ = std::fs::OpenOptions::new().write(true).open(writer);
+            }
         });
         let waited = tokio::time::timeout(Duration::from_millis(200), read_secret(&fifo)).await;
+        let _ = done.send(());
         assert!(waited.is_err(), "{waited:?}");
         // The blocked open let go: a writer comes and goes.
         drop(std::fs::OpenOptions::new().write(true).open(&fifo).unwrap());
