@@ -264,4 +264,17 @@ mod tests {
         over.advisories.pop();
         bound_stored(&mut over).unwrap();
     }
+
+    #[test]
+    fn an_advisory_weighs_its_text_and_16_for_each_item() {
+        // Counted by hand from the fixture: each string is its bytes and
+        // 16 more.
+        // id 12+16, summary 8+16, details 10+16, modified 20+16, published,
+        // severity_from and url 0+16 each, module 16+16.
+        let mut a = advisory("GO-2099-0001");
+        assert_eq!(weight(&a), 28 + 24 + 26 + 36 + 16 * 3 + 32);
+        a.aliases = vec!["CVE-2099-1".into()];
+        a.affected[0].versions = vec!["1.2.3".into(), "1.2.4".into()];
+        assert_eq!(weight(&a), 194 + 26 + 21 * 2);
+    }
 }
