@@ -122,8 +122,8 @@ pub struct Table {
 
 /// What an executable's function table says of its packages and of the
 /// symbols `wanted` asks for; `None` where no table is found (not a Go
-/// program, or a PE file of a toolchain before Go 1.16, whose table
-/// cannot be found without its symbols).
+/// program, or one whose table is neither in a section of its own nor
+/// found by its header among a PE file's read-only data).
 pub fn packages(file: &File, wanted: &Wanted) -> Result<Option<Table>, GoBuildError> {
     let places: Vec<pclntab::Place> = {
         let cache = object::ReadCache::new(file);

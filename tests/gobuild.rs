@@ -9,7 +9,6 @@
 //! Damaged build information is refused by cause, and no mutation of the
 //! block makes the reader panic.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -17,138 +16,12 @@ use std::sync::OnceLock;
 mod common;
 
 use common::go::go_build;
+use common::go_reader::{
+    agrees_with_go, block_at, env_file, function_packages, gosym_names, nm_packages, read_packed,
+    universal,
+};
 use proptest::prelude::*;
-use tfmirror::gobuild::{self, executables_in, BuildInfo, ExecutableKind, Found};
-
-/// What `go version -m` says of a file, in its own words: the toolchain,
-/// then each line of the module information (without the leading tab).
-struct GoSays {
-    version: String,
-    lines: Vec<String>,
-}
-
-fn go_version_m(file: &Path) -> GoSays {
-    let out = Command::new("go")
-        .args(["version", "-m"])
-        .arg(file)
-        .output()
-        .expect("go (Debian's golang-go) runs; the README's test command installs it");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "go version -m {}: {text}{}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut lines = text.lines();
-    let first = lines.next().unwrap();
-    let version = first.rsplit_once(": ").unwrap().1.to_string();
-    GoSays {
-        version,
-        lines: lines
-            .map(|l| l.strip_prefix('\t').unwrap_or(l).to_string())
-            .collect(),
-    }
-}
-
-/// tfmirror's reading, in the words `go version -m` uses for it (Go's
-/// `BuildInfo.String`): a replaced module's line has no sum, and its
-/// replacement follows on a `=>` line, then an empty one; a build setting's value is quoted
-/// where it holds a space, a tab, a newline or a quote.
-fn as_go_says(info: &BuildInfo) -> Vec<String> {
-    let mut out = Vec::new();
-    if !info.path.is_empty() {
-        out.push(format!("path\t{}", info.path));
-    }
-    let module = |word: &str, m: &gobuild::Module, out: &mut Vec<String>| {
-        match &m.replace {
-            None => out.push(format!("{word}\t{}\t{}\t{}", m.path, m.version, m.sum)),
-            Some(r) => {
-                out.push(format!("{word}\t{}\t{}", m.path, m.version));
-                out.push(format!("=>\t{}\t{}\t{}", r.path, r.version, r.sum));
-                // Go's rendering ends a replaced module with an empty line.
-                out.push(String::new());
-            }
-        }
-    };
-    if let Some(main) = &info.main {
-        module("mod", main, &mut out);
-    }
-    for dep in &info.deps {
-        module("dep", dep, &mut out);
-    }
-    for s in &info.settings {
-        let value = if s.value.contains([' ', '\t', '\r', '\n', '"', '`']) {
-            serde_json::to_string(&s.value).unwrap()
-        } else {
-            s.value.clone()
-        };
-        out.push(format!("build\t{}={value}", s.key));
-    }
-    out
-}
-
-/// Packs `exe` as `name` into a zip archive, as a release would: deflated,
-/// but for the largest programs, stored (the tests' build leaves the
-/// compression code unoptimised, and both ways are read alike).
-fn packed(dir: &Path, name: &str, exe: &Path) -> PathBuf {
-    let archive = dir.join(format!("{}.zip", name.replace('/', "_")));
-    let mut zip = zip::ZipWriter::new(std::fs::File::create(&archive).unwrap());
-    let method = if std::fs::metadata(exe).unwrap().len() > 16 << 20 {
-        zip::CompressionMethod::Stored
-    } else {
-        zip::CompressionMethod::Deflated
-    };
-    let options = zip::write::SimpleFileOptions::default()
-        .compression_method(method)
-        .unix_permissions(0o755);
-    zip.start_file("README.md", options).unwrap();
-    zip.write_all(b"not an executable\n").unwrap();
-    zip.start_file(name, options).unwrap();
-    std::io::copy(&mut std::fs::File::open(exe).unwrap(), &mut zip).unwrap();
-    zip.finish().unwrap();
-    archive
-}
-
-/// Reads the one executable of an archive.
-fn read_packed(dir: &Path, name: &str, exe: &Path, kind: ExecutableKind) -> Found {
-    let archive = packed(dir, name, exe);
-    let archive = std::fs::File::open(&archive).unwrap();
-    let mut found =
-        executables_in(archive, kind, dir, 1 << 30, &gobuild::Wanted::default()).unwrap();
-    assert_eq!(found.len(), 1, "{name}: {found:?}");
-    let one = found.remove(0);
-    assert_eq!(one.name, name);
-    assert_eq!(one.size, std::fs::metadata(exe).unwrap().len());
-    one.build.unwrap()
-}
-
-/// Asserts that tfmirror reads `exe` (packed as `name`) as Go does.
-fn agrees_with_go(dir: &Path, name: &str, exe: &Path, kind: ExecutableKind) -> BuildInfo {
-    let go = go_version_m(exe);
-    let Found::Go(info) = read_packed(dir, name, exe, kind) else {
-        panic!("{name}: no build information read; go says {}", go.version);
-    };
-    assert_eq!(info.go_version, go.version, "{name}");
-    let ours = as_go_says(&info);
-    for (i, (a, b)) in ours.iter().zip(&go.lines).enumerate() {
-        assert_eq!(a, b, "{name}: line {} differs", i + 1);
-    }
-    assert_eq!(
-        ours.len(),
-        go.lines.len(),
-        "{name}: {ours:#?}\n{:#?}",
-        go.lines
-    );
-    info
-}
-
-fn env_file(var: &str) -> PathBuf {
-    match std::env::var_os(var) {
-        Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
-        other => panic!("{var} must name a file (got {other:?}); run the README's test command"),
-    }
-}
+use tfmirror::gobuild::{self, ExecutableKind, Found};
 
 /// Small Go programs built once per run for each platform, stripped as
 /// releases are (`-s -w`).
@@ -195,37 +68,6 @@ impl Built {
     fn program(&self, platform: &str) -> &Path {
         &self.programs.iter().find(|(p, _)| p == platform).unwrap().1
     }
-}
-
-/// A universal Mach-O binary of the given thin ones, laid out as `lipo`
-/// lays it out: the big-endian fat header, one entry per architecture,
-/// each image at a 16 KiB boundary.
-fn universal(dir: &Path, thin: &[&Path]) -> PathBuf {
-    const ALIGN: u32 = 14;
-    let images: Vec<Vec<u8>> = thin.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    let mut out = Vec::new();
-    out.extend_from_slice(&0xcafe_babe_u32.to_be_bytes());
-    out.extend_from_slice(&u32::try_from(images.len()).unwrap().to_be_bytes());
-    let mut offset = 1u32 << ALIGN;
-    let mut layout = Vec::new();
-    for image in &images {
-        // cputype and cpusubtype, from the thin image's own header.
-        let cputype = u32::from_le_bytes(image[4..8].try_into().unwrap());
-        let subtype = u32::from_le_bytes(image[8..12].try_into().unwrap());
-        let size = u32::try_from(image.len()).unwrap();
-        for word in [cputype, subtype, offset, size, ALIGN] {
-            out.extend_from_slice(&word.to_be_bytes());
-        }
-        layout.push(offset);
-        offset = (offset + size).next_multiple_of(1 << ALIGN);
-    }
-    for (image, at) in images.iter().zip(layout) {
-        out.resize(at as usize, 0);
-        out.extend_from_slice(image);
-    }
-    let path = dir.join("hello_darwin_universal");
-    std::fs::write(&path, out).unwrap();
-    path
 }
 
 #[cfg_attr(
@@ -329,7 +171,7 @@ fn programs_for_every_platform_are_read_as_go_reads_them() {
         built().program("darwin/amd64"),
         built().program("darwin/arm64"),
     );
-    let fat = universal(dir.path(), &[intel, arm]);
+    let fat = universal(dir.path(), "hello_darwin_universal", &[intel, arm]);
     let Found::Go(from_fat) = read_packed(
         dir.path(),
         "terraform-provider-hello_v1.0.0",
@@ -351,14 +193,6 @@ fn an_executable_that_is_no_go_program_is_said_to_have_none() {
         gobuild::read(&ls).unwrap(),
         Found::Nothing("no Go build information".into())
     );
-}
-
-/// Where the build information block of a file starts.
-fn block_at(bytes: &[u8]) -> usize {
-    bytes
-        .windows(14)
-        .position(|w| w == b"\xff Go buildinf:")
-        .unwrap()
 }
 
 fn read_bytes(dir: &Path, bytes: &[u8]) -> Result<Found, gobuild::GoBuildError> {
@@ -608,52 +442,6 @@ fn the_fuzzed_tables_read_whole_before_they_are_damaged() {
     }
 }
 
-/// The packages of the functions `go tool nm` lists (text symbols) in an
-/// unstripped program: the symbol table, read by Go's own tool.
-fn nm_packages(exe: &Path) -> std::collections::BTreeSet<String> {
-    let out = Command::new("go")
-        .args(["tool", "nm"])
-        .arg(exe)
-        .output()
-        .expect("go tool nm runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let (_, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
-            if kind != "T" && kind != "t" {
-                return None;
-            }
-            // Text symbols only: the compiler's own `go.` names are
-            // data (`go.itab.…`, `go.string.…`), so a text symbol that
-            // starts with `go.` is a package's (`go.etcd.io/…`).
-            // Methods of unnamed types (`go.(*struct { … }).Lock`, before
-            // Go 1.18) and the build ID (a text symbol in PE files)
-            // belong to no package.
-            if name.starts_with("type:")
-                || name.starts_with("type.")
-                || name.starts_with("go:")
-                || name.starts_with("go.(")
-                || name.starts_with("go.struct")
-                || name == "go.buildid"
-            {
-                return None;
-            }
-            // A symbol is the package path, then the name; type arguments
-            // and a method's receiver follow in brackets and parentheses.
-            let name = name.split(['[', '(']).next()?;
-            let from = name.rfind('/').map_or(0, |i| i + 1);
-            let dot = name[from..].find('.')? + from;
-            Some(name[..dot].replace("%2e", "."))
-        })
-        .collect()
-}
-
 #[cfg_attr(
     tfmirror_no_go,
     ignore = "needs go (Debian's golang-go); scripts/test installs it"
@@ -769,57 +557,6 @@ fn go115_program(dir: &Path) -> PathBuf {
     dir.join("package/bin/esbuild")
 }
 
-/// The function names Go's own `debug/gosym` reads from an ELF program's
-/// `.gopclntab` (no symbol table needed), through a program built here.
-fn gosym_names(work: &Path, exe: &Path) -> Vec<String> {
-    let src = work.join("gosym-src");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("go.mod"), "module example.test/gosym\n\ngo 1.19\n").unwrap();
-    std::fs::write(
-        src.join("main.go"),
-        r#"package main
-
-import (
-	"debug/elf"
-	"debug/gosym"
-	"fmt"
-	"os"
-)
-
-func main() {
-	f, err := elf.Open(os.Args[1])
-	if err != nil {
-		panic(err)
-	}
-	data, err := f.Section(".gopclntab").Data()
-	if err != nil {
-		panic(err)
-	}
-	table, err := gosym.NewTable(nil, gosym.NewLineTable(data, f.Section(".text").Addr))
-	if err != nil {
-		panic(err)
-	}
-	for _, fn := range table.Funcs {
-		fmt.Println(fn.Name)
-	}
-}
-"#,
-    )
-    .unwrap();
-    let reader = work.join("gosym");
-    go_build(work, &src, &reader, ("linux", "amd64"), false);
-    let out = Command::new(&reader).arg(exe).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 #[cfg_attr(
     tfmirror_no_go,
     ignore = "needs go (Debian's golang-go); scripts/test installs it"
@@ -843,17 +580,7 @@ fn a_go_1_15_table_is_read_through_its_records_and_tells_no_symbols() {
     // tfmirror's), the compiler's names left out.
     let names = gosym_names(dir.path(), &exe);
     assert!(names.len() > 3000, "{}", names.len());
-    let oracle: std::collections::BTreeSet<String> = names
-        .iter()
-        .filter(|n| !n.starts_with("type.") && !n.starts_with("go.") && !n.starts_with("_cgo"))
-        .filter_map(|n| {
-            let head = n.split(['[', '(']).next()?;
-            let from = head.rfind('/').map_or(0, |i| i + 1);
-            let dot = head[from..].find('.')? + from;
-            Some(head[..dot].replace("%2e", "."))
-        })
-        .collect();
-    assert_eq!(table.packages, oracle);
+    assert_eq!(table.packages, function_packages(&names));
     assert!(table
         .packages
         .contains("github.com/evanw/esbuild/internal/js_parser"));

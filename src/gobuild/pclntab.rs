@@ -169,13 +169,8 @@ fn header_at(
     }
     let word = |i: u64| -> Option<u64> {
         let at = usize::try_from(8 + i * ptr).ok()?;
-        let bytes = raw.get(at..at + usize::try_from(ptr).ok()?)?;
-        Some(match (ptr, big_endian) {
-            (4, false) => u64::from(u32::from_le_bytes(bytes.try_into().ok()?)),
-            (4, true) => u64::from(u32::from_be_bytes(bytes.try_into().ok()?)),
-            (_, false) => u64::from_le_bytes(bytes.try_into().ok()?),
-            (_, true) => u64::from_be_bytes(bytes.try_into().ok()?),
-        })
+        raw.get(at..at + usize::try_from(ptr).ok()?)
+            .map(|bytes| word_of(bytes, big_endian))
     };
     let Some(nfunc) = word(0) else {
         return Ok(None);
@@ -200,16 +195,18 @@ fn header_at(
     // The offsets that follow: names, compilation units, files, pc
     // tables, function records, in that order and inside the table.
     let first = match layout {
-        // The old layout has no offsets to check: believed only in its
-        // own section.
+        // The old layout has no offsets to check; among other data it is
+        // believed where its first two functions hold together.
         Layout::Go12 => {
-            return Ok((!strict).then_some(Header {
+            let header = Header {
                 layout,
                 big_endian,
                 ptr,
                 nfunc,
                 names: (0, 0),
-            }))
+            };
+            let holds = !strict || go12_functions_hold(file, offset, size, &header, word)?;
+            return Ok(holds.then_some(header));
         }
         Layout::Go116 => 2,
         Layout::Go118 => 3,
@@ -239,6 +236,42 @@ fn header_at(
     }))
 }
 
+/// Whether a Go 1.2 to 1.15 header found among other data starts a real
+/// table: its first two functions' entry addresses rise, their records
+/// lie in order behind the (entry, record) pairs and inside the table,
+/// and the first record starts with its function's entry address, as the
+/// toolchain lays them out. `word(i)` is the header's i-th word after the
+/// magic (0: the count; then entry, record, entry, record).
+fn go12_functions_hold(
+    file: &File,
+    offset: u64,
+    size: u64,
+    header: &Header,
+    word: impl Fn(u64) -> Option<u64>,
+) -> Result<bool, GoBuildError> {
+    let (Some(entry0), Some(record0), Some(entry1), Some(record1)) =
+        (word(1), word(2), word(3), word(4))
+    else {
+        return Ok(false);
+    };
+    let pairs_end = header
+        .nfunc
+        .checked_mul(2 * header.ptr)
+        .and_then(|len| len.checked_add(8 + header.ptr));
+    let in_order = header.nfunc >= 2
+        && entry0 < entry1
+        && pairs_end.is_some_and(|end| end <= record0)
+        && record0 < record1
+        && record1.saturating_add(header.ptr) <= size;
+    if !in_order {
+        return Ok(false);
+    }
+    let mut first = [0u8; 8];
+    let first = &mut first[..usize::try_from(header.ptr).unwrap_or(8)];
+    file.read_exact_at(first, offset + record0)?;
+    Ok(word_of(first, header.big_endian) == entry0)
+}
+
 /// Looks through a section for a table's header, at 4-byte alignment;
 /// at most [`MAX_CANDIDATES`] places that start like one are tried.
 fn search(file: &File, offset: u64, size: u64) -> Result<Option<(u64, u64, Header)>, GoBuildError> {
@@ -255,6 +288,7 @@ fn search(file: &File, offset: u64, size: u64) -> Result<Option<(u64, u64, Heade
             if chunk[i..i + 4] == [0xf1, 0xff, 0xff, 0xff]
                 || chunk[i..i + 4] == [0xf0, 0xff, 0xff, 0xff]
                 || chunk[i..i + 4] == [0xfa, 0xff, 0xff, 0xff]
+                || chunk[i..i + 4] == [0xfb, 0xff, 0xff, 0xff]
             {
                 tried += 1;
                 if tried > MAX_CANDIDATES {
@@ -347,19 +381,13 @@ fn go12_names(
     }
     .take(table_len.unwrap_or(0));
     let mut table = BufReader::with_capacity(1 << 16, table);
-    let word = |bytes: &[u8]| match (ptr, header.big_endian) {
-        (4, false) => u64::from(u32::from_le_bytes(bytes.try_into().unwrap_or_default())),
-        (4, true) => u64::from(u32::from_be_bytes(bytes.try_into().unwrap_or_default())),
-        (_, false) => u64::from_le_bytes(bytes.try_into().unwrap_or_default()),
-        (_, true) => u64::from_be_bytes(bytes.try_into().unwrap_or_default()),
-    };
     let step = usize::try_from(ptr).unwrap_or(8);
     let mut entry = [0u8; 16];
     let mut name = vec![0u8; 512];
     let mut noted = Noted::default();
     for _ in 0..header.nfunc {
         table.read_exact(&mut entry[..2 * step])?;
-        let record = word(&entry[step..2 * step]);
+        let record = word_of(&entry[step..2 * step], header.big_endian);
         // The record's name offset follows its entry address.
         let Some(at) = record
             .checked_add(ptr)
@@ -409,6 +437,18 @@ fn table(read: Packages<'_>, wanted: &Wanted, inlined_listed: bool) -> Table {
             by_package,
             inlined_listed,
         },
+    }
+}
+
+/// A word of 4 or 8 bytes (the table's pointer size) in the table's byte
+/// order; 0 for any other length.
+fn word_of(bytes: &[u8], big_endian: bool) -> u64 {
+    match (bytes.len(), big_endian) {
+        (4, false) => u64::from(u32::from_le_bytes(bytes.try_into().unwrap_or_default())),
+        (4, true) => u64::from(u32::from_be_bytes(bytes.try_into().unwrap_or_default())),
+        (8, false) => u64::from_le_bytes(bytes.try_into().unwrap_or_default()),
+        (8, true) => u64::from_be_bytes(bytes.try_into().unwrap_or_default()),
+        _ => 0,
     }
 }
 

@@ -32,11 +32,13 @@ pub const BUILD_FORMAT: u32 = 1;
 /// - 1: they are read.
 /// - 2: the symbols the advisory database names are looked for too
 ///   ([`ExecutableBuild::symbols`]).
+/// - 3: a PE file built before Go 1.16 has its table found among its
+///   read-only data (before, its packages were not read).
 ///
 /// A record of the current reading is also read again where the database
 /// held asks for other symbols of a package the binary holds than those
 /// the record looked for ([`BuildRecord::current_for`]).
-pub const PACKAGES_READER: u32 = 2;
+pub const PACKAGES_READER: u32 = 3;
 
 /// How an archive's executables are read: where they are unpacked, how
 /// large one may be, when, and which symbols to look for.

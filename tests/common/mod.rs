@@ -7,7 +7,7 @@
 //! registry shapes the origin answers in (`shapes`), an S3-compatible
 //! server (`seaweed`) and a gate that makes it refuse listings (`s3_gate`), CLI releases as HashiCorp publishes them (`releases`), the Terraform CLI run on its own (`terraform`) and in a working directory (`workspace`), and
 //! Podman with tfmirror's image (`podman`), chromium driven through
-//! `WebDriver` (`browser`), the mirror the pages' tests browse (`pages`), and OpenID providers: npm's real one (`oidc`) and one that misbehaves on request (`fake_issuer`), with a mirror whose people sign in through it (`signin_world`). Each test binary uses some of it.
+//! `WebDriver` (`browser`), the mirror the pages' tests browse (`pages`), and Go's own readers as oracles (`go_reader`), OpenID providers: npm's real one (`oidc`) and one that misbehaves on request (`fake_issuer`), with a mirror whose people sign in through it (`signin_world`). Each test binary uses some of it.
 
 #![allow(dead_code, unused_imports)]
 
@@ -19,6 +19,7 @@ pub mod daemon;
 pub mod fake_issuer;
 mod git;
 pub mod go;
+pub mod go_reader;
 mod keys;
 pub mod oci;
 pub mod oidc;
