@@ -22,6 +22,7 @@ pub mod commands;
 pub mod config;
 pub mod constraints;
 pub mod daemon;
+pub mod docs;
 pub mod error;
 pub mod gobuild;
 pub mod http;

@@ -21,6 +21,7 @@ use crate::verify::{TrustPolicy, TrustRule, Unsigned};
 
 pub mod advisories;
 mod auth;
+pub mod docs;
 mod oidc;
 pub mod policy;
 pub mod releases;
@@ -72,6 +73,10 @@ pub struct Config {
     /// database, and how often (see `docs/advisories.md`).
     #[serde(default)]
     pub advisories: advisories::AdvisoriesConfig,
+    /// `[docs]`: where the documentation of the provider versions the
+    /// mirror keeps is fetched (see `docs/documentation.md`).
+    #[serde(default)]
+    pub docs: docs::DocsConfig,
 }
 
 /// `[modules]`: how module sources are fetched and packaged.
@@ -299,6 +304,7 @@ impl Default for Config {
             watch: watch::WatchConfig::default(),
             releases: Box::default(),
             advisories: advisories::AdvisoriesConfig::default(),
+            docs: docs::DocsConfig::default(),
             storage: StorageConfig {
                 backend: StorageBackend::Disk,
                 s3: None,

@@ -254,6 +254,7 @@ impl Mirror {
             let archive = downloaded?;
             self.evict_for(&key, archive.size).await;
             self.record_build_later(&key);
+            self.capture_docs_later(&key.provider, &key.version);
             Ok(archive)
         });
         match task.await {

@@ -33,6 +33,7 @@
 mod advisories;
 pub mod archive;
 mod builds;
+mod docs;
 pub mod documents;
 mod eviction;
 pub mod facade;
@@ -187,6 +188,8 @@ pub struct Mirror {
     advisories: advisories::AdvisoryState,
     /// Which version each OCI digest answered belongs to.
     oci: oci::OciState,
+    /// The versions whose documentation is being captured.
+    docs: docs::DocsState,
 }
 
 impl Mirror {
@@ -289,6 +292,7 @@ impl Mirror {
             keyless: keyless::KeylessState::new(keyless),
             advisories: advisories::AdvisoryState::new(),
             oci: oci::OciState::new(),
+            docs: docs::DocsState::default(),
             releases,
             modules: module_proxy::ModuleState::new(fetcher, pins),
             health: StoreHealth::new(),

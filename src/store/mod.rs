@@ -14,6 +14,7 @@ pub mod atomic;
 pub mod builds;
 pub mod changes;
 mod disk;
+pub mod docs;
 pub mod evidence;
 pub mod format;
 pub mod health;

@@ -98,6 +98,15 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// A boolean; absent or `null` is `false`.
+    pub fn boolean(&self) -> Result<bool, FieldError> {
+        match self.value {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(self.wrong("a boolean")),
+        }
+    }
+
     /// A string that must be there and not be empty: a required field.
     pub fn required_string(&self) -> Result<String, FieldError> {
         let s = self.string()?;

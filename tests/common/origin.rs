@@ -75,6 +75,9 @@ struct OriginState {
     versions_seen: Vec<http::Version>,
     /// The shape's file that answers provider download requests.
     download_answer: String,
+    /// Answers served as they are, by exact path (a registry's
+    /// documentation, say): content type and body.
+    pages: HashMap<String, (&'static str, Vec<u8>)>,
 }
 
 impl Default for OriginState {
@@ -98,6 +101,7 @@ impl Default for OriginState {
             versions_seen: Vec::new(),
             held: HashMap::new(),
             download_answer: "provider-download.json".into(),
+            pages: HashMap::new(),
         }
     }
 }
@@ -526,6 +530,16 @@ impl FakeOrigin {
     }
 
     /// Replaces what the download URL of a file serves.
+    /// Serves `body` at exactly `path` (percent-encoded as the request
+    /// sends it), with `content_type`.
+    pub fn serve_page(&self, path: &str, content_type: &'static str, body: Vec<u8>) {
+        self.state
+            .lock()
+            .unwrap()
+            .pages
+            .insert(path.to_string(), (content_type, body));
+    }
+
     pub fn replace_file(&self, filename: &str, bytes: Vec<u8>) {
         self.state
             .lock()
@@ -753,6 +767,10 @@ async fn origin_route(
     };
     if let Some(status) = fail {
         return reply(status, "application/json", b"{}".to_vec());
+    }
+    let page = state.lock().unwrap().pages.get(&path).cloned();
+    if let Some((content_type, body)) = page {
+        return reply(StatusCode::OK, content_type, body);
     }
     let origin = format!("https://localhost:{}", addr.port());
     // The API prefixes of the registries the shapes copy all lead to the

@@ -1,0 +1,187 @@
+//! `[docs]`: where the mirror fetches the documentation of the provider
+//! versions it keeps (read by [`crate::mirror`]'s documentation capture;
+//! see `docs/documentation.md`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::address::Hostname;
+
+/// `[docs]`: documentation capture.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DocsConfig {
+    /// `enabled`: whether a provider version's documentation is fetched
+    /// when the mirror keeps one of its archives. Default `true`.
+    pub enabled: bool,
+    /// `max_requests_per_version`: the most requests one version's
+    /// documentation takes, its list included (registry.terraform.io
+    /// needs one per document). Default 2,000.
+    pub max_requests_per_version: usize,
+    /// `[docs.hosts."HOST"]`: where a registry host's documentation is,
+    /// and in which shape; replaces the built-in source of
+    /// registry.terraform.io and registry.opentofu.org. A host not named
+    /// and not built in has none fetched.
+    pub hosts: BTreeMap<Hostname, DocsHost>,
+}
+
+/// `[docs.hosts."HOST"]`: one registry host's documentation source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocsHost {
+    /// `source`: `"terraform"` (registry.terraform.io's `/v1/providers/…`
+    /// list and `/v2/provider-docs/ID`), `"opentofu"` (registry.opentofu.
+    /// org's static files, `/registry/docs/providers/…`) or `"none"`.
+    pub source: DocsSource,
+    /// `url`: the root the source's paths are below. Default
+    /// `https://HOST/`.
+    #[serde(default)]
+    pub url: Option<Url>,
+}
+
+/// Which registry's documentation answers a host gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// registry.terraform.io's: `GET /v1/providers/NS/NAME/VERSION` lists
+    /// the documents, `GET /v2/provider-docs/ID` serves each.
+    Terraform,
+    /// registry.opentofu.org's static files:
+    /// `/registry/docs/providers/NS/NAME/vVERSION/index.json`, then each
+    /// document's Markdown below it.
+    OpenTofu,
+}
+
+/// `source` of `[docs.hosts."HOST"]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DocsSource {
+    /// registry.terraform.io's shape.
+    Terraform,
+    /// registry.opentofu.org's shape.
+    Opentofu,
+    /// No documentation is fetched from this host.
+    None,
+}
+
+impl Default for DocsConfig {
+    fn default() -> Self {
+        DocsConfig {
+            enabled: true,
+            max_requests_per_version: 2_000,
+            hosts: BTreeMap::new(),
+        }
+    }
+}
+
+impl DocsConfig {
+    /// Where `host`'s documentation is fetched from, and in which shape;
+    /// `None` where capture is off or the host has no source.
+    /// registry.terraform.io is built in as `terraform` at its own root,
+    /// registry.opentofu.org as `opentofu` at `https://api.opentofu.org/`,
+    /// unless `redirected` (`[upstream.hosts."HOST"] services` sends the
+    /// host's protocol elsewhere, as to a mirror above this one): then
+    /// only a source named here is used.
+    pub fn source_for(&self, host: &Hostname, redirected: bool) -> Option<(Shape, Url)> {
+        if !self.enabled {
+            return None;
+        }
+        let (source, url) = match (self.hosts.get(host), host.as_str()) {
+            (Some(h), _) => (h.source, h.url.clone()),
+            (None, _) if redirected => return None,
+            (None, "registry.terraform.io") => (DocsSource::Terraform, None),
+            (None, "registry.opentofu.org") => (
+                DocsSource::Opentofu,
+                Url::parse("https://api.opentofu.org/").ok(),
+            ),
+            (None, _) => return None,
+        };
+        let shape = match source {
+            DocsSource::Terraform => Shape::Terraform,
+            DocsSource::Opentofu => Shape::OpenTofu,
+            DocsSource::None => return None,
+        };
+        let url = url.or_else(|| Url::parse(&format!("https://{host}/")).ok())?;
+        Some((shape, url))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(s: &str) -> Hostname {
+        Hostname::parse(s).unwrap()
+    }
+
+    #[test]
+    fn the_public_registries_are_built_in_and_others_have_none_unless_named() {
+        let config = DocsConfig::default();
+        let (shape, url) = config
+            .source_for(&host("registry.terraform.io"), false)
+            .unwrap();
+        assert_eq!(
+            (shape, url.as_str()),
+            (Shape::Terraform, "https://registry.terraform.io/")
+        );
+        let (shape, url) = config
+            .source_for(&host("registry.opentofu.org"), false)
+            .unwrap();
+        assert_eq!(
+            (shape, url.as_str()),
+            (Shape::OpenTofu, "https://api.opentofu.org/")
+        );
+        assert_eq!(config.source_for(&host("registry.example"), false), None);
+        // Sent elsewhere by `[upstream.hosts]`, a public registry has no
+        // built-in source.
+        assert_eq!(
+            config.source_for(&host("registry.terraform.io"), true),
+            None
+        );
+
+        let config: DocsConfig = toml::from_str(
+            r#"
+            [hosts."registry.example"]
+            source = "opentofu"
+            [hosts."registry.terraform.io"]
+            source = "none"
+            [hosts."tf.example:8443"]
+            source = "terraform"
+            url = "https://docs.example/api/"
+            "#,
+        )
+        .unwrap();
+        let (shape, url) = config.source_for(&host("registry.example"), true).unwrap();
+        assert_eq!(
+            (shape, url.as_str()),
+            (Shape::OpenTofu, "https://registry.example/")
+        );
+        assert_eq!(
+            config.source_for(&host("registry.terraform.io"), false),
+            None
+        );
+        let (shape, url) = config.source_for(&host("tf.example:8443"), false).unwrap();
+        assert_eq!(
+            (shape, url.as_str()),
+            (Shape::Terraform, "https://docs.example/api/")
+        );
+        let off = DocsConfig {
+            enabled: false,
+            ..DocsConfig::default()
+        };
+        assert_eq!(off.source_for(&host("registry.terraform.io"), false), None);
+    }
+
+    #[test]
+    fn an_unknown_source_or_key_is_refused_by_name() {
+        let e = toml::from_str::<DocsConfig>("[hosts.\"r.example\"]\nsource = \"gitlab\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown variant `gitlab`"), "{e}");
+        let e = toml::from_str::<DocsConfig>("max_request = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `max_request`"), "{e}");
+    }
+}
