@@ -327,3 +327,62 @@ async fn an_archive_evicted_for_another_provider_changes_the_kept_list() {
     assert_eq!(listed(c.get(&index).await.json()), ["2.0.0", "2.1.0"]);
     m.stop().await;
 }
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_imported_while_the_mirror_runs_replaces_the_one_it_holds() {
+    let scene = Scene::new().await;
+    let config_path = scene.imported().await;
+    let m = RunningMirror::start(tfmirror::config::Config::load(Some(&config_path)).unwrap()).await;
+    let first = m.mirror.advisories().await;
+    let (Some(was), Some(db)) = (first.current.clone(), first.db.clone()) else {
+        panic!("the imported database is held");
+    };
+    let all = db.stored.advisories.len();
+    // Another import, of two of the entries, through another process on
+    // the same store.
+    let fewer = scene.setup.dir.path().join("osv-fewer");
+    std::fs::create_dir_all(&fewer).unwrap();
+    let entries = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/advisories/go-vulndb/ID");
+    for id in ["GO-2021-0068", "GO-2021-0113"] {
+        std::fs::copy(
+            entries.join(format!("{id}.json")),
+            fewer.join(format!("{id}.json")),
+        )
+        .unwrap();
+    }
+    let said = import_advisories(scene.setup.dir.path(), &config_path, &[&fewer]).await;
+    // As many as the import says it kept (one of the two is not about Go
+    // modules).
+    let kept: usize = said
+        .split_once("advisory database: ")
+        .and_then(|(_, rest)| rest.split_once(' '))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!((1..=2).contains(&kept), "{said}");
+    // Within the pointer's few seconds, the mirror holds the new database,
+    // not the one it had.
+    let mirror = m.mirror.clone();
+    wait_until_answered(
+        "the mirror to hold the database imported last",
+        std::time::Duration::from_secs(30),
+        || {
+            let (mirror, was) = (mirror.clone(), was.sha256.clone());
+            async move {
+                let held = mirror.advisories().await;
+                held.current.as_ref().is_some_and(|c| c.sha256 != was)
+                    && held
+                        .db
+                        .as_ref()
+                        .is_some_and(|db| db.stored.advisories.len() == kept)
+            }
+        },
+    )
+    .await;
+    assert!(all > kept, "{all}");
+    m.stop().await;
+}
