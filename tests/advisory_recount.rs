@@ -10,7 +10,9 @@
 //! once any platform of it held is affected, nothing of a refused version
 //! is fetched, the version list leaves out exactly the refused versions,
 //! and the census counts the versions held, the refused ones as affected
-//! and those with a script held as not known.
+//! and those with a script held as not known. A database imported while
+//! the mirror runs replaces the one it holds, and the summaries made
+//! against the old one; a summary missing a platform is not kept.
 
 mod common;
 
@@ -335,8 +337,33 @@ async fn an_archive_evicted_for_another_provider_changes_the_kept_list() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_imported_while_the_mirror_runs_replaces_the_one_it_holds() {
     let scene = Scene::new().await;
+    scene.publish("2.0.0", &[("linux_amd64", true)]);
     let config_path = scene.imported().await;
     let m = RunningMirror::start(tfmirror::config::Config::load(Some(&config_path)).unwrap()).await;
+    // The affected version is held, and refused: its summary names
+    // GO-2023-2102, kept for the pages' next views.
+    let c = Client::trusting(&m.ca_file);
+    let zip =
+        m.url("/registry.origin.test/acme/tfcli/terraform-provider-tfcli_2.0.0_linux_amd64.zip");
+    assert_eq!(c.get(&zip).await.status, StatusCode::FORBIDDEN);
+    let (provider, version) = (
+        tfmirror::address::Provider::from_source("registry.origin.test/acme/tfcli").unwrap(),
+        tfmirror::address::Version::parse("2.0.0").unwrap(),
+    );
+    let platforms = [tfmirror::address::Platform::parse("linux_amd64").unwrap()];
+    let ids = |summary: &tfmirror::advisories::Summary| -> BTreeSet<String> {
+        summary
+            .advisories
+            .iter()
+            .map(|a| a.finding.id.clone())
+            .collect()
+    };
+    let (_, before) = m
+        .mirror
+        .version_advisories(&provider, &version, &platforms)
+        .await
+        .unwrap();
+    assert!(ids(&before).contains("GO-2023-2102"), "{:?}", ids(&before));
     let first = m.mirror.advisories().await;
     let (Some(was), Some(db)) = (first.current.clone(), first.db.clone()) else {
         panic!("the imported database is held");
@@ -384,5 +411,78 @@ async fn a_database_imported_while_the_mirror_runs_replaces_the_one_it_holds() {
     )
     .await;
     assert!(all > kept, "{all}");
+    // The version's summary is made again against it: it names only
+    // advisories the new database holds.
+    let held = m.mirror.advisories().await;
+    let now: BTreeSet<String> = (held.db.as_ref().unwrap().stored.advisories.iter())
+        .map(|a| a.id.clone())
+        .collect();
+    let (_, after) = m
+        .mirror
+        .version_advisories(&provider, &version, &platforms)
+        .await
+        .unwrap();
+    assert!(
+        ids(&after).is_subset(&now),
+        "{:?} not all in {now:?}",
+        ids(&after)
+    );
+    m.stop().await;
+}
+
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN naming Terraform v1.0.3; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_with_a_platform_not_read_is_made_again_on_the_next_ask() {
+    let scene = Scene::new().await;
+    scene.publish("2.1.0", &[("linux_amd64", false), ("linux_arm64", false)]);
+    let config_path = scene.imported().await;
+    let m = RunningMirror::start(tfmirror::config::Config::load(Some(&config_path)).unwrap()).await;
+    let c = Client::trusting(&m.ca_file);
+    let records = (scene.setup.cache_dir()).join("builds/registry.origin.test/acme/tfcli/2.1.0");
+    for platform in ["linux_amd64", "linux_arm64"] {
+        let zip = m.url(&format!(
+            "/registry.origin.test/acme/tfcli/terraform-provider-tfcli_2.1.0_{platform}.zip"
+        ));
+        assert_eq!(c.get(&zip).await.status, StatusCode::OK);
+    }
+    let arm = records.join("linux_arm64.json");
+    wait_until(
+        "both build records kept",
+        std::time::Duration::from_secs(30),
+        || arm.is_file() && records.join("linux_amd64.json").is_file(),
+    )
+    .await;
+    // One platform's record does not read, in a mirror started after it
+    // was damaged (so that no summary made before is held): the summary
+    // says so.
+    m.stop().await;
+    let original = std::fs::read(&arm).unwrap();
+    std::fs::write(&arm, b"{ not a record").unwrap();
+    let m = RunningMirror::start(tfmirror::config::Config::load(Some(&config_path)).unwrap()).await;
+    let (provider, version) = (
+        tfmirror::address::Provider::from_source("registry.origin.test/acme/tfcli").unwrap(),
+        tfmirror::address::Version::parse("2.1.0").unwrap(),
+    );
+    let platforms =
+        ["linux_amd64", "linux_arm64"].map(|p| tfmirror::address::Platform::parse(p).unwrap());
+    let (_, summary) = m
+        .mirror
+        .version_advisories(&provider, &version, &platforms)
+        .await
+        .unwrap();
+    assert_eq!(summary.not_read, ["linux_arm64"]);
+    assert!(!summary.known);
+    // Once it reads, the next ask says so: the incomplete summary was not
+    // kept.
+    std::fs::write(&arm, original).unwrap();
+    let (_, summary) = m
+        .mirror
+        .version_advisories(&provider, &version, &platforms)
+        .await
+        .unwrap();
+    assert!(summary.not_read.is_empty(), "{summary:?}");
     m.stop().await;
 }
