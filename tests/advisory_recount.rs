@@ -484,5 +484,14 @@ async fn a_summary_with_a_platform_not_read_is_made_again_on_the_next_ask() {
         .await
         .unwrap();
     assert!(summary.not_read.is_empty(), "{summary:?}");
+    // A complete one is kept for the next views (of the same database and
+    // platforms): the record is not read again for them.
+    std::fs::write(&arm, b"{ damaged again").unwrap();
+    let (_, again) = m
+        .mirror
+        .version_advisories(&provider, &version, &platforms)
+        .await
+        .unwrap();
+    assert_eq!(again, summary);
     m.stop().await;
 }
