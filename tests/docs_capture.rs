@@ -136,16 +136,10 @@ fn publish_null(setup: &Setup, origin: &FakeOrigin, versions: &[&str]) {
     let script = setup.dir.path().join("provider.sh");
     std::fs::write(&script, "#!/bin/sh\necho not a Go program\n").unwrap();
     for version in versions {
-        let archives = BTreeMap::from([
-            (
-                "linux_amd64".to_string(),
-                archive_of("null", version, &script),
-            ),
-            (
-                "darwin_arm64".to_string(),
-                archive_of("null", version, &script),
-            ),
-        ]);
+        let archives: BTreeMap<String, Vec<u8>> = ["linux_amd64", "darwin_arm64", "linux_arm64"]
+            .iter()
+            .map(|p| (p.to_string(), archive_of("null", version, &script)))
+            .collect();
         publish_archives(origin, &Signer::new("acme"), ("null", version), &archives);
     }
 }
@@ -256,6 +250,19 @@ async fn sync_keeps_a_version_s_documentation_from_registry_terraform_io_s_shape
     .await;
     assert!(said.contains("archives: 2 (1 downloaded"), "{said}");
     assert_eq!(asked(&origin), docs + 1);
+    // A list this build cannot read (a later build's, on a shared store)
+    // is left as it is, not fetched again over it.
+    let file = setup
+        .cache_dir()
+        .join("docs/versions/registry.origin.test/acme/null/3.2.4.json");
+    let mut later = kept_list(&setup, "3.2.4").unwrap();
+    later["format"] = serde_json::json!(2);
+    std::fs::write(&file, later.to_string()).unwrap();
+    let all = "\"linux_amd64\", \"darwin_arm64\", \"linux_arm64\"";
+    let said = sync(&setup, &config, "3.2.4", all).await;
+    assert!(said.contains("archives: 3 (1 downloaded"), "{said}");
+    assert_eq!(asked(&origin), docs + 1);
+    assert_eq!(kept_list(&setup, "3.2.4").unwrap(), later);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -46,8 +46,14 @@ impl Mirror {
         let this = self.clone();
         self.tasks.spawn(async move {
             let (provider, version) = &key;
+            // A list kept already is not fetched again; one this build
+            // cannot read (a later build's, on a shared bucket) is left as
+            // it is.
             let held = crate::store::docs::version(this.store.as_ref(), provider, version).await;
-            if !matches!(held, Ok(Some(_))) {
+            if let Err(e) = &held {
+                tracing::warn!(provider = %provider, version = %version, error = %e, "documentation kept that this build cannot read; left as it is");
+            }
+            if matches!(held, Ok(None)) {
                 let from = From {
                     client: &this.origin.client,
                     base: &base,
