@@ -15,14 +15,20 @@ fn url() -> Url {
     Url::parse("https://registry.example/v1/providers/hashicorp/null/3.2.4").unwrap()
 }
 
-#[test]
-fn terraform_lists_hcl_documents_by_category_and_passes_over_the_rest() {
-    let listing = terraform_listing(&answer("terraform-v1-null-3.2.4.json"), &url()).unwrap();
-    let got: Vec<(DocKind, &str, &Source)> = listing
+/// What each listed document is, in the order listed: its kind, its name
+/// and where its page is read from.
+fn tuples(listing: &Listing) -> Vec<(DocKind, &str, &Source)> {
+    listing
         .listed
         .iter()
         .map(|l| (l.kind, l.name.as_str(), &l.at))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn terraform_lists_hcl_documents_by_category_and_passes_over_the_rest() {
+    let listing = terraform_listing(&answer("terraform-v1-null-3.2.4.json"), &url()).unwrap();
+    let got = tuples(&listing);
     assert_eq!(
         got,
         [
@@ -108,11 +114,7 @@ fn terraform_content_is_the_markdown_and_whether_it_was_cut() {
 #[test]
 fn opentofu_lists_the_overview_then_each_kind_at_its_static_path() {
     let listing = opentofu_listing(&answer("opentofu-null-v3.2.4-index.json"), &url()).unwrap();
-    let got: Vec<(DocKind, &str, &Source)> = listing
-        .listed
-        .iter()
-        .map(|l| (l.kind, l.name.as_str(), &l.at))
-        .collect();
+    let got = tuples(&listing);
     assert_eq!(
         got,
         [
