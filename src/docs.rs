@@ -86,6 +86,26 @@ impl DocKind {
         })
     }
 
+    /// The kind a path segment names ([`DocKind::as_str`]); `None` for
+    /// any other text.
+    pub fn from_segment(segment: &str) -> Option<DocKind> {
+        DocKind::ALL.into_iter().find(|k| k.as_str() == segment)
+    }
+
+    /// The kind's heading on the pages (`Resources`, `Data sources`, …).
+    pub fn heading(self) -> &'static str {
+        match self {
+            DocKind::Overview => "Overview",
+            DocKind::Resource => "Resources",
+            DocKind::DataSource => "Data sources",
+            DocKind::EphemeralResource => "Ephemeral resources",
+            DocKind::Function => "Functions",
+            DocKind::Guide => "Guides",
+            DocKind::Action => "Actions",
+            DocKind::ListResource => "List resources",
+        }
+    }
+
     /// The kind's name in paths and JSON (`resource`, `data-source`, …).
     pub fn as_str(self) -> &'static str {
         match self {

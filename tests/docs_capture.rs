@@ -13,123 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use common::daemon::{config_file, run_ok};
+use common::docs::{serve_opentofu_shape, serve_terraform_shape, tree_docs};
 use common::go::{archive_of, publish_archives};
 use common::*;
 use sha2::{Digest, Sha256};
-
-/// One HCL document of a tree: its category as registry.terraform.io
-/// names it, its name, and its content.
-struct TreeDoc {
-    category: &'static str,
-    name: String,
-    content: Vec<u8>,
-}
-
-/// The documents of a fixture tree's `docs/` folder, read as the test
-/// reads the layout: `index.md` is the overview; `resources/`,
-/// `data-sources/` and `guides/` hold one file per document; `cdktf/`
-/// (other languages) is left out.
-fn tree_docs(tree: &str) -> Vec<TreeDoc> {
-    let docs = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/docs")
-        .join(tree)
-        .join("docs");
-    let mut out = vec![TreeDoc {
-        category: "overview",
-        name: "index".into(),
-        content: std::fs::read(docs.join("index.md")).unwrap(),
-    }];
-    for (folder, category) in [
-        ("resources", "resources"),
-        ("data-sources", "data-sources"),
-        ("guides", "guides"),
-    ] {
-        let Ok(entries) = std::fs::read_dir(docs.join(folder)) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
-        files.sort();
-        for file in files {
-            out.push(TreeDoc {
-                category,
-                name: file.file_stem().unwrap().to_string_lossy().into_owned(),
-                content: std::fs::read(&file).unwrap(),
-            });
-        }
-    }
-    out
-}
-
-/// Serves a tree's documentation as registry.terraform.io does: the
-/// version's `docs[]` (with one CDKTF document, in another language),
-/// then each document by its ID.
-fn serve_terraform_shape(origin: &FakeOrigin, version: &str, tree: &str, first_id: u64) {
-    let mut listed = Vec::new();
-    for (i, doc) in tree_docs(tree).iter().enumerate() {
-        let id = (first_id + i as u64).to_string();
-        listed.push(serde_json::json!({
-            "id": id, "title": doc.name, "path": format!("docs/{}.md", doc.name),
-            "slug": doc.name, "category": doc.category,
-            "subcategory": serde_json::Value::Null, "language": "hcl",
-        }));
-        let answer = serde_json::json!({"data": {"type": "provider-docs", "id": id, "attributes": {
-            "category": doc.category, "content": String::from_utf8(doc.content.clone()).unwrap(),
-            "language": "hcl", "slug": doc.name, "title": doc.name, "truncated": false,
-            "subcategory": "",
-        }, "links": {"self": format!("/v2/provider-docs/{id}")}}});
-        origin.serve_page(
-            &format!("/v2/provider-docs/{id}"),
-            "application/json",
-            answer.to_string().into_bytes(),
-        );
-    }
-    listed.push(serde_json::json!({
-        "id": "999999", "title": "resource", "path": "docs/cdktf/python/resources/resource.md",
-        "slug": "resource", "category": "resources", "subcategory": "", "language": "python",
-    }));
-    let list = serde_json::json!({"id": format!("acme/null/{version}"), "version": version,
-        "docs": listed, "downloads": 1, "published_at": "2025-04-14T17:58:04Z"});
-    origin.serve_page(
-        &format!("/v1/providers/acme/null/{version}"),
-        "application/json",
-        list.to_string().into_bytes(),
-    );
-}
-
-/// Serves a tree's documentation as registry.opentofu.org does: the
-/// version's `index.json`, then each document's Markdown file.
-fn serve_opentofu_shape(origin: &FakeOrigin, version: &str, tree: &str) {
-    let folder = format!("/registry/docs/providers/acme/null/v{version}");
-    let mut docs: BTreeMap<&str, Vec<serde_json::Value>> = BTreeMap::new();
-    let mut index = serde_json::Value::Null;
-    for doc in tree_docs(tree) {
-        let item = serde_json::json!({"name": doc.name, "title": doc.name, "subcategory": "",
-            "description": "", "edit_link": ""});
-        let (key, path) = match doc.category {
-            "overview" => ("index", "index.md".to_string()),
-            "resources" => ("resources", format!("resources/{}.md", doc.name)),
-            "data-sources" => ("datasources", format!("datasources/{}.md", doc.name)),
-            _ => ("guides", format!("guides/{}.md", doc.name)),
-        };
-        if key == "index" {
-            index = item;
-        } else {
-            docs.entry(key).or_default().push(item);
-        }
-        origin.serve_page(&format!("{folder}/{path}"), "text/markdown", doc.content);
-    }
-    let mut all = serde_json::json!(docs);
-    all["index"] = index;
-    let answer = serde_json::json!({"id": format!("v{version}"), "docs": all,
-        "license": [{"spdx": "MPL-2.0", "confidence": 0.99, "is_compatible": true,
-            "file": "LICENSE", "link": "https://example.test/LICENSE"}],
-        "incompatible_license": false, "cdktf_docs": {}});
-    origin.serve_page(
-        &format!("{folder}/index.json"),
-        "application/json",
-        answer.to_string().into_bytes(),
-    );
-}
 
 /// Publishes acme/null at each version, a shell script as its executable.
 fn publish_null(setup: &Setup, origin: &FakeOrigin, versions: &[&str]) {
@@ -213,7 +100,12 @@ async fn sync_keeps_a_version_s_documentation_from_registry_terraform_io_s_shape
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     publish_null(&setup, &origin, &["3.2.4"]);
-    serve_terraform_shape(&origin, "3.2.4", "null-v3.2.4", 8_814_900);
+    serve_terraform_shape(
+        &origin,
+        ("null", "3.2.4"),
+        &tree_docs("null-v3.2.4"),
+        8_814_900,
+    );
     let config = config_with_docs(&setup, &origin, "terraform");
     let said = sync(&setup, &config, "3.2.4", "\"linux_amd64\"").await;
     assert!(said.contains("archives: 1 (1 downloaded"), "{said}");
@@ -270,8 +162,8 @@ async fn two_versions_from_opentofu_s_shape_share_the_pages_they_have_in_common(
     let setup = Setup::new();
     let origin = FakeOrigin::start(&setup.ca).await;
     publish_null(&setup, &origin, &["3.2.1", "3.2.4"]);
-    serve_opentofu_shape(&origin, "3.2.1", "null-v3.2.1");
-    serve_opentofu_shape(&origin, "3.2.4", "null-v3.2.4");
+    serve_opentofu_shape(&origin, ("null", "3.2.1"), &tree_docs("null-v3.2.1"));
+    serve_opentofu_shape(&origin, ("null", "3.2.4"), &tree_docs("null-v3.2.4"));
     let config = config_with_docs(&setup, &origin, "opentofu");
     sync(&setup, &config, ">= 3.2.1", "\"linux_amd64\"").await;
     assert_kept_as_the_tree(&setup, "3.2.1", "null-v3.2.1");

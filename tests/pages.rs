@@ -171,6 +171,55 @@ async fn a_person_finds_and_understands_what_the_mirror_holds() {
         assert_eq!(h1_set(&lock).len(), 2);
     }
 
+    // The newest version's documentation, by its link: the pages by
+    // kind, and one page as its Markdown says.
+    b.client
+        .goto(&m.url(&format!("/-/providers/{HOST}/acme/widget")))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&b, &format!("{newest} .docs")).await,
+        format!("{} pages", w.docs.len())
+    );
+    assert_eq!(
+        text(&b, "section.version:nth-of-type(2) .docs").await,
+        "none kept"
+    );
+    b.follow(&format!("{} pages", w.docs.len())).await;
+    assert_eq!(
+        text(&b, "#docs").await,
+        format!("{HOST}/acme/widget 1.2.0: documentation")
+    );
+    let resources = text(&b, "#kind-resource").await;
+    assert!(
+        resources.starts_with(&format!(
+            "Resources ({})\nresource\nhostile_",
+            w.docs.iter().filter(|d| d.category == "resources").count()
+        )),
+        "{resources}"
+    );
+    assert!(text(&b, "#provenance .source")
+        .await
+        .ends_with("/v1/providers/acme/widget/1.2.0"));
+    assert_eq!(text(&b, "#passed-over").await, "1: language \"python\"");
+    accessible(&b, &axe, "documentation").await;
+    screenshot(&b, "page-docs").await;
+    b.follow("data_source").await;
+    assert_eq!(text(&b, "#doc-title").await, "data_source");
+    assert_eq!(
+        b.run("return document.querySelector('#doc h1').textContent")
+            .await,
+        "null_data_source"
+    );
+    accessible(&b, &axe, "documentation page").await;
+    screenshot(&b, "page-doc").await;
+    b.client
+        .goto(&m.url(&format!("/-/providers/{HOST}/acme/widget/1.1.0/docs")))
+        .await
+        .unwrap();
+    assert!(text(&b, "#none-kept").await.contains("none is kept yet"));
+    accessible(&b, &axe, "documentation not kept").await;
+
     // The module: found by search, its inputs as variables.tf has them.
     b.client.goto(&m.url("/-/search?q=vpc")).await.unwrap();
     b.follow("registry.origin.test/acme/vpc/aws").await;
@@ -317,11 +366,11 @@ const kinds = ['mouseover', 'mouseenter', 'mousemove', 'mousedown', 'mouseup', '
   'dblclick', 'contextmenu', 'pointerover', 'pointerdown', 'pointerup', 'focus', 'focusin',
   'blur', 'keydown', 'keyup', 'keypress', 'input', 'change', 'toggle', 'load', 'error',
   'animationstart', 'transitionend', 'wheel', 'scroll', 'copy', 'paste', 'drag', 'drop'];
-const all = document.querySelectorAll('#readme, #readme *');
+const all = document.querySelectorAll('#readme, #readme *, #doc, #doc *');
 const readme = Array.from({ length: Math.min(all.length, 2000) }, (_, i) => all[i]);
 const around = [];
 const outside = document.createTreeWalker(document.body, NodeFilter.SHOW_ELEMENT, {
-  acceptNode: (el) => (el.id === 'readme' ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  acceptNode: (el) => (el.id === 'readme' || el.id === 'doc' ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
 });
 for (let el = outside.nextNode(); el; el = outside.nextNode()) { around.push(el); }
 for (const el of [document.documentElement, document.body, ...around, ...readme]) {
@@ -401,11 +450,31 @@ async fn hostile_readmes_run_nothing_and_fetch_nothing() {
     );
     b.requested().await;
 
-    for (name, module) in &w.hostile {
-        let page = m.url(&format!("/-/modules/{HOST}/acme/{module}/aws/1.0.0"));
-        b.client.goto(&page).await.unwrap();
-        let title = format!("registry.origin.test/acme/{module}/aws 1.0.0 · tfmirror");
-        assert_eq!(b.client.title().await.unwrap(), title, "{name}: on load");
+    // Each hostile README as a module's README, then as a page of a
+    // provider's documentation.
+    let mut shown: Vec<(String, String, String)> = (w.hostile.iter())
+        .map(|(name, module)| {
+            (
+                name.clone(),
+                m.url(&format!("/-/modules/{HOST}/acme/{module}/aws/1.0.0")),
+                format!("registry.origin.test/acme/{module}/aws 1.0.0 · tfmirror"),
+            )
+        })
+        .collect();
+    for doc in w.docs.iter().filter(|d| d.name.starts_with("hostile_")) {
+        shown.push((
+            doc.name.clone(),
+            m.url(&format!(
+                "/-/providers/{HOST}/acme/widget/1.2.0/docs/resource/{}",
+                doc.name
+            )),
+            format!("{} · {HOST}/acme/widget 1.2.0 · tfmirror", doc.name),
+        ));
+    }
+    assert!(shown.len() >= 15, "{shown:?}");
+    for (name, page, title) in &shown {
+        b.client.goto(page).await.unwrap();
+        assert_eq!(b.client.title().await.unwrap(), *title, "{name}: on load");
         let fired = b.run(FIRE_EVERYTHING).await;
         assert_eq!(
             fired["title"],
@@ -430,7 +499,7 @@ async fn hostile_readmes_run_nothing_and_fetch_nothing() {
         );
         assert_eq!(
             b.client.current_url().await.unwrap().as_str(),
-            page,
+            page.as_str(),
             "{name}: the page navigated away"
         );
         let asked: Vec<String> = b

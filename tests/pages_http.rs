@@ -20,57 +20,82 @@ fn forbidden() -> Vec<String> {
         .collect()
 }
 
-/// The module page of each hostile README, as served: the README's part
-/// of it holds its text and nothing that runs, loads or sends, however
-/// the page's own headers would treat it.
+/// Asserts that `fragment`, the part of a served page that shows what
+/// `name`'s author wrote, holds nothing that runs, loads or sends and no
+/// link into the mirror, and every link is without a referrer.
+fn assert_text_and_structure_only(name: &str, fragment: &str) {
+    let handler = regex::Regex::new(r"<[^>]*\son[a-z]+\s*=").unwrap();
+    let fragment = fragment.to_lowercase();
+    for never in &forbidden() {
+        assert!(
+            !fragment.contains(never.as_str()),
+            "{name}: {never} served\n{fragment}"
+        );
+    }
+    assert!(
+        !handler.is_match(&fragment),
+        "{name}: an event handler served"
+    );
+    for link in fragment.split("<a ").skip(1) {
+        let href = link
+            .split("href=\"")
+            .nth(1)
+            .map(|h| h.split('"').next().unwrap());
+        if let Some(href) = href {
+            assert!(
+                ["http://", "https://", "mailto:"]
+                    .iter()
+                    .any(|s| href.starts_with(s)),
+                "{name}: a link to {href}"
+            );
+        }
+        let tag = link.split('>').next().unwrap();
+        assert!(tag.contains("noreferrer"), "{name}: <a {tag}>");
+    }
+}
+
+/// The part of `page` from `start` to the end of its main content.
+fn shown<'a>(name: &str, page: &'a str, start: &str) -> &'a str {
+    let at = page
+        .find(start)
+        .unwrap_or_else(|| panic!("{name}: no {start} on the page"));
+    &page[at..page.rfind("</main>").unwrap()]
+}
+
+/// The module page of each hostile README, and the documentation page
+/// of each, as served: the part that shows it holds its text and nothing
+/// that runs, loads or sends, however the page's own headers would treat
+/// it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_hostile_readme_is_served_as_text_and_structure_only() {
     let w = world(&[]).await;
     let (m, c) = (&w.mirror, &w.http);
-    let handler = regex::Regex::new(r"<[^>]*\son[a-z]+\s*=").unwrap();
-    let forbidden = forbidden();
     assert!(w.hostile.len() >= 8, "{:?}", w.hostile);
     for (name, module) in &w.hostile {
         let path = format!("/-/modules/registry.origin.test/acme/{module}/aws/1.0.0");
         let got = c.get(&m.url(&path)).await;
         assert_eq!(got.status, StatusCode::OK, "{name}");
         let page = String::from_utf8_lossy(&got.body).into_owned();
-        let start = page
-            .find("<div class=\"readme\" id=\"readme\">")
-            .unwrap_or_else(|| panic!("{name}: no README on the page"));
-        let end = page.rfind("</main>").unwrap();
-        let readme = page[start..end].to_lowercase();
+        let readme = shown(name, &page, "<div class=\"readme\" id=\"readme\">");
         // The README is there: its heading, or the big one's link text.
-        let shown = if name == "big" { ">link</a>" } else { "<h1>" };
-        assert!(readme.contains(shown), "{name}: not shown\n{readme}");
-        for never in &forbidden {
-            assert!(
-                !readme.contains(never.as_str()),
-                "{name}: {never} served\n{readme}"
-            );
-        }
-        assert!(
-            !handler.is_match(&readme),
-            "{name}: an event handler served"
-        );
-        // No link into the mirror (a relative one), and every link
-        // without a referrer.
-        for link in readme.split("<a ").skip(1) {
-            let href = link
-                .split("href=\"")
-                .nth(1)
-                .map(|h| h.split('"').next().unwrap());
-            if let Some(href) = href {
-                assert!(
-                    ["http://", "https://", "mailto:"]
-                        .iter()
-                        .any(|s| href.starts_with(s)),
-                    "{name}: a link to {href}"
-                );
-            }
-            let tag = link.split('>').next().unwrap();
-            assert!(tag.contains("noreferrer"), "{name}: <a {tag}>");
-        }
+        let text = if name == "big" { ">link</a>" } else { "<h1>" };
+        assert!(readme.contains(text), "{name}: not shown\n{readme}");
+        assert_text_and_structure_only(name, readme);
+    }
+    let hostile_docs: Vec<&str> = (w.docs.iter())
+        .map(|d| d.name.as_str())
+        .filter(|n| n.starts_with("hostile_"))
+        .collect();
+    assert!(hostile_docs.len() >= 7, "{hostile_docs:?}");
+    for name in hostile_docs {
+        let path =
+            format!("/-/providers/registry.origin.test/acme/widget/1.2.0/docs/resource/{name}");
+        let got = c.get(&m.url(&path)).await;
+        assert_eq!(got.status, StatusCode::OK, "{name}");
+        let page = String::from_utf8_lossy(&got.body).into_owned();
+        let doc = shown(name, &page, "<div class=\"readme\" id=\"doc\">");
+        assert!(doc.contains("<h1>"), "{name}: not shown\n{doc}");
+        assert_text_and_structure_only(name, doc);
     }
 }
 
@@ -85,6 +110,8 @@ async fn every_page_is_guarded_and_its_data_is_json() {
         "/-/providers/registry.origin.test/acme/widget",
         "/-/modules/registry.origin.test/acme/vpc/aws",
         "/-/modules/registry.origin.test/acme/vpc/aws/1.0.0",
+        "/-/providers/registry.origin.test/acme/widget/1.2.0/docs",
+        "/-/providers/registry.origin.test/acme/widget/1.2.0/docs/resource/resource",
         "/-/releases",
         "/-/check",
         "/-/status",

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use part::{parse_part, Underscores};
 
 mod advisory;
+mod doc;
 mod module;
 pub mod oci;
 mod part;
@@ -21,6 +22,7 @@ mod plain;
 mod release;
 
 pub use advisory::AdvisoryId;
+pub use doc::{DocName, MAX_DOC_NAME};
 pub use module::{Module, ModuleName, ModuleNamespace, ModuleSystem};
 pub use release::{ArtifactName, Product, ReleaseFile};
 

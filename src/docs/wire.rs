@@ -10,6 +10,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::DocKind;
+use crate::address::DocName;
 use crate::upstream::wire::{Node, Object};
 use crate::upstream::UpstreamError;
 
@@ -18,16 +19,13 @@ use crate::upstream::UpstreamError;
 /// thousand.
 pub const MAX_LISTED: usize = 10_000;
 
-/// The longest page name kept (registry.opentofu.org's bound).
-pub const MAX_NAME: usize = 255;
-
 /// A document as a registry lists it, before its content is fetched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
     /// What it describes.
     pub kind: DocKind,
     /// Its name (`resource`, `s3_bucket`; `index` for the overview).
-    pub name: String,
+    pub name: DocName,
     /// Its title, as the registry gives it.
     pub title: String,
     /// The registry's grouping of it (often empty).
@@ -90,17 +88,6 @@ impl Listing {
     }
 }
 
-/// Whether `name` may name a page: letters, digits, space, `.`, `_`,
-/// `@` and `-`, at most [`MAX_NAME`] bytes, not starting with a dot.
-pub fn is_page_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAME
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'.' | b'_' | b'@' | b'-'))
-}
-
 /// registry.terraform.io's list of a version's documents
 /// (`GET /v1/providers/NS/NAME/VERSION`, its `docs[]`): HCL documents
 /// only; each one's ID is all digits.
@@ -121,11 +108,10 @@ pub fn terraform_listing(doc: &Value, url: &Url) -> Result<Listing, UpstreamErro
             listing.pass_over(format!("language {language:?}"));
             continue;
         }
-        let name = field("slug")?;
-        if !is_page_name(&name) {
+        let Ok(name) = DocName::parse(&field("slug")?) else {
             listing.pass_over("a name no page may have");
             continue;
-        }
+        };
         if id.is_empty() || id.len() > 20 || !id.bytes().all(|b| b.is_ascii_digit()) {
             listing.pass_over("an ID that is not a number");
             continue;
@@ -170,10 +156,11 @@ pub fn opentofu_listing(doc: &Value, url: &Url) -> Result<Listing, UpstreamError
     let index = docs.get("index");
     if !index.is_empty_value() {
         let item = index.object().map_err(|e| (url, e))?;
-        let mut overview = opentofu_item(&item, DocKind::Overview, url)?;
-        overview.name = "index".into();
-        overview.at = Source::OpenTofuPath("index.md".into());
-        listing.keep(overview);
+        let overview = opentofu_item(&item, (DocKind::Overview, DocName::index()), url)?;
+        listing.keep(Listed {
+            at: Source::OpenTofuPath("index.md".into()),
+            ..overview
+        });
     }
     for kind in DocKind::ALL {
         let Some((folder, key)) = kind.opentofu_folder() else {
@@ -181,11 +168,12 @@ pub fn opentofu_listing(doc: &Value, url: &Url) -> Result<Listing, UpstreamError
         };
         for item in docs.get(key).items().map_err(|e| (url, e))? {
             let item = item.object().map_err(|e| (url, e))?;
-            let listed = opentofu_item(&item, kind, url)?;
-            if !is_page_name(&listed.name) {
+            let name = item.get("name").string().map_err(|e| (url, e))?;
+            let Ok(name) = DocName::parse(&name) else {
                 listing.pass_over("a name no page may have");
                 continue;
-            }
+            };
+            let listed = opentofu_item(&item, (kind, name), url)?;
             let path = format!("{folder}/{}.md", listed.name);
             listing.keep(Listed {
                 at: Source::OpenTofuPath(path),
@@ -213,11 +201,17 @@ pub fn opentofu_listing(doc: &Value, url: &Url) -> Result<Listing, UpstreamError
     Ok(listing)
 }
 
-fn opentofu_item(item: &Object<'_>, kind: DocKind, url: &Url) -> Result<Listed, UpstreamError> {
+/// One item of registry.opentofu.org's lists, of `kind` and named `name`
+/// (read by the caller: the overview's is always `index`).
+fn opentofu_item(
+    item: &Object<'_>,
+    (kind, name): (DocKind, DocName),
+    url: &Url,
+) -> Result<Listed, UpstreamError> {
     let field = |key: &str| item.get(key).string().map_err(|e| (url, e));
     Ok(Listed {
         kind,
-        name: field("name")?,
+        name,
         title: field("title")?,
         subcategory: field("subcategory")?,
         description: field("description")?,

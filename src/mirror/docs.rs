@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::Mirror;
 use crate::address::{Provider, Version};
+use url::Url;
+
 use crate::docs::capture::{self, From};
+use crate::docs::fetch::Shape;
 
 /// The versions whose documentation is being captured, so that the
 /// archives of several platforms start one capture.
@@ -19,6 +22,14 @@ pub(super) struct DocsState {
 }
 
 impl Mirror {
+    /// Where `provider`'s documentation is fetched from, in which shape
+    /// (`[docs]`); `None` where its host has no source.
+    pub fn docs_source(&self, provider: &Provider) -> Option<(Shape, Url)> {
+        let redirected = (self.config.upstream.hosts.get(&provider.hostname))
+            .is_some_and(|h| !h.services.is_empty());
+        self.config.docs.source_for(&provider.hostname, redirected)
+    }
+
     /// Captures `version`'s documentation in the background, unless it
     /// is kept already, its host has no source (`[docs]`), the mirror is
     /// offline, or a capture of it is under way.
@@ -26,10 +37,7 @@ impl Mirror {
         if self.offline() {
             return;
         }
-        let redirected = (self.config.upstream.hosts.get(&provider.hostname))
-            .is_some_and(|h| !h.services.is_empty());
-        let Some((shape, base)) = self.config.docs.source_for(&provider.hostname, redirected)
-        else {
+        let Some((shape, base)) = self.docs_source(provider) else {
             return;
         };
         let key = (provider.clone(), version.clone());

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError};
-use crate::address::{Provider, Version};
+use crate::address::{DocName, Provider, Version};
 use crate::docs::wire::License;
 use crate::docs::DocKind;
 use crate::verify::Sha256;
@@ -58,7 +58,7 @@ pub struct PageEntry {
     /// What it describes.
     pub kind: DocKind,
     /// Its name (`resource`; `index` for the overview).
-    pub name: String,
+    pub name: DocName,
     /// Its title.
     pub title: String,
     /// The source's grouping of it.

@@ -1,5 +1,5 @@
-//! Module READMEs, which anyone who publishes a module writes, made safe
-//! to show: Markdown turned into HTML (pulldown-cmark), images turned into
+//! Module READMEs and provider documentation, which anyone who publishes
+//! a module or a provider writes, made safe to show: Markdown turned into HTML (pulldown-cmark), images turned into
 //! links to them (so that nothing is loaded from elsewhere), and the
 //! result through one sanitiser (ammonia) that keeps text, structure and
 //! plain links: no script, no event handler, no style, no form, frame or
@@ -35,6 +35,26 @@ pub fn render(markdown: &str) -> String {
     let mut html = String::with_capacity(markdown.len() + markdown.len() / 4);
     pulldown_cmark::html::push_html(&mut html, events);
     sanitize(&html)
+}
+
+/// A documentation page's Markdown without its YAML front matter: the
+/// block between a first line `---` and the next line `---` (the
+/// registries' pages carry `page_title`, `subcategory` and `description`
+/// there, which the list of pages shows). Text with no such block, or one
+/// never closed, is returned whole.
+pub fn without_front_matter(markdown: &str) -> &str {
+    let Some(rest) = (markdown.strip_prefix("---\n")).or_else(|| markdown.strip_prefix("---\r\n"))
+    else {
+        return markdown;
+    };
+    let mut at = 0;
+    for line in rest.split_inclusive('\n') {
+        at += line.len();
+        if line.trim_end() == "---" {
+            return &rest[at..];
+        }
+    }
+    markdown
 }
 
 /// HTML from anyone, made safe to show (see the module documentation).

@@ -6,8 +6,9 @@
 //! elsewhere. Every page's data is also served as JSON at the same path
 //! below `/-/api/` ([`routes`]).
 //!
-//! By page: [`home`], [`search`], [`provider`], [`module`] (module READMEs
-//! through [`markdown`], the one sanitiser), [`releases`], [`check`],
+//! By page: [`home`], [`search`], [`provider`], [`docs`] (a held
+//! version's documentation), [`module`] (module READMEs and documentation
+//! pages through [`markdown`], the one sanitiser), [`releases`], [`check`],
 //! [`status`] (the operator's view); [`session`] signs people in when
 //! access control is on and guards every form against cross-site
 //! requests; [`answer`] sets the headers every page carries.
@@ -26,6 +27,7 @@ mod assets;
 mod bom;
 pub mod check;
 pub mod decide;
+pub mod docs;
 pub mod form;
 pub mod home;
 mod layout;
@@ -163,6 +165,10 @@ async fn page(
         }
         Page::Search => Ok(search::page(site, req, layout)),
         Page::Provider(provider) => provider::page(site, req, layout, provider).await,
+        Page::Docs(provider, version) => docs::index(site, req, layout, (provider, version)).await,
+        Page::DocPage(provider, version, kind, name) => {
+            docs::page(site, req, layout, (provider, version), (*kind, name)).await
+        }
         Page::Bom(key) => bom::page(site, key).await,
         Page::ReleaseBom(file) => Ok(PageAnswer::json(&site.mirror.release_bom(file).await?)),
         Page::Advisory(id) => advisory::page(site, req, layout, id).await,

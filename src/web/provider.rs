@@ -89,6 +89,11 @@ pub struct VersionView {
     /// The known advisories it falls under, platform by platform; none
     /// when no advisory database is imported.
     pub advisories: Option<crate::advisories::Summary>,
+    /// The path of its documentation page.
+    pub docs: String,
+    /// How many pages of its documentation are kept; none where none is
+    /// (or the list kept cannot be read).
+    pub docs_pages: Option<usize>,
 }
 
 #[derive(Template)]
@@ -181,20 +186,8 @@ async fn view(
             "its record is not held or no longer passes verification: a client's next request checks it again".to_owned(),
         ),
     };
-    let decision = site
-        .mirror
-        .decision(
-            Subject::Provider(provider),
-            version,
-            first_seen,
-            record.as_ref().map(|r| r.verification()),
-        )
-        .await;
-    let (allowed, policy) = match decision {
-        Ok(rule) if rule.is_empty() => (true, "allowed: the policy has no rule".to_owned()),
-        Ok(rule) => (true, format!("allowed by {rule}")),
-        Err(denied) => (false, format!("not installable: {denied}")),
-    };
+    let (allowed, policy) =
+        policy_of(site, (provider, version), first_seen, record.as_deref()).await;
     let (hashes, lock) = match &record {
         Some(r) => {
             let hashes = hashes(site, r).await;
@@ -219,8 +212,15 @@ async fn view(
         .version_advisories(provider, version, &held_platforms)
         .await
         .map(|(_, summary)| summary);
+    let docs_pages = crate::store::docs::version(site.mirror.store(), provider, version)
+        .await
+        .ok()
+        .flatten()
+        .map(|d| d.pages.len());
     VersionView {
         advisories,
+        docs: super::routes::docs_path(provider, version),
+        docs_pages,
         version: version.to_string(),
         platforms: platforms.to_vec(),
         boms: platforms
@@ -245,8 +245,32 @@ async fn view(
     }
 }
 
+/// Whether the policy lets clients install `version`, and what it says
+/// of it, for people; `first_seen` and `record` as the mirror holds them.
+pub(super) async fn policy_of(
+    site: Site<'_>,
+    (provider, version): (&Provider, &Version),
+    first_seen: Option<u64>,
+    record: Option<&VersionRecord>,
+) -> (bool, String) {
+    let decision = site
+        .mirror
+        .decision(
+            Subject::Provider(provider),
+            version,
+            first_seen,
+            record.map(VersionRecord::verification),
+        )
+        .await;
+    match decision {
+        Ok(rule) if rule.is_empty() => (true, "allowed: the policy has no rule".to_owned()),
+        Ok(rule) => (true, format!("allowed by {rule}")),
+        Err(denied) => (false, format!("not installable: {denied}")),
+    }
+}
+
 /// A time in milliseconds since the Unix epoch, as RFC 3339 (seconds).
-fn rfc3339(ms: u64) -> String {
+pub(super) fn rfc3339(ms: u64) -> String {
     humantime::format_rfc3339_seconds(crate::clock::from_unix_ms(ms)).to_string()
 }
 

@@ -6,9 +6,10 @@
 use percent_encoding::percent_decode_str;
 
 use crate::address::{
-    AdvisoryId, ArchiveKey, ArtifactName, Hostname, Module, ModuleName, ModuleNamespace,
+    AdvisoryId, ArchiveKey, ArtifactName, DocName, Hostname, Module, ModuleName, ModuleNamespace,
     ModuleSystem, Namespace, Platform, Product, Provider, ProviderType, ReleaseFile, Version,
 };
+use crate::docs::DocKind;
 use crate::error::RequestError;
 
 /// A page.
@@ -22,6 +23,12 @@ pub enum Page {
     Search,
     /// `/-/providers/:hostname/:namespace/:type`: a provider's versions.
     Provider(Provider),
+    /// `/-/providers/:hostname/:namespace/:type/:version/docs`: a held
+    /// version's documentation: where it came from, and its pages by kind.
+    Docs(Provider, Version),
+    /// `/-/providers/:hostname/:namespace/:type/:version/docs/:kind/:name`:
+    /// one page of it.
+    DocPage(Provider, Version, DocKind, DocName),
     /// `/-/modules/:hostname/:namespace/:name/:system`: a module's
     /// versions.
     Module(Module),
@@ -137,22 +144,29 @@ pub fn parse(raw_path: &str) -> Result<PageRoute, RequestError> {
         ),
         ["assets", "style.css"] if !json => Page::Asset("style.css"),
         ["advisories", id] => Page::Advisory(AdvisoryId::parse(id)?),
-        ["providers", host, namespace, kind] => Page::Provider(Provider {
-            hostname: Hostname::parse(host)?,
-            namespace: Namespace::parse(namespace)?,
-            kind: ProviderType::parse(kind)?,
-        }),
+        ["providers", host, namespace, kind] => Page::Provider(provider_of(host, namespace, kind)?),
         ["providers", host, namespace, kind, version, platform, "cyclonedx.json"] if json => {
             Page::Bom(ArchiveKey {
-                provider: Provider {
-                    hostname: Hostname::parse(host)?,
-                    namespace: Namespace::parse(namespace)?,
-                    kind: ProviderType::parse(kind)?,
-                },
+                provider: provider_of(host, namespace, kind)?,
                 version: Version::parse(version)?,
                 platform: Platform::parse(platform)?,
             })
         }
+        ["providers", host, namespace, kind, version, "docs"] => Page::Docs(
+            provider_of(host, namespace, kind)?,
+            Version::parse(version)?,
+        ),
+        ["providers", host, namespace, kind, version, "docs", doc_kind, name] => Page::DocPage(
+            provider_of(host, namespace, kind)?,
+            Version::parse(version)?,
+            DocKind::from_segment(doc_kind).ok_or_else(|| {
+                RequestError::InvalidRequest(format!(
+                    "no documentation kind {doc_kind:?}: the kinds are {}",
+                    DocKind::ALL.map(DocKind::as_str).join(", ")
+                ))
+            })?,
+            DocName::parse(name)?,
+        ),
         ["releases", product, version, file, "cyclonedx.json"] if json => {
             Page::ReleaseBom(ReleaseFile {
                 product: product.parse::<Product>()?,
@@ -181,11 +195,41 @@ pub fn parse(raw_path: &str) -> Result<PageRoute, RequestError> {
     Ok(PageRoute { page, json })
 }
 
+/// A provider address from its three path segments.
+fn provider_of(host: &str, namespace: &str, kind: &str) -> Result<Provider, RequestError> {
+    Ok(Provider {
+        hostname: Hostname::parse(host)?,
+        namespace: Namespace::parse(namespace)?,
+        kind: ProviderType::parse(kind)?,
+    })
+}
+
 /// The path of a provider's page.
 pub fn provider_path(provider: &Provider) -> String {
     format!(
         "/-/providers/{}/{}/{}",
         provider.hostname, provider.namespace, provider.kind
+    )
+}
+
+/// The path of a held version's documentation.
+pub fn docs_path(provider: &Provider, version: &Version) -> String {
+    format!("{}/{version}/docs", provider_path(provider))
+}
+
+/// The path of one page of a held version's documentation. (A name holds
+/// no character a path needs escaped but the space: [`DocName`].)
+pub fn doc_page_path(
+    provider: &Provider,
+    version: &Version,
+    kind: DocKind,
+    name: &DocName,
+) -> String {
+    format!(
+        "{}/{}/{}",
+        docs_path(provider, version),
+        kind.as_str(),
+        name.as_str().replace(' ', "%20")
     )
 }
 
@@ -276,6 +320,39 @@ mod tests {
             is_page("/") && is_page("/-/check") && !is_page("/registry.example/a/b/index.json")
         );
         assert!(p("/-/check").takes_posts() && !p("/-/status").takes_posts());
+    }
+
+    #[test]
+    fn a_version_s_documentation_and_each_page_have_paths_that_parse_back() {
+        let provider = Provider::from_source("hashicorp/aws").unwrap();
+        let version = Version::parse("5.1.0").unwrap();
+        let index = docs_path(&provider, &version);
+        assert_eq!(
+            index,
+            "/-/providers/registry.terraform.io/hashicorp/aws/5.1.0/docs"
+        );
+        assert_eq!(
+            parse(&index).unwrap().page,
+            Page::Docs(provider.clone(), version.clone())
+        );
+        let name = DocName::parse("a b").unwrap();
+        let page = doc_page_path(&provider, &version, DocKind::DataSource, &name);
+        assert!(page.ends_with("/5.1.0/docs/data-source/a%20b"), "{page}");
+        assert_eq!(
+            parse(&page.replacen("/-/", "/-/api/", 1)).unwrap(),
+            PageRoute {
+                page: Page::DocPage(provider, version, DocKind::DataSource, name),
+                json: true
+            }
+        );
+        for bad in [
+            "/-/providers/registry.terraform.io/hashicorp/aws/5.1.0/docs/resources/x",
+            "/-/providers/registry.terraform.io/hashicorp/aws/5.1.0/docs/resource/.x",
+            "/-/providers/registry.terraform.io/hashicorp/aws/5.1.0/docs/resource",
+            "/-/providers/registry.terraform.io/hashicorp/aws/v5/docs",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

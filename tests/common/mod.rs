@@ -16,6 +16,7 @@ pub mod browser;
 mod ca;
 mod client;
 pub mod daemon;
+pub mod docs;
 pub mod fake_issuer;
 mod git;
 pub mod go;

@@ -60,6 +60,10 @@ pub struct World {
     pub http: Client,
     /// The hostile modules' names, by corpus file.
     pub hostile: Vec<(String, String)>,
+    /// The documentation of acme/widget 1.2.0, as its origin serves it:
+    /// the null provider's v3.2.4 tree, then a resource page per hostile
+    /// README (`hostile_<corpus file>`).
+    pub docs: Vec<super::docs::TreeDoc>,
     /// The ID of the key that signed the providers.
     pub key_id: String,
     /// The origin the mirror fetched them from, still up.
@@ -138,7 +142,26 @@ pub async fn world(tokens: &[&str]) -> World {
         origin.publish_archive_module(("acme", &module, "aws"), "1.0.0", package);
         hostile.push((name.clone(), module));
     }
+    // acme/widget 1.2.0's documentation, in registry.terraform.io's
+    // shape: a real tree, and each hostile README as a resource's page.
+    let mut docs = super::docs::tree_docs("null-v3.2.4");
+    for (name, readme) in readmes.iter().filter(|(n, _)| n != "big") {
+        docs.push(super::docs::TreeDoc {
+            category: "resources",
+            name: format!("hostile_{name}"),
+            content: readme.clone(),
+        });
+    }
+    super::docs::serve_terraform_shape(&origin, ("widget", "1.2.0"), &docs, 7_000);
     let mut config = setup.module_config(&origin, HOST);
+    let root = origin.providers_url().replace("/v1/providers/", "/");
+    config.docs.hosts.insert(
+        HOST.parse().unwrap(),
+        tfmirror::config::docs::DocsHost {
+            source: tfmirror::config::docs::DocsSource::Terraform,
+            url: Some(root.parse().unwrap()),
+        },
+    );
     config.auth.tokens = tokens.iter().map(|t| (*t).to_owned()).collect();
     let mirror = RunningMirror::start(config).await;
     let http = Client::trusting(&mirror.ca_file);
@@ -175,7 +198,18 @@ pub async fn world(tokens: &[&str]) -> World {
         let package = http.get(&resolve(&download, &location)).await;
         assert_eq!(package.status, StatusCode::OK, "{module}");
     }
+    // The documentation is kept in the background, after the archive.
+    let kept = setup
+        .cache_dir()
+        .join(format!("docs/versions/{HOST}/acme/widget/1.2.0.json"));
+    super::wait_until(
+        "acme/widget 1.2.0's documentation is kept",
+        std::time::Duration::from_secs(60),
+        || kept.exists(),
+    )
+    .await;
     World {
+        docs,
         setup,
         mirror,
         http,

@@ -167,34 +167,6 @@ fn an_opentofu_name_no_path_may_hold_is_passed_over() {
 }
 
 #[test]
-fn page_names_are_those_a_path_may_hold() {
-    for good in [
-        "resource",
-        "s3_bucket",
-        "terraform-migration",
-        "v1.2",
-        "a b",
-        "x@y",
-    ] {
-        assert!(is_page_name(good), "{good}");
-    }
-    let long = "a".repeat(MAX_NAME + 1);
-    for bad in [
-        "",
-        ".hidden",
-        "..",
-        "a/b",
-        "a\\b",
-        "a%2fb",
-        "é",
-        long.as_str(),
-    ] {
-        assert!(!is_page_name(bad), "{bad}");
-    }
-    assert!(is_page_name(&"a".repeat(MAX_NAME)));
-}
-
-#[test]
 fn a_list_longer_than_the_bound_is_cut_and_says_so() {
     let item = |i: usize| serde_json::json!({"id": i.to_string(), "slug": format!("r{i}"), "category": "resources", "language": "hcl"});
     let doc = serde_json::json!({"docs": (0..MAX_LISTED + 3).map(item).collect::<Vec<_>>()});

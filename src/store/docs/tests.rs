@@ -8,7 +8,7 @@ fn provider() -> Provider {
 fn entry(name: &str, sha256: String, size: usize) -> PageEntry {
     PageEntry {
         kind: DocKind::Resource,
-        name: name.into(),
+        name: DocName::parse(name).unwrap(),
         title: name.into(),
         subcategory: String::new(),
         description: String::new(),

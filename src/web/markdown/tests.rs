@@ -104,3 +104,33 @@ fn tables_strikethrough_task_lists_and_footnotes_render() {
         assert!(rendered.contains(html), "{markdown:?}: {rendered}");
     }
 }
+
+#[test]
+fn a_documentation_page_s_front_matter_is_left_out_and_nothing_else() {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/docs/null-v3.2.4/docs/resources/resource.md"),
+    )
+    .unwrap();
+    let body = without_front_matter(&page);
+    assert!(body.starts_with("\n# null_resource\n"), "{body:.80}");
+    assert!(page.ends_with(body) && !body.contains("page_title"));
+    let html = render(body);
+    assert!(html.contains("<h1>null_resource</h1>"), "{html:.200}");
+    assert!(!html.contains("<hr"), "no rule is left of the block");
+    // Over CRLF lines too; a page with none, or a block never closed, is
+    // whole; a rule further down is the page's own.
+    assert_eq!(
+        without_front_matter("---\r\npage_title: x\r\n---\r\n# A\r\n"),
+        "# A\r\n"
+    );
+    for whole in [
+        "# A\n\n---\n\nB\n",
+        "---\npage_title: never closed\n# A\n",
+        "--- \nx\n---\n",
+        "",
+    ] {
+        assert_eq!(without_front_matter(whole), whole);
+    }
+    assert_eq!(without_front_matter("---\n---\n"), "");
+}
