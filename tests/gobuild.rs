@@ -242,6 +242,43 @@ fn lying_build_information_is_refused_by_its_cause() {
     assert!(e.contains("a pointer size of 6 bytes"), "{e}");
 }
 
+/// The block is looked for at every 16 bytes from the start of the data,
+/// the alignment Go's own reader (`debug/buildinfo`) allows it, and a
+/// magic too near the end of the 64 KiB searched to hold a header is no
+/// block. Terraform v1.0.3's block is in the pointer format: its 32-byte
+/// header holds all the reader needs, so it can be moved.
+#[cfg_attr(
+    tfmirror_no_terraform,
+    ignore = "needs TERRAFORM_BIN; scripts/test installs it"
+)]
+#[test]
+fn the_block_is_found_at_any_sixteen_byte_step_and_not_past_what_is_searched() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(env_file("TERRAFORM_BIN")).unwrap();
+    let want = read_bytes(dir.path(), &whole).unwrap();
+    assert!(matches!(want, Found::Go(_)), "{want:?}");
+    let at = block_at(&whole);
+    let header = whole[at..at + 32].to_vec();
+    for by in [16, 48] {
+        let mut moved = whole.clone();
+        moved[at..at + by].fill(0);
+        moved[at + by..at + by + 32].copy_from_slice(&header);
+        assert_eq!(
+            read_bytes(dir.path(), &moved).unwrap(),
+            want,
+            "{by} bytes on"
+        );
+    }
+    let mut late = whole.clone();
+    late[at] = 0;
+    let end = at + gobuild::SEARCH_WINDOW as usize;
+    late[end - 16..end - 2].copy_from_slice(&header[..14]);
+    assert_eq!(
+        read_bytes(dir.path(), &late).unwrap(),
+        Found::Nothing("no Go build information".into())
+    );
+}
+
 /// A copy of a program whose bytes a test changes in place and puts back.
 struct Scratch {
     file: std::fs::File,
