@@ -12,7 +12,9 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use common::daemon::{config_file, run_ok};
+use common::daemon::{
+    bundle_entries, config_file, run_ok, run_tfmirror, site_config, write_bundle,
+};
 use common::docs::{serve_opentofu_shape, serve_terraform_shape, tree_docs};
 use common::go::{archive_of, publish_archives};
 use common::*;
@@ -206,4 +208,160 @@ async fn a_registry_that_gives_no_documentation_fails_no_install() {
     let config = config_with_docs(&quiet, &origin, "none");
     sync(&quiet, &config, "3.2.4", "\"linux_amd64\"").await;
     assert_eq!(origin.hits("/v1/providers/acme/null/3.2.4"), 0);
+}
+
+/// The page entries of a bundle: their names.
+fn page_entries(entries: &[(String, Vec<u8>)]) -> Vec<&str> {
+    (entries.iter())
+        .map(|(n, _)| n.as_str())
+        .filter(|n| n.contains("/docs/") && n.ends_with(".md"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documentation_crosses_the_gap_in_a_bundle_with_its_versions_only() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish_null(&setup, &origin, &["3.2.1", "3.2.4"]);
+    serve_opentofu_shape(&origin, ("null", "3.2.1"), &tree_docs("null-v3.2.1"));
+    serve_opentofu_shape(&origin, ("null", "3.2.4"), &tree_docs("null-v3.2.4"));
+    let config = config_with_docs(&setup, &origin, "opentofu");
+    sync(&setup, &config, ">= 3.2.1", "\"linux_amd64\"").await;
+    let dir = setup.dir.path();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let bundle = dir.join("null.bundle");
+    let out = run_ok(
+        dir,
+        &["export", "--config", &s(&config), "--output", &s(&bundle)],
+    )
+    .await;
+    let pages = tree_docs("null-v3.2.1").len() + tree_docs("null-v3.2.4").len();
+    assert!(
+        out.stdout.contains(&format!(
+            "DOCS the documentation of 2 versions is carried, {pages} pages (bundle format 4)"
+        )),
+        "{}",
+        out.stdout
+    );
+    // Each page with each version whose list names it, after the list.
+    let entries = bundle_entries(&bundle);
+    let distinct: BTreeSet<String> = ["null-v3.2.1", "null-v3.2.4"]
+        .iter()
+        .flat_map(|t| tree_docs(t))
+        .map(|d| hex::encode(Sha256::digest(&d.content)))
+        .collect();
+    let carried: BTreeSet<&str> = page_entries(&entries)
+        .iter()
+        .map(|n| &n[n.len() - 67..n.len() - 3])
+        .collect();
+    assert_eq!(page_entries(&entries).len(), pages);
+    assert_eq!(carried, distinct.iter().map(String::as_str).collect());
+    let manifest: serde_json::Value = serde_json::from_slice(&entries[0].1).unwrap();
+    assert_eq!(manifest["format"], 4);
+
+    // Inside the site: the documentation of each version, as the tree has
+    // it, kept with the version; the pages served offline.
+    let site = site_config(dir, "site", "");
+    let imported = run_ok(dir, &["import", "--config", &s(&site), &s(&bundle)]).await;
+    assert!(
+        imported
+            .stdout
+            .contains("DOCS the documentation of 2 versions kept, 0 kept already"),
+        "{}",
+        imported.stdout
+    );
+    let site_cache = dir.join("site-cache");
+    for version in ["3.2.1", "3.2.4"] {
+        let list = format!("docs/versions/registry.origin.test/acme/null/{version}.json");
+        assert_eq!(
+            std::fs::read(site_cache.join(&list)).unwrap(),
+            std::fs::read(setup.cache_dir().join(&list)).unwrap(),
+            "{version}"
+        );
+    }
+    for sha in &distinct {
+        let kept = site_cache.join(format!("docs/pages/{}/{sha}.md", &sha[..2]));
+        assert_eq!(
+            hex::encode(Sha256::digest(std::fs::read(&kept).unwrap())),
+            *sha
+        );
+    }
+    let again = run_ok(dir, &["import", "--config", &s(&site), &s(&bundle)]).await;
+    assert!(
+        again
+            .stdout
+            .contains("DOCS the documentation of 0 versions kept, 2 kept already"),
+        "{}",
+        again.stdout
+    );
+
+    // A version the site's policy denies: nothing of it is kept, its
+    // documentation neither.
+    let deny = "[[policy.rule]]\nsource = \"registry.origin.test/acme/null\"\nversions = \"= 3.2.1\"\naction = \"deny\"\nreason = \"withdrawn\"\n";
+    let strict = site_config(dir, "strict", deny);
+    run_tfmirror(dir, &["import", "--config", &s(&strict), &s(&bundle)]).await;
+    let strict_cache = dir.join("strict-cache");
+    let lists = strict_cache.join("docs/versions/registry.origin.test/acme/null");
+    assert!(lists.join("3.2.4.json").exists() && !lists.join("3.2.1.json").exists());
+
+    // A page altered on the way: refused by its hash, and the list naming
+    // it not kept; the rest of the bundle is.
+    let mut altered = entries.clone();
+    // (One page only one version has: a page both have would be kept
+    // from the other's copy, whole.)
+    let pages = page_entries(&entries);
+    let once = |n: &str| {
+        pages
+            .iter()
+            .filter(|p| p[p.len() - 67..] == n[n.len() - 67..])
+            .count()
+            == 1
+    };
+    let at = (altered.iter())
+        .position(|(n, _)| n.contains("/docs/") && n.ends_with(".md") && once(n))
+        .unwrap();
+    altered[at]
+        .1
+        .extend_from_slice(b"\n<script>alert(1)</script>\n");
+    let bad = dir.join("altered.bundle");
+    write_bundle(&bad, &altered);
+    let other = site_config(dir, "other", "");
+    let refused = run_tfmirror(dir, &["import", "--config", &s(&other), &s(&bad)]).await;
+    assert!(!refused.ok);
+    assert!(
+        refused.stdout.contains("its content's SHA-256 is")
+            && refused.stdout.contains("is missing from the bundle"),
+        "{}",
+        refused.stdout
+    );
+    let other_lists = dir.join("other-cache/docs/versions/registry.origin.test/acme/null");
+    let kept: Vec<bool> = ["3.2.1", "3.2.4"]
+        .iter()
+        .map(|v| other_lists.join(format!("{v}.json")).exists())
+        .collect();
+    assert_eq!(
+        kept.iter().filter(|k| **k).count(),
+        1,
+        "only the whole list is kept: {kept:?}"
+    );
+
+    // Left out on request: a bundle of format 2 with no documentation.
+    let plain = dir.join("plain.bundle");
+    run_ok(
+        dir,
+        &[
+            "export",
+            "--config",
+            &s(&config),
+            "--output",
+            &s(&plain),
+            "--no-docs",
+        ],
+    )
+    .await;
+    let entries = bundle_entries(&plain);
+    assert!(page_entries(&entries).is_empty());
+    assert!(!entries.iter().any(|(n, _)| n.ends_with("/docs.json")));
+    let manifest: serde_json::Value = serde_json::from_slice(&entries[0].1).unwrap();
+    assert_eq!(manifest["format"], 2);
 }

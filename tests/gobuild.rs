@@ -271,7 +271,7 @@ fn the_block_is_found_at_any_sixteen_byte_step_and_not_past_what_is_searched() {
     }
     let mut late = whole.clone();
     late[at] = 0;
-    let end = at + gobuild::SEARCH_WINDOW as usize;
+    let end = at + usize::try_from(gobuild::SEARCH_WINDOW).unwrap();
     late[end - 16..end - 2].copy_from_slice(&header[..14]);
     assert_eq!(
         read_bytes(dir.path(), &late).unwrap(),

@@ -138,6 +138,11 @@ pub enum Command {
         /// kept).
         #[arg(long, conflicts_with = "static_dir")]
         no_advisories: bool,
+        /// Leave provider documentation out, for a site whose tfmirror
+        /// reads no bundle of format 4 (it is carried for every version
+        /// whose documentation is kept whole).
+        #[arg(long, conflicts_with = "static_dir")]
+        no_docs: bool,
     },
     /// Fill a site's OCI registry with verified providers and module
     /// packages, in the layouts OpenTofu's `oci_mirror` and `oci://` sources

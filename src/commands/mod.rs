@@ -96,12 +96,20 @@ pub fn main() -> ExitCode {
             missing_from,
             since,
             no_advisories,
+            no_docs,
         } => logging::load(config.as_deref()).and_then(|c| {
             let delta = bundle::DeltaBase {
                 missing_from,
                 since,
             };
-            bundle::export_command(&c, output, static_dir, &providers, &delta, !no_advisories)
+            bundle::export_command(
+                &c,
+                output,
+                static_dir,
+                &providers,
+                &delta,
+                (!no_advisories, !no_docs),
+            )
         }),
         Command::Import {
             config,

@@ -3,7 +3,7 @@
 //! leaves out what the receiving site holds already.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
 use anyhow::Context;
@@ -11,8 +11,8 @@ use tokio::runtime::Handle;
 use tokio_util::io::SyncIoBridge;
 
 use super::{
-    entry_dir, module_entry_dir, Manifest, ManifestModule, ManifestRelease, ManifestVersion,
-    FORMAT, ROOT,
+    append_bytes, entry_dir, module_entry_dir, Manifest, ManifestModule, ManifestRelease,
+    ManifestVersion, FORMAT, ROOT,
 };
 use crate::address::{ArchiveKey, Platform, Provider, ReleaseFile, Version};
 use crate::clock::{Clock, SystemClock};
@@ -61,12 +61,20 @@ pub struct Exported {
     pub conflicts: Vec<String>,
     /// The advisories of the database it carries, if it carries one.
     pub advisories: Option<usize>,
+    /// Versions whose documentation it carries.
+    pub docs: usize,
+    /// Documentation pages it carries.
+    pub doc_pages: usize,
+    /// Versions whose documentation is left out because the store does
+    /// not keep it whole, and why.
+    pub docs_left_out: Vec<String>,
 }
 
 /// Writes a bundle of the cached providers (all, or those in `only`) to
 /// `output`, atomically; with no `only`, the cached module packages and
 /// CLI release files too; `with_advisories`, the advisory database the
-/// store keeps (if it keeps one).
+/// store keeps (if it keeps one); `with_docs`, each version's
+/// documentation the store keeps whole.
 /// Versions `policy` denies are left out (and listed in the result), and
 /// with `site` (a delta), what the receiving site holds already. The
 /// manifest records what the site holds once the bundle is imported.
@@ -80,7 +88,7 @@ pub fn export(
     only: &[Provider],
     output: &Path,
     site: Option<&SiteInventory>,
-    with_advisories: bool,
+    (with_advisories, with_docs): (bool, bool),
 ) -> anyhow::Result<Exported> {
     let store_handle = store;
     let (runtime, store) = (store.handle(), store.store());
@@ -178,6 +186,8 @@ pub fn export(
         manifest.advisories = Some(named.clone());
     }
     let mut records = Vec::new();
+    let mut docs = super::docs::Export::default();
+    let mut carried = Vec::new();
     let mut lists: BTreeMap<Provider, Option<crate::store::IndexRecord>> = BTreeMap::new();
     for ((p, v), mut archives) in chosen {
         let mut record: VersionRecord = runtime
@@ -224,13 +234,20 @@ pub fn export(
         let first_seen_ms = lists[&p]
             .as_ref()
             .and_then(|l| l.first_seen_ms.get(&v).copied());
+        let doc = if with_docs {
+            docs.version(store_handle, (&p, &v))?
+        } else {
+            None
+        };
         manifest.versions.push(ManifestVersion {
             provider: p,
             version: v,
             archives,
             first_seen_ms,
+            docs: doc.as_ref().map(|(_, named)| named.clone()),
         });
         records.push(record);
+        carried.push(doc.map(|(c, _)| c));
     }
     for pin in &modules {
         covers.add_module(&pin.module, &pin.version, HeldModule::from(pin));
@@ -252,6 +269,9 @@ pub fn export(
         })
         .collect();
     manifest.covers = Some(covers);
+    if carried.iter().any(Option::is_some) {
+        manifest.format = super::docs::FORMAT_WITH_DOCS;
+    }
     let mut done = Exported {
         denied,
         held_there: lacks.held_there,
@@ -268,7 +288,7 @@ pub fn export(
         done.advisories = manifest.advisories.as_ref().map(|a| a.entries);
     }
     let mtime = manifest.created_ms / 1000;
-    for (entry, record) in manifest.versions.iter().zip(&records) {
+    for ((entry, record), doc) in manifest.versions.iter().zip(&records).zip(&carried) {
         let (p, v) = (&entry.provider, &entry.version);
         let base = entry_dir(p, v);
         append_bytes(
@@ -288,7 +308,13 @@ pub fn export(
             done.archives += 1;
             done.bytes += size;
         }
+        if let Some(doc) = doc {
+            super::docs::append(&mut tar, store_handle, &base, doc)?;
+            done.docs += 1;
+            done.doc_pages += doc.docs.pages.len();
+        }
     }
+    done.docs_left_out = docs.left_out;
     for (entry, pin) in manifest.modules.iter().zip(&modules) {
         let base = module_entry_dir(&entry.module, &entry.version);
         append_bytes(
@@ -405,12 +431,4 @@ fn append_stream<W: Write>(
     let reader = SyncIoBridge::new_with_handle(opened.into_reader(), runtime.clone());
     tar.append_data(&mut header, path, reader.take(size))?;
     Ok(())
-}
-
-fn append_bytes<W: Write>(tar: &mut tar::Builder<W>, path: &str, bytes: &[u8]) -> io::Result<()> {
-    let mut header = tar::Header::new_gnu();
-    header.set_size(bytes.len() as u64);
-    header.set_mode(0o644);
-    header.set_mtime(SystemClock.unix_ms() / 1000);
-    tar.append_data(&mut header, path, bytes)
 }

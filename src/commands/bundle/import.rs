@@ -79,6 +79,7 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
         ..Modules::default()
     };
     let mut releases = super::releases::Releases::new(releases);
+    let mut docs = super::docs::Import::default();
     let entries = tar
         .entries()
         .with_context(|| format!("{} is not a tar file", bundle.display()))?;
@@ -173,6 +174,28 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
                         .push((format!("{provider} {version}"), reason.to_string()));
                     refused_versions.insert(key);
                 }
+            }
+            continue;
+        }
+        if leaf == "docs.json" {
+            let named = (manifest.iter().flat_map(|m| &m.versions))
+                .find(|mv| mv.provider == provider && mv.version == version)
+                .and_then(|mv| mv.docs.as_ref());
+            let listed = if verified.contains_key(&key) {
+                docs.list((&provider, &version), named, &mut entry)
+            } else {
+                Err("its version's record was refused or does not come before it".into())
+            };
+            if let Err(why) = listed {
+                report
+                    .rejected
+                    .push((format!("documentation of {provider} {version}"), why));
+            }
+            continue;
+        }
+        if let Some(sha256) = super::docs::page_leaf(&leaf) {
+            if let Err(why) = docs.page(store, (&provider, &version), sha256, &mut entry) {
+                report.rejected.push((path, why));
             }
             continue;
         }
@@ -293,6 +316,7 @@ pub fn import(store: &CommandStore, checks: Checks, bundle: &Path) -> anyhow::Re
         }
     }
     releases.finish(store, &manifest.releases, &mut report);
+    docs.finish(store, &mut report);
     match (&database, &manifest.advisories) {
         (Some(stored), _) => super::advisories::keep(store, stored, &mut report),
         (None, Some(_))

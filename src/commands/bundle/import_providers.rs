@@ -97,8 +97,14 @@ pub(super) async fn drop_reported_h1(
 pub(super) fn parse_entry_path(path: &str) -> Option<(Provider, Version, String)> {
     let rest = path.strip_prefix(ROOT)?.strip_prefix("/providers/")?;
     let parts: Vec<&str> = rest.split('/').collect();
-    let [host, ns, kind, version, leaf] = parts.as_slice() else {
-        return None;
+    // A file of the version's, or one of its documentation pages
+    // (`docs/<sha256>.md`).
+    let (host, ns, kind, version, leaf) = match parts.as_slice() {
+        [host, ns, kind, version, leaf] => (host, ns, kind, version, (*leaf).to_owned()),
+        [host, ns, kind, version, "docs", page] => {
+            (host, ns, kind, version, format!("docs/{page}"))
+        }
+        _ => return None,
     };
     let provider = Provider::from_source(&format!("{host}/{ns}/{kind}")).ok()?;
     // The names must already be in their normal form: one spelling only.
@@ -109,7 +115,7 @@ pub(super) fn parse_entry_path(path: &str) -> Option<(Provider, Version, String)
     if version.as_str() != parts[3] {
         return None;
     }
-    Some((provider, version, leaf.to_string()))
+    Some((provider, version, leaf))
 }
 
 /// A bundle's record must be the one its path names, and its evidence must

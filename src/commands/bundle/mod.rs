@@ -9,6 +9,8 @@
 //! tfmirror-bundle/advisories/database.json the advisory database (format 3)
 //! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/version.json
 //! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/<archive>.zip
+//! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/docs.json (format 4)
+//! tfmirror-bundle/providers/<hostname>/<namespace>/<type>/<version>/docs/<sha256>.md (its pages)
 //! tfmirror-bundle/modules/<hostname>/<namespace>/<name>/<system>/<version>/module.json
 //! tfmirror-bundle/modules/<hostname>/<namespace>/<name>/<system>/<version>/package.tar.gz
 //! tfmirror-bundle/releases/<product>/<version>/release.json
@@ -30,6 +32,7 @@
 //! (`covers`), which is what the next `--since` leaves out.
 
 mod advisories;
+mod docs;
 mod export;
 mod import;
 mod import_modules;
@@ -64,7 +67,7 @@ const FORMAT: u32 = 2;
 /// format-2 readers refuse.
 const FORMAT_WITH_ADVISORIES: u32 = 3;
 /// The bundle formats this build reads.
-const FORMATS: std::ops::RangeInclusive<u32> = 1..=FORMAT_WITH_ADVISORIES;
+const FORMATS: std::ops::RangeInclusive<u32> = 1..=docs::FORMAT_WITH_DOCS;
 /// The largest `version.json` or manifest read from a bundle.
 const MAX_RECORD_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -73,7 +76,8 @@ const MAX_RECORD_BYTES: u64 = 8 * 1024 * 1024;
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// The bundle format: 2 as written by this build (3 when it carries
-    /// the advisory database), 1 from builds before the first release.
+    /// the advisory database, 4 when it carries documentation), 1 from
+    /// builds before the first release.
     pub format: u32,
     /// The tfmirror version that wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -238,6 +242,23 @@ pub struct ManifestVersion {
     /// it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_seen_ms: Option<u64>,
+    /// Its documentation, where the bundle carries it (format 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docs: Option<docs::ManifestDocs>,
+}
+
+/// Appends an entry of `bytes`.
+fn append_bytes<W: std::io::Write>(
+    tar: &mut tar::Builder<W>,
+    path: &str,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    use crate::clock::{Clock, SystemClock};
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(0o644);
+    header.set_mtime(SystemClock.unix_ms() / 1000);
+    tar.append_data(&mut header, path, bytes)
 }
 
 /// The bundle directory of a version.
@@ -289,7 +310,7 @@ pub fn export_command(
     static_dir: Option<PathBuf>,
     only: &[String],
     delta: &DeltaBase,
-    with_advisories: bool,
+    (with_advisories, with_docs): (bool, bool),
 ) -> anyhow::Result<()> {
     let only = providers(only)?;
     match (output, static_dir) {
@@ -303,13 +324,22 @@ pub fn export_command(
                 &only,
                 &output,
                 site.as_ref(),
-                with_advisories,
+                (with_advisories, with_docs),
             )?;
             for denied in &done.denied {
                 println!("LEFT OUT {denied}");
             }
             for conflict in &done.conflicts {
                 println!("CONFLICT {conflict}; left out");
+            }
+            for why in &done.docs_left_out {
+                println!("DOCS LEFT OUT {why}");
+            }
+            if done.docs > 0 {
+                println!(
+                    "DOCS the documentation of {} versions is carried, {} pages (bundle format 4)",
+                    done.docs, done.doc_pages
+                );
             }
             if let Some(entries) = done.advisories {
                 println!("ADVISORIES the advisory database of {entries} advisories is carried (bundle format 3)");
@@ -395,6 +425,12 @@ pub fn import_command(
     }
     if let Some(advisories) = &report.advisories {
         println!("ADVISORIES {advisories}");
+    }
+    if report.docs + report.docs_unchanged > 0 {
+        println!(
+            "DOCS the documentation of {} versions kept, {} kept already (or fetched later here)",
+            report.docs, report.docs_unchanged
+        );
     }
     for item in &report.not_held {
         println!(

@@ -33,6 +33,11 @@ pub struct Imported {
     pub not_held: Vec<String>,
     /// What became of the advisory database the bundle carried, if any.
     pub advisories: Option<String>,
+    /// Versions whose documentation was kept from the bundle.
+    pub docs: usize,
+    /// Versions whose documentation the bundle carried and the site
+    /// kept already, as fetched at the same time or later.
+    pub docs_unchanged: usize,
 }
 
 /// Reads a small entry whole.
