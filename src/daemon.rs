@@ -148,6 +148,7 @@ impl Daemon {
                     mirror.keep_index(),
                     mirror.clone().keep_advisory_census(give_back_freed_memory),
                     mirror.clone().keep_advisories_fetched(),
+                    mirror.clone().keep_docs_backfilled(),
                     async {
                         if walking {
                             mirror.index_built().await;

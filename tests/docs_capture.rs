@@ -365,3 +365,61 @@ async fn documentation_crosses_the_gap_in_a_bundle_with_its_versions_only() {
     let manifest: serde_json::Value = serde_json::from_slice(&entries[0].1).unwrap();
     assert_eq!(manifest["format"], 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_held_without_documentation_get_it_by_the_backfill() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish_null(&setup, &origin, &["3.2.1", "3.2.4"]);
+    let dir = setup.dir.path();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    // Held before any source was named: no documentation.
+    let none = config_with_docs(&setup, &origin, "none");
+    sync(&setup, &none, ">= 3.2.1", "\"linux_amd64\"").await;
+    assert_eq!(kept_list(&setup, "3.2.1"), None);
+    let said = run_ok(dir, &["docs", "backfill", "--config", &s(&none)]).await;
+    assert!(
+        said.stdout.contains("versions held: 2; documentation kept now: 0, kept already: 0, no source for their host: 2"),
+        "{}",
+        said.stdout
+    );
+    // A source named, but only 3.2.4's documentation served: 3.2.4's is
+    // kept, 3.2.1's said to have failed, and the command fails.
+    serve_opentofu_shape(&origin, ("null", "3.2.4"), &tree_docs("null-v3.2.4"));
+    let config = config_with_docs(&setup, &origin, "opentofu");
+    let said = run_tfmirror(dir, &["docs", "backfill", "--config", &s(&config)]).await;
+    assert!(!said.ok, "{}", said.stdout);
+    assert!(
+        said.stdout.contains("FAILED registry.origin.test/acme/null 3.2.1: ")
+            && said.stdout.contains("documentation kept now: 1, kept already: 0, no source for their host: 0, denied by the policy: 0, failed: 1"),
+        "{}",
+        said.stdout
+    );
+    assert_kept_as_the_tree(&setup, "3.2.4", "null-v3.2.4");
+    assert_eq!(kept_list(&setup, "3.2.1"), None);
+    // A version the policy denies is not asked for.
+    let listed = "/registry/docs/providers/acme/null/v3.2.1/index.json";
+    let before = origin.hits(listed);
+    let deny = format!(
+        "{}\n[[policy.rule]]\nsource = \"registry.origin.test/acme/null\"\nversions = \"= 3.2.1\"\naction = \"deny\"\nreason = \"withdrawn\"\n",
+        std::fs::read_to_string(&config).unwrap()
+    );
+    let strict = dir.join("strict.toml");
+    std::fs::write(&strict, deny).unwrap();
+    let said = run_ok(dir, &["docs", "backfill", "--config", &s(&strict)]).await;
+    assert!(
+        said.stdout.contains("kept now: 0, kept already: 1, no source for their host: 0, denied by the policy: 1, failed: 0"),
+        "{}",
+        said.stdout
+    );
+    assert_eq!(origin.hits(listed), before);
+    // The daemon, once started, fetches what is still lacking on its own.
+    serve_opentofu_shape(&origin, ("null", "3.2.1"), &tree_docs("null-v3.2.1"));
+    let mut cmd = common::daemon::tfmirror(dir);
+    cmd.args(["serve", "--config"]).arg(&config);
+    let mut daemon = common::daemon::Daemon::start(cmd);
+    daemon.wait_for("documentation backfill done");
+    assert_kept_as_the_tree(&setup, "3.2.1", "null-v3.2.1");
+    daemon.signal("TERM");
+    daemon.wait().await;
+}

@@ -317,6 +317,25 @@ pub enum Command {
         #[command(subcommand)]
         action: AdvisoriesCommand,
     },
+    /// Provider documentation: fetch what the versions held lack.
+    Docs {
+        /// What to do.
+        #[command(subcommand)]
+        action: DocsCommand,
+    },
+}
+
+/// `tfmirror docs …`.
+#[derive(Debug, Subcommand)]
+pub enum DocsCommand {
+    /// Fetch, now, the documentation of every provider version the cache
+    /// holds an archive of and keeps none of (the daemon does it too,
+    /// paced, once started); versions the policy denies are passed over.
+    Backfill {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
 }
 
 /// `tfmirror advisories …`.

@@ -15,6 +15,7 @@ pub mod check_upstream;
 mod cli;
 mod client_arg;
 pub mod credentials_helper;
+pub mod docs;
 pub mod gc;
 pub mod inventory;
 pub mod keyless;
@@ -33,7 +34,7 @@ pub mod store;
 pub mod sync;
 pub mod verify;
 pub mod watch;
-pub use cli::{AdvisoriesCommand, Cli, Command};
+pub use cli::{AdvisoriesCommand, Cli, Command, DocsCommand};
 pub use client_arg::ClientArg;
 
 use std::process::ExitCode;
@@ -203,6 +204,9 @@ pub fn main() -> ExitCode {
         Command::Policy {
             action: policy::PolicyCommand::Ls { config },
         } => logging::load(config.as_deref()).and_then(|c| policy::list(&c)),
+        Command::Docs {
+            action: DocsCommand::Backfill { config },
+        } => logging::load(config.as_deref()).and_then(docs::backfill),
         Command::Advisories { action } => match action {
             AdvisoriesCommand::Import { config, paths } => {
                 logging::load(config.as_deref()).and_then(|c| advisories::import(&c, &paths))

@@ -20,6 +20,12 @@ pub struct DocsConfig {
     /// documentation takes, its list included (registry.terraform.io
     /// needs one per document). Default 2,000.
     pub max_requests_per_version: usize,
+    /// `backfill_pause`: the daemon, once started, fetches the
+    /// documentation of every version it holds and keeps none of, one
+    /// version at a time, pausing this long between two (`tfmirror docs
+    /// backfill` does it at once). Default 2 seconds.
+    #[serde(with = "humantime_serde")]
+    pub backfill_pause: std::time::Duration,
     /// `[docs.hosts."HOST"]`: where a registry host's documentation is,
     /// and in which shape; replaces the built-in source of
     /// registry.terraform.io and registry.opentofu.org. A host not named
@@ -70,6 +76,7 @@ impl Default for DocsConfig {
         DocsConfig {
             enabled: true,
             max_requests_per_version: 2_000,
+            backfill_pause: std::time::Duration::from_secs(2),
             hosts: BTreeMap::new(),
         }
     }

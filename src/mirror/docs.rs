@@ -2,23 +2,60 @@
 //! in the background once one of the version's archives is kept
 //! ([`crate::docs::capture`]): a protocol answer never waits for it, and a
 //! failure to get it never fails an install. A drain (`sync`'s end) waits
-//! for it, as for build records.
+//! for it, as for build records. Versions held before documentation was
+//! captured, or whose capture failed, get it by a backfill
+//! ([`Mirror::backfill_docs`]): paced by the daemon, at once by
+//! `tfmirror docs backfill`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use url::Url;
 
 use super::Mirror;
 use crate::address::{Provider, Version};
-use url::Url;
-
 use crate::docs::capture::{self, From};
 use crate::docs::fetch::Shape;
+use crate::policy::Subject;
 
 /// The versions whose documentation is being captured, so that the
 /// archives of several platforms start one capture.
 #[derive(Debug, Default)]
 pub(super) struct DocsState {
     in_flight: Mutex<HashSet<(Provider, Version)>>,
+}
+
+/// What a capture of one version came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Captured {
+    /// Kept: this many pages.
+    Kept(usize),
+    /// Kept already (or kept by a later build, and left as it is).
+    Already,
+    /// Its host has no source, or the mirror is offline.
+    NoSource,
+    /// Another capture of it is under way.
+    UnderWay,
+    /// Fetching or keeping it failed, for this reason.
+    Failed(String),
+}
+
+/// What a backfill did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Backfilled {
+    /// Versions held, in all.
+    pub held: usize,
+    /// Versions whose documentation it kept.
+    pub kept: usize,
+    /// Versions whose documentation was kept already.
+    pub already: usize,
+    /// Versions whose host has no source.
+    pub no_source: usize,
+    /// Versions the policy denies: nothing of them is fetched.
+    pub denied: usize,
+    /// Versions whose documentation could not be kept, with why.
+    pub failed: Vec<String>,
 }
 
 impl Mirror {
@@ -30,63 +67,141 @@ impl Mirror {
         self.config.docs.source_for(&provider.hostname, redirected)
     }
 
-    /// Captures `version`'s documentation in the background, unless it
-    /// is kept already, its host has no source (`[docs]`), the mirror is
-    /// offline, or a capture of it is under way.
+    /// Captures `version`'s documentation in the background (see
+    /// [`Mirror::capture_docs`]).
     pub(super) fn capture_docs_later(self: &Arc<Self>, provider: &Provider, version: &Version) {
-        if self.offline() {
+        if self.offline() || self.docs_source(provider).is_none() {
             return;
-        }
-        let Some((shape, base)) = self.docs_source(provider) else {
-            return;
-        };
-        let key = (provider.clone(), version.clone());
-        {
-            let mut in_flight = self
-                .docs
-                .in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if !in_flight.insert(key.clone()) {
-                return;
-            }
         }
         let this = self.clone();
+        let (provider, version) = (provider.clone(), version.clone());
         self.tasks.spawn(async move {
-            let (provider, version) = &key;
-            // A list kept already is not fetched again; one this build
-            // cannot read (a later build's, on a shared bucket) is left as
-            // it is.
-            let held = crate::store::docs::version(this.store.as_ref(), provider, version).await;
-            if let Err(e) = &held {
+            this.capture_docs(&provider, &version).await;
+        });
+    }
+
+    /// Captures `version`'s documentation now, unless it is kept already,
+    /// its host has no source (`[docs]`), the mirror is offline, or a
+    /// capture of it is under way; says what came of it, and logs it.
+    pub async fn capture_docs(&self, provider: &Provider, version: &Version) -> Captured {
+        let Some((shape, base)) = self.docs_source(provider).filter(|_| !self.offline()) else {
+            return Captured::NoSource;
+        };
+        let key = (provider.clone(), version.clone());
+        if !self.docs_in_flight().insert(key.clone()) {
+            return Captured::UnderWay;
+        }
+        // A list kept already is not fetched again; one this build cannot
+        // read (a later build's, on a shared bucket) is left as it is.
+        let outcome = match crate::store::docs::version(self.store.as_ref(), provider, version)
+            .await
+        {
+            Ok(Some(_)) => Captured::Already,
+            Err(e) => {
                 tracing::warn!(provider = %provider, version = %version, error = %e, "documentation kept that this build cannot read; left as it is");
+                Captured::Already
             }
-            if matches!(held, Ok(None)) {
+            Ok(None) => {
                 let from = From {
-                    client: &this.origin.client,
+                    client: &self.origin.client,
                     base: &base,
                     shape,
-                    token: this.origin.credentials.token(&provider.hostname),
-                    budget: this.config.docs.max_requests_per_version,
+                    token: self.origin.credentials.token(&provider.hostname),
+                    budget: self.config.docs.max_requests_per_version,
                 };
-                let now = this.clock.unix_ms();
-                match capture::capture(from, this.store.as_ref(), (provider, version), now).await {
-                    Ok(docs) => tracing::info!(
-                        provider = %provider, version = %version, pages = docs.pages.len(),
-                        passed_over = docs.passed_over.values().sum::<usize>(),
-                        "documentation kept"
-                    ),
-                    Err(e) => tracing::warn!(
-                        provider = %provider, version = %version, error = %e,
-                        "documentation not kept; it is fetched again when an archive of the version is next kept"
-                    ),
+                let now = self.clock.unix_ms();
+                match capture::capture(from, self.store.as_ref(), (provider, version), now).await {
+                    Ok(docs) => {
+                        tracing::info!(
+                            provider = %provider, version = %version, pages = docs.pages.len(),
+                            passed_over = docs.passed_over.values().sum::<usize>(),
+                            "documentation kept"
+                        );
+                        Captured::Kept(docs.pages.len())
+                    }
+                    Err(e) => {
+                        tracing::warn!(
+                            provider = %provider, version = %version, error = %e,
+                            "documentation not kept; it is fetched again when an archive of the version is next kept, or by the backfill"
+                        );
+                        Captured::Failed(e.to_string())
+                    }
                 }
             }
-            this.docs
-                .in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&key);
-        });
+        };
+        self.docs_in_flight().remove(&key);
+        outcome
+    }
+
+    fn docs_in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<(Provider, Version)>> {
+        self.docs
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Captures the documentation of every version the store holds an
+    /// archive of and keeps none of, one version at a time, `pause`
+    /// between the fetches (the daemon's pacing; none for the command).
+    /// Versions the policy denies are passed over: nothing of them is
+    /// fetched.
+    pub async fn backfill_docs(self: &Arc<Self>, pause: Duration) -> anyhow::Result<Backfilled> {
+        let held: BTreeSet<(Provider, Version)> = (self.store.list_archives().await?)
+            .into_iter()
+            .map(|a| (a.provider, a.version))
+            .collect();
+        let mut done = Backfilled {
+            held: held.len(),
+            ..Backfilled::default()
+        };
+        for (provider, version) in &held {
+            if self.docs_source(provider).is_none() || self.offline() {
+                done.no_source += 1;
+                continue;
+            }
+            let allowed = self
+                .decision(Subject::Provider(provider), version, None, None)
+                .await;
+            if allowed.is_err() {
+                done.denied += 1;
+                continue;
+            }
+            match self.capture_docs(provider, version).await {
+                Captured::Kept(_) => done.kept += 1,
+                Captured::Already | Captured::UnderWay => {
+                    done.already += 1;
+                    continue;
+                }
+                Captured::NoSource => done.no_source += 1,
+                Captured::Failed(why) => done.failed.push(format!("{provider} {version}: {why}")),
+            }
+            if !pause.is_zero() {
+                self.clock.sleep_until(self.clock.now() + pause).await;
+            }
+        }
+        Ok(done)
+    }
+
+    /// The daemon's backfill ([`Mirror::backfill_docs`]), once it has
+    /// started, paced by `docs.backfill_pause`; nothing where capture is
+    /// off or the mirror is offline.
+    pub async fn keep_docs_backfilled(self: Arc<Self>) {
+        if !self.config.docs.enabled || self.offline() {
+            return;
+        }
+        match self.backfill_docs(self.config.docs.backfill_pause).await {
+            Ok(done) => tracing::info!(
+                held = done.held,
+                kept = done.kept,
+                already = done.already,
+                no_source = done.no_source,
+                denied = done.denied,
+                failed = done.failed.len(),
+                "documentation backfill done"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "documentation backfill stopped: the store could not be listed");
+            }
+        }
     }
 }
