@@ -219,6 +219,15 @@ fn lying_build_information_is_refused_by_its_cause() {
     inline[at + 32..at + 37].copy_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
     let e = read_bytes(dir.path(), &inline).unwrap_err().to_string();
     assert!(e.contains("a string of 4294967295 bytes"), "{e}");
+    // A length of exactly the bound is read (and here runs past its
+    // segment); one byte more is refused as too long.
+    inline[at + 32..at + 36].copy_from_slice(&[0x80, 0x80, 0x80, 0x02]);
+    assert_eq!(gobuild::MAX_STRING, 1 << 22, "the varint above");
+    let e = read_bytes(dir.path(), &inline).unwrap_err().to_string();
+    assert!(e.contains("run past the end of their segment"), "{e}");
+    inline[at + 32..at + 36].copy_from_slice(&[0x81, 0x80, 0x80, 0x02]);
+    let e = read_bytes(dir.path(), &inline).unwrap_err().to_string();
+    assert!(e.contains("a string of 4194305 bytes"), "{e}");
     // The same file cut short inside the module information.
     let whole = std::fs::read(built().program("linux/amd64")).unwrap();
     let e = read_bytes(dir.path(), &whole[..block_at(&whole) + 40])
