@@ -25,7 +25,7 @@ pub fn backfill(config: Config) -> anyhow::Result<()> {
         let done = mirror.backfill_docs(Duration::ZERO).await;
         super::settle(&mirror).await;
         mirror.close().await;
-        done
+        anyhow::Ok(done)
     })?;
     for failed in &done.failed {
         println!("FAILED {failed}");

@@ -145,11 +145,20 @@ impl Mirror {
     /// between the fetches (the daemon's pacing; none for the command).
     /// Versions the policy denies are passed over: nothing of them is
     /// fetched.
-    pub async fn backfill_docs(self: &Arc<Self>, pause: Duration) -> anyhow::Result<Backfilled> {
-        let held: BTreeSet<(Provider, Version)> = (self.store.list_archives().await?)
-            .into_iter()
-            .map(|a| (a.provider, a.version))
-            .collect();
+    /// The versions are those of the archive index, once it is
+    /// reconciled with the store (a command's is from the start): a
+    /// backfill lists nothing of the store itself.
+    pub async fn backfill_docs(self: &Arc<Self>, pause: Duration) -> Backfilled {
+        self.index_built().await;
+        let mut held: BTreeSet<(Provider, Version)> = BTreeSet::new();
+        for name in self.held_providers() {
+            let Ok(provider) = Provider::from_source(&name) else {
+                continue;
+            };
+            for (version, _) in self.held_versions(&provider) {
+                held.insert((provider.clone(), version));
+            }
+        }
         let mut done = Backfilled {
             held: held.len(),
             ..Backfilled::default()
@@ -179,7 +188,7 @@ impl Mirror {
                 self.clock.sleep_until(self.clock.now() + pause).await;
             }
         }
-        Ok(done)
+        done
     }
 
     /// The daemon's backfill ([`Mirror::backfill_docs`]), once it has
@@ -189,19 +198,15 @@ impl Mirror {
         if !self.config.docs.enabled || self.offline() {
             return;
         }
-        match self.backfill_docs(self.config.docs.backfill_pause).await {
-            Ok(done) => tracing::info!(
-                held = done.held,
-                kept = done.kept,
-                already = done.already,
-                no_source = done.no_source,
-                denied = done.denied,
-                failed = done.failed.len(),
-                "documentation backfill done"
-            ),
-            Err(e) => {
-                tracing::warn!(error = %e, "documentation backfill stopped: the store could not be listed");
-            }
-        }
+        let done = self.backfill_docs(self.config.docs.backfill_pause).await;
+        tracing::info!(
+            held = done.held,
+            kept = done.kept,
+            already = done.already,
+            no_source = done.no_source,
+            denied = done.denied,
+            failed = done.failed.len(),
+            "documentation backfill done"
+        );
     }
 }
