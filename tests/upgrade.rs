@@ -394,7 +394,7 @@ async fn what_a_newer_release_wrote_is_refused_by_name_and_left_as_it_is() {
     let mut entries = bundle_entries(&fixtures.join("bundle.tar"));
     let (_, manifest) = &mut entries[0];
     let mut json: serde_json::Value = serde_json::from_slice(manifest).unwrap();
-    json["format"] = 4.into();
+    json["format"] = 5.into();
     json["written_by"] = "99.0.0".into();
     json["signed_manifest"] = "…".into();
     *manifest = serde_json::to_vec(&json).unwrap();
@@ -406,7 +406,7 @@ async fn what_a_newer_release_wrote_is_refused_by_name_and_left_as_it_is() {
     assert!(
         refused
             .stderr
-            .contains("is in bundle format 4, written by tfmirror 99.0.0; this tfmirror"),
+            .contains("is in bundle format 5, written by tfmirror 99.0.0; this tfmirror"),
         "{}",
         refused.stderr
     );
