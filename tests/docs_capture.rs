@@ -345,6 +345,28 @@ async fn documentation_crosses_the_gap_in_a_bundle_with_its_versions_only() {
         "only the whole list is kept: {kept:?}"
     );
 
+    // A list that is not the one the manifest names: refused, not kept.
+    let mut relisted = entries.clone();
+    let at = (relisted.iter())
+        .position(|(n, _)| n.ends_with("/3.2.4/docs.json"))
+        .unwrap();
+    relisted[at].1.push(b' ');
+    let bad = dir.join("relisted.bundle");
+    write_bundle(&bad, &relisted);
+    let third = site_config(dir, "third", "");
+    let refused = run_tfmirror(dir, &["import", "--config", &s(&third), &s(&bad)]).await;
+    assert!(
+        !refused.ok
+            && refused
+                .stdout
+                .contains("REJECTED documentation of registry.origin.test/acme/null 3.2.4: its ")
+            && refused.stdout.contains("the manifest names"),
+        "{}",
+        refused.stdout
+    );
+    let third_lists = dir.join("third-cache/docs/versions/registry.origin.test/acme/null");
+    assert!(third_lists.join("3.2.1.json").exists() && !third_lists.join("3.2.4.json").exists());
+
     // Left out on request: a bundle of format 2 with no documentation.
     let plain = dir.join("plain.bundle");
     run_ok(

@@ -71,15 +71,7 @@ pub fn read(named: Option<&ManifestAdvisories>, entry: &mut impl Read) -> Result
         .take(named.size + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("reading it from the bundle failed: {e}"))?;
-    let sha = crate::verify::hex(&crate::verify::Sha256::digest(&bytes));
-    if bytes.len() as u64 != named.size || sha != named.sha256 {
-        return Err(format!(
-            "its {} bytes (SHA-256 {sha}) are not the {} bytes (SHA-256 {}) the manifest names",
-            bytes.len(),
-            named.size,
-            named.sha256
-        ));
-    }
+    super::staging::as_named(&bytes, named.size, &named.sha256)?;
     let mut stored: Stored =
         serde_json::from_slice(&bytes).map_err(|e| format!("it is not a database: {e}"))?;
     drop(bytes);

@@ -163,15 +163,7 @@ impl Import {
     ) -> Result<(), String> {
         let named = named.ok_or("the manifest names no documentation of this version")?;
         let bytes = read_small(entry).map_err(|e| format!("reading it failed: {e}"))?;
-        let sha = crate::verify::hex(&crate::verify::Sha256::digest(&bytes));
-        if bytes.len() as u64 != named.size || sha != named.sha256 {
-            return Err(format!(
-                "its {} bytes (SHA-256 {sha}) are not the {} bytes (SHA-256 {}) the manifest names",
-                bytes.len(),
-                named.size,
-                named.sha256
-            ));
-        }
+        super::staging::as_named(&bytes, named.size, &named.sha256)?;
         let docs: VersionDocs = serde_json::from_slice(&bytes)
             .map_err(|e| format!("it is not a list of pages: {e}"))?;
         if docs.format > DOCS_FORMAT {

@@ -50,6 +50,19 @@ pub fn read_small(entry: &mut impl Read) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Checks an entry's bytes against the size and SHA-256 the manifest
+/// names for it.
+pub fn as_named(bytes: &[u8], size: u64, sha256: &str) -> Result<(), String> {
+    let sha = crate::verify::hex(&crate::verify::Sha256::digest(bytes));
+    if bytes.len() as u64 != size || sha != sha256 {
+        return Err(format!(
+            "its {} bytes (SHA-256 {sha}) are not the {size} bytes (SHA-256 {sha256}) the manifest names",
+            bytes.len()
+        ));
+    }
+    Ok(())
+}
+
 /// Copies an entry into a staging file of the store while hashing it.
 /// Returns the file and its SHA-256.
 pub fn stage(
