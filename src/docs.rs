@@ -18,6 +18,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod capture;
+pub mod changes;
 pub mod fetch;
 pub mod wire;
 

@@ -34,7 +34,7 @@ async fn a_person_finds_and_understands_what_the_mirror_holds() {
     assert_eq!(b.client.title().await.unwrap(), "Home · tfmirror");
     let counts = text(&b, "#counts").await;
     assert!(
-        counts.contains("2 providers, 3 versions, 4 archives"),
+        counts.contains("2 providers, 4 versions, 5 archives"),
         "{counts}"
     );
     assert!(
@@ -70,7 +70,7 @@ async fn a_person_finds_and_understands_what_the_mirror_holds() {
         .ends_with("/-/search?q=widget"));
     let results = text(&b, "#providers").await;
     assert!(
-        results.starts_with("registry.origin.test/acme/widget (exact; 1.2.0, 1.1.0)"),
+        results.starts_with("registry.origin.test/acme/widget (exact; 1.2.0, 1.1.0, 1.0.0)"),
         "{results}"
     );
     accessible(&b, &axe, "search").await;
@@ -94,7 +94,7 @@ async fn a_person_finds_and_understands_what_the_mirror_holds() {
         }
         out
     };
-    assert_eq!(versions, ["1.2.0", "1.1.0"], "newest first");
+    assert_eq!(versions, ["1.2.0", "1.1.0", "1.0.0"], "newest first");
     let newest = "section.version:first-of-type";
     assert_eq!(
         text(&b, &format!("{newest} .platforms")).await,
@@ -213,6 +213,33 @@ async fn a_person_finds_and_understands_what_the_mirror_holds() {
     );
     accessible(&b, &axe, "documentation page").await;
     screenshot(&b, "page-doc").await;
+    // What changed in it: since the next older version held by default,
+    // whose documentation is not kept; then since 1.0.0, chosen.
+    b.follow("What changed in this page since the next older version held")
+        .await;
+    assert!(text(&b, "#none")
+        .await
+        .contains("no documentation of registry.origin.test/acme/widget 1.1.0 is kept"));
+    accessible(&b, &axe, "page changes, nothing to compare").await;
+    b.run("document.querySelector('#from').value = '1.0.0'")
+        .await;
+    b.click("#compare button").await;
+    assert_eq!(
+        text(&b, "#changes-title").await,
+        "data_source: what changed from 1.0.0 to 1.2.0"
+    );
+    let rows = b
+        .run("return [...document.querySelectorAll('table.diff tr.inserted, table.diff tr.deleted')].length")
+        .await;
+    assert!(rows.as_u64().unwrap() > 0, "{rows}");
+    accessible(&b, &axe, "page changes").await;
+    screenshot(&b, "page-doc-changes").await;
+    b.follow("Every page changed in registry.origin.test/acme/widget 1.2.0")
+        .await;
+    assert!(text(&b, "#counts")
+        .await
+        .contains(", 0 removed, 2 changed, "));
+    accessible(&b, &axe, "documentation changes").await;
     b.client
         .goto(&m.url(&format!("/-/providers/{HOST}/acme/widget/1.1.0/docs")))
         .await
@@ -470,8 +497,18 @@ async fn hostile_readmes_run_nothing_and_fetch_nothing() {
             )),
             format!("{} · {HOST}/acme/widget 1.2.0 · tfmirror", doc.name),
         ));
+        // What changed in it since 1.0.0, which has no such page: every
+        // line of it, as text.
+        shown.push((
+            format!("{} changed", doc.name),
+            m.url(&format!(
+                "/-/providers/{HOST}/acme/widget/1.2.0/docs/changes/resource/{}?from=1.0.0",
+                doc.name
+            )),
+            format!("{HOST}/acme/widget 1.2.0: what changed in a page · tfmirror"),
+        ));
     }
-    assert!(shown.len() >= 15, "{shown:?}");
+    assert!(shown.len() >= 22, "{shown:?}");
     for (name, page, title) in &shown {
         b.client.goto(page).await.unwrap();
         assert_eq!(b.client.title().await.unwrap(), *title, "{name}: on load");
@@ -554,7 +591,7 @@ async fn people_sign_in_with_a_token_and_out_again() {
         "{at}: {}",
         b.client.source().await.unwrap()
     );
-    assert!(text(&b, "#cache-size").await.contains("4 archives"));
+    assert!(text(&b, "#cache-size").await.contains("5 archives"));
     // Out again: back to the note.
     b.click("form.inline button").await;
     assert!(text(&b, "#sign-in-note").await.contains("sign in"));

@@ -54,6 +54,35 @@ fn assert_text_and_structure_only(name: &str, fragment: &str) {
     }
 }
 
+/// Asserts that `fragment`, a page's table of lines changed, holds only
+/// the table's own elements and attributes: what the lines say is text.
+fn assert_the_diff_s_own_markup_only(name: &str, fragment: &str) {
+    let tag = regex::Regex::new(r"<(/?)([^\s>/]*)([^>]*)>").unwrap();
+    let attribute = regex::Regex::new(r#"\s([a-z-]+)="[^"<>]*""#).unwrap();
+    let elements = [
+        "table", "caption", "thead", "tbody", "tr", "th", "td", "code", "span",
+    ];
+    let attributes = ["class", "scope", "aria-hidden"];
+    for found in tag.captures_iter(fragment) {
+        assert!(
+            elements.contains(&&found[2]),
+            "{name}: <{}{}> served",
+            &found[2],
+            &found[3]
+        );
+        let rest = attribute.replace_all(&found[3], "");
+        assert!(
+            rest.trim().is_empty(),
+            "{name}: <{} {}>",
+            &found[2],
+            &found[3]
+        );
+        for a in attribute.captures_iter(&found[3]) {
+            assert!(attributes.contains(&&a[1]), "{name}: {} served", &a[1]);
+        }
+    }
+}
+
 /// The part of `page` from `start` to the end of its main content.
 fn shown<'a>(name: &str, page: &'a str, start: &str) -> &'a str {
     let at = page
@@ -62,10 +91,10 @@ fn shown<'a>(name: &str, page: &'a str, start: &str) -> &'a str {
     &page[at..page.rfind("</main>").unwrap()]
 }
 
-/// The module page of each hostile README, and the documentation page
-/// of each, as served: the part that shows it holds its text and nothing
-/// that runs, loads or sends, however the page's own headers would treat
-/// it.
+/// The module page of each hostile README, the documentation page of
+/// each and what changed in it, as served: the part that shows it holds
+/// its text and nothing that runs, loads or sends, however the page's
+/// own headers would treat it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_hostile_readme_is_served_as_text_and_structure_only() {
     let w = world(&[]).await;
@@ -96,6 +125,20 @@ async fn each_hostile_readme_is_served_as_text_and_structure_only() {
         let doc = shown(name, &page, "<div class=\"readme\" id=\"doc\">");
         assert!(doc.contains("<h1>"), "{name}: not shown\n{doc}");
         assert_text_and_structure_only(name, doc);
+        // What changed in it since 1.0.0, which has no such page: all its
+        // lines inserted, shown as text.
+        let changes = format!(
+            "/-/providers/registry.origin.test/acme/widget/1.2.0/docs/changes/resource/{name}?from=1.0.0"
+        );
+        let got = c.get(&m.url(&changes)).await;
+        assert_eq!(got.status, StatusCode::OK, "{changes}");
+        let page = String::from_utf8_lossy(&got.body).into_owned();
+        let diff = shown(name, &page, "<table class=\"diff\">");
+        assert!(
+            diff.contains("<tr class=\"inserted\">"),
+            "{name}: not shown\n{diff}"
+        );
+        assert_the_diff_s_own_markup_only(name, diff);
     }
 }
 
@@ -112,6 +155,8 @@ async fn every_page_is_guarded_and_its_data_is_json() {
         "/-/modules/registry.origin.test/acme/vpc/aws/1.0.0",
         "/-/providers/registry.origin.test/acme/widget/1.2.0/docs",
         "/-/providers/registry.origin.test/acme/widget/1.2.0/docs/resource/resource",
+        "/-/providers/registry.origin.test/acme/widget/1.2.0/docs/changes?from=1.0.0",
+        "/-/providers/registry.origin.test/acme/widget/1.2.0/docs/changes/resource/resource?from=1.0.0",
         "/-/releases",
         "/-/check",
         "/-/status",

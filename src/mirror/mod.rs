@@ -33,6 +33,7 @@
 mod advisories;
 pub mod archive;
 mod builds;
+pub mod doc_changes;
 mod docs;
 pub mod documents;
 mod eviction;

@@ -14,14 +14,15 @@ use serde::Serialize;
 
 use super::layout::Layout;
 use super::provider::{policy_of, rfc3339};
-use super::routes::{doc_page_path, docs_path, provider_path};
+use super::routes::{
+    doc_changes_path, doc_page_changes_path, doc_page_path, docs_path, provider_path,
+};
 use super::{PageAnswer, PageRequest, Site};
 use crate::address::{DocName, Provider, Version};
 use crate::docs::wire::License;
 use crate::docs::DocKind;
 use crate::error::RequestError;
-use crate::store::docs::{self as kept, PageEntry, VersionDocs};
-use crate::store::StoreError;
+use crate::store::docs::{PageEntry, VersionDocs};
 
 /// A held version's documentation page.
 #[derive(Debug, Serialize)]
@@ -40,6 +41,13 @@ pub struct DocsPage {
     pub kept: Option<KeptDocs>,
     /// Why none is kept, where none is.
     pub none_kept: Option<String>,
+    /// What changed since another held version: its page, without the
+    /// version compared with.
+    pub changes_page: String,
+    /// The other versions held, newest first, to compare with.
+    pub compare_with: Vec<String>,
+    /// The next older version held: the one compared with by default.
+    pub older: Option<String>,
 }
 
 /// What the mirror keeps of a version's documentation.
@@ -91,6 +99,21 @@ pub struct PageLink {
     pub truncated: bool,
 }
 
+impl PageLink {
+    /// `page`, linked to `path`.
+    pub fn of(page: &PageEntry, path: String) -> PageLink {
+        PageLink {
+            path,
+            name: page.name.clone(),
+            title: page.title.clone(),
+            subcategory: page.subcategory.clone(),
+            description: page.description.clone(),
+            size: page.size,
+            truncated: page.truncated,
+        }
+    }
+}
+
 /// One page of a version's documentation.
 #[derive(Debug, Serialize)]
 pub struct DocView {
@@ -108,6 +131,9 @@ pub struct DocView {
     pub fetched_at: String,
     /// The page's Markdown, as the source gave it.
     pub markdown: String,
+    /// What changed in the page since the next older held version, where
+    /// one is held.
+    pub changes: Option<String>,
     /// The page as HTML, made safe (not in the JSON: `markdown` is).
     #[serde(skip)]
     pub html: String,
@@ -127,35 +153,9 @@ struct DocHtml<'a> {
     page: &'a DocView,
 }
 
-/// A store that failed to read the documentation kept.
-fn unreadable(e: &StoreError) -> RequestError {
-    RequestError::DiskUnavailable(format!("the documentation kept cannot be read: {e}"))
-}
-
-/// The version's documentation list, for a version the mirror holds.
-async fn held_docs(
-    site: Site<'_>,
-    provider: &Provider,
-    version: &Version,
-) -> Result<Option<VersionDocs>, RequestError> {
-    if !site
-        .mirror
-        .held_versions(provider)
-        .iter()
-        .any(|(v, _)| v == version)
-    {
-        return Err(RequestError::NoSuchPage(format!(
-            "this mirror holds no archive of {provider} {version}: its documentation is kept with the version"
-        )));
-    }
-    kept::version(site.mirror.store(), provider, version)
-        .await
-        .map_err(|e| unreadable(&e))
-}
-
 /// Why the mirror keeps no documentation of `provider`'s versions, or
 /// none yet.
-fn why_none(site: Site<'_>, provider: &Provider) -> String {
+pub(super) fn why_none(site: Site<'_>, provider: &Provider) -> String {
     if site.mirror.docs_source(provider).is_none() {
         format!(
             "this mirror fetches no documentation from {}: [docs] names no source for it",
@@ -175,13 +175,14 @@ pub async fn index(
     layout: &Layout,
     (provider, version): (&Provider, &Version),
 ) -> Result<PageAnswer, RequestError> {
-    let docs = held_docs(site, provider, version).await?;
+    let docs = site.mirror.held_docs(provider, version).await?;
     let first_seen = (site.mirror.stored_index(provider).await)
         .and_then(|l| l.first_seen_ms.get(version).copied());
     let record = site.mirror.stored_record(provider, version).await;
     let (allowed, policy) =
         policy_of(site, (provider, version), first_seen, record.as_deref()).await;
     let none_kept = docs.is_none().then(|| why_none(site, provider));
+    let (compare_with, older) = others(site, provider, version);
     let data = DocsPage {
         provider: provider.to_string(),
         version: version.to_string(),
@@ -190,6 +191,9 @@ pub async fn index(
         policy,
         kept: docs.map(|d| kept_docs(provider, d)),
         none_kept,
+        changes_page: doc_changes_path(provider, version, None),
+        older: older.as_ref().map(Version::to_string),
+        compare_with: compare_with.iter().map(Version::to_string).collect(),
     };
     if req.route.json {
         return Ok(PageAnswer::json(&data));
@@ -203,21 +207,28 @@ pub async fn index(
     ))
 }
 
+/// The versions of `provider` held other than `version`, newest first,
+/// and the newest of them older than it.
+pub(super) fn others(
+    site: Site<'_>,
+    provider: &Provider,
+    version: &Version,
+) -> (Vec<Version>, Option<Version>) {
+    let held: Vec<Version> = (site.mirror.held_versions(provider).into_iter())
+        .map(|(v, _)| v)
+        .filter(|v| v != version)
+        .collect();
+    let older = held.iter().find(|v| *v < version).cloned();
+    (held, older)
+}
+
 /// What the list shows of a version's documentation kept.
 fn kept_docs(provider: &Provider, docs: VersionDocs) -> KeptDocs {
     let mut sections: Vec<Section> = Vec::new();
     for kind in DocKind::ALL {
         let pages: Vec<PageLink> = (docs.pages.iter())
             .filter(|p| p.kind == kind)
-            .map(|p| PageLink {
-                path: doc_page_path(provider, &docs.version, kind, &p.name),
-                name: p.name.clone(),
-                title: p.title.clone(),
-                subcategory: p.subcategory.clone(),
-                description: p.description.clone(),
-                size: p.size,
-                truncated: p.truncated,
-            })
+            .map(|p| PageLink::of(p, doc_page_path(provider, &docs.version, kind, &p.name)))
             .collect();
         if !pages.is_empty() {
             sections.push(Section {
@@ -251,27 +262,18 @@ pub async fn page(
             kind.as_str()
         ))
     };
-    let docs = held_docs(site, provider, version)
-        .await?
-        .ok_or_else(no_page)?;
+    let docs = (site.mirror.held_docs(provider, version).await?).ok_or_else(no_page)?;
     let entry = (docs.pages.iter())
         .find(|p| p.kind == kind && &p.name == name)
         .ok_or_else(no_page)?;
-    let content = kept::page(site.mirror.store(), &entry.sha256)
-        .await
-        .map_err(|e| unreadable(&e))?
-        .ok_or_else(|| {
-            RequestError::DiskUnavailable(format!(
-                "the content of {} page {name} is no longer in the store",
-                kind.as_str()
-            ))
-        })?;
-    let markdown = String::from_utf8_lossy(&content).into_owned();
+    let markdown = site.mirror.doc_content(entry).await?;
     let data = DocView {
         provider: provider.to_string(),
         version: version.to_string(),
         docs_page: docs_path(provider, version),
         page: entry.clone(),
+        changes: (others(site, provider, version).1)
+            .map(|older| doc_page_changes_path(provider, version, (kind, name), Some(&older))),
         source: docs.source.clone(),
         fetched_at: rfc3339(docs.fetched_at_ms),
         html: if req.route.json {

@@ -27,6 +27,7 @@ mod assets;
 mod bom;
 pub mod check;
 pub mod decide;
+pub mod doc_changes;
 pub mod docs;
 pub mod form;
 pub mod home;
@@ -168,6 +169,12 @@ async fn page(
         Page::Docs(provider, version) => docs::index(site, req, layout, (provider, version)).await,
         Page::DocPage(provider, version, kind, name) => {
             docs::page(site, req, layout, (provider, version), (*kind, name)).await
+        }
+        Page::DocChanges(provider, version) => {
+            doc_changes::list(site, req, layout, (provider, version)).await
+        }
+        Page::DocPageChanges(provider, version, kind, name) => {
+            doc_changes::page(site, req, layout, (provider, version), (*kind, name)).await
         }
         Page::Bom(key) => bom::page(site, key).await,
         Page::ReleaseBom(file) => Ok(PageAnswer::json(&site.mirror.release_bom(file).await?)),

@@ -29,6 +29,12 @@ pub enum Page {
     /// `/-/providers/:hostname/:namespace/:type/:version/docs/:kind/:name`:
     /// one page of it.
     DocPage(Provider, Version, DocKind, DocName),
+    /// `/-/providers/:hostname/:namespace/:type/:version/docs/changes?from=`:
+    /// the pages added, removed and changed since another held version.
+    DocChanges(Provider, Version),
+    /// `/-/providers/:hostname/:namespace/:type/:version/docs/changes/:kind/:name?from=`:
+    /// one page's lines changed since another held version.
+    DocPageChanges(Provider, Version, DocKind, DocName),
     /// `/-/modules/:hostname/:namespace/:name/:system`: a module's
     /// versions.
     Module(Module),
@@ -156,17 +162,24 @@ pub fn parse(raw_path: &str) -> Result<PageRoute, RequestError> {
             provider_of(host, namespace, kind)?,
             Version::parse(version)?,
         ),
+        ["providers", host, namespace, kind, version, "docs", "changes"] => Page::DocChanges(
+            provider_of(host, namespace, kind)?,
+            Version::parse(version)?,
+        ),
         ["providers", host, namespace, kind, version, "docs", doc_kind, name] => Page::DocPage(
             provider_of(host, namespace, kind)?,
             Version::parse(version)?,
-            DocKind::from_segment(doc_kind).ok_or_else(|| {
-                RequestError::InvalidRequest(format!(
-                    "no documentation kind {doc_kind:?}: the kinds are {}",
-                    DocKind::ALL.map(DocKind::as_str).join(", ")
-                ))
-            })?,
+            doc_kind_of(doc_kind)?,
             DocName::parse(name)?,
         ),
+        ["providers", host, namespace, kind, version, "docs", "changes", doc_kind, name] => {
+            Page::DocPageChanges(
+                provider_of(host, namespace, kind)?,
+                Version::parse(version)?,
+                doc_kind_of(doc_kind)?,
+                DocName::parse(name)?,
+            )
+        }
         ["releases", product, version, file, "cyclonedx.json"] if json => {
             Page::ReleaseBom(ReleaseFile {
                 product: product.parse::<Product>()?,
@@ -204,6 +217,16 @@ fn provider_of(host: &str, namespace: &str, kind: &str) -> Result<Provider, Requ
     })
 }
 
+/// A documentation kind from its path segment.
+fn doc_kind_of(segment: &str) -> Result<DocKind, RequestError> {
+    DocKind::from_segment(segment).ok_or_else(|| {
+        RequestError::InvalidRequest(format!(
+            "no documentation kind {segment:?}: the kinds are {}",
+            DocKind::ALL.map(DocKind::as_str).join(", ")
+        ))
+    })
+}
+
 /// The path of a provider's page.
 pub fn provider_path(provider: &Provider) -> String {
     format!(
@@ -231,6 +254,42 @@ pub fn doc_page_path(
         kind.as_str(),
         name.as_str().replace(' ', "%20")
     )
+}
+
+/// The path of what changed in `version`'s documentation since `from`
+/// (the next older held version where none is named).
+pub fn doc_changes_path(provider: &Provider, version: &Version, from: Option<&Version>) -> String {
+    let path = format!("{}/changes", docs_path(provider, version));
+    with_from(path, from)
+}
+
+/// The path of what changed in one page of `version`'s documentation
+/// since `from`, as [`doc_changes_path`].
+pub fn doc_page_changes_path(
+    provider: &Provider,
+    version: &Version,
+    (kind, name): (DocKind, &DocName),
+    from: Option<&Version>,
+) -> String {
+    let path = format!(
+        "{}/changes/{}/{}",
+        docs_path(provider, version),
+        kind.as_str(),
+        name.as_str().replace(' ', "%20")
+    );
+    with_from(path, from)
+}
+
+/// `path` with the version it compares with, where one is named.
+fn with_from(path: String, from: Option<&Version>) -> String {
+    match from {
+        Some(from) => {
+            let from: String =
+                url::form_urlencoded::byte_serialize(from.to_string().as_bytes()).collect();
+            format!("{path}?from={from}")
+        }
+        None => path,
+    }
 }
 
 /// The path of an advisory's page.

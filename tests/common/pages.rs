@@ -52,7 +52,7 @@ pub fn tar_gz(files: &[(&str, &[u8])]) -> Vec<u8> {
     tar.into_inner().unwrap().finish().unwrap()
 }
 
-/// A mirror holding two providers (three versions), the `vpc` module and
+/// A mirror holding two providers (four versions), the `vpc` module and
 /// a module per hostile README, all fetched through the protocol's paths.
 pub struct World {
     pub setup: Setup,
@@ -64,6 +64,9 @@ pub struct World {
     /// the null provider's v3.2.4 tree, then a resource page per hostile
     /// README (`hostile_<corpus file>`).
     pub docs: Vec<super::docs::TreeDoc>,
+    /// The documentation of acme/widget 1.0.0: the null provider's v3.2.1
+    /// tree.
+    pub older_docs: Vec<super::docs::TreeDoc>,
     /// The ID of the key that signed the providers.
     pub key_id: String,
     /// The origin the mirror fetched them from, still up.
@@ -91,6 +94,14 @@ pub async fn world(tokens: &[&str]) -> World {
         "acme",
         "widget",
         "1.1.0",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    origin.publish(
+        "acme",
+        "widget",
+        "1.0.0",
         &["linux_amd64"],
         &signer,
         &[&signer],
@@ -153,6 +164,10 @@ pub async fn world(tokens: &[&str]) -> World {
         });
     }
     super::docs::serve_terraform_shape(&origin, ("widget", "1.2.0"), &docs, 7_000);
+    // acme/widget 1.0.0's: the null provider's older v3.2.1 tree, so that
+    // what changed between the two is the trees' difference.
+    let older_docs = super::docs::tree_docs("null-v3.2.1");
+    super::docs::serve_terraform_shape(&origin, ("widget", "1.0.0"), &older_docs, 8_000);
     let mut config = setup.module_config(&origin, HOST);
     let root = origin.providers_url().replace("/v1/providers/", "/");
     config.docs.hosts.insert(
@@ -171,6 +186,7 @@ pub async fn world(tokens: &[&str]) -> World {
     for (kind, version, platforms) in [
         ("widget", "1.2.0", vec!["linux_amd64", "darwin_arm64"]),
         ("widget", "1.1.0", vec!["linux_amd64"]),
+        ("widget", "1.0.0", vec!["linux_amd64"]),
         ("gadget", "0.9.1", vec!["windows_amd64"]),
     ] {
         let version_url = mirror.url(&format!("/{HOST}/acme/{kind}/{version}.json"));
@@ -199,17 +215,20 @@ pub async fn world(tokens: &[&str]) -> World {
         assert_eq!(package.status, StatusCode::OK, "{module}");
     }
     // The documentation is kept in the background, after the archive.
-    let kept = setup
-        .cache_dir()
-        .join(format!("docs/versions/{HOST}/acme/widget/1.2.0.json"));
-    super::wait_until(
-        "acme/widget 1.2.0's documentation is kept",
-        std::time::Duration::from_secs(60),
-        || kept.exists(),
-    )
-    .await;
+    for version in ["1.2.0", "1.0.0"] {
+        let kept = setup
+            .cache_dir()
+            .join(format!("docs/versions/{HOST}/acme/widget/{version}.json"));
+        super::wait_until(
+            &format!("acme/widget {version}'s documentation is kept"),
+            std::time::Duration::from_secs(60),
+            || kept.exists(),
+        )
+        .await;
+    }
     World {
         docs,
+        older_docs,
         setup,
         mirror,
         http,
