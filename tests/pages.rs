@@ -211,6 +211,20 @@ async fn a_person_finds_and_understands_what_the_mirror_holds() {
             .await,
         "null_data_source"
     );
+    // Its links to developer.hashicorp.com and registry.terraform.io
+    // leave the mirror, and say so.
+    let leaving = b
+        .run("return [...document.querySelectorAll('#doc a[href]')].map(a => [a.href, getComputedStyle(a, '::after').content])")
+        .await;
+    let leaving = leaving.as_array().unwrap();
+    assert!(leaving.len() >= 3, "{leaving:?}");
+    for link in leaving {
+        assert!(link[0].as_str().unwrap().starts_with("https://"), "{link}");
+        assert!(
+            link[1].as_str().unwrap().contains("(leaves this mirror)"),
+            "{link}"
+        );
+    }
     accessible(&b, &axe, "documentation page").await;
     screenshot(&b, "page-doc").await;
     // What changed in it: since the next older version held by default,

@@ -7,11 +7,13 @@
 //! is informational, not verified like an archive, and the pages say so.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use askama::Template;
 use http::StatusCode;
 use serde::Serialize;
 
+use super::doc_links::{DocLinks, HeldVersions};
 use super::layout::Layout;
 use super::provider::{policy_of, rfc3339};
 use super::routes::{
@@ -248,6 +250,33 @@ fn kept_docs(provider: &Provider, docs: VersionDocs) -> KeptDocs {
     }
 }
 
+/// Where the links of a page of `docs` lead ([`DocLinks`]). A path from
+/// the root leads to the registry the documentation came from where it
+/// came in registry.terraform.io's shape, whose pages and answers share a
+/// host (`/v1/providers/…`); the OpenTofu Registry's files are on an API
+/// host no page is on, so such links are dropped there.
+fn links_of(site: Site<'_>, docs: &VersionDocs, kind: DocKind) -> DocLinks {
+    let pages = (docs.pages.iter())
+        .map(|p| (p.kind, p.name.clone()))
+        .collect();
+    let source = url::Url::parse(&docs.source).ok();
+    let site_root = source
+        .filter(|u| u.path().contains("/v1/providers/"))
+        .and_then(|u| u.join("/").ok());
+    let mirror = site.mirror.clone();
+    let held: HeldVersions = Arc::new(move |provider: &Provider| {
+        (mirror.held_versions(provider).into_iter())
+            .map(|(v, _)| v)
+            .collect()
+    });
+    DocLinks::new(
+        (docs.provider.clone(), docs.version.clone(), kind),
+        pages,
+        site_root,
+        held,
+    )
+}
+
 /// `/-/providers/…/VERSION/docs/KIND/NAME`.
 pub async fn page(
     site: Site<'_>,
@@ -279,7 +308,8 @@ pub async fn page(
         html: if req.route.json {
             String::new()
         } else {
-            super::markdown::render(super::markdown::without_front_matter(&markdown))
+            let links = links_of(site, &docs, kind);
+            super::markdown::render_doc(super::markdown::without_front_matter(&markdown), links)
         },
         markdown,
     };

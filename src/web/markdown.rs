@@ -5,12 +5,56 @@
 //! plain links: no script, no event handler, no style, no form, frame or
 //! SVG, no link but to `http`, `https` and `mailto` addresses, and every
 //! link marked `nofollow noopener noreferrer`. This is the one place
-//! untrusted markup becomes HTML.
+//! untrusted markup becomes HTML. Provider documentation goes through the
+//! same sanitiser with one more step ([`render_doc`]): each link is led
+//! where [`DocLinks`] says, so that links between documents stay on the
+//! mirror.
+
+use std::borrow::Cow;
+use std::sync::Arc;
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
+use super::doc_links::DocLinks;
+
 /// The HTML of a README written in Markdown.
 pub fn render(markdown: &str) -> String {
+    sanitize(&to_html(markdown))
+}
+
+/// The HTML of a provider documentation page written in Markdown: as
+/// [`render`], with each link's address (any `href`), in the Markdown and
+/// in any HTML it holds, replaced by where `links` says it leads on this mirror, or
+/// dropped (its text kept) where it leads nowhere the mirror can name.
+/// The only addresses without a scheme let through are the mirror's own
+/// provider pages that `links` gives.
+pub fn render_doc(markdown: &str, links: DocLinks) -> String {
+    let links = Arc::new(links);
+    let mut builder = builder();
+    builder.attribute_filter(move |_, attribute, value| {
+        if attribute == "href" {
+            links.resolve(value).map(Cow::Owned)
+        } else {
+            Some(Cow::Borrowed(value))
+        }
+    });
+    builder.url_relative(ammonia::UrlRelative::Custom(Box::new(only_mirror_pages)));
+    builder.clean(&to_html(markdown)).to_string()
+}
+
+/// `url` where it is a path to one of the mirror's provider pages, with
+/// no step out of it; `None` (dropped) for any other address without a
+/// scheme.
+fn only_mirror_pages(url: &str) -> Option<Cow<'_, str>> {
+    let page = url.starts_with("/-/providers/")
+        && !url.contains("//")
+        && !url.contains('\\')
+        && !url.split(['/', '?', '#']).any(|s| s == "." || s == "..");
+    page.then_some(Cow::Borrowed(url))
+}
+
+/// Markdown as HTML, images turned into links to them; not yet safe.
+fn to_html(markdown: &str) -> String {
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
@@ -34,7 +78,7 @@ pub fn render(markdown: &str) -> String {
     });
     let mut html = String::with_capacity(markdown.len() + markdown.len() / 4);
     pulldown_cmark::html::push_html(&mut html, events);
-    sanitize(&html)
+    html
 }
 
 /// A documentation page's Markdown without its YAML front matter: the
@@ -59,13 +103,18 @@ pub fn without_front_matter(markdown: &str) -> &str {
 
 /// HTML from anyone, made safe to show (see the module documentation).
 pub fn sanitize(html: &str) -> String {
-    ammonia::Builder::default()
+    builder().clean(html).to_string()
+}
+
+/// The one sanitiser's settings (see the module documentation).
+fn builder() -> ammonia::Builder<'static> {
+    let mut builder = ammonia::Builder::default();
+    builder
         .rm_tags(["img"])
         .url_schemes(["http", "https", "mailto"].into())
         .url_relative(ammonia::UrlRelative::Deny)
-        .link_rel(Some("nofollow noopener noreferrer"))
-        .clean(html)
-        .to_string()
+        .link_rel(Some("nofollow noopener noreferrer"));
+    builder
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ mod bom;
 pub mod check;
 pub mod decide;
 pub mod doc_changes;
+pub mod doc_links;
 pub mod docs;
 pub mod form;
 pub mod home;

@@ -52,6 +52,39 @@ pub fn tree_docs(tree: &str) -> Vec<TreeDoc> {
     out
 }
 
+/// The documents of a fixture tree in the providers' older
+/// `website/docs/` layout, as registry.terraform.io names them: the
+/// overview `index.html.markdown`, one file per document in `r/`
+/// (resources) and `d/` (data sources), each named by its file name
+/// without the `.html.md` or `.html.markdown` ending.
+pub fn website_docs(tree: &str) -> Vec<TreeDoc> {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/docs")
+        .join(tree)
+        .join("website/docs");
+    let mut out = vec![TreeDoc {
+        category: "overview",
+        name: "index".into(),
+        content: std::fs::read(docs.join("index.html.markdown")).unwrap(),
+    }];
+    for (folder, category) in [("r", "resources"), ("d", "data-sources")] {
+        let mut files: Vec<PathBuf> = (std::fs::read_dir(docs.join(folder)).unwrap())
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        for file in files {
+            let name = file.file_name().unwrap().to_string_lossy();
+            let name = name.split(".html").next().unwrap().to_owned();
+            out.push(TreeDoc {
+                category,
+                name,
+                content: std::fs::read(&file).unwrap(),
+            });
+        }
+    }
+    out
+}
+
 /// Serves `docs` as acme/`kind` `version`'s documentation, as
 /// registry.terraform.io does: the version's `docs[]` (with one CDKTF
 /// document, in another language), then each document by its ID, from

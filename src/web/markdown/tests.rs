@@ -134,3 +134,23 @@ fn a_documentation_page_s_front_matter_is_left_out_and_nothing_else() {
     }
     assert_eq!(without_front_matter("---\n---\n"), "");
 }
+
+#[test]
+fn the_only_addresses_without_a_scheme_let_through_are_the_mirror_s_provider_pages() {
+    for (url, kept) in [
+        (
+            "/-/providers/registry.terraform.io/hashicorp/null/3.2.4/docs",
+            true,
+        ),
+        ("/-/providers/h/n/t/1.0.0/docs/data-source/file", true),
+        ("/-/status", false),
+        ("/-/providers/x/../../-/status", false),
+        ("/-/providers/x/./y", false),
+        ("/-/providers//evil.example/x", false),
+        ("/-/providers/x\\..\\y", false),
+        ("../d/file.html", false),
+        ("//evil.example/-/providers/x", false),
+    ] {
+        assert_eq!(only_mirror_pages(url).is_some(), kept, "{url}");
+    }
+}
