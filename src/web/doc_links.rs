@@ -11,8 +11,8 @@
 //! site the documentation was published on, keeps every other `http`,
 //! `https` or `mailto` link as it is (the pages mark those as leaving the
 //! site), and drops a link whose target the mirror cannot name (its text
-//! stays). What the link names is read with
-//! the address types, so a path built here holds only checked segments.
+//! stays). What the link names is read with the address types, so a path
+//! built here holds only checked segments.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -311,7 +311,8 @@ fn kind_of_folder(folder: &str) -> Option<DocKind> {
 
 /// The names a page may go by in a link: its file name without the
 /// ending, and that name without the provider's type and `_` before it
-/// (`aws_s3_bucket.html` names `s3_bucket`); an overview's `index`.
+/// (`aws_s3_bucket.html` names `s3_bucket`); `None` where neither is a
+/// name a page can have.
 fn page_name(file: &str, provider: &Provider) -> Option<Vec<DocName>> {
     let mut stem = file;
     if let Some(ending) = ENDINGS.iter().find(|e| stem.ends_with(*e)) {

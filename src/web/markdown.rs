@@ -24,10 +24,10 @@ pub fn render(markdown: &str) -> String {
 
 /// The HTML of a provider documentation page written in Markdown: as
 /// [`render`], with each link's address (any `href`), in the Markdown and
-/// in any HTML it holds, replaced by where `links` says it leads on this mirror, or
-/// dropped (its text kept) where it leads nowhere the mirror can name.
-/// The only addresses without a scheme let through are the mirror's own
-/// provider pages that `links` gives.
+/// in any HTML it holds, replaced by where `links` says it leads on this
+/// mirror, or dropped (its text kept) where it leads nowhere the mirror
+/// can name. The only addresses without a scheme let through are paths
+/// to the mirror's own provider pages.
 pub fn render_doc(markdown: &str, links: DocLinks) -> String {
     let links = Arc::new(links);
     let mut builder = builder();

@@ -20,8 +20,9 @@ fn provider(text: &str) -> Provider {
 }
 
 /// The template provider 2.1.2's `dir` resource page on a mirror holding
-/// template 2.2.0 and 2.1.2 (so that the newest is not the one shown), hashicorp/random 3.6.0 and 3.5.1, and the
-/// OpenTofu Registry's hashicorp/aws 5.0.0.
+/// template 2.2.0 and 2.1.2 (so that the newest is not the one shown),
+/// hashicorp/random 3.6.0 and 3.5.1, and the OpenTofu Registry's
+/// hashicorp/aws 5.0.0.
 fn links(site: Option<&str>) -> DocLinks {
     let held: HeldVersions = Arc::new(|p: &Provider| {
         let versions: &[&str] = match p.to_string().as_str() {
