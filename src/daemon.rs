@@ -142,6 +142,7 @@ impl Daemon {
         };
         let upkeep = {
             let mirror = app.mirror.clone();
+            let docs_index = config.server.data_dir.join("docs-index");
             let walking = mirror.index_walking();
             tokio::spawn(async move {
                 tokio::join!(
@@ -149,6 +150,7 @@ impl Daemon {
                     mirror.clone().keep_advisory_census(give_back_freed_memory),
                     mirror.clone().keep_advisories_fetched(),
                     mirror.clone().keep_docs_backfilled(),
+                    mirror.clone().keep_docs_searchable(docs_index),
                     async {
                         if walking {
                             mirror.index_built().await;

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 pub mod capture;
 pub mod changes;
 pub mod fetch;
+pub mod search;
 pub mod wire;
 
 /// What a document describes: the registries' categories.

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::docs::{serve_terraform_shape, website_docs};
+use common::docs::{docs_from, serve_terraform_shape, website_docs};
 use common::*;
 use http::StatusCode;
 
@@ -42,14 +42,7 @@ async fn links_between_documentation_pages_lead_to_the_mirror_s_own_pages() {
     let docs = website_docs("template-v2.2.0");
     serve_terraform_shape(&origin, ("template", "2.2.0"), &docs, 5_000);
     let mut config = setup.module_config(&origin, HOST);
-    let root = origin.providers_url().replace("/v1/providers/", "/");
-    config.docs.hosts.insert(
-        HOST.parse().unwrap(),
-        tfmirror::config::docs::DocsHost {
-            source: tfmirror::config::docs::DocsSource::Terraform,
-            url: Some(root.parse().unwrap()),
-        },
-    );
+    let root = docs_from(&mut config, HOST, &origin);
     let mirror = RunningMirror::start(config).await;
     let http = Client::trusting(&mirror.ca_file);
     let version_url = mirror.url(&format!("/{HOST}/acme/template/2.2.0.json"));

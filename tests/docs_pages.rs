@@ -9,21 +9,11 @@
 
 mod common;
 
+use common::docs::kind_of;
 use common::pages::world;
 use http::StatusCode;
 
 const DOCS: &str = "/-/providers/registry.origin.test/acme/widget/1.2.0/docs";
-
-/// The kind a page of the tree is served under, from its category.
-fn kind_of(category: &str) -> &'static str {
-    match category {
-        "overview" => "overview",
-        "resources" => "resource",
-        "data-sources" => "data-source",
-        "guides" => "guide",
-        other => panic!("no kind for {other}"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_s_documentation_is_listed_by_kind_and_each_page_is_its_markdown() {

@@ -261,6 +261,44 @@ async fn a_person_finds_and_understands_what_the_mirror_holds() {
     assert!(text(&b, "#none-kept").await.contains("none is kept yet"));
     accessible(&b, &axe, "documentation not kept").await;
 
+    // The documentation, found by search: the data source's page, once,
+    // with both versions that keep it, by its name as configurations
+    // write it.
+    let searched = m.url("/-/api/search?q=null_data_source");
+    common::wait_until_answered(
+        "both versions' documentation is in the search index",
+        std::time::Duration::from_secs(60),
+        || {
+            let (http, searched) = (&w.http, &searched);
+            async move {
+                http.get(searched).await.json()["docs"][0]["older"] == serde_json::json!(["1.0.0"])
+            }
+        },
+    )
+    .await;
+    b.client
+        .goto(&m.url("/-/search?q=null_data_source"))
+        .await
+        .unwrap();
+    let found = text(&b, "#docs").await;
+    assert_eq!(
+        found.lines().next(),
+        Some(
+            format!("data_source (data-source data_source; {HOST}/acme/widget 1.2.0, also 1.0.0)")
+                .as_str()
+        ),
+        "{found}"
+    );
+    accessible(&b, &axe, "documentation search").await;
+    b.client
+        .find(Locator::Css("#docs a"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert_eq!(text(&b, "#doc-title").await, "data_source");
+
     // The module: found by search, its inputs as variables.tf has them.
     b.client.goto(&m.url("/-/search?q=vpc")).await.unwrap();
     b.follow("registry.origin.test/acme/vpc/aws").await;

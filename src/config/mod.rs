@@ -148,7 +148,8 @@ pub struct ServerConfig {
     /// certificate, besides `localhost`, `127.0.0.1` and `::1`.
     pub hostnames: Vec<String>,
     /// `data_dir`: where the generated certificate and its local authority are
-    /// kept. Default: `$STATE_DIRECTORY` under systemd, else the platform's
+    /// kept, and the daemon's documentation search index (`docs-index`,
+    /// made anew at each start). Default: `$STATE_DIRECTORY` under systemd, else the platform's
     /// data directory (`~/.local/share/tfmirror`).
     pub data_dir: PathBuf,
     /// `shutdown_grace`: on SIGTERM or SIGINT, how long requests and archive

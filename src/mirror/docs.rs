@@ -20,10 +20,14 @@ use crate::docs::fetch::Shape;
 use crate::policy::Subject;
 
 /// The versions whose documentation is being captured, so that the
-/// archives of several platforms start one capture.
-#[derive(Debug, Default)]
+/// archives of several platforms start one capture; and the search index.
+#[derive(Default)]
 pub(super) struct DocsState {
     in_flight: Mutex<HashSet<(Provider, Version)>>,
+    /// The daemon's search index, once made ([`super::doc_search`]).
+    pub(super) search: std::sync::OnceLock<Arc<crate::docs::search::DocIndex>>,
+    /// Whether every held version's documentation is in it.
+    pub(super) search_complete: std::sync::atomic::AtomicBool,
 }
 
 /// What a capture of one version came to.
@@ -117,6 +121,7 @@ impl Mirror {
                             passed_over = docs.passed_over.values().sum::<usize>(),
                             "documentation kept"
                         );
+                        self.index_docs(&docs).await;
                         Captured::Kept(docs.pages.len())
                     }
                     Err(e) => {

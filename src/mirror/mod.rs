@@ -34,6 +34,7 @@ mod advisories;
 pub mod archive;
 mod builds;
 pub mod doc_changes;
+pub mod doc_search;
 mod docs;
 pub mod documents;
 mod eviction;

@@ -1,4 +1,6 @@
-//! `/-/search?q=`: providers, modules and CLI releases held, by address.
+//! `/-/search?q=`: providers, modules and CLI releases held, by address;
+//! and the held versions' documentation pages, from the documentation
+//! search index ([`crate::mirror::doc_search`]).
 //! A name matches as a whole first (`registry.terraform.io/hashicorp/aws`,
 //! `hashicorp/aws` on its default registry, or the type `aws`), then by its
 //! start, then anywhere; case does not matter. Providers are found among
@@ -15,10 +17,14 @@ use serde::Serialize;
 use super::layout::Layout;
 use super::{PageAnswer, PageRequest, Site};
 use crate::address::{Module, Provider};
+use crate::mirror::doc_search::DocSearch;
 use crate::mirror::residency::names;
 
 /// The most results of one kind a search lists.
 const SHOWN: usize = 100;
+
+/// The most documentation pages a search lists.
+const SHOWN_DOCS: usize = 50;
 
 /// A search's results.
 #[derive(Debug, Serialize)]
@@ -31,8 +37,35 @@ pub struct Results {
     pub modules: Vec<Hit>,
     /// CLI releases, best first.
     pub releases: Vec<Hit>,
+    /// Documentation pages of the versions held, best first (at most
+    /// 50), each once with the held versions that have it: by name, title
+    /// and words of their text.
+    pub docs: Vec<DocResult>,
+    /// What the documentation search could do: `complete`; `partial`
+    /// while its index is still being made from the store; `none` where
+    /// there is no index (documentation is off); else why it failed.
+    pub docs_search: String,
     /// Matches left out past the first 100 of a kind.
     pub more: usize,
+}
+
+/// One documentation page found.
+#[derive(Debug, Serialize)]
+pub struct DocResult {
+    /// The provider's address.
+    pub provider: String,
+    /// The newest held version that has it.
+    pub version: String,
+    /// The older held versions that have it, newest first.
+    pub older: Vec<String>,
+    /// What the page describes (`resource`, `data-source`, …).
+    pub kind: crate::docs::DocKind,
+    /// Its name.
+    pub name: String,
+    /// Its title.
+    pub title: String,
+    /// Its page in the newest version.
+    pub href: String,
 }
 
 /// One result.
@@ -153,13 +186,43 @@ pub fn search(site: Site<'_>, query: &str) -> Results {
         })
         .collect();
     let releases = keep(releases);
+    let (docs, docs_search) = search_docs(site, query);
     Results {
         query: query.to_owned(),
         providers,
         modules,
         releases,
+        docs,
+        docs_search,
         more,
     }
+}
+
+/// The documentation pages `query` finds, and what the search could do.
+fn search_docs(site: Site<'_>, query: &str) -> (Vec<DocResult>, String) {
+    let (pages, state) = match site.mirror.search_docs(query, SHOWN_DOCS) {
+        DocSearch::NoIndex => return (Vec::new(), "none".into()),
+        DocSearch::Failed(e) => return (Vec::new(), e.to_string()),
+        DocSearch::Found { pages, complete } => {
+            (pages, if complete { "complete" } else { "partial" })
+        }
+    };
+    let docs = (pages.into_iter())
+        .filter_map(|p| {
+            let name = crate::address::DocName::parse(&p.name).ok()?;
+            let (newest, older) = p.versions.split_first()?;
+            Some(DocResult {
+                href: super::routes::doc_page_path(&p.provider, newest, p.kind, &name),
+                provider: p.provider.to_string(),
+                version: newest.to_string(),
+                older: older.iter().map(ToString::to_string).collect(),
+                kind: p.kind,
+                name: p.name,
+                title: p.title,
+            })
+        })
+        .collect();
+    (docs, state.into())
 }
 
 fn hit(rank: u8, name: String, versions: Vec<String>, href: String) -> Hit {

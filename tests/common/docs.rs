@@ -8,6 +8,31 @@ use std::path::{Path, PathBuf};
 
 use super::FakeOrigin;
 
+/// The kind a page of category `category` is shown under on the mirror.
+pub fn kind_of(category: &str) -> &'static str {
+    match category {
+        "overview" => "overview",
+        "resources" => "resource",
+        "data-sources" => "data-source",
+        "guides" => "guide",
+        other => panic!("no kind for {other}"),
+    }
+}
+
+/// Sets `config` to fetch `host`'s documentation from `origin` in
+/// registry.terraform.io's shape; returns the origin's root URL.
+pub fn docs_from(config: &mut tfmirror::config::Config, host: &str, origin: &FakeOrigin) -> String {
+    let root = origin.providers_url().replace("/v1/providers/", "/");
+    config.docs.hosts.insert(
+        host.parse().unwrap(),
+        tfmirror::config::docs::DocsHost {
+            source: tfmirror::config::docs::DocsSource::Terraform,
+            url: Some(root.parse().unwrap()),
+        },
+    );
+    root
+}
+
 /// One HCL document: its category as registry.terraform.io names it,
 /// its name, and its content.
 #[derive(Debug, Clone)]

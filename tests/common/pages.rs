@@ -169,14 +169,7 @@ pub async fn world(tokens: &[&str]) -> World {
     let older_docs = super::docs::tree_docs("null-v3.2.1");
     super::docs::serve_terraform_shape(&origin, ("widget", "1.0.0"), &older_docs, 8_000);
     let mut config = setup.module_config(&origin, HOST);
-    let root = origin.providers_url().replace("/v1/providers/", "/");
-    config.docs.hosts.insert(
-        HOST.parse().unwrap(),
-        tfmirror::config::docs::DocsHost {
-            source: tfmirror::config::docs::DocsSource::Terraform,
-            url: Some(root.parse().unwrap()),
-        },
-    );
+    super::docs::docs_from(&mut config, HOST, &origin);
     config.auth.tokens = tokens.iter().map(|t| (*t).to_owned()).collect();
     let mirror = RunningMirror::start(config).await;
     let http = Client::trusting(&mirror.ca_file);

@@ -1,0 +1,194 @@
+//! The index over the null provider's real v3.2.4 documentation tree
+//! (`tests/fixtures/docs/null-v3.2.4`), against an oracle that reads the
+//! tree's files itself: which pages hold a word, found by splitting
+//! their text on what is not a letter or digit.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::{DocHit, DocIndex, MAX_QUERY};
+use crate::address::{DocName, Provider, Version};
+use crate::docs::DocKind;
+use crate::store::docs::{PageEntry, VersionDocs, DOCS_FORMAT};
+
+/// The tree's pages: (kind, name, content).
+fn tree() -> Vec<(DocKind, String, String)> {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/docs/null-v3.2.4/docs");
+    let mut out = vec![(
+        DocKind::Overview,
+        "index".to_owned(),
+        std::fs::read_to_string(docs.join("index.md")).unwrap(),
+    )];
+    for (folder, kind) in [
+        ("resources", DocKind::Resource),
+        ("data-sources", DocKind::DataSource),
+        ("guides", DocKind::Guide),
+    ] {
+        for entry in std::fs::read_dir(docs.join(folder)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            out.push((kind, name, std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+    out
+}
+
+fn version_docs(version: &str, pages: &[(DocKind, String, String)]) -> VersionDocs {
+    VersionDocs {
+        format: DOCS_FORMAT,
+        provider: Provider::from_source("registry.terraform.io/hashicorp/null").unwrap(),
+        version: Version::parse(version).unwrap(),
+        source: "https://registry.terraform.io/v1/providers/hashicorp/null/3.2.4".into(),
+        fetched_at_ms: 0,
+        licenses: Vec::new(),
+        pages: (pages.iter())
+            .map(|(kind, name, content)| PageEntry {
+                kind: *kind,
+                name: DocName::parse(name).unwrap(),
+                title: content
+                    .lines()
+                    .find_map(|l| l.strip_prefix("# "))
+                    .unwrap_or(name)
+                    .to_owned(),
+                subcategory: String::new(),
+                description: String::new(),
+                sha256: "0".repeat(64),
+                size: content.len() as u64,
+                truncated: false,
+            })
+            .collect(),
+        passed_over: std::collections::BTreeMap::new(),
+    }
+}
+
+fn indexed(versions: &[&str]) -> (tempfile::TempDir, DocIndex) {
+    let dir = tempfile::tempdir().unwrap();
+    let index = DocIndex::create(&dir.path().join("index")).unwrap();
+    let pages = tree();
+    for version in versions {
+        let docs = version_docs(version, &pages);
+        let contents = pages.iter().map(|(_, _, c)| c.clone());
+        index
+            .add_version(&docs, docs.pages.iter().zip(contents))
+            .unwrap();
+    }
+    index.commit().unwrap();
+    (dir, index)
+}
+
+fn names(hits: &[DocHit]) -> Vec<(String, DocKind, String)> {
+    (hits.iter())
+        .map(|h| (h.version.clone(), h.kind, h.name.clone()))
+        .collect()
+}
+
+/// The pages of the tree whose text holds `word` as a word, by the
+/// test's own reading.
+fn holding(word: &str) -> BTreeSet<(DocKind, String)> {
+    (tree().into_iter())
+        .filter(|(_, _, text)| {
+            text.split(|c: char| !c.is_alphanumeric())
+                .any(|w| w.eq_ignore_ascii_case(word))
+        })
+        .map(|(k, n, _)| (k, n))
+        .collect()
+}
+
+#[test]
+fn a_page_is_found_by_its_name_with_or_without_the_provider_s_type() {
+    let (_dir, index) = indexed(&["3.2.4"]);
+    for query in ["null_data_source", "data_source", "NULL_DATA_SOURCE"] {
+        let hits = index.search(query, 10).unwrap();
+        assert_eq!(
+            names(&hits)[0],
+            ("3.2.4".into(), DocKind::DataSource, "data_source".into()),
+            "{query}: {hits:?}"
+        );
+    }
+    let hits = index.search("null_resource", 10).unwrap();
+    assert_eq!(
+        names(&hits)[0],
+        ("3.2.4".into(), DocKind::Resource, "resource".into()),
+        "{hits:?}"
+    );
+}
+
+#[test]
+fn words_find_every_page_that_holds_them_and_no_other() {
+    let (_dir, index) = indexed(&["3.2.4"]);
+    for word in ["triggers", "inputs", "lifecycle", "Migration"] {
+        let want = holding(word);
+        assert!(!want.is_empty(), "{word}");
+        let got: BTreeSet<(DocKind, String)> = (index.search(word, 100).unwrap().into_iter())
+            .map(|h| (h.kind, h.name))
+            .collect();
+        assert_eq!(got, want, "{word}");
+    }
+    // Every word must be in the page.
+    let both: BTreeSet<_> = holding("triggers")
+        .intersection(&holding("replace"))
+        .cloned()
+        .collect();
+    let got: BTreeSet<_> = (index.search("triggers replace", 100).unwrap().into_iter())
+        .map(|h| (h.kind, h.name))
+        .collect();
+    assert_eq!(got, both);
+    assert!(index.search("zzyzx", 10).unwrap().is_empty());
+}
+
+#[test]
+fn a_version_added_again_replaces_its_pages_and_each_version_is_found() {
+    let (kept, index) = indexed(&["3.2.4", "3.2.1", "3.2.4"]);
+    let hits = index.search("data_source", 10).unwrap();
+    let found: Vec<_> = names(&hits)
+        .into_iter()
+        .filter(|(_, k, n)| *k == DocKind::DataSource && n == "data_source")
+        .map(|(v, _, _)| v)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(found, ["3.2.1", "3.2.4"]);
+    assert_eq!(
+        hits.iter()
+            .filter(|h| h.version == "3.2.4" && h.name == "data_source")
+            .count(),
+        1,
+        "{hits:?}"
+    );
+    // A fresh index in the same directory holds nothing of the old one.
+    let dir = kept.path().join("index");
+    drop(index);
+    let again = DocIndex::create(&dir).unwrap();
+    assert!(again.search("data_source", 10).unwrap().is_empty());
+}
+
+#[test]
+fn any_query_is_read_without_failing() {
+    let (_dir, index) = indexed(&["3.2.4"]);
+    let long = "triggers ".repeat(2_000);
+    let wide = "é".repeat(MAX_QUERY);
+    for query in [
+        "",
+        "   ",
+        "(((",
+        "\"unclosed",
+        "title:",
+        "*",
+        "a AND OR NOT",
+        "name:[a TO",
+        "~2",
+        "\0",
+        long.as_str(),
+        wide.as_str(),
+        "title:\"Migration Guide\"",
+        "-triggers +lifecycle",
+    ] {
+        let hits = index.search(query, 10);
+        assert!(hits.is_ok(), "{query:?}: {hits:?}");
+    }
+    assert!(
+        !index.search(&long, 10).unwrap().is_empty(),
+        "a long query is cut, not refused"
+    );
+    assert!(index.search("triggers", 0).unwrap().is_empty());
+}

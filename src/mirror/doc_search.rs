@@ -1,0 +1,231 @@
+//! Searching the documentation the mirror keeps ([`crate::docs::search`]).
+//! The daemon makes the index anew when it starts, in a directory of its
+//! own (`docs-index` in `server.data_dir`), from every held version whose
+//! documentation the store keeps, once the archive index is reconciled;
+//! then adds each version whose documentation it keeps. Searches are
+//! answered from the start, saying while the index is still being made.
+//! Each page is answered once, with the held versions that have it; a
+//! version the mirror no longer holds is left out of the answers.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::Mirror;
+use crate::address::{Provider, Version};
+use crate::docs::search::{DocHit, DocIndex, IndexError};
+use crate::docs::DocKind;
+use crate::store::docs::{self as kept, VersionDocs};
+
+/// One page found, in every held version that has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundPage {
+    /// The provider.
+    pub provider: Provider,
+    /// What the page describes.
+    pub kind: DocKind,
+    /// Its name.
+    pub name: String,
+    /// Its title, in the version that ranked best.
+    pub title: String,
+    /// The held versions whose documentation has it and matches, newest
+    /// first.
+    pub versions: Vec<Version>,
+}
+
+/// How many of the index's hits are read for each page shown: a page is
+/// indexed once per version held.
+const RAW_PER_PAGE: usize = 20;
+
+/// The most hits read for one search.
+const MAX_RAW: usize = 1_000;
+
+/// What a search of the documentation found.
+#[derive(Debug)]
+pub enum DocSearch {
+    /// There is no index: documentation is off (`docs.enabled`), or this
+    /// is not the daemon, or the index could not be made (in the log).
+    NoIndex,
+    /// The pages found, best first, each once with the versions that
+    /// have it; `complete` is false while the index is still being made
+    /// from the store.
+    Found {
+        /// The pages.
+        pages: Vec<FoundPage>,
+        /// Whether every held version's documentation is in the index.
+        complete: bool,
+    },
+    /// The index could not be read.
+    Failed(IndexError),
+}
+
+impl Mirror {
+    /// The daemon's index of documentation: made anew in `dir`, filled
+    /// from the store, then kept as versions' documentation is kept.
+    /// Nothing where documentation is off.
+    pub async fn keep_docs_searchable(self: Arc<Self>, dir: PathBuf) {
+        if !self.config.docs.enabled {
+            return;
+        }
+        let began = Instant::now();
+        let made = tokio::task::spawn_blocking(move || DocIndex::create(&dir)).await;
+        let made = (made.map_err(|e| e.to_string())).and_then(|m| m.map_err(|e| e.to_string()));
+        let index = match made {
+            Ok(index) => Arc::new(index),
+            Err(e) => {
+                tracing::warn!(error = %e, "documentation search is off: its index could not be made");
+                return;
+            }
+        };
+        let _ = self.docs.search.set(index.clone());
+        self.index_built().await;
+        let (mut versions, mut pages) = (0usize, 0usize);
+        for name in self.held_providers() {
+            let Ok(provider) = Provider::from_source(&name) else {
+                continue;
+            };
+            for (version, _) in self.held_versions(&provider) {
+                if let Some(added) = self.add_to_index(&index, &provider, &version, false).await {
+                    versions += 1;
+                    pages += added;
+                }
+            }
+        }
+        let committed = tokio::task::spawn_blocking(move || index.commit()).await;
+        if let Ok(Err(e)) = committed {
+            tracing::warn!(error = %e, "the documentation search index could not be written");
+        }
+        self.docs.search_complete.store(true, Ordering::Release);
+        tracing::info!(
+            versions,
+            pages,
+            elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "documentation search index made"
+        );
+    }
+
+    /// Puts `docs` in the search index, where there is one.
+    pub(super) async fn index_docs(&self, docs: &VersionDocs) {
+        if let Some(index) = self.docs.search.get().cloned() {
+            self.add_to_index(&index, &docs.provider, &docs.version, true)
+                .await;
+        }
+    }
+
+    /// Puts the documentation the store keeps of `version` in `index`,
+    /// committed where `commit` says; how many pages, where it keeps any
+    /// and they went in (a failure is logged).
+    async fn add_to_index(
+        &self,
+        index: &Arc<DocIndex>,
+        provider: &Provider,
+        version: &Version,
+        commit: bool,
+    ) -> Option<usize> {
+        let added = match self.docs_to_index(provider, version).await {
+            Ok(None) => return None,
+            Ok(Some((docs, contents))) => {
+                let (index, pages) = (index.clone(), contents.len());
+                tokio::task::spawn_blocking(move || {
+                    index.add_version(&docs, docs.pages.iter().zip(contents))?;
+                    if commit {
+                        index.commit()?;
+                    }
+                    Ok::<_, IndexError>(pages)
+                })
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|added| added.map_err(|e| e.to_string()))
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        added
+            .inspect_err(|e| {
+                tracing::warn!(provider = %provider, version = %version, error = %e, "documentation not put in the search index");
+            })
+            .ok()
+    }
+
+    /// A version's kept list with each page's content, as text; pages
+    /// gone from the store are left out.
+    async fn docs_to_index(
+        &self,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Option<(VersionDocs, Vec<String>)>, crate::store::StoreError> {
+        let Some(mut docs) = kept::version(self.store(), provider, version).await? else {
+            return Ok(None);
+        };
+        let mut contents = Vec::with_capacity(docs.pages.len());
+        let mut present = Vec::with_capacity(docs.pages.len());
+        for page in docs.pages {
+            if let Some(bytes) = kept::page(self.store(), &page.sha256).await? {
+                contents.push(String::from_utf8_lossy(&bytes).into_owned());
+                present.push(page);
+            }
+        }
+        docs.pages = present;
+        Ok(Some((docs, contents)))
+    }
+
+    /// The held versions' documentation pages `query` finds, best first,
+    /// at most `limit`, each once with every held version that has it.
+    pub fn search_docs(&self, query: &str, limit: usize) -> DocSearch {
+        let Some(index) = self.docs.search.get() else {
+            return DocSearch::NoIndex;
+        };
+        let complete = self.docs.search_complete.load(Ordering::Acquire);
+        // A page is indexed once per version: asked for more than shown,
+        // so that the pages shown are whole across versions.
+        let asked = limit.saturating_mul(RAW_PER_PAGE).min(MAX_RAW);
+        match index.search(query, asked) {
+            Ok(hits) => DocSearch::Found {
+                pages: self.by_page(hits, limit),
+                complete,
+            },
+            Err(e) => DocSearch::Failed(e),
+        }
+    }
+
+    /// `hits` as pages, in the order of each page's best, with only the
+    /// versions still held, at most `limit`.
+    fn by_page(&self, hits: Vec<DocHit>, limit: usize) -> Vec<FoundPage> {
+        let mut pages: Vec<FoundPage> = Vec::new();
+        let mut held: HashMap<Provider, Vec<Version>> = HashMap::new();
+        for hit in hits {
+            let (Ok(provider), Ok(version)) = (
+                Provider::from_source(&hit.provider),
+                Version::parse(&hit.version),
+            ) else {
+                continue;
+            };
+            let versions = held.entry(provider.clone()).or_insert_with(|| {
+                (self.held_versions(&provider).into_iter())
+                    .map(|(v, _)| v)
+                    .collect()
+            });
+            if !versions.contains(&version) {
+                continue;
+            }
+            let same =
+                |p: &FoundPage| p.provider == provider && p.kind == hit.kind && p.name == hit.name;
+            if let Some(page) = pages.iter_mut().find(|p| same(p)) {
+                page.versions.push(version);
+            } else if pages.len() < limit {
+                pages.push(FoundPage {
+                    provider,
+                    kind: hit.kind,
+                    name: hit.name,
+                    title: hit.title,
+                    versions: vec![version],
+                });
+            }
+        }
+        for page in &mut pages {
+            page.versions.sort_by(|a, b| b.cmp(a));
+        }
+        pages
+    }
+}
