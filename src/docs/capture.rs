@@ -36,14 +36,25 @@ pub struct From<'a> {
     pub budget: usize,
 }
 
+/// A version's documentation as kept, with each page's content, in the
+/// order of its list.
+#[derive(Debug)]
+pub struct CapturedDocs {
+    /// The version's list, as written to the store.
+    pub docs: VersionDocs,
+    /// Each listed page's content, as fetched and kept.
+    pub contents: Vec<Vec<u8>>,
+}
+
 /// Fetches `version`'s documentation and keeps it; `now_ms` is when.
-/// Returns what was kept.
+/// Returns what was kept, with the pages' contents, so that what reads
+/// them next need not read them back from the store.
 pub async fn capture(
     from: From<'_>,
     store: &dyn Store,
     (provider, version): (&Provider, &Version),
     now_ms: u64,
-) -> Result<VersionDocs, CaptureError> {
+) -> Result<CapturedDocs, CaptureError> {
     let fetched = fetch::fetch(
         from.client,
         from.base,
@@ -54,8 +65,9 @@ pub async fn capture(
     )
     .await?;
     let mut pages = Vec::with_capacity(fetched.pages.len());
-    for (listed, content, truncated) in &fetched.pages {
-        let sha256 = kept::keep_page(store, content).await?;
+    let mut contents = Vec::with_capacity(fetched.pages.len());
+    for (listed, content, truncated) in fetched.pages {
+        let sha256 = kept::keep_page(store, &content).await?;
         pages.push(PageEntry {
             kind: listed.kind,
             name: listed.name.clone(),
@@ -64,8 +76,9 @@ pub async fn capture(
             description: listed.description.clone(),
             sha256,
             size: content.len() as u64,
-            truncated: *truncated,
+            truncated,
         });
+        contents.push(content);
     }
     let mut passed_over = fetched.listing.passed_over;
     for (why, n) in fetched.failed {
@@ -84,5 +97,5 @@ pub async fn capture(
         passed_over,
     };
     kept::write_version(store, &docs).await?;
-    Ok(docs)
+    Ok(CapturedDocs { docs, contents })
 }

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use super::Mirror;
 use crate::address::{Provider, Version};
+use crate::docs::capture::CapturedDocs;
 use crate::docs::search::{DocHit, DocIndex, IndexError};
 use crate::docs::DocKind;
 use crate::store::docs::{self as kept, VersionDocs};
@@ -106,17 +107,27 @@ impl Mirror {
         );
     }
 
-    /// Puts `docs` in the search index, where there is one.
-    pub(super) async fn index_docs(&self, docs: &VersionDocs) {
-        if let Some(index) = self.docs.search.get().cloned() {
-            self.add_to_index(&index, &docs.provider, &docs.version, true)
-                .await;
-        }
+    /// Puts a version's documentation, as just kept, in the search index,
+    /// where there is one.
+    pub(super) async fn index_docs(&self, kept: CapturedDocs) {
+        let Some(index) = self.docs.search.get().cloned() else {
+            return;
+        };
+        let (provider, version) = (kept.docs.provider.clone(), kept.docs.version.clone());
+        let contents = (kept.contents.iter())
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect();
+        self.put_in_index(
+            &index,
+            (&provider, &version),
+            Ok(Some((kept.docs, contents))),
+            true,
+        )
+        .await;
     }
 
-    /// Puts the documentation the store keeps of `version` in `index`,
-    /// committed where `commit` says; how many pages, where it keeps any
-    /// and they went in (a failure is logged).
+    /// Puts the documentation the store keeps of `version` in `index`
+    /// (see [`Mirror::put_in_index`]).
     async fn add_to_index(
         &self,
         index: &Arc<DocIndex>,
@@ -124,7 +135,22 @@ impl Mirror {
         version: &Version,
         commit: bool,
     ) -> Option<usize> {
-        let added = match self.docs_to_index(provider, version).await {
+        let read = self.docs_to_index(provider, version).await;
+        self.put_in_index(index, (provider, version), read, commit)
+            .await
+    }
+
+    /// Puts `read`, a version's list and its pages' contents, in `index`,
+    /// committed where `commit` says; how many pages, where there was a
+    /// list and they went in (a failure is logged).
+    async fn put_in_index(
+        &self,
+        index: &Arc<DocIndex>,
+        (provider, version): (&Provider, &Version),
+        read: Result<Option<(VersionDocs, Vec<String>)>, crate::store::StoreError>,
+        commit: bool,
+    ) -> Option<usize> {
+        let added = match read {
             Ok(None) => return None,
             Ok(Some((docs, contents))) => {
                 let (index, pages) = (index.clone(), contents.len());

@@ -115,14 +115,16 @@ impl Mirror {
                 };
                 let now = self.clock.unix_ms();
                 match capture::capture(from, self.store.as_ref(), (provider, version), now).await {
-                    Ok(docs) => {
+                    Ok(kept) => {
+                        let docs = &kept.docs;
                         tracing::info!(
                             provider = %provider, version = %version, pages = docs.pages.len(),
                             passed_over = docs.passed_over.values().sum::<usize>(),
                             "documentation kept"
                         );
-                        self.index_docs(&docs).await;
-                        Captured::Kept(docs.pages.len())
+                        let pages = docs.pages.len();
+                        self.index_docs(kept).await;
+                        Captured::Kept(pages)
                     }
                     Err(e) => {
                         tracing::warn!(

@@ -14,6 +14,7 @@
 //! stays). What the link names is read with the address types, so a path
 //! built here holds only checked segments.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -89,12 +90,13 @@ impl DocLinks {
         }
     }
 
-    /// The versions held of `provider`, newest first.
-    fn held_of(&self, provider: &Provider) -> Vec<Version> {
+    /// The versions held of `provider`, newest first: this provider's as
+    /// asked once, another's asked now.
+    fn held_of(&self, provider: &Provider) -> Cow<'_, [Version]> {
         if *provider == self.provider {
-            self.held_here.clone()
+            Cow::Borrowed(&self.held_here)
         } else {
-            (self.held)(provider)
+            Cow::Owned((self.held)(provider))
         }
     }
 
