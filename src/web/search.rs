@@ -239,6 +239,62 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_documentation_page_s_title_and_name_are_shown_as_text() {
+        let hostile = "<script>alert(1)</script>\"><img src=x onerror=alert(2)>";
+        let layout = Layout {
+            version: "test",
+            auth_on: false,
+            signed_in: true,
+            session: false,
+            name: None,
+            grant: None,
+            csrf: String::new(),
+            query: hostile.into(),
+            json_url: None,
+            here: "/-/search".into(),
+        };
+        let results = Results {
+            query: hostile.into(),
+            providers: Vec::new(),
+            modules: Vec::new(),
+            releases: Vec::new(),
+            docs: vec![DocResult {
+                provider: hostile.into(),
+                version: hostile.into(),
+                older: vec![hostile.into()],
+                kind: crate::docs::DocKind::Resource,
+                name: hostile.into(),
+                title: hostile.into(),
+                href: hostile.into(),
+            }],
+            docs_search: "partial".into(),
+            more: 0,
+        };
+        let html = SearchPage {
+            layout: &layout,
+            results: &results,
+        }
+        .render()
+        .unwrap();
+        assert!(
+            html.contains("<ul class=\"results\" id=\"docs\">"),
+            "{html}"
+        );
+        assert!(html.contains("id=\"docs-partial\""), "{html}");
+        for never in ["<script>alert", "<img", "\"><"] {
+            assert!(!html.contains(never), "{never}: {html}");
+        }
+        // Each of the six values, in the list, as text.
+        let list = &html
+            [html.find("id=\"docs\"").unwrap()..html.find("</ul>\n\n<p class=\"note\"").unwrap()];
+        assert_eq!(
+            list.matches("&#60;script&#62;alert(1)&#60;/script&#62;&#34;&#62;&#60;img src=x onerror=alert(2)&#62;").count(),
+            6,
+            "{list}"
+        );
+    }
+
+    #[test]
     fn a_whole_name_ranks_before_its_start_and_its_start_before_the_rest() {
         let names = |s: &[&str]| s.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
         let aws = names(&[

@@ -191,4 +191,14 @@ fn any_query_is_read_without_failing() {
         "a long query is cut, not refused"
     );
     assert!(index.search("triggers", 0).unwrap().is_empty());
+    // Past the bound, words are left out: one no page holds, past it,
+    // changes nothing; nor does one the bound cuts, which is left out
+    // whole rather than read as its start.
+    let filler = "triggers ".repeat(MAX_QUERY / 9);
+    let beyond = format!("{filler}{}zzyzx", " ".repeat(10));
+    let straddling = format!("{filler}triggerszzyzx");
+    for query in [beyond, straddling] {
+        assert!(filler.len() < MAX_QUERY && query.len() > MAX_QUERY);
+        assert!(!index.search(&query, 10).unwrap().is_empty(), "{query}");
+    }
 }
