@@ -205,7 +205,12 @@ pub async fn publish_tfcli_pair(setup: &super::Setup) -> (super::FakeOrigin, std
 }
 
 /// Builds the module in `src` for `(GOOS, GOARCH)` into `out`, offline,
-/// with its caches in `work`; `stripped` as releases are (`-s -w`).
+/// its module cache in `work`; `stripped` as releases are (`-s -w`). The
+/// build cache is kept below the test build's own scratch folder
+/// (`target/tmp/go-build-cache`; in `work` for a benchmark, which has
+/// none) and shared by every test and run: Go keys
+/// it by the inputs, so a program comes out the same, and the standard
+/// library is compiled once for each platform instead of once per test.
 pub fn go_build(work: &Path, src: &Path, out: &Path, (os, arch): (&str, &str), stripped: bool) {
     let ldflags = if stripped {
         "-ldflags=-s -w"
@@ -222,7 +227,13 @@ pub fn go_build(work: &Path, src: &Path, out: &Path, (os, arch): (&str, &str), s
         .env("CGO_ENABLED", "0")
         .env("GOFLAGS", "-mod=mod")
         .env("GOPROXY", "off")
-        .env("GOCACHE", work.join("cache"))
+        .env(
+            "GOCACHE",
+            option_env!("CARGO_TARGET_TMPDIR").map_or_else(
+                || work.join("cache"),
+                |t| Path::new(t).join("go-build-cache"),
+            ),
+        )
         .env("GOPATH", work.join("gopath"))
         .env("HOME", work)
         .status()
