@@ -76,15 +76,19 @@ impl DocKind {
 
     /// The folder of registry.opentofu.org's static files that holds this
     /// kind's documents, with the key of its `index.json` that lists them
-    /// (`resources`, `datasources`, `functions`, `guides`); `None` for the
-    /// overview (`index.md`, the `index` key) and kinds it does not list.
+    /// (`resources`, `datasources`, `ephemeral`, `functions`, `guides`,
+    /// `actions`, `listresources`); `None` for the overview (`index.md`,
+    /// the `index` key).
     pub fn opentofu_folder(self) -> Option<(&'static str, &'static str)> {
         Some(match self {
             DocKind::Resource => ("resources", "resources"),
             DocKind::DataSource => ("datasources", "datasources"),
+            DocKind::EphemeralResource => ("ephemeral", "ephemeral"),
             DocKind::Function => ("functions", "functions"),
             DocKind::Guide => ("guides", "guides"),
-            _ => return None,
+            DocKind::Action => ("actions", "actions"),
+            DocKind::ListResource => ("listresources", "listresources"),
+            DocKind::Overview => return None,
         })
     }
 

@@ -84,18 +84,32 @@ impl Default for DocsConfig {
 
 impl DocsConfig {
     /// Where `host`'s documentation is fetched from, and in which shape;
-    /// `None` where capture is off or the host has no source.
+    /// `None` where capture is off or the host has no source. For the
+    /// `terraform` shape the URL is the registry's root; for `opentofu`,
+    /// the root of its documentation files (`providers/…` is below it).
+    /// A source named here comes first. Then, where `[upstream.hosts.
+    /// "HOST"] services` names [`DOCS_SERVICE`] (`upper`: a tfmirror above
+    /// this one), its documentation files there. Then
     /// registry.terraform.io is built in as `terraform` at its own root,
-    /// registry.opentofu.org as `opentofu` at `https://api.opentofu.org/`,
-    /// unless `redirected` (`[upstream.hosts."HOST"] services` sends the
-    /// host's protocol elsewhere, as to a mirror above this one): then
-    /// only a source named here is used.
-    pub fn source_for(&self, host: &Hostname, redirected: bool) -> Option<(Shape, Url)> {
+    /// registry.opentofu.org as `opentofu` at
+    /// `https://api.opentofu.org/registry/docs/`, unless `redirected`
+    /// (`services` sends the host's protocol elsewhere): a mirror's
+    /// documentation is read only through the service it names.
+    pub fn source_for(
+        &self,
+        host: &Hostname,
+        redirected: bool,
+        upper: Option<&Url>,
+    ) -> Option<(Shape, Url)> {
         if !self.enabled {
             return None;
         }
+        let files = |url: Url| with_slash(url).join("registry/docs/").ok();
         let (source, url) = match (self.hosts.get(host), host.as_str()) {
             (Some(h), _) => (h.source, h.url.clone()),
+            (None, _) if upper.is_some() => {
+                return upper.map(|u| (Shape::OpenTofu, with_slash(u.clone())))
+            }
             (None, _) if redirected => return None,
             (None, "registry.terraform.io") => (DocsSource::Terraform, None),
             (None, "registry.opentofu.org") => (
@@ -104,14 +118,29 @@ impl DocsConfig {
             ),
             (None, _) => return None,
         };
-        let shape = match source {
-            DocsSource::Terraform => Shape::Terraform,
-            DocsSource::Opentofu => Shape::OpenTofu,
-            DocsSource::None => return None,
-        };
         let url = url.or_else(|| Url::parse(&format!("https://{host}/")).ok())?;
-        Some((shape, url))
+        match source {
+            DocsSource::Terraform => Some((Shape::Terraform, url)),
+            DocsSource::Opentofu => Some((Shape::OpenTofu, files(url)?)),
+            DocsSource::None => None,
+        }
     }
+}
+
+/// The service key of a tfmirror's documentation files in
+/// `[upstream.hosts."HOST"] services`: where a lower tier reads the
+/// documentation an upper tfmirror keeps of the host's providers
+/// (`https://UPPER/-/registry-docs/HOST/`, in the OpenTofu Registry's
+/// shape).
+pub const DOCS_SERVICE: &str = "tfmirror-docs.v1";
+
+/// `url` with its path ending in `/`, so that paths join below it.
+fn with_slash(mut url: Url) -> Url {
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    url
 }
 
 #[cfg(test)]
@@ -126,25 +155,41 @@ mod tests {
     fn the_public_registries_are_built_in_and_others_have_none_unless_named() {
         let config = DocsConfig::default();
         let (shape, url) = config
-            .source_for(&host("registry.terraform.io"), false)
+            .source_for(&host("registry.terraform.io"), false, None)
             .unwrap();
         assert_eq!(
             (shape, url.as_str()),
             (Shape::Terraform, "https://registry.terraform.io/")
         );
         let (shape, url) = config
-            .source_for(&host("registry.opentofu.org"), false)
+            .source_for(&host("registry.opentofu.org"), false, None)
             .unwrap();
         assert_eq!(
             (shape, url.as_str()),
-            (Shape::OpenTofu, "https://api.opentofu.org/")
+            (Shape::OpenTofu, "https://api.opentofu.org/registry/docs/")
         );
-        assert_eq!(config.source_for(&host("registry.example"), false), None);
-        // Sent elsewhere by `[upstream.hosts]`, a public registry has no
-        // built-in source.
         assert_eq!(
-            config.source_for(&host("registry.terraform.io"), true),
+            config.source_for(&host("registry.example"), false, None),
             None
+        );
+        // Sent elsewhere by `[upstream.hosts]`, a public registry has no
+        // built-in source; an upper tfmirror's documentation service is
+        // read in the OpenTofu Registry's shape, with or without a slash.
+        assert_eq!(
+            config.source_for(&host("registry.terraform.io"), true, None),
+            None
+        );
+        let upper =
+            Url::parse("https://dmz.example:8443/-/registry-docs/registry.terraform.io").unwrap();
+        let (shape, url) = config
+            .source_for(&host("registry.terraform.io"), true, Some(&upper))
+            .unwrap();
+        assert_eq!(
+            (shape, url.as_str()),
+            (
+                Shape::OpenTofu,
+                "https://dmz.example:8443/-/registry-docs/registry.terraform.io/"
+            )
         );
 
         let config: DocsConfig = toml::from_str(
@@ -159,16 +204,21 @@ mod tests {
             "#,
         )
         .unwrap();
-        let (shape, url) = config.source_for(&host("registry.example"), true).unwrap();
+        // A source named comes before an upper tier's service.
+        let (shape, url) = config
+            .source_for(&host("registry.example"), true, Some(&upper))
+            .unwrap();
         assert_eq!(
             (shape, url.as_str()),
-            (Shape::OpenTofu, "https://registry.example/")
+            (Shape::OpenTofu, "https://registry.example/registry/docs/")
         );
         assert_eq!(
-            config.source_for(&host("registry.terraform.io"), false),
+            config.source_for(&host("registry.terraform.io"), false, Some(&upper)),
             None
         );
-        let (shape, url) = config.source_for(&host("tf.example:8443"), false).unwrap();
+        let (shape, url) = config
+            .source_for(&host("tf.example:8443"), false, None)
+            .unwrap();
         assert_eq!(
             (shape, url.as_str()),
             (Shape::Terraform, "https://docs.example/api/")
@@ -177,7 +227,10 @@ mod tests {
             enabled: false,
             ..DocsConfig::default()
         };
-        assert_eq!(off.source_for(&host("registry.terraform.io"), false), None);
+        assert_eq!(
+            off.source_for(&host("registry.terraform.io"), false, Some(&upper)),
+            None
+        );
     }
 
     #[test]

@@ -30,8 +30,10 @@ pub struct Fetched {
     pub failed: BTreeMap<String, usize>,
 }
 
-/// Where a provider version's documentation is listed on a registry whose
-/// API is at `base` (the host's root: `https://registry.terraform.io/`).
+/// Where a provider version's documentation is listed: below `base`, the
+/// registry's root for the `terraform` shape
+/// (`https://registry.terraform.io/`), the root of its documentation files
+/// for `opentofu` (`https://api.opentofu.org/registry/docs/`).
 pub fn listing_url(
     base: &Url,
     shape: Shape,
@@ -47,8 +49,6 @@ pub fn listing_url(
         Shape::OpenTofu => endpoint(
             base,
             &[
-                "registry",
-                "docs",
                 "providers",
                 namespace,
                 name,

@@ -93,7 +93,13 @@ impl Mirror {
 
     /// A kept page's Markdown (bytes that are not UTF-8 replaced).
     pub async fn doc_content(&self, page: &PageEntry) -> Result<String, RequestError> {
-        let content = kept::page(self.store(), &page.sha256)
+        let content = self.doc_bytes(page).await?;
+        Ok(String::from_utf8_lossy(&content).into_owned())
+    }
+
+    /// A kept page's content, as the source gave it.
+    pub async fn doc_bytes(&self, page: &PageEntry) -> Result<Vec<u8>, RequestError> {
+        kept::page(self.store(), &page.sha256)
             .await
             .map_err(|e| unreadable(&e))?
             .ok_or_else(|| {
@@ -102,8 +108,7 @@ impl Mirror {
                     page.kind.as_str(),
                     page.name
                 ))
-            })?;
-        Ok(String::from_utf8_lossy(&content).into_owned())
+            })
     }
 
     /// How page `kind`/`name` differs from `old` to `new` (their lists

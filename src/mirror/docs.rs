@@ -7,7 +7,7 @@
 //! ([`Mirror::backfill_docs`]): paced by the daemon, at once by
 //! `tfmirror docs backfill`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -19,11 +19,15 @@ use crate::docs::capture::{self, From};
 use crate::docs::fetch::Shape;
 use crate::policy::Subject;
 
+/// A version's documentation asked for.
+type Key = (Provider, Version);
+
 /// The versions whose documentation is being captured, so that the
-/// archives of several platforms start one capture; and the search index.
+/// archives of several platforms start one capture, each with what tells
+/// those waiting for it that it ended; and the search index.
 #[derive(Default)]
 pub(super) struct DocsState {
-    in_flight: Mutex<HashSet<(Provider, Version)>>,
+    in_flight: Mutex<HashMap<Key, tokio::sync::watch::Receiver<()>>>,
     /// The daemon's search index, once made ([`super::doc_search`]).
     pub(super) search: std::sync::OnceLock<Arc<crate::docs::search::DocIndex>>,
     /// Whether every held version's documentation is in it.
@@ -66,9 +70,12 @@ impl Mirror {
     /// Where `provider`'s documentation is fetched from, in which shape
     /// (`[docs]`); `None` where its host has no source.
     pub fn docs_source(&self, provider: &Provider) -> Option<(Shape, Url)> {
-        let redirected = (self.config.upstream.hosts.get(&provider.hostname))
-            .is_some_and(|h| !h.services.is_empty());
-        self.config.docs.source_for(&provider.hostname, redirected)
+        let host = self.config.upstream.hosts.get(&provider.hostname);
+        let redirected = host.is_some_and(|h| !h.services.is_empty());
+        let upper = host.and_then(|h| h.services.get(crate::config::docs::DOCS_SERVICE));
+        self.config
+            .docs
+            .source_for(&provider.hostname, redirected, upper)
     }
 
     /// Captures `version`'s documentation in the background (see
@@ -91,10 +98,10 @@ impl Mirror {
         let Some((shape, base)) = self.docs_source(provider).filter(|_| !self.offline()) else {
             return Captured::NoSource;
         };
-        let key = (provider.clone(), version.clone());
-        if !self.docs_in_flight().insert(key.clone()) {
+        let Some(_capturing) = Capturing::start(&self.docs, (provider.clone(), version.clone()))
+        else {
             return Captured::UnderWay;
-        }
+        };
         // A list kept already is not fetched again; one this build cannot
         // read (a later build's, on a shared bucket) is left as it is.
         let outcome = match crate::store::docs::version(self.store.as_ref(), provider, version)
@@ -136,11 +143,57 @@ impl Mirror {
                 }
             }
         };
-        self.docs_in_flight().remove(&key);
         outcome
     }
 
-    fn docs_in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<(Provider, Version)>> {
+    /// `version`'s documentation, captured now where the mirror keeps
+    /// none yet, its host has a source, the mirror is online and the
+    /// policy allows the version; a capture under way is waited for. The
+    /// capture is the mirror's own task: a caller that goes away leaves it
+    /// running. `None` where none is kept, with why. A version not held
+    /// is an error, as for [`Mirror::held_docs`].
+    pub async fn docs_now(
+        self: &Arc<Self>,
+        provider: &Provider,
+        version: &Version,
+    ) -> Result<Result<crate::store::docs::VersionDocs, String>, crate::error::RequestError> {
+        if let Some(docs) = self.held_docs(provider, version).await? {
+            return Ok(Ok(docs));
+        }
+        if self.docs_source(provider).is_none() || self.offline() {
+            return Ok(Err("this mirror has no source of its documentation".into()));
+        }
+        if let Err(e) = (self.decision(Subject::Provider(provider), version, None, None)).await {
+            return Ok(Err(format!(
+                "the policy denies it, and nothing of a denied version is fetched: {e}"
+            )));
+        }
+        let key = (provider.clone(), version.clone());
+        let under_way = self.docs_in_flight().get(&key).cloned();
+        let captured = if let Some(mut ended) = under_way {
+            // Err: the capture ended, its sender gone.
+            let _ = ended.changed().await;
+            None
+        } else {
+            let this = self.clone();
+            let (p, v) = key;
+            let task = self
+                .tasks
+                .spawn(async move { this.capture_docs(&p, &v).await });
+            task.await.ok()
+        };
+        if let Some(docs) = self.held_docs(provider, version).await? {
+            return Ok(Ok(docs));
+        }
+        Ok(Err(match captured {
+            Some(Captured::Failed(why)) => format!("fetching it failed: {why}"),
+            _ => "none is kept yet".into(),
+        }))
+    }
+
+    fn docs_in_flight(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<Key, tokio::sync::watch::Receiver<()>>> {
         self.docs
             .in_flight
             .lock()
@@ -215,5 +268,42 @@ impl Mirror {
             failed = done.failed.len(),
             "documentation backfill done"
         );
+    }
+}
+
+/// A capture under way: named in the state's list while it lives, and
+/// taken off it however it ends (finished, failed, or its task dropped),
+/// which wakes those waiting for it.
+struct Capturing<'a> {
+    state: &'a DocsState,
+    key: Key,
+    _ended: tokio::sync::watch::Sender<()>,
+}
+
+impl<'a> Capturing<'a> {
+    /// The capture of `key` begun; `None` where one is under way.
+    fn start(state: &'a DocsState, key: Key) -> Option<Capturing<'a>> {
+        let mut in_flight = state
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if in_flight.contains_key(&key) {
+            return None;
+        }
+        let (ended, waiting) = tokio::sync::watch::channel(());
+        in_flight.insert(key.clone(), waiting);
+        Some(Capturing {
+            state,
+            key,
+            _ended: ended,
+        })
+    }
+}
+
+impl Drop for Capturing<'_> {
+    fn drop(&mut self) {
+        (self.state.in_flight.lock())
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.key);
     }
 }

@@ -304,9 +304,9 @@ fn kind_of_folder(folder: &str) -> Option<DocKind> {
         "d" | "data-sources" | "datasources" => DocKind::DataSource,
         "f" | "functions" => DocKind::Function,
         "guides" => DocKind::Guide,
-        "ephemeral-resources" => DocKind::EphemeralResource,
+        "ephemeral-resources" | "ephemeral" => DocKind::EphemeralResource,
         "actions" => DocKind::Action,
-        "list-resources" => DocKind::ListResource,
+        "list-resources" | "listresources" => DocKind::ListResource,
         _ => return None,
     })
 }

@@ -37,6 +37,7 @@ pub mod markdown;
 pub mod module;
 pub mod provider;
 mod recipes;
+pub mod registry_docs;
 pub mod releases;
 pub mod routes;
 pub mod search;
@@ -185,6 +186,7 @@ async fn page(
             module::version_page(site, req, layout, module, version).await
         }
         Page::Releases => Ok(releases::page(site, req, layout).await),
+        Page::RegistryDocs(asked) => registry_docs::answer(site, asked).await,
         Page::Check => check::page(site, req, form.as_ref(), layout).await,
         Page::Home
         | Page::SignIn

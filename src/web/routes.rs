@@ -12,6 +12,10 @@ use crate::address::{
 use crate::docs::DocKind;
 use crate::error::RequestError;
 
+mod registry;
+use registry::registry_doc;
+pub use registry::{registry_docs_root, RegistryDoc};
+
 /// A page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Page {
@@ -68,6 +72,10 @@ pub enum Page {
     Advisory(AdvisoryId),
     /// `/-/assets/:name`: the pages' style sheet.
     Asset(&'static str),
+    /// `/-/registry-docs/:hostname/providers/…`: the documentation kept
+    /// of a host's providers, in the OpenTofu Registry's static shape
+    /// (always JSON or Markdown).
+    RegistryDocs(RegistryDoc),
 }
 
 /// What a decision is about.
@@ -199,12 +207,18 @@ pub fn parse(raw_path: &str) -> Result<PageRoute, RequestError> {
                 _ => Page::Module(module),
             }
         }
+        ["registry-docs", host, "providers", namespace, kind, rest @ ..] => {
+            let provider = provider_of(host, namespace, kind)?;
+            Page::RegistryDocs(registry_doc(provider, rest)?)
+        }
         _ => {
             return Err(RequestError::NoSuchPage(
                 "no such page: the pages are /, /-/search, /-/providers/…, /-/modules/…, /-/releases, /-/check and /-/status".into(),
             ))
         }
     };
+    // The documentation files are data, never a page: errors are JSON.
+    let json = json || matches!(page, Page::RegistryDocs(_));
     Ok(PageRoute { page, json })
 }
 
@@ -341,105 +355,4 @@ pub fn module_path(module: &Module, version: Option<&Version>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pages_and_their_json_share_paths_and_every_segment_is_checked() {
-        let p = |path: &str| parse(path).unwrap();
-        assert_eq!(p("/").page, Page::Home);
-        assert!(!p("/").json);
-        assert!(p("/-/api/").json && p("/-/api").json);
-        assert_eq!(p("/-/api/").page, Page::Home);
-        let aws = p("/-/providers/registry.terraform.io/hashicorp/aws");
-        assert_eq!(
-            aws.page,
-            Page::Provider(Provider::from_source("hashicorp/aws").unwrap())
-        );
-        assert!(p("/-/api/providers/registry.terraform.io/hashicorp/aws").json);
-        assert!(matches!(
-            p("/-/modules/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0").page,
-            Page::ModuleVersion(_, _)
-        ));
-        assert!(matches!(
-            p("/-/modules/registry.terraform.io/terraform-aws-modules/vpc/aws").page,
-            Page::Module(_)
-        ));
-        for bad in [
-            "/-/providers/registry.terraform.io/hashicorp/a%2Fws",
-            "/-/providers/../etc/passwd/x",
-            "/-/modules/h.example/n/m/s/not-a-version",
-            "/-/nothing",
-            "/-/api/signin",
-            "/-/assets/other.css",
-        ] {
-            assert!(parse(bad).is_err(), "{bad}");
-        }
-        assert!(
-            is_page("/") && is_page("/-/check") && !is_page("/registry.example/a/b/index.json")
-        );
-        assert!(p("/-/check").takes_posts() && !p("/-/status").takes_posts());
-    }
-
-    #[test]
-    fn a_version_s_documentation_and_each_page_have_paths_that_parse_back() {
-        let provider = Provider::from_source("hashicorp/aws").unwrap();
-        let version = Version::parse("5.1.0").unwrap();
-        let index = docs_path(&provider, &version);
-        assert_eq!(
-            index,
-            "/-/providers/registry.terraform.io/hashicorp/aws/5.1.0/docs"
-        );
-        assert_eq!(
-            parse(&index).unwrap().page,
-            Page::Docs(provider.clone(), version.clone())
-        );
-        let name = DocName::parse("a b").unwrap();
-        let page = doc_page_path(&provider, &version, DocKind::DataSource, &name);
-        assert!(page.ends_with("/5.1.0/docs/data-source/a%20b"), "{page}");
-        assert_eq!(
-            parse(&page.replacen("/-/", "/-/api/", 1)).unwrap(),
-            PageRoute {
-                page: Page::DocPage(provider, version, DocKind::DataSource, name),
-                json: true
-            }
-        );
-        for bad in [
-            "/-/providers/registry.terraform.io/hashicorp/aws/5.1.0/docs/resources/x",
-            "/-/providers/registry.terraform.io/hashicorp/aws/5.1.0/docs/resource/.x",
-            "/-/providers/registry.terraform.io/hashicorp/aws/5.1.0/docs/resource",
-            "/-/providers/registry.terraform.io/hashicorp/aws/v5/docs",
-        ] {
-            assert!(parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn decisions_have_a_page_per_version_of_a_provider_or_a_module() {
-        for path in [
-            "/-/decide/providers/registry.terraform.io/hashicorp/aws/5.1.0",
-            "/-/decide/modules/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0",
-        ] {
-            let route = parse(path).unwrap();
-            assert!(route.takes_posts(), "{path}");
-            let Page::Decide(decided, version) = &route.page else {
-                panic!("{path}: {:?}", route.page);
-            };
-            assert_eq!(decide_path(decided, version), path);
-        }
-        for bad in [
-            "/-/decide/providers/registry.terraform.io/hashicorp/aws",
-            "/-/decide/providers/registry.terraform.io/hashicorp/a%2Fws/1.0.0",
-            "/-/decide/modules/h.example/n/m/s/not-a-version",
-        ] {
-            assert!(parse(bad).is_err(), "{bad}");
-        }
-        assert!(
-            matches!(parse("/-/signin/with/sso").unwrap().page, Page::SignInWith(ref n) if n == "sso")
-        );
-        assert!(
-            parse("/-/api/signin/callback").is_err(),
-            "sign-in has no JSON"
-        );
-    }
-}
+mod tests;

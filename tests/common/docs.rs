@@ -162,11 +162,18 @@ pub fn serve_opentofu_shape(origin: &FakeOrigin, (kind, version): (&str, &str), 
     for doc in docs {
         let item = serde_json::json!({"name": doc.name, "title": doc.name, "subcategory": "",
             "description": "", "edit_link": ""});
-        let (key, path) = match doc.category {
-            "overview" => ("index", "index.md".to_string()),
-            "resources" => ("resources", format!("resources/{}.md", doc.name)),
-            "data-sources" => ("datasources", format!("datasources/{}.md", doc.name)),
-            _ => ("guides", format!("guides/{}.md", doc.name)),
+        // The registry's folders and keys (registry-ui's `DocTypes`).
+        let key = match doc.category {
+            "overview" => "index",
+            "data-sources" => "datasources",
+            "ephemeral-resources" => "ephemeral",
+            "list-resources" => "listresources",
+            "resources" | "functions" | "actions" => doc.category,
+            _ => "guides",
+        };
+        let path = match key {
+            "index" => "index.md".to_string(),
+            folder => format!("{folder}/{}.md", doc.name),
         };
         if key == "index" {
             index = item;

@@ -134,12 +134,23 @@ fn opentofu_lists_the_overview_then_each_kind_at_its_static_path() {
                 &Source::OpenTofuPath("datasources/data_source.md".into())
             ),
             (
+                DocKind::EphemeralResource,
+                "e",
+                &Source::OpenTofuPath("ephemeral/e.md".into())
+            ),
+            (
                 DocKind::Guide,
                 "terraform-migration",
                 &Source::OpenTofuPath("guides/terraform-migration.md".into())
             ),
+            (
+                DocKind::Action,
+                "a",
+                &Source::OpenTofuPath("actions/a.md".into())
+            ),
         ]
     );
+    assert!(listing.passed_over.is_empty(), "{:?}", listing.passed_over);
     assert!(listing.listed[1]
         .description
         .starts_with("The null_resource resource"));
@@ -162,7 +173,7 @@ fn an_opentofu_name_no_path_may_hold_is_passed_over() {
     doc["docs"]["resources"][0]["name"] = serde_json::json!("../../../etc/passwd");
     doc["docs"]["guides"][0]["name"] = serde_json::json!("");
     let listing = opentofu_listing(&doc, &url()).unwrap();
-    assert_eq!(listing.listed.len(), 2, "{:?}", listing.listed);
+    assert_eq!(listing.listed.len(), 4, "{:?}", listing.listed);
     assert_eq!(listing.passed_over["a name no page may have"], 2);
 }
 
