@@ -58,8 +58,8 @@ pub enum DocSearch {
         /// Whether every held version's documentation is in the index.
         complete: bool,
     },
-    /// The index could not be read.
-    Failed(IndexError),
+    /// The index could not be read: why.
+    Failed(String),
 }
 
 impl Mirror {
@@ -198,20 +198,27 @@ impl Mirror {
 
     /// The held versions' documentation pages `query` finds, best first,
     /// at most `limit`, each once with every held version that has it.
-    pub fn search_docs(&self, query: &str, limit: usize) -> DocSearch {
-        let Some(index) = self.docs.search.get() else {
+    /// The search reads the index's files: it runs on the runtime's
+    /// blocking threads, never on the thread that serves requests.
+    pub async fn search_docs(self: &Arc<Self>, query: &str, limit: usize) -> DocSearch {
+        let Some(index) = self.docs.search.get().cloned() else {
             return DocSearch::NoIndex;
         };
         let complete = self.docs.search_complete.load(Ordering::Acquire);
         // A page is indexed once per version: asked for more than shown,
         // so that the pages shown are whole across versions.
         let asked = limit.saturating_mul(RAW_PER_PAGE).min(MAX_RAW);
-        match index.search(query, asked) {
-            Ok(hits) => DocSearch::Found {
-                pages: self.by_page(hits, limit),
-                complete,
-            },
-            Err(e) => DocSearch::Failed(e),
+        let (this, query) = (self.clone(), query.to_owned());
+        let searched = tokio::task::spawn_blocking(move || {
+            index
+                .search(&query, asked)
+                .map(|hits| this.by_page(hits, limit))
+        })
+        .await;
+        match searched {
+            Ok(Ok(pages)) => DocSearch::Found { pages, complete },
+            Ok(Err(e)) => DocSearch::Failed(e.to_string()),
+            Err(e) => DocSearch::Failed(format!("the search stopped: {e}")),
         }
     }
 

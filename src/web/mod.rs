@@ -166,7 +166,7 @@ async fn page(
             )
             .await
         }
-        Page::Search => Ok(search::page(site, req, layout)),
+        Page::Search => Ok(search::page(site, req, layout).await),
         Page::Provider(provider) => provider::page(site, req, layout, provider).await,
         Page::Docs(provider, version) => docs::index(site, req, layout, (provider, version)).await,
         Page::DocPage(provider, version, kind, name) => {

@@ -89,9 +89,9 @@ struct SearchPage<'a> {
 }
 
 /// `/-/search`.
-pub fn page(site: Site<'_>, req: &PageRequest<'_>, layout: &Layout) -> PageAnswer {
+pub async fn page(site: Site<'_>, req: &PageRequest<'_>, layout: &Layout) -> PageAnswer {
     let query = req.param("q").unwrap_or_default();
-    let results = search(site, query.trim());
+    let results = search(site, query.trim()).await;
     if req.route.json {
         return PageAnswer::json(&results);
     }
@@ -115,7 +115,7 @@ fn rank(query: &str, names: &[String]) -> Option<u8> {
 const MATCHED: [&str; 3] = ["exact", "prefix", "substring"];
 
 /// The results for `query`.
-pub fn search(site: Site<'_>, query: &str) -> Results {
+pub async fn search(site: Site<'_>, query: &str) -> Results {
     let q = query.to_lowercase();
     let mirror = site.mirror;
     // Providers from the names the index keeps, read after its lock.
@@ -186,7 +186,7 @@ pub fn search(site: Site<'_>, query: &str) -> Results {
         })
         .collect();
     let releases = keep(releases);
-    let (docs, docs_search) = search_docs(site, query);
+    let (docs, docs_search) = search_docs(site, query).await;
     Results {
         query: query.to_owned(),
         providers,
@@ -199,10 +199,10 @@ pub fn search(site: Site<'_>, query: &str) -> Results {
 }
 
 /// The documentation pages `query` finds, and what the search could do.
-fn search_docs(site: Site<'_>, query: &str) -> (Vec<DocResult>, String) {
-    let (pages, state) = match site.mirror.search_docs(query, SHOWN_DOCS) {
+async fn search_docs(site: Site<'_>, query: &str) -> (Vec<DocResult>, String) {
+    let (pages, state) = match site.mirror.search_docs(query, SHOWN_DOCS).await {
         DocSearch::NoIndex => return (Vec::new(), "none".into()),
-        DocSearch::Failed(e) => return (Vec::new(), e.to_string()),
+        DocSearch::Failed(e) => return (Vec::new(), e),
         DocSearch::Found { pages, complete } => {
             (pages, if complete { "complete" } else { "partial" })
         }
