@@ -388,6 +388,49 @@ async fn documentation_crosses_the_gap_in_a_bundle_with_its_versions_only() {
     assert_eq!(manifest["format"], 2);
 }
 
+/// What `check --from` says of the documentation of acme/null 3.2.1 and
+/// 3.2.4, each pinned by a configuration of its own; its lines say the
+/// same.
+async fn check_docs(dir: &Path, config: &Path) -> Vec<serde_json::Value> {
+    let mut froms = Vec::new();
+    for version in ["3.2.1", "3.2.4"] {
+        let from = dir.join(format!("uses-{version}"));
+        std::fs::create_dir_all(&from).unwrap();
+        std::fs::write(
+            from.join("main.tf"),
+            format!("terraform {{\n  required_providers {{\n    null = {{\n      source  = \"registry.origin.test/acme/null\"\n      version = \"= {version}\"\n    }}\n  }}\n}}\n"),
+        )
+        .unwrap();
+        froms.push(from.to_str().unwrap().to_owned());
+    }
+    let config = config.to_str().unwrap();
+    let mut args = vec!["check", "--config", config, "--platform", "linux_amd64"];
+    for from in &froms {
+        args.extend(["--from", from.as_str()]);
+    }
+    let lines = run_ok(dir, &args).await.stdout;
+    args.push("--json");
+    let json: serde_json::Value = serde_json::from_str(&run_ok(dir, &args).await.stdout).unwrap();
+    let said: Vec<serde_json::Value> = (json["configurations"].as_array().unwrap().iter())
+        .map(|c| c["items"][0]["documentation"].clone())
+        .collect();
+    for docs in &said {
+        let line = match docs["kept"].as_str().unwrap() {
+            "none" => format!(
+                "documentation: none kept: {}",
+                docs["why"].as_str().unwrap()
+            ),
+            _ => format!(
+                "documentation: {} pages, from {}",
+                docs["pages"],
+                docs["source"].as_str().unwrap()
+            ),
+        };
+        assert!(lines.contains(&line), "{line}\n{lines}");
+    }
+    said
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn versions_held_without_documentation_get_it_by_the_backfill() {
     let setup = Setup::new();
@@ -419,6 +462,24 @@ async fn versions_held_without_documentation_get_it_by_the_backfill() {
     );
     assert_kept_as_the_tree(&setup, "3.2.4", "null-v3.2.4");
     assert_eq!(kept_list(&setup, "3.2.1"), None);
+    // `check --from` says, beside each version a configuration gets,
+    // whether its documentation is kept, and why not.
+    let checked = check_docs(dir, &config).await;
+    assert_eq!(checked[0]["kept"], "none", "{checked:?}");
+    let why = checked[0]["why"].as_str().unwrap();
+    assert!(why.contains("none is kept yet"), "{why}");
+    assert_eq!(checked[1]["kept"], "pages", "{checked:?}");
+    assert_eq!(checked[1]["pages"], tree_docs("null-v3.2.4").len());
+    assert!(checked[1]["source"]
+        .as_str()
+        .unwrap()
+        .ends_with("/acme/null/v3.2.4/index.json"));
+    let no_source = dir.join("no-source.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&no_source, text.replace("\"opentofu\"", "\"none\"")).unwrap();
+    let none_named = check_docs(dir, &no_source).await;
+    let why = none_named[0]["why"].as_str().unwrap();
+    assert!(why.contains("names no source"), "{why}");
     // A version the policy denies is not asked for.
     let listed = "/registry/docs/providers/acme/null/v3.2.1/index.json";
     let before = origin.hits(listed);

@@ -53,6 +53,9 @@ struct Verdict<'a> {
     /// What each held provider package comes to against the advisory
     /// database, by its item's place in the report; empty without one.
     advisories: std::collections::BTreeMap<usize, crate::advisories::Reading>,
+    /// What the mirror keeps of each held provider version's
+    /// documentation, by the place of the version's first item.
+    docs: std::collections::BTreeMap<usize, readiness::Documentation>,
 }
 
 impl Verdict<'_> {
@@ -92,6 +95,9 @@ impl Verdict<'_> {
                             serde_json::to_value(&found.unknown).unwrap_or_default();
                     }
                 }
+                for (i, docs) in &self.docs {
+                    items[*i]["documentation"] = serde_json::to_value(docs).unwrap_or_default();
+                }
                 out["items"] = items;
                 if !self.report.hidden.is_empty() {
                     out["hidden"] = serde_json::to_value(&self.report.hidden).unwrap_or_default();
@@ -123,6 +129,9 @@ impl Verdict<'_> {
         }
         for (i, item) in self.report.items.iter().enumerate() {
             println!("  {item}");
+            if let Some(docs) = self.docs.get(&i) {
+                println!("           {docs}");
+            }
             let found = self.advisories.get(&i);
             for why in found.into_iter().flat_map(|r| &r.unknown) {
                 println!("           advisories not known: {}", why.describe());
@@ -175,12 +184,14 @@ pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
                 .map_err(|e| format!("{e:#}")),
             report: Report::default(),
             advisories: std::collections::BTreeMap::new(),
+            docs: std::collections::BTreeMap::new(),
         })
         .collect();
     if args.fetch && config.upstream.offline {
         anyhow::bail!("--fetch fetches from origins; it cannot run with upstream.offline");
     }
     // What is held counts, not what an origin could give.
+    let configured_offline = config.upstream.offline;
     let mut offline = config.clone();
     offline.upstream.offline = true;
     super::runtime()?.block_on(async {
@@ -206,6 +217,8 @@ pub fn command(config: Config, args: &CheckArgs) -> anyhow::Result<()> {
             if let Ok(selection) = &verdict.read {
                 readiness::check(&mirror, selection, &mut verdict.report).await;
                 verdict.advisories = readiness::advisories(&mirror, &verdict.report).await;
+                verdict.docs =
+                    readiness::documentation(&mirror, &verdict.report, configured_offline).await;
             }
         }
         anyhow::Ok(())

@@ -78,6 +78,22 @@ impl Mirror {
             .source_for(&provider.hostname, redirected, upper)
     }
 
+    /// Why the mirror keeps no documentation of a version of `provider`
+    /// (or none yet), for people; `offline` is whether the mirror's
+    /// configuration is offline.
+    pub fn why_no_docs(&self, provider: &Provider, offline: bool) -> String {
+        if self.docs_source(provider).is_none() {
+            format!(
+                "this mirror fetches no documentation from {}: [docs] names no source for it",
+                provider.hostname
+            )
+        } else if offline {
+            "this mirror is offline and fetches none: documentation comes with the versions in bundles".into()
+        } else {
+            "none is kept yet: it is fetched in the background when an archive of the version is kept, and by the daemon's backfill (or `tfmirror docs backfill`); a failure is in the log".into()
+        }
+    }
+
     /// Captures `version`'s documentation in the background (see
     /// [`Mirror::capture_docs`]).
     pub(super) fn capture_docs_later(self: &Arc<Self>, provider: &Provider, version: &Version) {

@@ -23,6 +23,7 @@ use crate::mirror::Mirror;
 use crate::policy::Subject;
 
 pub use advisories::advisories;
+pub use documentation::{documentation, Documentation};
 
 /// One thing a configuration needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -489,6 +490,7 @@ async fn provider_version(
 
 mod advisories;
 mod configured;
+mod documentation;
 mod registry_modules;
 mod why;
 pub use why::Why;

@@ -158,16 +158,7 @@ struct DocHtml<'a> {
 /// Why the mirror keeps no documentation of `provider`'s versions, or
 /// none yet.
 pub(super) fn why_none(site: Site<'_>, provider: &Provider) -> String {
-    if site.mirror.docs_source(provider).is_none() {
-        format!(
-            "this mirror fetches no documentation from {}: [docs] names no source for it",
-            provider.hostname
-        )
-    } else if site.mirror.offline() {
-        "none is kept, and this mirror is offline: it fetches none".into()
-    } else {
-        "none is kept yet: it is fetched in the background when an archive of the version is kept, and a failure (in the log) is tried again when one is next kept".into()
-    }
+    site.mirror.why_no_docs(provider, site.mirror.offline())
 }
 
 /// `/-/providers/…/VERSION/docs`.
