@@ -150,3 +150,27 @@ fn unwrap_sentinels(info: &[u8]) -> &[u8] {
 fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::uvarint;
+
+    /// Go's `binary.PutUvarint` writes `u64::MAX` as nine bytes of `0xff`
+    /// and a tenth of `0x01`; `binary.Uvarint` refuses a tenth byte over 1
+    /// (overflow) and takes a tenth byte of 0.
+    #[test]
+    fn a_ten_byte_varint_is_read_to_64_bits_and_no_further() {
+        let mut max = [0xffu8; 10];
+        max[9] = 0x01;
+        assert_eq!(uvarint(&max), Some((u64::MAX, 10)));
+        let mut over = max;
+        over[9] = 0x02;
+        assert_eq!(uvarint(&over), None);
+        let mut zero = [0x80u8; 10];
+        zero[9] = 0x00;
+        assert_eq!(uvarint(&zero), Some((0, 10)));
+        // Eleven bytes never end a varint.
+        assert_eq!(uvarint(&[0x80; 11]), None);
+        assert_eq!(uvarint(&[0xac, 0x02]), Some((300, 2)));
+    }
+}
