@@ -218,3 +218,63 @@ async fn the_documentation_kept_is_found_by_name_title_and_words_and_again_after
     .await;
     check(mirror).await;
 }
+
+/// A version the cache no longer holds (evicted under `cache.max_size`)
+/// is left out of the answers, though its pages stay in the index until
+/// the next start: the search names only held versions, and its pages and
+/// documentation files answer 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_evicted_is_left_out_of_the_answers() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    let null_new = tree_docs("null-v3.2.4");
+    let null_old = tree_docs("null-v3.2.1");
+    // Archives of one size, and room for one.
+    let published = publish_big(&origin, &signer, "null", &["3.2.1", "3.2.4"], 64 * 1024);
+    serve_terraform_shape(&origin, ("null", "3.2.1"), &null_old, 1_000);
+    serve_terraform_shape(&origin, ("null", "3.2.4"), &null_new, 2_000);
+    let mut config = setup.config(&origin, &[], &[HOST]);
+    config.upstream.stream_above = bytesize::ByteSize::gib(1);
+    config.cache.max_size = Some(bytesize::ByteSize(published["3.2.1"].len() as u64));
+    docs_from(&mut config, HOST, &origin);
+    let mirror = RunningMirror::start(config).await;
+    let c = Client::trusting(&mirror.ca_file);
+    let archive = |v: &str| {
+        mirror.url(&format!(
+            "/{HOST}/acme/null/terraform-provider-null_{v}_linux_amd64.zip"
+        ))
+    };
+    let versions_found = |answer: serde_json::Value| -> BTreeSet<String> {
+        (found(&answer).into_iter()).map(|(_, v, _, _)| v).collect()
+    };
+    assert_eq!(c.get(&archive("3.2.1")).await.status, StatusCode::OK);
+    wait_until_answered("3.2.1 is found", Duration::from_secs(60), || {
+        let (c, m) = (&c, &mirror);
+        async move { versions_found(search(c, m, "triggers").await).contains("3.2.1") }
+    })
+    .await;
+    // 3.2.4 comes in, and 3.2.1 goes out to make room.
+    assert_eq!(c.get(&archive("3.2.4")).await.status, StatusCode::OK);
+    let only_new = BTreeSet::from(["3.2.4".to_owned()]);
+    wait_until_answered("only 3.2.4 is found", Duration::from_secs(60), || {
+        let (c, m, only_new) = (&c, &mirror, &only_new);
+        async move { versions_found(search(c, m, "triggers").await) == *only_new }
+    })
+    .await;
+    // The evicted version's pages are not offered anywhere.
+    let pages = format!("/-/api/providers/{HOST}/acme/null/3.2.1/docs");
+    assert_eq!(
+        c.get(&mirror.url(&pages)).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let files = format!("/-/registry-docs/{HOST}/providers/acme/null/index.json");
+    let listed = c.get(&mirror.url(&files)).await.json();
+    assert_eq!(listed["versions"][0]["id"], "v3.2.4", "{listed:#}");
+    assert_eq!(
+        listed["versions"].as_array().unwrap().len(),
+        1,
+        "{listed:#}"
+    );
+    mirror.stop().await;
+}
