@@ -59,6 +59,7 @@ pub struct Metrics {
     evictions: Family<KindLabels, Counter>,
     build_records: Family<labels::OutcomeLabels, Counter>,
     advisory: builds::AdvisoryMetrics,
+    docs: docs::DocsMetrics,
     cache_max_size: Gauge,
     cache_free: Gauge,
     cache_min_free: Gauge,
@@ -112,6 +113,7 @@ impl Metrics {
             evictions: Family::default(),
             build_records: Family::default(),
             advisory: builds::AdvisoryMetrics::default(),
+            docs: docs::DocsMetrics::default(),
             cache_max_size: Gauge::default(),
             cache_free: Gauge::default(),
             cache_min_free: Gauge::default(),
@@ -222,6 +224,7 @@ impl Metrics {
         signins::register(&mut registry, &m);
         operations::register(&mut registry, &m);
         builds::register(&mut registry, &m);
+        docs::register(&mut registry, &m);
         registry.register(
             "download_claims",
             "Claims to download an archive from its origin, by outcome: granted, or (on a bucket) waited for another instance sharing it that was downloading it",
@@ -458,6 +461,7 @@ impl Drop for InFlight<'_> {
 }
 
 mod builds;
+mod docs;
 pub mod index;
 mod kept;
 mod keyless;

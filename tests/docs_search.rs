@@ -276,5 +276,11 @@ async fn a_version_evicted_is_left_out_of_the_answers() {
         1,
         "{listed:#}"
     );
+    // Each search was timed.
+    let metrics = c.get(&mirror.url("/metrics")).await.page_text();
+    let count = (metrics.lines())
+        .find_map(|l| l.strip_prefix("tfmirror_docs_search_seconds_count "))
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(count.is_some_and(|n| n >= 2), "{metrics}");
     mirror.stop().await;
 }

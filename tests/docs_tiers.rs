@@ -153,6 +153,23 @@ async fn a_lower_tier_reads_the_documentation_the_upper_one_keeps() {
         );
     }
 
+    // One capture kept on the lower tier, counted (once its list is
+    // written, which the pages see first).
+    let metrics_url = lower.url("/metrics");
+    wait_until_answered("the capture is counted", Duration::from_secs(30), || {
+        let (lc, url) = (&lc, &metrics_url);
+        async move {
+            let metrics = lc.get(url).await.page_text();
+            metrics.contains("tfmirror_docs_captures_total{outcome=\"kept\"} 1\n")
+        }
+    })
+    .await;
+    let metrics = lc.get(&metrics_url).await.page_text();
+    assert!(
+        metrics.contains("tfmirror_docs_captures_total{outcome=\"failed\"} 0\n"),
+        "{metrics}"
+    );
+
     // The upper tier's files, as a tool built for the OpenTofu Registry's
     // API reads them.
     let file = |path: &str| upper.url(&format!("{root}providers/acme/null/{path}"));

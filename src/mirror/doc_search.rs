@@ -209,12 +209,14 @@ impl Mirror {
         // so that the pages shown are whole across versions.
         let asked = limit.saturating_mul(RAW_PER_PAGE).min(MAX_RAW);
         let (this, query) = (self.clone(), query.to_owned());
+        let began = Instant::now();
         let searched = tokio::task::spawn_blocking(move || {
             index
                 .search(&query, asked)
                 .map(|hits| this.by_page(hits, limit))
         })
         .await;
+        self.metrics.docs_searched(began.elapsed().as_secs_f64());
         match searched {
             Ok(Ok(pages)) => DocSearch::Found { pages, complete },
             Ok(Err(e)) => DocSearch::Failed(e.to_string()),

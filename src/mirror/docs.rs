@@ -146,10 +146,12 @@ impl Mirror {
                             "documentation kept"
                         );
                         let pages = docs.pages.len();
+                        self.metrics.docs_captured("kept");
                         self.index_docs(kept).await;
                         Captured::Kept(pages)
                     }
                     Err(e) => {
+                        self.metrics.docs_captured("failed");
                         tracing::warn!(
                             provider = %provider, version = %version, error = %e,
                             "documentation not kept; it is fetched again when an archive of the version is next kept, or by the backfill"
