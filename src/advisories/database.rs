@@ -475,3 +475,6 @@ fn groups(advisories: &[Advisory]) -> Vec<usize> {
         .map(|i| root(&mut parent, i))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;
