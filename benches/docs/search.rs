@@ -199,4 +199,22 @@ fn main() {
             p99.as_secs_f64() * 1e3
         );
     }
+    // Each word alone: what the tail of "one word" is made of (every
+    // generated page says "resource" in its first lines, so that word is
+    // in every document, and scoring reads them all).
+    println!();
+    println!("| word ({} searches each) | median |", (queries / 8).max(1));
+    println!("|---|---|");
+    for word in &words {
+        let mut alone = Vec::new();
+        for _ in 0..(queries / 8).max(1) {
+            let t = Instant::now();
+            index.search(word, RAW).unwrap();
+            alone.push(t.elapsed());
+        }
+        println!(
+            "| `{word}` | {:.2} ms |",
+            percentile(&mut alone, 50).as_secs_f64() * 1e3
+        );
+    }
 }

@@ -7,15 +7,15 @@
 //! ([`DocIndex::create`] empties the directory) and adds each version it
 //! keeps afterwards.
 //!
-//! A query is read leniently (a malformed one still searches what it
-//! can), cut at the last whole word within [`MAX_QUERY`] bytes, and every
-//! word must match; a page whose name is the query ranks first.
+//! A query is plain text, never syntax: cut at the last whole word within
+//! [`MAX_QUERY`] bytes, it finds the page whose name it is (ranked first)
+//! and the pages that hold every one of its words.
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, STORED, STRING, TEXT,
 };
@@ -31,6 +31,12 @@ pub const MAX_QUERY: usize = 256;
 /// The memory the index's writer may fill before it writes a segment
 /// (tantivy's least for one thread).
 const WRITER_MEMORY: usize = 15_000_000;
+
+/// How much more a whole name counts than words of the text.
+const NAME_BOOST: f32 = 20.0;
+
+/// How much more a word of the title counts than one of the text.
+const TITLE_BOOST: f32 = 3.0;
 
 /// The tokenizer of page names: the whole name, in lower case.
 const NAME_TOKENIZER: &str = "page_name";
@@ -188,11 +194,7 @@ impl DocIndex {
             return Ok(Vec::new());
         }
         let f = &self.fields;
-        let mut parser = QueryParser::for_index(&self.index, vec![f.names, f.title, f.text]);
-        parser.set_conjunction_by_default();
-        parser.set_field_boost(f.names, 20.0);
-        parser.set_field_boost(f.title, 3.0);
-        let (parsed, _unread) = parser.parse_query_lenient(query);
+        let parsed = self.query_of(query).map_err(|e| self.fail(e))?;
         let searcher = self.reader.searcher();
         let top = searcher
             .search(&parsed, &TopDocs::with_limit(limit).order_by_score())
@@ -218,6 +220,48 @@ impl DocIndex {
             });
         }
         Ok(hits)
+    }
+}
+
+impl DocIndex {
+    /// What `query` asks: the whole of it as a page's name (in any case),
+    /// or every word of it in the page's title or text. Its words are split
+    /// as the text is when indexed (at anything not a letter or digit), so
+    /// `terraform_data` asks for pages that hold both `terraform` and
+    /// `data`, not for the two side by side; nothing in it is syntax.
+    fn query_of(&self, query: &str) -> Result<Box<dyn Query>, tantivy::TantivyError> {
+        let f = &self.fields;
+        let term = |field, word: &str| -> Box<dyn Query> {
+            Box::new(TermQuery::new(
+                Term::from_field_text(field, word),
+                IndexRecordOption::WithFreqs,
+            ))
+        };
+        let boosted =
+            |q: Box<dyn Query>, by: f32| -> Box<dyn Query> { Box::new(BoostQuery::new(q, by)) };
+        let mut words: Vec<String> = Vec::new();
+        let mut analyzer = self.index.tokenizer_for_field(f.text)?;
+        let mut stream = analyzer.token_stream(query);
+        while let Some(token) = stream.next() {
+            if !words.contains(&token.text) {
+                words.push(token.text.clone());
+            }
+        }
+        let every_word: Vec<(Occur, Box<dyn Query>)> = (words.iter())
+            .map(|w| {
+                let either = BooleanQuery::new(vec![
+                    (Occur::Should, boosted(term(f.title, w), TITLE_BOOST)),
+                    (Occur::Should, term(f.text, w)),
+                ]);
+                (Occur::Must, Box::new(either) as Box<dyn Query>)
+            })
+            .collect();
+        let name = term(f.names, &query.to_lowercase());
+        let mut either = vec![(Occur::Should, boosted(name, NAME_BOOST))];
+        if !every_word.is_empty() {
+            either.push((Occur::Should, Box::new(BooleanQuery::new(every_word))));
+        }
+        Ok(Box::new(BooleanQuery::new(either)))
     }
 }
 

@@ -133,6 +133,15 @@ fn words_find_every_page_that_holds_them_and_no_other() {
         .map(|h| (h.kind, h.name))
         .collect();
     assert_eq!(got, both);
+    // Words joined by what is not a letter or digit are words all the
+    // same, each anywhere in the page (not side by side, as the index
+    // holds them apart): as the documented rule reads them.
+    for joined in ["triggers_replace", "replace.triggers", "TRIGGERS-replace"] {
+        let got: BTreeSet<_> = (index.search(joined, 100).unwrap().into_iter())
+            .map(|h| (h.kind, h.name))
+            .collect();
+        assert_eq!(got, both, "{joined}");
+    }
     assert!(index.search("zzyzx", 10).unwrap().is_empty());
 }
 
