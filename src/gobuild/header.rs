@@ -153,7 +153,21 @@ fn lossy(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::uvarint;
+    use super::{uvarint, Pointers};
+
+    /// The older format's pointers, of 4 or 8 bytes, in the byte order
+    /// the header's flags name (as Go's `debug/buildinfo` reads them with
+    /// `binary.BigEndian` or `binary.LittleEndian`).
+    #[test]
+    fn pointers_are_read_in_their_size_and_byte_order() {
+        let bytes = [0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0xff];
+        let get = |size, big| Pointers::new(size, big).unwrap().get(&bytes);
+        assert_eq!(get(4, true), 0x1234_5678);
+        assert_eq!(get(8, true), 0x1234_5678_9abc_def0);
+        assert_eq!(get(4, false), 0x7856_3412);
+        assert_eq!(get(8, false), 0xf0de_bc9a_7856_3412);
+        assert!(Pointers::new(2, false).is_err());
+    }
 
     /// Go's `binary.PutUvarint` writes `u64::MAX` as nine bytes of `0xff`
     /// and a tenth of `0x01`; `binary.Uvarint` refuses a tenth byte over 1
