@@ -38,13 +38,28 @@ impl Tmpfs {
         Tmpfs(dir.to_path_buf())
     }
 
+    /// Remounts with `options`. Read-only is refused while a file is
+    /// open for writing (the daemon's background work on what it just
+    /// stored, such as a build record): tried again until it takes, within
+    /// a deadline.
     fn remount(&self, options: &str) {
-        let status = Command::new("mount")
-            .args(["-o", &format!("remount,{options}")])
-            .arg(&self.0)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let out = Command::new("mount")
+                .args(["-o", &format!("remount,{options}")])
+                .arg(&self.0)
+                .output()
+                .unwrap();
+            if out.status.success() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "remount,{options}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     }
 
     /// Fills the file system up with one file, and returns its path.

@@ -168,8 +168,8 @@ impl Mirror {
     /// none yet, its host has a source, the mirror is online and the
     /// policy allows the version; a capture under way is waited for. The
     /// capture is the mirror's own task: a caller that goes away leaves it
-    /// running. `None` where none is kept, with why. A version not held
-    /// is an error, as for [`Mirror::held_docs`].
+    /// running. `Err` with why where none is kept. A version not held is
+    /// an error, as for [`Mirror::held_docs`].
     pub async fn docs_now(
         self: &Arc<Self>,
         provider: &Provider,
@@ -179,7 +179,7 @@ impl Mirror {
             return Ok(Ok(docs));
         }
         if self.docs_source(provider).is_none() || self.offline() {
-            return Ok(Err("this mirror has no source of its documentation".into()));
+            return Ok(Err(self.why_no_docs(provider, self.offline())));
         }
         if let Err(e) = (self.decision(Subject::Provider(provider), version, None, None)).await {
             return Ok(Err(format!(
@@ -187,19 +187,26 @@ impl Mirror {
             )));
         }
         let key = (provider.clone(), version.clone());
-        let under_way = self.docs_in_flight().get(&key).cloned();
-        let captured = if let Some(mut ended) = under_way {
-            // Err: the capture ended, its sender gone.
-            let _ = ended.changed().await;
-            None
-        } else {
+        let mut captured = None;
+        // Twice at most: a capture that began between the look and this
+        // one's start is waited for.
+        for _ in 0..2 {
+            let under_way = self.docs_in_flight().get(&key).cloned();
+            if let Some(mut ended) = under_way {
+                // Err: the capture ended, its sender gone.
+                let _ = ended.changed().await;
+                break;
+            }
             let this = self.clone();
-            let (p, v) = key;
+            let (p, v) = key.clone();
             let task = self
                 .tasks
                 .spawn(async move { this.capture_docs(&p, &v).await });
-            task.await.ok()
-        };
+            captured = task.await.ok();
+            if captured != Some(Captured::UnderWay) {
+                break;
+            }
+        }
         if let Some(docs) = self.held_docs(provider, version).await? {
             return Ok(Ok(docs));
         }
