@@ -151,6 +151,7 @@ impl Daemon {
                     mirror.clone().keep_advisories_fetched(),
                     mirror.clone().keep_docs_backfilled(),
                     mirror.clone().keep_docs_searchable(docs_index),
+                    mirror.clone().keep_docs_swept(),
                     async {
                         if walking {
                             mirror.index_built().await;

@@ -506,3 +506,199 @@ async fn versions_held_without_documentation_get_it_by_the_backfill() {
     daemon.signal("TERM");
     daemon.wait().await;
 }
+
+/// The SHA-256 of each page of a fixture tree.
+fn tree_pages(tree: &str) -> BTreeSet<String> {
+    (tree_docs(tree).iter())
+        .map(|d| hex::encode(Sha256::digest(&d.content)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delta_bundle_carries_the_documentation_a_site_lacks_and_only_the_pages_it_lacks() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    publish_null(&setup, &origin, &["3.2.1", "3.2.4"]);
+    // Only 3.2.1's documentation is served at first.
+    serve_opentofu_shape(&origin, ("null", "3.2.1"), &tree_docs("null-v3.2.1"));
+    let config = config_with_docs(&setup, &origin, "opentofu");
+    sync(&setup, &config, ">= 3.2.1", "\"linux_amd64\"").await;
+    assert!(kept_list(&setup, "3.2.1").is_some());
+    assert!(kept_list(&setup, "3.2.4").is_none());
+    let dir = setup.dir.path();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    // The site gets both versions, and 3.2.1's documentation.
+    let first = dir.join("first.bundle");
+    run_ok(
+        dir,
+        &["export", "--config", &s(&config), "--output", &s(&first)],
+    )
+    .await;
+    let site = site_config(dir, "site", "");
+    run_ok(dir, &["import", "--config", &s(&site), &s(&first)]).await;
+    let site_lists = dir.join("site-cache/docs/versions/registry.origin.test/acme/null");
+    assert!(site_lists.join("3.2.1.json").is_file() && !site_lists.join("3.2.4.json").exists());
+
+    // Its inventory lists that documentation, in format 3; without it,
+    // format 2.
+    let inventory = dir.join("site.json");
+    let said = run_ok(
+        dir,
+        &[
+            "inventory",
+            "--config",
+            &s(&site),
+            "--output",
+            &s(&inventory),
+        ],
+    )
+    .await;
+    let old_pages = tree_pages("null-v3.2.1");
+    assert!(
+        said.stdout.contains(&format!(
+            "documentation of 1 versions ({} pages)",
+            old_pages.len()
+        )),
+        "{}",
+        said.stdout
+    );
+    let listed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&inventory).unwrap()).unwrap();
+    assert_eq!(listed["tfmirror_inventory"], 3);
+    assert_eq!(
+        listed["docs"]["registry.origin.test/acme/null"],
+        serde_json::json!(["3.2.1"])
+    );
+    let listed_pages: BTreeSet<String> = (listed["doc_pages"].as_array().unwrap().iter())
+        .map(|p| p.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed_pages, old_pages);
+    let plain = dir.join("plain.json");
+    run_ok(
+        dir,
+        &[
+            "inventory",
+            "--config",
+            &s(&site),
+            "--output",
+            &s(&plain),
+            "--no-docs",
+        ],
+    )
+    .await;
+    let plain: serde_json::Value = serde_json::from_slice(&std::fs::read(&plain).unwrap()).unwrap();
+    assert_eq!(plain["tfmirror_inventory"], 2);
+    assert!(
+        plain.get("docs").is_none() && plain.get("doc_pages").is_none(),
+        "{plain:#}"
+    );
+
+    // The connected side gets 3.2.4's documentation; the delta for the
+    // site carries it alone, with no archive, and only the pages the site
+    // lacks.
+    serve_opentofu_shape(&origin, ("null", "3.2.4"), &tree_docs("null-v3.2.4"));
+    run_ok(dir, &["docs", "backfill", "--config", &s(&config)]).await;
+    // And an archive of 3.2.1 the site lacks: carried, without the
+    // documentation the site keeps of 3.2.1.
+    sync(
+        &setup,
+        &config,
+        "= 3.2.1",
+        "\"linux_amd64\", \"darwin_arm64\"",
+    )
+    .await;
+    let delta = dir.join("delta.bundle");
+    run_ok(
+        dir,
+        &[
+            "export",
+            "--config",
+            &s(&config),
+            "--output",
+            &s(&delta),
+            "--missing-from",
+            &s(&inventory),
+        ],
+    )
+    .await;
+    let entries = bundle_entries(&delta);
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    let zips: Vec<&&str> = names.iter().filter(|n| n.ends_with(".zip")).collect();
+    assert_eq!(zips.len(), 1, "{names:?}");
+    assert!(
+        zips[0].ends_with("terraform-provider-null_3.2.1_darwin_arm64.zip"),
+        "{names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.contains("/3.2.1/docs")),
+        "{names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n.ends_with("/3.2.4/docs.json")),
+        "{names:?}"
+    );
+    let carried: BTreeSet<String> = (page_entries(&entries).iter())
+        .map(|n| n[n.len() - 67..n.len() - 3].to_owned())
+        .collect();
+    let new_pages = tree_pages("null-v3.2.4");
+    let lacking: BTreeSet<String> = new_pages.difference(&old_pages).cloned().collect();
+    assert!(!lacking.is_empty() && lacking.len() < new_pages.len());
+    assert_eq!(carried, lacking);
+    let manifest: serde_json::Value = serde_json::from_slice(&entries[0].1).unwrap();
+    assert_eq!(manifest["format"], 4);
+
+    // The site keeps it whole, from the bundle and its own pages.
+    let imported = run_ok(dir, &["import", "--config", &s(&site), &s(&delta)]).await;
+    assert!(
+        imported
+            .stdout
+            .contains("DOCS the documentation of 1 versions kept"),
+        "{}",
+        imported.stdout
+    );
+    assert_eq!(
+        std::fs::read(site_lists.join("3.2.4.json")).unwrap(),
+        std::fs::read(
+            setup
+                .cache_dir()
+                .join("docs/versions/registry.origin.test/acme/null/3.2.4.json")
+        )
+        .unwrap()
+    );
+    for sha in &new_pages {
+        let kept = dir.join(format!("site-cache/docs/pages/{}/{sha}.md", &sha[..2]));
+        assert_eq!(
+            hex::encode(Sha256::digest(std::fs::read(&kept).unwrap())),
+            *sha
+        );
+    }
+    // Another site without the pages the delta left out refuses the list,
+    // and says why.
+    let bare = site_config(dir, "bare", "");
+    let plain_first = dir.join("plain-first.bundle");
+    run_ok(
+        dir,
+        &[
+            "export",
+            "--config",
+            &s(&config),
+            "--output",
+            &s(&plain_first),
+            "--no-docs",
+        ],
+    )
+    .await;
+    run_ok(dir, &["import", "--config", &s(&bare), &s(&plain_first)]).await;
+    let refused = run_tfmirror(dir, &["import", "--config", &s(&bare), &s(&delta)]).await;
+    assert!(!refused.ok);
+    assert!(
+        refused
+            .stdout
+            .contains("is missing from the bundle (truncated?) and not kept here"),
+        "{}",
+        refused.stdout
+    );
+    assert!(!dir
+        .join("bare-cache/docs/versions/registry.origin.test/acme/null/3.2.4.json")
+        .exists());
+}

@@ -230,13 +230,15 @@ async fn a_version_evicted_is_left_out_of_the_answers() {
     let signer = Signer::new("acme");
     let null_new = tree_docs("null-v3.2.4");
     let null_old = tree_docs("null-v3.2.1");
-    // Archives of one size, and room for one.
-    let published = publish_big(&origin, &signer, "null", &["3.2.1", "3.2.4"], 64 * 1024);
+    // Archives of one size, and room for one with its documentation (which
+    // counts toward the bound).
+    let published = publish_big(&origin, &signer, "null", &["3.2.1", "3.2.4"], 1 << 20);
     serve_terraform_shape(&origin, ("null", "3.2.1"), &null_old, 1_000);
     serve_terraform_shape(&origin, ("null", "3.2.4"), &null_new, 2_000);
     let mut config = setup.config(&origin, &[], &[HOST]);
     config.upstream.stream_above = bytesize::ByteSize::gib(1);
-    config.cache.max_size = Some(bytesize::ByteSize(published["3.2.1"].len() as u64));
+    let room = published["3.2.1"].len() as u64 + 512 * 1024;
+    config.cache.max_size = Some(bytesize::ByteSize(room));
     docs_from(&mut config, HOST, &origin);
     let mirror = RunningMirror::start(config).await;
     let c = Client::trusting(&mirror.ca_file);

@@ -602,3 +602,65 @@ async fn an_endpoint_means_path_style_and_virtual_hosted_style_is_refused_at_sta
     );
     assert!(stderr.contains("s3://styled/mirror"), "{stderr}");
 }
+
+/// Documentation on a bucket: pages and lists listed as the bucket holds
+/// them (the oracle lists its keys itself), with their sizes and when
+/// they were written, and removed.
+#[cfg_attr(
+    tfmirror_no_seaweedfs,
+    ignore = "needs WEED_BIN naming SeaweedFS's weed; scripts/test installs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documentation_on_a_bucket_is_listed_with_sizes_and_ages_and_removed() {
+    use tfmirror::address::{Provider, Version};
+    use tfmirror::store::docs;
+    let weed = Seaweed::start().await;
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let mut config = setup.config(&origin, &[], &["registry.origin.test"]);
+    weed.create_bucket("documents").await;
+    use_bucket(&mut config, weed.s3_config("documents", setup.dir.path()));
+    let store = tfmirror::store::open(&config, false).await.unwrap();
+    let content = b"# bulk_thing\n\nSome words.\n";
+    let sha = docs::keep_page(store.as_ref(), content).await.unwrap();
+    let before = std::time::SystemTime::now() - Duration::from_secs(60);
+    let pages = docs::kept_pages(store.as_ref()).await.unwrap();
+    assert_eq!(pages.len(), 1, "{pages:?}");
+    assert_eq!(pages[0].sha256, sha);
+    assert_eq!(pages[0].size, content.len() as u64);
+    assert!(pages[0].written > before, "{pages:?}");
+    let key = format!("docs/pages/{}/{sha}.md", &sha[..2]);
+    assert!(
+        weed.keys("documents")
+            .await
+            .iter()
+            .any(|k| k.ends_with(&key)),
+        "{key}"
+    );
+    let provider = Provider::from_source("registry.origin.test/acme/bulk").unwrap();
+    let version = Version::parse("1.0.0").unwrap();
+    let list = docs::VersionDocs {
+        format: docs::DOCS_FORMAT,
+        provider: provider.clone(),
+        version: version.clone(),
+        source: "https://registry.origin.test/".into(),
+        fetched_at_ms: 0,
+        licenses: Vec::new(),
+        pages: Vec::new(),
+        passed_over: std::collections::BTreeMap::default(),
+    };
+    docs::write_version(store.as_ref(), &list).await.unwrap();
+    let listed = docs::listed_versions(store.as_ref()).await.unwrap();
+    let written = serde_json::to_vec(&list).unwrap().len() as u64;
+    assert_eq!(
+        listed,
+        vec![(Ok((provider.clone(), version.clone())), written)]
+    );
+    docs::remove_version(store.as_ref(), &provider, &version)
+        .await
+        .unwrap();
+    docs::remove_page(store.as_ref(), &sha).await.unwrap();
+    let keys = weed.keys("documents").await;
+    assert!(!keys.iter().any(|k| k.contains("docs/")), "{keys:?}");
+    assert!(docs::kept_pages(store.as_ref()).await.unwrap().is_empty());
+}

@@ -437,7 +437,7 @@ async fn what_a_newer_release_wrote_is_refused_by_name_and_left_as_it_is() {
 
     // An inventory in a newer format.
     let inventory = dir.join("newer.json");
-    std::fs::write(&inventory, r#"{"tfmirror_inventory": 3, "digests": {}}"#).unwrap();
+    std::fs::write(&inventory, r#"{"tfmirror_inventory": 4, "digests": {}}"#).unwrap();
     let refused = ended(
         dir,
         &[
@@ -455,7 +455,7 @@ async fn what_a_newer_release_wrote_is_refused_by_name_and_left_as_it_is() {
     assert!(
         refused
             .stderr
-            .contains("is in inventory format 3; this tfmirror"),
+            .contains("is in inventory format 4; this tfmirror"),
         "{}",
         refused.stderr
     );

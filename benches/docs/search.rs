@@ -7,7 +7,10 @@
 //! each page's text is paragraphs of the null provider's real documentation
 //! (`tests/fixtures/docs/null-v3.2.4`) drawn at random, to a size drawn
 //! from 1 KiB to 24 KiB. Each search reads as many hits as the daemon's
-//! does ([`RAW`]). Prints a Markdown table.
+//! does ([`RAW`]). Each version's pages and list are also kept in a disk
+//! store as the mirror keeps them (`tfmirror::store::docs`: each page once
+//! by its SHA-256, a list per version), to measure what whole-page sharing
+//! stores. Prints Markdown tables.
 //!
 //! Usage: cargo run --release --example bench-docs-search
 
@@ -20,7 +23,8 @@ use rand::{Rng, SeedableRng};
 use tfmirror::address::{DocName, Provider, Version};
 use tfmirror::docs::search::DocIndex;
 use tfmirror::docs::DocKind;
-use tfmirror::store::docs::{PageEntry, VersionDocs, DOCS_FORMAT};
+use tfmirror::store::docs::{keep_page, write_version, PageEntry, VersionDocs, DOCS_FORMAT};
+use tfmirror::store::DiskStore;
 
 /// The hits the daemon reads for one search: 20 for each of the 50 pages
 /// a search shows (`mirror/doc_search.rs`), as a page is indexed once per
@@ -67,9 +71,18 @@ fn page(rng: &mut StdRng, paragraphs: &[String], name: &str) -> String {
     text
 }
 
+/// The bytes of the files below `dir`.
 fn disk(dir: &Path) -> u64 {
     (std::fs::read_dir(dir).unwrap())
-        .map(|e| e.unwrap().metadata().unwrap().len())
+        .map(|e| {
+            let e = e.unwrap();
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() {
+                disk(&e.path())
+            } else {
+                meta.len()
+            }
+        })
         .sum()
 }
 
@@ -90,6 +103,15 @@ fn main() {
     let mut rng = StdRng::seed_from_u64(7);
     let dir = tempfile::tempdir().unwrap();
     let index = DocIndex::create(&dir.path().join("index")).unwrap();
+    let store = DiskStore::open(&dir.path().join("store")).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    // Pages already kept, by content: kept once, as a capture that wrote
+    // them again would leave them.
+    let mut kept: BTreeMap<String, String> = BTreeMap::new();
+    let mut store_time = Duration::ZERO;
+    let mut one_version = 0usize;
     let began = Instant::now();
     let (mut documents, mut bytes) = (0usize, 0usize);
     for p in 0..providers {
@@ -104,6 +126,17 @@ fn main() {
                     contents.insert(i, page(&mut rng, &paragraphs, &format!("p{p}_res_{i}")));
                 }
             }
+            let stored = Instant::now();
+            let shas: Vec<String> = (contents.values())
+                .map(|c| {
+                    kept.entry(c.clone())
+                        .or_insert_with(|| {
+                            runtime.block_on(keep_page(&store, c.as_bytes())).unwrap()
+                        })
+                        .clone()
+                })
+                .collect();
+            store_time += stored.elapsed();
             let entries: Vec<PageEntry> = (0..pages)
                 .map(|i| PageEntry {
                     kind: DocKind::Resource,
@@ -111,7 +144,7 @@ fn main() {
                     title: format!("p{p}_res_{i}"),
                     subcategory: String::new(),
                     description: String::new(),
-                    sha256: "0".repeat(64),
+                    sha256: shas[i].clone(),
                     size: contents[&i].len() as u64,
                     truncated: false,
                 })
@@ -126,15 +159,19 @@ fn main() {
                 pages: entries,
                 passed_over: BTreeMap::new(),
             };
+            let stored = Instant::now();
+            runtime.block_on(write_version(&store, &docs)).unwrap();
+            store_time += stored.elapsed();
             documents += pages;
-            bytes += contents.values().map(String::len).sum::<usize>();
+            one_version = contents.values().map(String::len).sum::<usize>();
+            bytes += one_version;
             index
                 .add_version(&docs, docs.pages.iter().zip(contents.values().cloned()))
                 .unwrap();
         }
     }
     index.commit().unwrap();
-    let built = began.elapsed();
+    let built = began.elapsed().saturating_sub(store_time);
     let on_disk = disk(&dir.path().join("index"));
     let words: Vec<&str> = [
         "triggers",
@@ -184,6 +221,23 @@ fn main() {
         bytes >> 20,
         on_disk >> 20,
         built.as_secs_f64()
+    );
+    println!();
+    let (page_bytes, list_bytes) = (
+        disk(&dir.path().join("store/docs/pages")),
+        disk(&dir.path().join("store/docs/versions")),
+    );
+    println!("| kept in the store | last version's pages | pages kept (distinct) | lists | pages kept ÷ one version |");
+    println!("|---|---|---|---|---|");
+    let whole = one_version as u64 * providers as u64;
+    println!(
+        "| {providers} × {pages} pages × {versions} versions | {} KiB | {} KiB ({}) | {} KiB | {}.{:02} |",
+        one_version >> 10,
+        page_bytes >> 10,
+        kept.len(),
+        list_bytes >> 10,
+        page_bytes / whole,
+        page_bytes % whole * 100 / whole
     );
     println!();
     println!("| search ({queries} each, up to {RAW} hits read) | median | p99 | hits on average |");

@@ -82,6 +82,11 @@ pub enum Command {
         /// The file to write.
         #[arg(long)]
         output: PathBuf,
+        /// List no documentation: the inventory stays of format 2, which
+        /// builds before documentation read (an export for it then carries
+        /// the documentation of every version it carries, and no other).
+        #[arg(long)]
+        no_docs: bool,
     },
     /// Print .terraform.lock.hcl provider blocks with h1: and zh: hashes for
     /// every platform given (downloading and verifying archives as needed).
@@ -317,7 +322,8 @@ pub enum Command {
         #[command(subcommand)]
         action: AdvisoriesCommand,
     },
-    /// Provider documentation: fetch what the versions held lack.
+    /// Provider documentation: fetch what the versions held lack, remove
+    /// what no version held lists.
     Docs {
         /// What to do.
         #[command(subcommand)]
@@ -332,6 +338,14 @@ pub enum DocsCommand {
     /// holds an archive of and keeps none of (the daemon does it too,
     /// paced, once started); versions the policy denies are passed over.
     Backfill {
+        /// Configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+    /// Sweep, now, the documentation the store keeps (the daemon does it
+    /// too, every six hours): remove the lists of versions no longer held
+    /// and the pages no list names that were written more than a day ago.
+    Sweep {
         /// Configuration file (TOML).
         #[arg(long, short)]
         config: Option<PathBuf>,

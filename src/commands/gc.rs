@@ -1,6 +1,6 @@
 //! `tfmirror gc`: evicts least recently used archives, module packages and
-//! CLI release files until the cache fits `cache.max_size` (or `--max-size`), and says what
-//! it freed. Module pins stay, so a package fetched again is checked
+//! CLI release files until the cache, with the documentation it keeps,
+//! fits `cache.max_size` (or `--max-size`), and says what it freed. Module pins stay, so a package fetched again is checked
 //! against what was first seen. A daemon running beside it learns of each
 //! removal through the store's journal.
 
@@ -28,9 +28,14 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
         crate::store::journal::Journal::start(Box::new(store.place()), "gc", true)
     };
     let store = store.with_journal(journal.clone());
+    // Documentation counts toward the limit and is not evicted: it goes
+    // with its versions, at the daemon's next sweep or `docs sweep`.
+    let docs = runtime
+        .block_on(docs_bytes(&store))
+        .with_context(|| format!("listing the documentation in {}", store.root().display()))?;
     let removed = inventory::evict(
         &store,
-        max.as_u64(),
+        max.as_u64().saturating_sub(docs),
         |_| false,
         |item| runtime.block_on(journal.changing(item)),
     );
@@ -53,7 +58,7 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
             tracing::warn!(archive = %archive.key(), error = %e, "could not note the eviction in the version's record");
         }
     }
-    let left = inventory::total_size(&store);
+    let left = inventory::total_size(&store) + docs;
     let mut modules = if removed.modules.is_empty() {
         String::new()
     } else {
@@ -63,10 +68,11 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
         let _ = write!(modules, ", {} release files", removed.releases.len());
     }
     println!(
-        "evicted {} archives{modules} ({}); the cache now holds {} (limit {})",
+        "evicted {} archives{modules} ({}); the cache now holds {}, {} of it documentation (limit {})",
         removed.archives.len(),
         bytesize::ByteSize(removed.bytes()).display().iec(),
         bytesize::ByteSize(left).display().iec(),
+        bytesize::ByteSize(docs).display().iec(),
         max.display().iec()
     );
     // What could not be removed is in the log; the command says it did
@@ -79,4 +85,12 @@ pub fn command(config: &Config, max_size: Option<bytesize::ByteSize>) -> anyhow:
         );
     }
     Ok(())
+}
+
+/// The bytes of the documentation `store` keeps: its versions' lists and
+/// its pages.
+async fn docs_bytes(store: &crate::store::DiskStore) -> Result<u64, crate::store::StoreError> {
+    let lists = crate::store::docs::listed_versions(store).await?;
+    let pages = crate::store::docs::kept_pages(store).await?;
+    Ok(lists.iter().map(|(_, size)| size).sum::<u64>() + pages.iter().map(|p| p.size).sum::<u64>())
 }

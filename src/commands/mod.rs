@@ -76,8 +76,12 @@ pub fn main() -> ExitCode {
         Command::Check(args) => {
             logging::load(args.config.as_deref()).and_then(|c| check::command(c, &args))
         }
-        Command::Inventory { config, output } => {
-            logging::load(config.as_deref()).and_then(|c| inventory::command(&c, &output))
+        Command::Inventory {
+            config,
+            output,
+            no_docs,
+        } => {
+            logging::load(config.as_deref()).and_then(|c| inventory::command(&c, &output, no_docs))
         }
         Command::Lock {
             config,
@@ -207,6 +211,9 @@ pub fn main() -> ExitCode {
         Command::Docs {
             action: DocsCommand::Backfill { config },
         } => logging::load(config.as_deref()).and_then(docs::backfill),
+        Command::Docs {
+            action: DocsCommand::Sweep { config },
+        } => logging::load(config.as_deref()).and_then(docs::sweep),
         Command::Advisories { action } => match action {
             AdvisoriesCommand::Import { config, paths } => {
                 logging::load(config.as_deref()).and_then(|c| advisories::import(&c, &paths))

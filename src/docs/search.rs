@@ -23,6 +23,7 @@ use tantivy::tokenizer::{LowerCaser, RawTokenizer, TextAnalyzer};
 use tantivy::{Index, IndexReader, IndexWriter, TantivyDocument, Term};
 
 use super::DocKind;
+use crate::address::{Provider, Version};
 use crate::store::docs::{PageEntry, VersionDocs};
 
 /// The longest query read, in bytes; the rest is left out.
@@ -175,6 +176,14 @@ impl DocIndex {
             writer.add_document(doc).map_err(|e| self.fail(e))?;
         }
         Ok(())
+    }
+
+    /// Whether the index holds pages of `provider` `version`, as last
+    /// committed.
+    pub fn holds(&self, provider: &Provider, version: &Version) -> Result<bool, IndexError> {
+        let key = Term::from_field_text(self.fields.key, &format!("{provider}@{version}"));
+        let found = self.reader.searcher().doc_freq(&key);
+        Ok(found.map_err(|e| self.fail(e))? > 0)
     }
 
     /// Makes what was added since the last commit seen by searches.

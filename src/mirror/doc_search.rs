@@ -128,7 +128,7 @@ impl Mirror {
 
     /// Puts the documentation the store keeps of `version` in `index`
     /// (see [`Mirror::put_in_index`]).
-    async fn add_to_index(
+    pub(super) async fn add_to_index(
         &self,
         index: &Arc<DocIndex>,
         provider: &Provider,

@@ -146,7 +146,11 @@ impl Mirror {
                             "documentation kept"
                         );
                         let pages = docs.pages.len();
+                        let list = serde_json::to_vec(docs).map_or(0, |l| l.len() as u64);
+                        let bytes = list + docs.pages.iter().map(|p| p.size).sum::<u64>();
                         self.metrics.docs_captured("kept");
+                        let evicted = self.residency.docs_added(bytes);
+                        self.evict(evicted).await;
                         self.index_docs(kept).await;
                         Captured::Kept(pages)
                     }

@@ -35,6 +35,7 @@ pub mod archive;
 mod builds;
 pub mod doc_changes;
 pub mod doc_search;
+pub mod doc_sweep;
 mod docs;
 pub mod documents;
 mod eviction;

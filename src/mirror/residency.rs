@@ -59,6 +59,9 @@ struct Index {
     releases: HashMap<Arc<ReleaseFile>, Entry>,
     /// Bytes of everything indexed.
     bytes: u64,
+    /// Bytes of documentation kept: counted toward the bound, never picked
+    /// for eviction (it goes with its versions, [`super::doc_sweep`]).
+    docs: u64,
     /// The next use's turn.
     turns: u64,
     /// Whether which archives are held changed since the index was built.
@@ -152,7 +155,7 @@ impl Index {
         let mut passed = Vec::new();
         // A pass that queued only what cannot go ends the search.
         let mut fruitful = true;
-        while self.bytes > max {
+        while self.bytes.saturating_add(self.docs) > max {
             let Some((stamp, candidate)) = self.queue.pop() else {
                 if !fruitful {
                     break;
@@ -249,6 +252,7 @@ impl Residency {
     fn publish(&self) {
         let (bytes, count) = self.usage();
         self.metrics.set_cache_size(bytes, count);
+        self.metrics.set_docs_bytes(self.docs_bytes());
     }
 
     /// Marks an archive as being read: it is not evicted until
@@ -330,6 +334,28 @@ impl Residency {
         drop(index);
         self.publish();
         chosen
+    }
+
+    /// Sets the bytes documentation takes in the store, as a sweep counted
+    /// them, and picks what to evict for them (see [`Residency::over`]).
+    pub fn docs_counted(&self, bytes: u64) -> Vec<Item> {
+        self.lock().docs = bytes;
+        self.over(None)
+    }
+
+    /// Adds the bytes of documentation just kept (counted whole, pages
+    /// shared with other versions too, until the next sweep counts them
+    /// once), and picks what to evict for them.
+    pub fn docs_added(&self, bytes: u64) -> Vec<Item> {
+        let mut index = self.lock();
+        index.docs = index.docs.saturating_add(bytes);
+        drop(index);
+        self.over(None)
+    }
+
+    /// The bytes documentation is counted as taking.
+    pub fn docs_bytes(&self) -> u64 {
+        self.lock().docs
     }
 
     /// Forgets an archive that is no longer in the store.

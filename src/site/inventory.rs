@@ -39,16 +39,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::address::{ArchiveKey, ArtifactName, Module, Platform, Product, Provider, Version};
 use crate::store::{ModuleRecord, Store, StoreError};
+pub use docs::HeldDocs;
 
-/// The format this build writes: 2, since inventories list CLI release
-/// files (`releases`), which format-1 readers refuse.
-pub const FORMAT: u32 = 2;
+/// The format this build writes where the inventory lists documentation
+/// (`docs`, `doc_pages`), which format-2 readers refuse; one that lists
+/// none is written in [`FORMAT_WITHOUT_DOCS`].
+pub const FORMAT: u32 = 3;
+
+/// The format of an inventory that lists no documentation: 2, since
+/// inventories list CLI release files (`releases`), which format-1 readers
+/// refuse.
+pub const FORMAT_WITHOUT_DOCS: u32 = 2;
 
 /// The formats this build reads.
 pub const FORMATS: std::ops::RangeInclusive<u32> = 1..=FORMAT;
 
-/// The largest inventory read.
-const MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest inventory read: room for about 3.5 million pages of
+/// documentation beside the rest.
+const MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// What a site holds of one module version: its pin.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +92,10 @@ struct Document {
     modules: BTreeMap<String, BTreeMap<Version, HeldModule>>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     releases: HeldReleases,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    docs: BTreeMap<String, std::collections::BTreeSet<Version>>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    doc_pages: std::collections::BTreeSet<String>,
 }
 
 /// A document's format, read past every other field.
@@ -97,8 +109,13 @@ pub type HeldReleases = BTreeMap<Product, BTreeMap<Version, BTreeMap<ArtifactNam
 
 impl From<SiteInventory> for Document {
     fn from(inv: SiteInventory) -> Self {
+        let format = if inv.docs.is_empty() {
+            FORMAT_WITHOUT_DOCS
+        } else {
+            FORMAT
+        };
         Document {
-            tfmirror_inventory: FORMAT,
+            tfmirror_inventory: format,
             providers: inv
                 .providers
                 .into_iter()
@@ -110,6 +127,10 @@ impl From<SiteInventory> for Document {
                 .map(|(m, v)| (m.to_string(), v))
                 .collect(),
             releases: inv.releases,
+            docs: (inv.docs.versions.into_iter())
+                .map(|(p, v)| (p.to_string(), v))
+                .collect(),
+            doc_pages: inv.docs.pages,
         }
     }
 }
@@ -127,6 +148,10 @@ impl TryFrom<Document> for SiteInventory {
         )?;
         let mut out = SiteInventory {
             releases: doc.releases,
+            docs: HeldDocs {
+                versions: docs::versions_of(doc.docs)?,
+                pages: docs::pages_of(doc.doc_pages)?,
+            },
             ..SiteInventory::default()
         };
         for (source, versions) in doc.providers {
@@ -162,6 +187,8 @@ pub struct SiteInventory {
     pub modules: BTreeMap<Module, BTreeMap<Version, HeldModule>>,
     /// CLI release files, with their SHA-256.
     pub releases: HeldReleases,
+    /// The documentation kept: versions' lists and pages.
+    pub docs: HeldDocs,
 }
 
 /// How an archive or module version of this cache stands against what a
@@ -179,7 +206,7 @@ pub enum AtSite {
 impl SiteInventory {
     /// Everything `store` holds: each archive with its `h1:` and the `zh:`
     /// of its signed checksum, each module version whose package is held
-    /// with its pin.
+    /// with its pin, each CLI release file, and the documentation kept.
     pub async fn of_store(store: &dyn Store) -> Result<SiteInventory, StoreError> {
         let mut out = SiteInventory::default();
         let mut records: BTreeMap<(Provider, Version), Option<crate::store::VersionRecord>> =
@@ -218,6 +245,7 @@ impl SiteInventory {
                 }
             }
         }
+        out.docs = HeldDocs::of_store(store).await?;
         Ok(out)
     }
 
@@ -282,6 +310,7 @@ impl SiteInventory {
 
     /// Adds what `other` holds; what both list keeps this one's hashes.
     pub fn merge(&mut self, other: &SiteInventory) {
+        self.docs.merge(&other.docs);
         for (p, versions) in &other.providers {
             for (v, platforms) in versions {
                 for (platform, hashes) in platforms {
@@ -416,7 +445,7 @@ impl SiteInventory {
             .read_to_end(&mut bytes)
             .with_context(|| format!("reading {what}"))?;
         if bytes.len() as u64 > MAX_BYTES {
-            anyhow::bail!("{what} is larger than 64 MiB");
+            anyhow::bail!("{what} is larger than 256 MiB");
         }
         Self::from_json(&bytes, &what)
     }
@@ -429,5 +458,6 @@ impl SiteInventory {
     }
 }
 
+mod docs;
 #[cfg(test)]
 mod tests;

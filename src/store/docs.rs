@@ -196,5 +196,89 @@ pub async fn version(
     Ok(Some(docs))
 }
 
+/// A version list the store keeps, by its path: the version it is of, or
+/// the path where it names none this build reads (left as it is).
+pub type ListedVersion = Result<(Provider, Version), String>;
+
+/// Every version list the store keeps, with its size in bytes.
+pub async fn listed_versions(store: &dyn Store) -> Result<Vec<(ListedVersion, u64)>, StoreError> {
+    let listed = store.list_documents_aged(&[TOP, "versions"]).await?;
+    Ok(listed
+        .into_iter()
+        .map(|doc| {
+            let mut path = vec![TOP.to_owned(), "versions".to_owned()];
+            path.extend(doc.path);
+            (
+                version_of_path(&path).ok_or_else(|| path.join("/")),
+                doc.size,
+            )
+        })
+        .collect())
+}
+
+/// The version a list's path is of, where it is one this build writes.
+fn version_of_path(path: &[String]) -> Option<(Provider, Version)> {
+    let [_, _, host, namespace, kind, file] = path else {
+        return None;
+    };
+    let provider = Provider::from_source(&format!("{host}/{namespace}/{kind}")).ok()?;
+    let version = Version::parse(file.strip_suffix(".json")?).ok()?;
+    (version_path(&provider, &version).as_slice() == path).then_some((provider, version))
+}
+
+/// A page the store keeps: its SHA-256, size, and when it was last
+/// written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptPage {
+    /// Its SHA-256 (lowercase hex), its name.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// When it was last written (keeping a page again writes it again).
+    pub written: std::time::SystemTime,
+}
+
+/// Every page the store keeps; files below the pages' folder that are not
+/// named as a page is are passed over.
+pub async fn kept_pages(store: &dyn Store) -> Result<Vec<KeptPage>, StoreError> {
+    let listed = store.list_documents_aged(&[TOP, "pages"]).await?;
+    Ok(listed
+        .into_iter()
+        .filter_map(|doc| {
+            let [folder, file] = doc.path.as_slice() else {
+                return None;
+            };
+            let sha256 = file.strip_suffix(".md")?;
+            (is_sha256(sha256) && sha256.starts_with(folder.as_str())).then(|| KeptPage {
+                sha256: sha256.to_owned(),
+                size: doc.size,
+                written: doc.written,
+            })
+        })
+        .collect())
+}
+
+/// Removes a version's list of pages (its pages stay until
+/// [`remove_page`]).
+pub async fn remove_version(
+    store: &dyn Store,
+    provider: &Provider,
+    version: &Version,
+) -> Result<(), StoreError> {
+    let path = version_path(provider, version);
+    let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+    store.remove_document(&parts).await
+}
+
+/// Removes a page by its SHA-256.
+pub async fn remove_page(store: &dyn Store, sha256: &str) -> Result<(), StoreError> {
+    if !is_sha256(sha256) {
+        return Err(corrupt(format!("{sha256:?} is no page's name")));
+    }
+    let [top, pages, rest] = page_path(sha256);
+    let (folder, file) = rest.split_once('/').unwrap_or(("", &rest));
+    store.remove_document(&[&top, &pages, folder, file]).await
+}
+
 #[cfg(test)]
 mod tests;

@@ -54,3 +54,15 @@ pub struct HeldItem {
     /// written).
     pub last_used: u64,
 }
+
+/// A record kept below a folder, as a listing with sizes finds it
+/// ([`super::Store::list_documents_aged`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptDocument {
+    /// Its path below the folder listed.
+    pub path: Vec<String>,
+    /// Its size in bytes.
+    pub size: u64,
+    /// When it was last written, by the store's clock.
+    pub written: std::time::SystemTime,
+}

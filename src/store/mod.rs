@@ -42,7 +42,7 @@ use crate::config::{Config, StorageBackend};
 
 pub use disk::{h1_of_file, DiskStore};
 pub use inventory::CachedArchive;
-pub use item::{HeldItem, Item};
+pub use item::{HeldItem, Item, KeptDocument};
 pub use records::{
     Acceptance, IndexRecord, KeyDetails, KeylessPin, ModuleIndexRecord, ModuleRecord,
     PackageRecord, PinnedPackage, PolicyDecision, PolicyDecisions, ReleaseIndexRecord,
@@ -337,6 +337,10 @@ pub trait Store: Send + Sync {
         dir: &[&str],
         after: &str,
     ) -> Result<Vec<String>, StoreError>;
+
+    /// Every record kept below the folder `dir`, with its size and when it
+    /// was last written (written again, it counts as new).
+    async fn list_documents_aged(&self, dir: &[&str]) -> Result<Vec<KeptDocument>, StoreError>;
 
     /// Removes the record at `path`; a record that is not there is not an
     /// error.

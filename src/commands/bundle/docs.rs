@@ -4,7 +4,10 @@
 //! named in the manifest by its SHA-256 and size), then each page it
 //! names (`…/<version>/docs/<sha256>.md`), once per version: a page
 //! several versions share is carried with each, so that a site whose
-//! policy denies one still receives the others whole. A bundle that
+//! policy denies one still receives the others whole. An export for a
+//! site's inventory leaves out the pages the site keeps, and carries the
+//! documentation of a version the site holds without any by itself (the
+//! version's record, its list and the pages the site lacks, no archive). A bundle that
 //! carries documentation is of format 4; builds before it refuse it by
 //! name.
 //!
@@ -13,8 +16,9 @@
 //! (the entries of a denied version are passed over with it). Each page
 //! must be one its version's list names, and hash to its name; the store
 //! keeps each content once.
-//! The lists are written at the end, once every page they name is kept,
-//! so the store never holds a list naming a page not there.
+//! The lists are written at the end, once every page they name is kept
+//! (from the bundle, or here already), so the store never holds a list
+//! naming a page not there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -117,17 +121,19 @@ impl Export {
 }
 
 /// Writes a version's list into the bundle below `base`, then each page
-/// it names, once.
+/// it names, once, but those `site_has` says the receiving site keeps;
+/// how many pages it wrote.
 pub fn append<W: Write>(
     tar: &mut tar::Builder<W>,
     store: &CommandStore,
     base: &str,
     carried: &Carried,
-) -> anyhow::Result<()> {
+    site_has: impl Fn(&str) -> bool,
+) -> anyhow::Result<usize> {
     super::append_bytes(tar, &format!("{base}/docs.json"), &carried.bytes)?;
     let mut written = BTreeSet::new();
     for page in &carried.docs.pages {
-        if !written.insert(page.sha256.as_str()) {
+        if site_has(&page.sha256) || !written.insert(page.sha256.as_str()) {
             continue;
         }
         let content = store
@@ -140,7 +146,7 @@ pub fn append<W: Write>(
             })?;
         super::append_bytes(tar, &format!("{base}/docs/{}.md", page.sha256), &content)?;
     }
-    Ok(())
+    Ok(written.len())
 }
 
 /// What an import has read of documentation so far.
@@ -153,6 +159,26 @@ pub struct Import {
 }
 
 impl Import {
+    /// Whether the page `sha256` is kept: from this bundle, or here
+    /// already, whole (kept again, so that it counts as just written and
+    /// no sweep takes it before its list is written).
+    fn kept_here(&mut self, store: &CommandStore, sha256: &str) -> bool {
+        if self.kept.contains(sha256) {
+            return true;
+        }
+        let Ok(Some(content)) = store.wait(kept::page(store.store(), sha256)) else {
+            return false;
+        };
+        if store
+            .wait(kept::keep_page(store.store(), &content))
+            .is_err()
+        {
+            return false;
+        }
+        self.kept.insert(sha256.to_owned());
+        true
+    }
+
     /// A version's `docs.json`, for a version whose record this bundle
     /// verified, against what the manifest names (`named`).
     pub fn list(
@@ -212,17 +238,20 @@ impl Import {
         Ok(())
     }
 
-    /// Writes each list whose pages are all kept, unless the site keeps a
-    /// list of the version fetched later (or one this build cannot read,
-    /// which is left as it is); says what it did.
-    pub fn finish(self, store: &CommandStore, report: &mut Imported) {
-        for ((p, v), docs) in self.lists {
+    /// Writes each list whose pages are all kept, from this bundle or
+    /// kept here already (a delta bundle leaves out the pages its site
+    /// keeps), unless the site keeps a list of the version fetched later
+    /// (or one this build cannot read, which is left as it is); says what
+    /// it did.
+    pub fn finish(mut self, store: &CommandStore, report: &mut Imported) {
+        for ((p, v), docs) in std::mem::take(&mut self.lists) {
             let item = format!("documentation of {p} {v}");
-            if let Some(missing) = docs.pages.iter().find(|pg| !self.kept.contains(&pg.sha256)) {
+            if let Some(missing) = (docs.pages.iter()).find(|pg| !self.kept_here(store, &pg.sha256))
+            {
                 report.rejected.push((
                     item,
                     format!(
-                        "its {} page {} is missing from the bundle (truncated?)",
+                        "its {} page {} is missing from the bundle (truncated?) and not kept here",
                         missing.kind.as_str(),
                         missing.name
                     ),

@@ -166,6 +166,11 @@ pub fn export(
     let (file, temp_path) = temp.into_parts();
     let mut tar = tar::Builder::new(BufWriter::new(file));
     let mut covers = site.cloned().unwrap_or_default();
+    if !with_docs {
+        // What the site keeps of documentation is not this bundle's to
+        // say: its manifest stays readable by builds before documentation.
+        covers.docs = crate::site::inventory::HeldDocs::default();
+    }
     let mut manifest = Manifest {
         format: FORMAT,
         written_by: Some(crate::store::format::THIS_VERSION.to_owned()),
@@ -211,7 +216,10 @@ pub fn export(
                     )
                 })
             });
-            if archives.is_empty() {
+            // A version the site holds whole goes again only for the
+            // documentation the site lacks of it.
+            let docs_only = archives.is_empty();
+            if docs_only && (!with_docs || site.docs.keeps(&p, &v)) {
                 continue;
             }
         }
@@ -234,11 +242,19 @@ pub fn export(
         let first_seen_ms = lists[&p]
             .as_ref()
             .and_then(|l| l.first_seen_ms.get(&v).copied());
-        let doc = if with_docs {
+        let site_keeps = site.is_some_and(|s| s.docs.keeps(&p, &v));
+        let doc = if with_docs && !site_keeps {
             docs.version(store_handle, (&p, &v))?
         } else {
             None
         };
+        if archives.is_empty() && doc.is_none() {
+            continue;
+        }
+        if let Some((carried, _)) = &doc {
+            let pages = carried.docs.pages.iter().map(|pg| pg.sha256.as_str());
+            covers.docs.add((&p, &v), pages);
+        }
         manifest.versions.push(ManifestVersion {
             provider: p,
             version: v,
@@ -268,10 +284,10 @@ pub fn export(
             files: files.clone(),
         })
         .collect();
-    manifest.covers = Some(covers);
-    if carried.iter().any(Option::is_some) {
+    if carried.iter().any(Option::is_some) || !covers.docs.is_empty() {
         manifest.format = super::docs::FORMAT_WITH_DOCS;
     }
+    manifest.covers = Some(covers);
     let mut done = Exported {
         denied,
         held_there: lacks.held_there,
@@ -309,9 +325,9 @@ pub fn export(
             done.bytes += size;
         }
         if let Some(doc) = doc {
-            super::docs::append(&mut tar, store_handle, &base, doc)?;
+            let site_has = |sha256: &str| site.is_some_and(|s| s.docs.has_page(sha256));
+            done.doc_pages += super::docs::append(&mut tar, store_handle, &base, doc, site_has)?;
             done.docs += 1;
-            done.doc_pages += doc.docs.pages.len();
         }
     }
     done.docs_left_out = docs.left_out;

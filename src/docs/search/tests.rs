@@ -211,3 +211,24 @@ fn any_query_is_read_without_failing() {
         assert!(!index.search(&query, 10).unwrap().is_empty(), "{query}");
     }
 }
+
+#[test]
+fn the_index_says_which_versions_it_holds_once_committed() {
+    let (_dir, index) = indexed(&["3.2.4"]);
+    let null = Provider::from_source("registry.terraform.io/hashicorp/null").unwrap();
+    let v = |s: &str| Version::parse(s).unwrap();
+    assert!(index.holds(&null, &v("3.2.4")).unwrap());
+    assert!(!index.holds(&null, &v("3.2.1")).unwrap());
+    let other = Provider::from_source("registry.terraform.io/hashicorp/nulls").unwrap();
+    assert!(!index.holds(&other, &v("3.2.4")).unwrap());
+    let docs = version_docs("3.2.1", &tree());
+    index
+        .add_version(
+            &docs,
+            docs.pages.iter().zip(tree().into_iter().map(|t| t.2)),
+        )
+        .unwrap();
+    assert!(!index.holds(&null, &v("3.2.1")).unwrap());
+    index.commit().unwrap();
+    assert!(index.holds(&null, &v("3.2.1")).unwrap());
+}

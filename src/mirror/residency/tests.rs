@@ -454,3 +454,23 @@ fn an_archive_stored_again_while_the_walk_runs_is_not_passed_over() {
     assert!(r.reconciled().none());
     assert_eq!(r.over(None), vec![]);
 }
+
+#[test]
+fn documentation_counts_toward_the_bound_and_is_never_picked() {
+    // Three archives of 10 bytes under 35: room for 5 bytes of
+    // documentation.
+    let r = archives_only(held(3, 10), Some(35));
+    assert_eq!(r.docs_counted(5), Vec::<Item>::new());
+    // Two bytes more, kept by a capture: the oldest archive goes.
+    assert_eq!(r.docs_added(2), vec![old(0)]);
+    assert_eq!(r.docs_bytes(), 7);
+    // A sweep counts less: nothing goes, and the room is used again.
+    assert_eq!(r.docs_counted(1), Vec::<Item>::new());
+    assert_eq!(r.stored(&key(7), 10), Vec::<Item>::new());
+    assert_eq!(r.stored(&key(8), 10), vec![old(1)]);
+    // Documentation beyond the bound takes every archive, and still
+    // stays: it goes with its versions, not by eviction.
+    assert_eq!(r.docs_counted(40), vec![old(2), old(7), old(8)]);
+    assert_eq!(r.usage(), (0, 0));
+    assert_eq!(r.docs_bytes(), 40);
+}

@@ -88,8 +88,8 @@ fn a_bad_inventory_is_named() {
     for (text, says) in [
         ("{}", "missing field `tfmirror_inventory`"),
         (
-            "{\"tfmirror_inventory\": 3, \"archives_by_digest\": {}}",
-            "site.json is in inventory format 3; this tfmirror",
+            "{\"tfmirror_inventory\": 4, \"archives_by_digest\": {}}",
+            "site.json is in inventory format 4; this tfmirror",
         ),
         ("{\"tfmirror_inventory\": 0}", "no tfmirror writes"),
         (
@@ -105,6 +105,18 @@ fn a_bad_inventory_is_named() {
             "not a valid tfmirror inventory",
         ),
         ("{\"tfmirror_inventory\": 1, \"extra\": 1}", "unknown field"),
+        (
+            "{\"tfmirror_inventory\": 3, \"docs\": {\"acme/null\": [\"1.0.0\"]}}",
+            "docs.\"acme/null\" is not a full provider address",
+        ),
+        (
+            "{\"tfmirror_inventory\": 3, \"doc_pages\": [\"../../etc\"]}",
+            "doc_pages: \"../../etc\" is not a SHA-256",
+        ),
+        (
+            "{\"tfmirror_inventory\": 3, \"doc_pages\": [\"ABCDEF\"]}",
+            "doc_pages: \"ABCDEF\"",
+        ),
     ] {
         let err = format!(
             "{:#}",
@@ -120,6 +132,25 @@ fn inventories_of_both_formats_are_read_and_the_current_one_is_written() {
     let read = SiteInventory::from_json(one.as_bytes(), "old.json").unwrap();
     assert_eq!(read.counts().0, 1);
     let written: serde_json::Value = serde_json::from_slice(&read.to_json()).unwrap();
-    assert_eq!(written["tfmirror_inventory"], super::FORMAT);
-    assert_eq!(super::FORMAT, 2);
+    // Without documentation, the format builds before it read.
+    assert_eq!(written["tfmirror_inventory"], 2);
+    // With it, format 3, read back as written.
+    let mut with_docs = read.clone();
+    let sha = "a".repeat(64);
+    let null = Provider::from_source("registry.terraform.io/hashicorp/null").unwrap();
+    with_docs
+        .docs
+        .add((&null, &Version::parse("3.2.4").unwrap()), [sha.as_str()]);
+    let json = with_docs.to_json();
+    let written: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(written["tfmirror_inventory"], 3);
+    assert_eq!(
+        written["docs"]["registry.terraform.io/hashicorp/null"][0],
+        "3.2.4"
+    );
+    assert_eq!(written["doc_pages"][0], sha.as_str());
+    let back = SiteInventory::from_json(&json, "new.json").unwrap();
+    assert_eq!(back, with_docs);
+    assert!(back.docs.keeps(&null, &Version::parse("3.2.4").unwrap()));
+    assert!(back.docs.has_page(&sha));
 }

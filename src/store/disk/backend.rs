@@ -106,6 +106,19 @@ impl Store for DiskStore {
         )
     }
 
+    async fn list_documents_aged(
+        &self,
+        dir: &[&str],
+    ) -> Result<Vec<crate::store::KeptDocument>, StoreError> {
+        let base = self.root.clone();
+        let dir: Vec<String> = dir.iter().map(|s| (*s).to_owned()).collect();
+        Ok(
+            tokio::task::spawn_blocking(move || documents_aged(&base, &dir))
+                .await
+                .map_err(io::Error::other)??,
+        )
+    }
+
     async fn remove_document(&self, path: &[&str]) -> Result<(), StoreError> {
         let file: PathBuf = path.iter().fold(self.root.clone(), |p, s| p.join(s));
         match tokio::fs::remove_file(file).await {
@@ -398,8 +411,18 @@ async fn open_file(path: &Path) -> Result<Option<ArchiveReader>, StoreError> {
 
 /// The paths (segments below `root`) of the files below `root/top`.
 fn documents_below(root: &Path, top: &str) -> io::Result<Vec<Vec<String>>> {
+    let found = walk_documents(root, &[top.to_owned()])?;
+    Ok(found.into_iter().map(|(path, _)| path).collect())
+}
+
+/// The files below `dir` (a path below `root`), each with its path below
+/// `root` and its metadata, in order of path.
+fn walk_documents(
+    root: &Path,
+    dir: &[String],
+) -> io::Result<Vec<(Vec<String>, std::fs::Metadata)>> {
     let mut out = Vec::new();
-    let mut stack = vec![vec![top.to_owned()]];
+    let mut stack = vec![dir.to_vec()];
     while let Some(dir) = stack.pop() {
         let path: PathBuf = dir.iter().fold(root.to_path_buf(), |p, s| p.join(s));
         let entries = match std::fs::read_dir(&path) {
@@ -417,10 +440,27 @@ fn documents_below(root: &Path, top: &str) -> io::Result<Vec<Vec<String>>> {
             if entry.file_type()?.is_dir() {
                 stack.push(below);
             } else {
-                out.push(below);
+                out.push((below, entry.metadata()?));
             }
         }
     }
-    out.sort();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
+}
+
+/// The files below `dir`, with sizes and modification times, their paths
+/// below `dir`.
+fn documents_aged(root: &Path, dir: &[String]) -> io::Result<Vec<crate::store::KeptDocument>> {
+    let found = walk_documents(root, dir)?;
+    Ok(found
+        .into_iter()
+        .map(|(path, meta)| crate::store::KeptDocument {
+            path: path[dir.len()..].to_vec(),
+            size: meta.len(),
+            // Where the system keeps no such time, it counts as written now.
+            written: meta
+                .modified()
+                .unwrap_or_else(|_| std::time::SystemTime::now()),
+        })
+        .collect())
 }

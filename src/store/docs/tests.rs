@@ -166,3 +166,64 @@ async fn a_page_past_the_bound_is_refused_and_a_list_naming_no_hash_is_not_kept(
     assert!(write_version(&store, &bad).await.is_err());
     assert!(!dir.path().join("docs/versions").exists());
 }
+
+#[tokio::test]
+async fn the_lists_and_pages_kept_are_listed_as_written_and_strays_are_named_or_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DiskStore::open(dir.path()).unwrap();
+    let content = b"# null_resource\n";
+    let sha = keep_page(&store, content).await.unwrap();
+    write_version(
+        &store,
+        &docs("3.2.1", vec![entry("resource", sha.clone(), 16)]),
+    )
+    .await
+    .unwrap();
+    // Files no build writes, put there by hand.
+    let versions = dir
+        .path()
+        .join("docs/versions/registry.example/hashicorp/null");
+    std::fs::write(versions.join("not-a-version.json"), b"{}").unwrap();
+    std::fs::create_dir_all(dir.path().join("docs/pages/zz")).unwrap();
+    std::fs::write(dir.path().join("docs/pages/zz/notes.txt"), b"x").unwrap();
+    let misplaced = format!("docs/pages/00/{sha}.md");
+    std::fs::create_dir_all(dir.path().join("docs/pages/00")).unwrap();
+    std::fs::write(dir.path().join(&misplaced), content).unwrap();
+
+    let listed = listed_versions(&store).await.unwrap();
+    let list_size = std::fs::metadata(versions.join("3.2.1.json"))
+        .unwrap()
+        .len();
+    assert_eq!(
+        listed,
+        vec![
+            (
+                Ok((provider(), Version::parse("3.2.1").unwrap())),
+                list_size
+            ),
+            (
+                Err("docs/versions/registry.example/hashicorp/null/not-a-version.json".to_owned()),
+                2
+            ),
+        ]
+    );
+    let pages = kept_pages(&store).await.unwrap();
+    assert_eq!(pages.len(), 1, "{pages:?}");
+    assert_eq!(
+        (pages[0].sha256.as_str(), pages[0].size),
+        (sha.as_str(), 16)
+    );
+    let age = std::time::SystemTime::now().duration_since(pages[0].written);
+    assert!(age.as_ref().is_ok_and(|a| a.as_secs() < 60), "{age:?}");
+
+    remove_version(&store, &provider(), &Version::parse("3.2.1").unwrap())
+        .await
+        .unwrap();
+    remove_page(&store, &sha).await.unwrap();
+    assert_eq!(listed_versions(&store).await.unwrap().len(), 1);
+    assert!(kept_pages(&store).await.unwrap().is_empty());
+    assert_eq!(page(&store, &sha).await.unwrap(), None);
+    // The misplaced file was never a page, and stays.
+    assert!(dir.path().join(&misplaced).is_file());
+    assert!(remove_page(&store, "../x").await.is_err());
+}

@@ -12,7 +12,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::S3Store;
 use crate::store::journal::{Journal, Place};
-use crate::store::{HeldItem, Item, StoreError};
+use crate::store::{HeldItem, Item, KeptDocument, StoreError};
 
 /// The bucket's prefix, where a journal writes.
 pub struct BucketPlace {
@@ -119,6 +119,28 @@ impl S3Store {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    /// The records below `dir`, with their sizes and when the bucket last
+    /// had them written.
+    pub(super) async fn documents_aged(
+        &self,
+        dir: &[&str],
+    ) -> Result<Vec<KeptDocument>, StoreError> {
+        let folder = self.key(dir.iter().copied());
+        let listed: Vec<_> =
+            (self.bucket.list(Some(&folder)).try_collect().await).map_err(|e| self.failed(&e))?;
+        let skip = folder.parts().count();
+        Ok(listed
+            .into_iter()
+            .map(|o| KeptDocument {
+                path: (o.location.parts().skip(skip))
+                    .map(|p| p.as_ref().to_owned())
+                    .collect(),
+                size: o.size,
+                written: o.last_modified.into(),
+            })
+            .collect())
     }
 
     /// Removes the record at `path`.

@@ -353,6 +353,13 @@ impl Store for S3Store {
         self.documents_after(dir, after).await
     }
 
+    async fn list_documents_aged(
+        &self,
+        dir: &[&str],
+    ) -> Result<Vec<crate::store::KeptDocument>, StoreError> {
+        self.documents_aged(dir).await
+    }
+
     async fn remove_document(&self, path: &[&str]) -> Result<(), StoreError> {
         self.remove_document_at(path).await
     }
