@@ -562,6 +562,17 @@ async fn a_delta_bundle_carries_the_documentation_a_site_lacks_and_only_the_page
         "{}",
         said.stdout
     );
+    // It names the held version without documentation, and why: an
+    // offline site fetches none.
+    let without: Vec<&str> = (said.stdout.lines())
+        .filter(|l| l.starts_with("NO DOCS"))
+        .collect();
+    assert_eq!(
+        without,
+        ["NO DOCS registry.origin.test/acme/null 3.2.4: this mirror is offline and fetches none: documentation comes with the versions in bundles"],
+        "{}",
+        said.stdout
+    );
     let listed: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&inventory).unwrap()).unwrap();
     assert_eq!(listed["tfmirror_inventory"], 3);

@@ -188,6 +188,20 @@ async fn an_evicted_version_s_documentation_goes_and_pages_a_held_version_lists_
     let ran = gc(held + docs - 1).await;
     assert!(ran.stdout.contains("evicted 1 archives"), "{}", ran.stdout);
     assert!(!archive("3.2.4").exists());
+
+    // `docs sweep` at once: 3.2.4 is no longer held, so its list goes;
+    // its pages, written within the day, stay for now.
+    let (pages, bytes) = pages_on_disk(&cache);
+    assert_eq!(pages, new_pages);
+    let ran = run_ok(home, &["docs", "sweep", "--config", config]).await;
+    let said = format!(
+        "documentation lists: 1, removed (version no longer held): 1, removed to be fetched again (a page missing): 0, not readable by this build: 0\n\
+         pages: {n}, removed: 0, listed by no version but written within a day (left): {n}; bytes left: {bytes}\n",
+        n = pages.len()
+    );
+    assert_eq!(ran.stdout, said);
+    assert!(!list("3.2.4").exists());
+    assert_eq!(pages_on_disk(&cache).0, new_pages);
 }
 
 /// What the search answers for `query`: each (version, kind, name) it

@@ -1,12 +1,14 @@
 //! `tfmirror inventory`: writes what this mirror's cache holds (the site's
 //! inventory, documentation included unless `--no-docs`) for the
-//! connected side's `export --missing-from`.
+//! connected side's `export --missing-from`, and names the held versions
+//! whose documentation it keeps none of, with why.
 
 use std::path::Path;
 
 use anyhow::Context;
 
 use super::store::CommandStore;
+use crate::address::{Provider, Version};
 use crate::config::Config;
 use crate::site::inventory::SiteInventory;
 
@@ -36,5 +38,30 @@ pub fn command(config: &Config, output: &Path, no_docs: bool) -> anyhow::Result<
         docs.pages.len(),
         store.location()
     );
+    if !no_docs {
+        say_without_docs(config, &inventory);
+    }
     Ok(())
+}
+
+/// The most held versions without documentation named one by one.
+const NAMED: usize = 50;
+
+/// Names the held versions whose documentation the site keeps none of,
+/// with why.
+fn say_without_docs(config: &Config, inventory: &SiteInventory) {
+    let without: Vec<(&Provider, &Version)> = (inventory.providers.iter())
+        .flat_map(|(p, versions)| versions.keys().map(move |v| (p, v)))
+        .filter(|(p, v)| !inventory.docs.keeps(p, v))
+        .collect();
+    for (provider, version) in without.iter().take(NAMED) {
+        let why = config.why_no_docs(provider, config.upstream.offline);
+        println!("NO DOCS {provider} {version}: {why}");
+    }
+    if without.len() > NAMED {
+        println!(
+            "NO DOCS and {} more held versions (the inventory's `docs` lists the versions whose documentation is kept)",
+            without.len() - NAMED
+        );
+    }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use crate::address::Hostname;
+use crate::address::{Hostname, Provider};
 
 /// `[docs]`: documentation capture.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +78,34 @@ impl Default for DocsConfig {
             max_requests_per_version: 2_000,
             backfill_pause: std::time::Duration::from_secs(2),
             hosts: BTreeMap::new(),
+        }
+    }
+}
+
+impl super::Config {
+    /// Where `provider`'s documentation is fetched from, in which shape
+    /// (`[docs]`, and `tfmirror-docs.v1` among its host's `services`);
+    /// `None` where its host has no source.
+    pub fn docs_source(&self, provider: &Provider) -> Option<(Shape, Url)> {
+        let host = self.upstream.hosts.get(&provider.hostname);
+        let redirected = host.is_some_and(|h| !h.services.is_empty());
+        let upper = host.and_then(|h| h.services.get(DOCS_SERVICE));
+        (self.docs).source_for(&provider.hostname, redirected, upper)
+    }
+
+    /// Why a mirror of this configuration keeps no documentation of a
+    /// version of `provider` (or none yet), for people; `offline` is
+    /// whether it is offline.
+    pub fn why_no_docs(&self, provider: &Provider, offline: bool) -> String {
+        if offline {
+            "this mirror is offline and fetches none: documentation comes with the versions in bundles".into()
+        } else if self.docs_source(provider).is_none() {
+            format!(
+                "this mirror fetches no documentation from {}: [docs] names no source for it",
+                provider.hostname
+            )
+        } else {
+            "none is kept yet: it is fetched in the background when an archive of the version is kept, and by the daemon's backfill (or `tfmirror docs backfill`); a failure is in the log".into()
         }
     }
 }

@@ -112,7 +112,7 @@ impl Mirror {
             present.insert(page.sha256.clone());
             let old = (now.duration_since(page.written)).is_ok_and(|age| age >= PAGE_GRACE);
             if named.contains_key(&page.sha256) || swept.lists_unread > 0 || !old {
-                swept.pages_young += usize::from(!named.contains_key(&page.sha256));
+                swept.pages_young += usize::from(!named.contains_key(&page.sha256) && !old);
                 swept.bytes += page.size;
                 continue;
             }

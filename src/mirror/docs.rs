@@ -70,28 +70,14 @@ impl Mirror {
     /// Where `provider`'s documentation is fetched from, in which shape
     /// (`[docs]`); `None` where its host has no source.
     pub fn docs_source(&self, provider: &Provider) -> Option<(Shape, Url)> {
-        let host = self.config.upstream.hosts.get(&provider.hostname);
-        let redirected = host.is_some_and(|h| !h.services.is_empty());
-        let upper = host.and_then(|h| h.services.get(crate::config::docs::DOCS_SERVICE));
-        self.config
-            .docs
-            .source_for(&provider.hostname, redirected, upper)
+        self.config.docs_source(provider)
     }
 
     /// Why the mirror keeps no documentation of a version of `provider`
     /// (or none yet), for people; `offline` is whether the mirror's
     /// configuration is offline.
     pub fn why_no_docs(&self, provider: &Provider, offline: bool) -> String {
-        if self.docs_source(provider).is_none() {
-            format!(
-                "this mirror fetches no documentation from {}: [docs] names no source for it",
-                provider.hostname
-            )
-        } else if offline {
-            "this mirror is offline and fetches none: documentation comes with the versions in bundles".into()
-        } else {
-            "none is kept yet: it is fetched in the background when an archive of the version is kept, and by the daemon's backfill (or `tfmirror docs backfill`); a failure is in the log".into()
-        }
+        self.config.why_no_docs(provider, offline)
     }
 
     /// Captures `version`'s documentation in the background (see
