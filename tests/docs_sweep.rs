@@ -293,3 +293,59 @@ async fn documentation_another_process_kept_is_found_after_the_next_sweep() {
     assert_eq!(found(&c, &mirror, word).await, want);
     mirror.stop().await;
 }
+
+/// A capture that failed is tried again by the daemon's next backfill,
+/// `docs.backfill_every` later on its clock, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_capture_is_tried_again_by_the_next_backfill() {
+    let setup = Setup::new();
+    let origin = FakeOrigin::start(&setup.ca).await;
+    let signer = Signer::new("acme");
+    origin.publish(
+        "acme",
+        "null",
+        "3.2.4",
+        &["linux_amd64"],
+        &signer,
+        &[&signer],
+    );
+    let mut config = setup.config(&origin, &[], &[HOST]);
+    docs_from(&mut config, HOST, &origin);
+    let every = config.docs.backfill_every;
+    let mirror = RunningMirror::start(config).await;
+    let c = Client::trusting(&mirror.ca_file);
+    let list = setup
+        .cache_dir()
+        .join(format!("docs/versions/{HOST}/acme/null/3.2.4.json"));
+    let backfills = |n: u64| {
+        let (c, m) = (&c, &mirror);
+        async move {
+            wait_until_answered(
+                &format!("backfill {n} is done"),
+                Duration::from_secs(60),
+                || async move { metric(c, m, "tfmirror_docs_backfills_total").await >= Some(n) },
+            )
+            .await;
+        }
+    };
+    backfills(1).await;
+    // The registry gives no documentation yet: the capture fails.
+    let url = mirror.url(&format!(
+        "/{HOST}/acme/null/terraform-provider-null_3.2.4_linux_amd64.zip"
+    ));
+    assert_eq!(c.get(&url).await.status, StatusCode::OK);
+    wait_until_answered("the capture failed", Duration::from_secs(60), || {
+        let (c, m) = (&c, &mirror);
+        async move {
+            let failed = "tfmirror_docs_captures_total{outcome=\"failed\"}";
+            metric(c, m, failed).await >= Some(1)
+        }
+    })
+    .await;
+    serve_terraform_shape(&origin, ("null", "3.2.4"), &tree_docs("null-v3.2.4"), 1_000);
+    assert!(!list.exists());
+    mirror.clock.advance(every);
+    backfills(2).await;
+    assert!(list.is_file());
+    mirror.stop().await;
+}

@@ -26,6 +26,12 @@ pub struct DocsConfig {
     /// backfill` does it at once). Default 2 seconds.
     #[serde(with = "humantime_serde")]
     pub backfill_pause: std::time::Duration,
+    /// `backfill_every`: how long after one backfill the daemon runs the
+    /// next, so that a capture that failed (a registry or an upper tier
+    /// that was down) is tried again without a restart. Default 6 hours;
+    /// longer than zero.
+    #[serde(with = "humantime_serde")]
+    pub backfill_every: std::time::Duration,
     /// `[docs.hosts."HOST"]`: where a registry host's documentation is,
     /// and in which shape; replaces the built-in source of
     /// registry.terraform.io and registry.opentofu.org. A host not named
@@ -77,6 +83,7 @@ impl Default for DocsConfig {
             enabled: true,
             max_requests_per_version: 2_000,
             backfill_pause: std::time::Duration::from_secs(2),
+            backfill_every: std::time::Duration::from_secs(6 * 3600),
             hosts: BTreeMap::new(),
         }
     }

@@ -360,6 +360,7 @@ impl Config {
             ("upstream.request_timeout", self.upstream.request_timeout),
             ("auth.url_lifetime", self.auth.url_lifetime),
             ("modules.fetch_timeout", self.modules.fetch_timeout),
+            ("docs.backfill_every", self.docs.backfill_every),
         ] {
             if d.is_zero() {
                 bail!("{what} must be longer than zero");

@@ -19,6 +19,7 @@ pub(super) struct DocsMetrics {
     captures: Family<OutcomeLabels, prometheus_client::metrics::counter::Counter>,
     search_seconds: Histogram,
     sweeps: Counter,
+    backfills: Counter,
     lists_removed: Counter,
     pages_removed: Counter,
     bytes: Gauge,
@@ -30,6 +31,7 @@ impl Default for DocsMetrics {
             captures: Family::default(),
             search_seconds: super::latency_histogram(),
             sweeps: Counter::default(),
+            backfills: Counter::default(),
             lists_removed: Counter::default(),
             pages_removed: Counter::default(),
             bytes: Gauge::default(),
@@ -53,6 +55,11 @@ pub(super) fn register(registry: &mut Registry, m: &Metrics) {
         "docs_sweeps",
         "Sweeps of the documentation kept, done: each removes what no held version lists and counts the rest",
         m.docs.sweeps.clone(),
+    );
+    registry.register(
+        "docs_backfills",
+        "Backfills of documentation done: each fetches what the versions held lack, once the daemon started and then every docs.backfill_every",
+        m.docs.backfills.clone(),
     );
     registry.register(
         "docs_lists_removed",
@@ -91,6 +98,11 @@ impl Metrics {
         d.sweeps.inc();
         d.lists_removed.inc_by(lists_removed as u64);
         d.pages_removed.inc_by(pages_removed as u64);
+    }
+
+    /// Notes a backfill of documentation done.
+    pub fn docs_backfilled(&self) {
+        self.docs.backfills.inc();
     }
 
     /// Sets the bytes documentation is counted as taking toward

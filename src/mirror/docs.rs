@@ -238,6 +238,7 @@ impl Mirror {
             held: held.len(),
             ..Backfilled::default()
         };
+        let mut fetched = false;
         for (provider, version) in &held {
             if self.docs_source(provider).is_none() || self.offline() {
                 done.no_source += 1;
@@ -250,6 +251,11 @@ impl Mirror {
                 done.denied += 1;
                 continue;
             }
+            // The pause falls between a fetch and the next capture, never
+            // after the last.
+            if std::mem::take(&mut fetched) && !pause.is_zero() {
+                self.clock.sleep_until(self.clock.now() + pause).await;
+            }
             match self.capture_docs(provider, version).await {
                 Captured::Kept(_) => done.kept += 1,
                 Captured::Already | Captured::UnderWay => {
@@ -259,30 +265,34 @@ impl Mirror {
                 Captured::NoSource => done.no_source += 1,
                 Captured::Failed(why) => done.failed.push(format!("{provider} {version}: {why}")),
             }
-            if !pause.is_zero() {
-                self.clock.sleep_until(self.clock.now() + pause).await;
-            }
+            fetched = true;
         }
         done
     }
 
-    /// The daemon's backfill ([`Mirror::backfill_docs`]), once it has
-    /// started, paced by `docs.backfill_pause`; nothing where capture is
-    /// off or the mirror is offline.
+    /// The daemon's backfills ([`Mirror::backfill_docs`]): once it has
+    /// started, then `docs.backfill_every` after each ends, paced by
+    /// `docs.backfill_pause`; none where capture is off or the mirror is
+    /// offline.
     pub async fn keep_docs_backfilled(self: Arc<Self>) {
         if !self.config.docs.enabled || self.offline() {
             return;
         }
-        let done = self.backfill_docs(self.config.docs.backfill_pause).await;
-        tracing::info!(
-            held = done.held,
-            kept = done.kept,
-            already = done.already,
-            no_source = done.no_source,
-            denied = done.denied,
-            failed = done.failed.len(),
-            "documentation backfill done"
-        );
+        loop {
+            let done = self.backfill_docs(self.config.docs.backfill_pause).await;
+            self.metrics.docs_backfilled();
+            tracing::info!(
+                held = done.held,
+                kept = done.kept,
+                already = done.already,
+                no_source = done.no_source,
+                denied = done.denied,
+                failed = done.failed.len(),
+                "documentation backfill done"
+            );
+            let next = self.clock.now() + self.config.docs.backfill_every;
+            self.clock.sleep_until(next).await;
+        }
     }
 }
 
