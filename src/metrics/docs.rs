@@ -73,7 +73,7 @@ pub(super) fn register(registry: &mut Registry, m: &Metrics) {
     );
     registry.register(
         "docs_bytes",
-        "Bytes of documentation counted toward cache.max_size: the pages kept as the last sweep counted them, and each version's pages captured since, counted whole",
+        "Bytes of documentation counted toward cache.max_size: the lists and pages kept as the last sweep counted them, and each version's list and pages captured since, counted whole",
         m.docs.bytes.clone(),
     );
     for outcome in OUTCOMES {
