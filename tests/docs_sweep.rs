@@ -58,14 +58,20 @@ async fn metric(c: &Client, m: &RunningMirror, name: &str) -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
-/// Waits until the daemon has swept `n` times.
-async fn swept(c: &Client, m: &RunningMirror, n: u64) {
+/// Waits until the counter `name` has reached `n`: the daemon has done
+/// its `n`th `what` (a sweep, a backfill).
+async fn counted(c: &Client, m: &RunningMirror, what: &str, name: &str, n: u64) {
     wait_until_answered(
-        &format!("sweep {n} is done"),
+        &format!("{what} {n} is done"),
         Duration::from_secs(60),
-        || async move { metric(c, m, "tfmirror_docs_sweeps_total").await >= Some(n) },
+        || async move { metric(c, m, name).await >= Some(n) },
     )
     .await;
+}
+
+/// Waits until the daemon has swept `n` times.
+async fn swept(c: &Client, m: &RunningMirror, n: u64) {
+    counted(c, m, "sweep", "tfmirror_docs_sweeps_total", n).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -317,17 +323,7 @@ async fn a_failed_capture_is_tried_again_by_the_next_backfill() {
     let list = setup
         .cache_dir()
         .join(format!("docs/versions/{HOST}/acme/null/3.2.4.json"));
-    let backfills = |n: u64| {
-        let (c, m) = (&c, &mirror);
-        async move {
-            wait_until_answered(
-                &format!("backfill {n} is done"),
-                Duration::from_secs(60),
-                || async move { metric(c, m, "tfmirror_docs_backfills_total").await >= Some(n) },
-            )
-            .await;
-        }
-    };
+    let backfills = |n| counted(&c, &mirror, "backfill", "tfmirror_docs_backfills_total", n);
     backfills(1).await;
     // The registry gives no documentation yet: the capture fails.
     let url = mirror.url(&format!(

@@ -7,8 +7,11 @@ Prints the views made, the rate reached and how many were late by more
 than a tenth of a second.
 
 Usage: pace.py BASE RATE SECONDS PROVIDERS [THREADS]
-(the generated providers p000000 to PROVIDERS - 1 are browsed)
+(the generated providers p000000 to PROVIDERS - 1 are browsed; with
+DOCS_EVERY=N in the environment, the documentation of every Nth of them
+instead, as benches/scale/generate.rs keeps it)
 """
+import os
 import http.client
 import ssl
 import sys
@@ -32,6 +35,17 @@ MIX = (
     + ["/-/releases"]
 )
 
+# What people read of the documentation: a page most, then a version's
+# list of pages, a search by name and one by a word.
+DOCS_EVERY = int(os.environ.get("DOCS_EVERY", "0"))
+DOCS = "/-/providers/registry.scale.test/acme/p{n:06d}/1.9.0/docs"
+if DOCS_EVERY:
+    MIX = (
+        [DOCS + "/resource/res_{r}"] * 8
+        + [DOCS] * 2
+        + ["/-/search?q=p{n:06d}_res_{r}", "/-/search?q=lifecycle+triggers"]
+    )
+
 done = []
 late = []
 errors = []
@@ -54,8 +68,13 @@ def views(thread):
             late.append(1)
         i = n * THREADS + thread
         n_provider = (i * 7919) % PROVIDERS
+        if DOCS_EVERY:
+            n_provider -= n_provider % DOCS_EVERY
         path = MIX[i % len(MIX)].format(
-            n=n_provider, s=n_provider // 10, page=1 + i % max(1, PROVIDERS // 100)
+            n=n_provider,
+            s=n_provider // 10,
+            page=1 + i % max(1, PROVIDERS // 100),
+            r=(i * 31) % 10,
         )
         conn.request("GET", path)
         answer = conn.getresponse()

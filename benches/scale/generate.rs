@@ -10,16 +10,28 @@
 //! written by JOBS threads (default 8) that share the providers out: each
 //! archive is flushed to disk as it is kept, and the threads overlap those
 //! waits.
+//!
+//! With `DOCS_EVERY=N`, every Nth provider (p000000, then every N) keeps
+//! documentation for each of its versions, as the mirror keeps it (each
+//! page once by its SHA-256, a list per version): generated pages
+//! (`benches/docs/corpus.rs`), two in a hundred changing from one version
+//! to the next; p000000 has 1,500 pages, the others a count drawn from
+//! the registries' spread.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "../docs/corpus.rs"]
+mod corpus;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
 
 use base64::Engine;
 use common::{build_archive, sha256_hex, sums_document, Signer};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
 use tfmirror::address::{Platform, Provider, Version};
+use tfmirror::store::docs::{keep_page, write_version};
 use tfmirror::store::{DiskStore, IndexRecord, PackageRecord, SignedSums, VersionRecord};
 use tfmirror::verify::TrustPolicy;
 
@@ -43,13 +55,20 @@ fn main() {
         .get(3)
         .map_or(8, |j| j.parse().expect("JOBS is a number"));
     let providers = (count / (VERSIONS * PLATFORMS.len())).max(1);
+    let docs_every: usize = std::env::var("DOCS_EVERY")
+        .ok()
+        .map_or(0, |n| n.parse().expect("DOCS_EVERY is a number"));
+    let paragraphs = corpus::paragraphs();
     let store = DiskStore::open(std::path::Path::new(dir)).expect("opening CACHE_DIR");
     std::thread::scope(|scope| {
         for job in 0..jobs {
-            let store = &store;
+            let (store, paragraphs) = (&store, &paragraphs);
             scope.spawn(move || {
                 for i in (job..providers).step_by(jobs) {
                     write_provider(store, i);
+                    if docs_every > 0 && i % docs_every == 0 {
+                        write_docs(store, i, paragraphs);
+                    }
                 }
             });
         }
@@ -140,4 +159,29 @@ fn write_provider(store: &DiskStore, i: usize) {
     store
         .write_json(&store.index_path(&provider), &index)
         .unwrap();
+}
+
+/// Writes the documentation of provider number `i`'s versions.
+fn write_docs(store: &DiskStore, i: usize, paragraphs: &[String]) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(i as u64);
+    let count = if i == 0 {
+        1_500
+    } else {
+        corpus::page_count(&mut rng, 0, true)
+    };
+    let kind = format!("p{i:06}");
+    let provider = Provider::from_source(&format!("registry.scale.test/acme/{kind}")).unwrap();
+    let mut pages = corpus::Pages::new(&mut rng, paragraphs, &kind, count);
+    for minor in 0..VERSIONS {
+        if minor > 0 {
+            pages.change(&mut rng, paragraphs);
+        }
+        pages.keep_fresh(|content| runtime.block_on(keep_page(store, content)).unwrap());
+        let version = Version::parse(&format!("1.{minor}.0")).unwrap();
+        let docs = pages.docs(&provider, &version);
+        runtime.block_on(write_version(store, &docs)).unwrap();
+    }
 }

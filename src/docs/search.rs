@@ -7,20 +7,31 @@
 //! ([`DocIndex::create`] empties the directory) and adds each version it
 //! keeps afterwards.
 //!
+//! Each page's content is indexed once, however many versions list it:
+//! a document per page content (its provider, kind, name and SHA-256),
+//! and a small document per version naming the contents it lists. Most
+//! pages are the same from one version to the next, so the index grows
+//! with the distinct pages the store keeps, not with the versions held;
+//! a search finds contents and then reads which versions list each.
+//!
 //! A query is plain text, never syntax: cut at the last whole word within
 //! [`MAX_QUERY`] bytes, it finds the page whose name it is (ranked first)
 //! and the pages that hold every one of its words.
 
+use std::collections::HashSet;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, STORED, STRING, TEXT,
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING,
+    TEXT,
 };
 use tantivy::tokenizer::{LowerCaser, RawTokenizer, TextAnalyzer};
-use tantivy::{Index, IndexReader, IndexWriter, TantivyDocument, Term};
+use tantivy::{
+    DocSet, Index, IndexReader, IndexWriter, Searcher, TantivyDocument, Term, TERMINATED,
+};
 
 use super::DocKind;
 use crate::address::{Provider, Version};
@@ -42,6 +53,9 @@ const TITLE_BOOST: f32 = 3.0;
 /// The tokenizer of page names: the whole name, in lower case.
 const NAME_TOKENIZER: &str = "page_name";
 
+/// The fast field that holds a version document's version.
+const VERSION_FIELD: &str = "version";
+
 /// Why the index could not be made, written or read.
 #[derive(Debug, thiserror::Error)]
 #[error("the documentation search index in {dir}: {source}")]
@@ -51,27 +65,34 @@ pub struct IndexError {
     source: tantivy::TantivyError,
 }
 
-/// One page found.
+/// One page content found, with the versions whose lists name it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DocHit {
     /// The provider's address.
     pub provider: String,
-    /// The version.
-    pub version: String,
     /// What the page describes.
     pub kind: DocKind,
     /// Its name.
     pub name: String,
-    /// Its title.
+    /// Its title, as the first version indexed with this content gave it.
     pub title: String,
+    /// The versions indexed whose lists name this content, in no order.
+    pub versions: Vec<String>,
 }
 
 /// The fields of the index.
 struct Fields {
-    /// `provider@version`: what a version's pages are deleted by.
+    /// A page content's key ([`page_key`]): on the page's document, what
+    /// it is found by; on a version's, one value per page it lists.
+    page: Field,
+    /// The versions that list the page contents of [`Fields::page`]'s values.
+    lists: Field,
+    /// `provider@version`, on a version's document: what it is replaced
+    /// by.
     key: Field,
-    provider: Field,
+    /// The version, on a version's document (fast: read per hit).
     version: Field,
+    provider: Field,
     kind: Field,
     /// The page's name as written, shown.
     name: Field,
@@ -82,13 +103,32 @@ struct Fields {
     text: Field,
 }
 
+/// The writer, and the page contents added since the last commit (which
+/// searches do not see yet).
+struct Writing {
+    writer: IndexWriter,
+    pending: HashSet<String>,
+}
+
 /// The index, its writer and its reader.
 pub struct DocIndex {
     dir: String,
     index: Index,
     fields: Fields,
-    writer: Mutex<IndexWriter>,
+    writing: Mutex<Writing>,
     reader: IndexReader,
+}
+
+/// What a page content is known by in the index: the provider, the
+/// page's kind and name, and the content's SHA-256 (none of which holds
+/// a tab).
+fn page_key(provider: &str, page: &PageEntry) -> String {
+    format!(
+        "{provider}\t{}\t{}\t{}",
+        page.kind.as_str(),
+        page.name,
+        page.sha256
+    )
 }
 
 impl DocIndex {
@@ -109,10 +149,12 @@ impl DocIndex {
                 .set_index_option(IndexRecordOption::Basic),
         );
         let fields = Fields {
+            page: schema.add_text_field("page", STRING | STORED),
+            lists: schema.add_text_field("lists", STRING),
             key: schema.add_text_field("key", STRING),
-            provider: schema.add_text_field("provider", STRING | STORED),
-            version: schema.add_text_field("version", STRING | STORED),
-            kind: schema.add_text_field("kind", STRING | STORED),
+            version: schema.add_text_field(VERSION_FIELD, STRING | FAST),
+            provider: schema.add_text_field("provider", STORED),
+            kind: schema.add_text_field("kind", STORED),
             name: schema.add_text_field("name", STORED),
             names: schema.add_text_field("names", name_options),
             title: schema.add_text_field("title", TEXT | STORED),
@@ -133,7 +175,10 @@ impl DocIndex {
             dir: dir.display().to_string(),
             index,
             fields,
-            writer: Mutex::new(writer),
+            writing: Mutex::new(Writing {
+                writer,
+                pending: HashSet::new(),
+            }),
             reader,
         })
     }
@@ -145,26 +190,65 @@ impl DocIndex {
         }
     }
 
-    /// Puts `docs`' pages, each with its content, in the index in place of
-    /// any the version had there; seen by searches once
-    /// [`DocIndex::commit`] is called.
-    pub fn add_version<'a>(
+    fn writing(&self) -> MutexGuard<'_, Writing> {
+        self.writing.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the page content `key` is in the index, committed or added
+    /// since.
+    fn has_page(
+        &self,
+        searcher: &Searcher,
+        writing: &Writing,
+        key: &str,
+    ) -> Result<bool, IndexError> {
+        if writing.pending.contains(key) {
+            return Ok(true);
+        }
+        let term = Term::from_field_text(self.fields.page, key);
+        Ok(searcher.doc_freq(&term).map_err(|e| self.fail(e))? > 0)
+    }
+
+    /// The pages of `docs` whose content the index has not got: those
+    /// [`DocIndex::add_version`] needs the content of.
+    pub fn lacking<'a>(&self, docs: &'a VersionDocs) -> Result<Vec<&'a PageEntry>, IndexError> {
+        let provider = docs.provider.to_string();
+        let searcher = self.reader.searcher();
+        let writing = self.writing();
+        let mut lacking = Vec::new();
+        for page in &docs.pages {
+            if !self.has_page(&searcher, &writing, &page_key(&provider, page))? {
+                lacking.push(page);
+            }
+        }
+        Ok(lacking)
+    }
+
+    /// Puts `docs` in the index in place of what the version had there:
+    /// each of its pages whose content is in the index already or among
+    /// `contents` (pages with their content; those the index has are
+    /// passed over). Seen by searches once [`DocIndex::commit`] is called.
+    /// How many page contents were new.
+    pub fn add_version<'a, C: AsRef<str>>(
         &self,
         docs: &VersionDocs,
-        pages: impl IntoIterator<Item = (&'a PageEntry, String)>,
-    ) -> Result<(), IndexError> {
+        contents: impl IntoIterator<Item = (&'a PageEntry, C)>,
+    ) -> Result<usize, IndexError> {
         let f = &self.fields;
         let provider = docs.provider.to_string();
-        let version = docs.version.to_string();
-        let key = format!("{provider}@{version}");
+        let key = format!("{provider}@{}", docs.version);
         let prefix = format!("{}_", docs.provider.kind);
-        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        writer.delete_term(Term::from_field_text(f.key, &key));
-        for (page, content) in pages {
+        let searcher = self.reader.searcher();
+        let mut writing = self.writing();
+        let mut added = 0;
+        for (page, content) in contents {
+            let page_key = page_key(&provider, page);
+            if self.has_page(&searcher, &writing, &page_key)? {
+                continue;
+            }
             let mut doc = TantivyDocument::default();
-            doc.add_text(f.key, &key);
+            doc.add_text(f.page, &page_key);
             doc.add_text(f.provider, &provider);
-            doc.add_text(f.version, &version);
             doc.add_text(f.kind, page.kind.as_str());
             doc.add_text(f.name, page.name.as_str());
             doc.add_text(f.names, page.name.as_str());
@@ -172,10 +256,28 @@ impl DocIndex {
                 doc.add_text(f.names, format!("{prefix}{}", page.name));
             }
             doc.add_text(f.title, &page.title);
-            doc.add_text(f.text, &content);
-            writer.add_document(doc).map_err(|e| self.fail(e))?;
+            doc.add_text(f.text, content.as_ref());
+            writing.writer.add_document(doc).map_err(|e| self.fail(e))?;
+            writing.pending.insert(page_key);
+            added += 1;
         }
-        Ok(())
+        let mut listed = TantivyDocument::default();
+        listed.add_text(f.key, &key);
+        listed.add_text(f.version, &docs.version);
+        for page in &docs.pages {
+            let page_key = page_key(&provider, page);
+            if self.has_page(&searcher, &writing, &page_key)? {
+                listed.add_text(f.lists, &page_key);
+            }
+        }
+        writing
+            .writer
+            .delete_term(Term::from_field_text(f.key, &key));
+        writing
+            .writer
+            .add_document(listed)
+            .map_err(|e| self.fail(e))?;
+        Ok(added)
     }
 
     /// Whether the index holds pages of `provider` `version`, as last
@@ -188,15 +290,16 @@ impl DocIndex {
 
     /// Makes what was added since the last commit seen by searches.
     pub fn commit(&self) -> Result<(), IndexError> {
-        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        writer.commit().map_err(|e| self.fail(e))?;
-        drop(writer);
-        self.reader.reload().map_err(|e| self.fail(e))
+        let mut writing = self.writing();
+        writing.writer.commit().map_err(|e| self.fail(e))?;
+        self.reader.reload().map_err(|e| self.fail(e))?;
+        writing.pending.clear();
+        Ok(())
     }
 
-    /// The pages `query` finds, best first, at most `limit`: every word
-    /// in the page's name, title or text, a whole name first, then a
-    /// title.
+    /// The page contents `query` finds, best first, at most `limit`, each
+    /// with the versions that list it: every word in the page's name,
+    /// title or text, a whole name first, then a title.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<DocHit>, IndexError> {
         let query = cut(query);
         if query.is_empty() || limit == 0 {
@@ -221,14 +324,49 @@ impl DocIndex {
                 continue;
             };
             hits.push(DocHit {
+                versions: self.listing(&searcher, &text(f.page))?,
                 provider: text(f.provider),
-                version: text(f.version),
                 kind,
                 name: text(f.name),
                 title: text(f.title),
             });
         }
         Ok(hits)
+    }
+
+    /// The versions whose documents list the page content `key`.
+    fn listing(&self, searcher: &Searcher, key: &str) -> Result<Vec<String>, IndexError> {
+        let term = Term::from_field_text(self.fields.lists, key);
+        let mut versions = Vec::new();
+        for segment in searcher.segment_readers() {
+            let read = |e: std::io::Error| self.fail(e.into());
+            let inverted = segment.inverted_index(self.fields.lists);
+            let inverted = inverted.map_err(|e| self.fail(e))?;
+            let Some(mut postings) = inverted
+                .read_postings(&term, IndexRecordOption::Basic)
+                .map_err(read)?
+            else {
+                continue;
+            };
+            let column = segment.fast_fields().str(VERSION_FIELD);
+            let Some(column) = column.map_err(|e| self.fail(e))? else {
+                continue;
+            };
+            let alive = segment.alive_bitset();
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                if alive.is_none_or(|a| a.is_alive(doc)) {
+                    for ord in column.term_ords(doc) {
+                        let mut version = String::new();
+                        if column.ord_to_str(ord, &mut version).map_err(read)? {
+                            versions.push(version);
+                        }
+                    }
+                }
+                doc = postings.advance();
+            }
+        }
+        Ok(versions)
     }
 }
 

@@ -18,7 +18,7 @@ use crate::address::{Provider, Version};
 use crate::docs::capture::CapturedDocs;
 use crate::docs::search::{DocHit, DocIndex, IndexError};
 use crate::docs::DocKind;
-use crate::store::docs::{self as kept, VersionDocs};
+use crate::store::docs::{self as kept, PageEntry, VersionDocs};
 
 /// One page found, in every held version that has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,11 +37,20 @@ pub struct FoundPage {
 }
 
 /// How many of the index's hits are read for each page shown: a page is
-/// indexed once per version held.
-const RAW_PER_PAGE: usize = 20;
+/// indexed once per content, and the versions held may have several.
+const RAW_PER_PAGE: usize = 4;
+
+/// How many new page contents the index is given between two commits
+/// while it is made from the store: what it holds in memory before
+/// writing, and what searches see while it is being made.
+const COMMIT_EVERY: usize = 20_000;
 
 /// The most hits read for one search.
 const MAX_RAW: usize = 1_000;
+
+/// A version's list, and the pages of it whose content the index lacks,
+/// each with its content as text: what is put in the index.
+type ToIndex = (VersionDocs, Vec<(PageEntry, String)>);
 
 /// What a search of the documentation found.
 #[derive(Debug)]
@@ -82,7 +91,7 @@ impl Mirror {
         };
         let _ = self.docs.search.set(index.clone());
         self.index_built().await;
-        let (mut versions, mut pages) = (0usize, 0usize);
+        let (mut versions, mut pages, mut uncommitted) = (0usize, 0usize, 0usize);
         for name in self.held_providers() {
             let Ok(provider) = Provider::from_source(&name) else {
                 continue;
@@ -91,17 +100,19 @@ impl Mirror {
                 if let Some(added) = self.add_to_index(&index, &provider, &version, false).await {
                     versions += 1;
                     pages += added;
+                    uncommitted += added;
+                }
+                if uncommitted >= COMMIT_EVERY {
+                    commit(&index).await;
+                    uncommitted = 0;
                 }
             }
         }
-        let committed = tokio::task::spawn_blocking(move || index.commit()).await;
-        if let Ok(Err(e)) = committed {
-            tracing::warn!(error = %e, "the documentation search index could not be written");
-        }
+        commit(&index).await;
         self.docs.search_complete.store(true, Ordering::Release);
         tracing::info!(
             versions,
-            pages,
+            distinct_pages = pages,
             elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
             "documentation search index made"
         );
@@ -114,8 +125,8 @@ impl Mirror {
             return;
         };
         let (provider, version) = (kept.docs.provider.clone(), kept.docs.version.clone());
-        let contents = (kept.contents.iter())
-            .map(|c| String::from_utf8_lossy(c).into_owned())
+        let contents = (kept.docs.pages.iter().zip(&kept.contents))
+            .map(|(page, c)| (page.clone(), String::from_utf8_lossy(c).into_owned()))
             .collect();
         self.put_in_index(
             &index,
@@ -135,37 +146,39 @@ impl Mirror {
         version: &Version,
         commit: bool,
     ) -> Option<usize> {
-        let read = self.docs_to_index(provider, version).await;
+        let read = self.docs_to_index(index, provider, version).await;
         self.put_in_index(index, (provider, version), read, commit)
             .await
     }
 
-    /// Puts `read`, a version's list and its pages' contents, in `index`,
-    /// committed where `commit` says; how many pages, where there was a
-    /// list and they went in (a failure is logged).
+    /// Puts `read`, a version's list and the contents of the pages the
+    /// index lacks, in `index`, committed where `commit` says; how many
+    /// page contents were new, where there was a list and it went in (a
+    /// failure is logged).
     async fn put_in_index(
         &self,
         index: &Arc<DocIndex>,
         (provider, version): (&Provider, &Version),
-        read: Result<Option<(VersionDocs, Vec<String>)>, crate::store::StoreError>,
+        read: Result<Option<ToIndex>, String>,
         commit: bool,
     ) -> Option<usize> {
         let added = match read {
             Ok(None) => return None,
             Ok(Some((docs, contents))) => {
-                let (index, pages) = (index.clone(), contents.len());
+                let index = index.clone();
                 tokio::task::spawn_blocking(move || {
-                    index.add_version(&docs, docs.pages.iter().zip(contents))?;
+                    let added =
+                        index.add_version(&docs, contents.iter().map(|(p, c)| (p, c.as_str())))?;
                     if commit {
                         index.commit()?;
                     }
-                    Ok::<_, IndexError>(pages)
+                    Ok::<_, IndexError>(added)
                 })
                 .await
                 .map_err(|e| e.to_string())
                 .and_then(|added| added.map_err(|e| e.to_string()))
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         };
         added
             .inspect_err(|e| {
@@ -174,25 +187,37 @@ impl Mirror {
             .ok()
     }
 
-    /// A version's kept list with each page's content, as text; pages
-    /// gone from the store are left out.
+    /// A version's kept list, with the content, as text, of each page
+    /// `index` lacks; pages it lacks that are gone from the store are
+    /// left out of the list. Only contents no version indexed before are
+    /// read: most pages are the same in every version. Fails with why the
+    /// store or the index could not be read.
     async fn docs_to_index(
         &self,
+        index: &Arc<DocIndex>,
         provider: &Provider,
         version: &Version,
-    ) -> Result<Option<(VersionDocs, Vec<String>)>, crate::store::StoreError> {
-        let Some(mut docs) = kept::version(self.store(), provider, version).await? else {
+    ) -> Result<Option<ToIndex>, String> {
+        let read = kept::version(self.store(), provider, version).await;
+        let Some(docs) = read.map_err(|e| e.to_string())? else {
             return Ok(None);
         };
-        let mut contents = Vec::with_capacity(docs.pages.len());
-        let mut present = Vec::with_capacity(docs.pages.len());
-        for page in docs.pages {
-            if let Some(bytes) = kept::page(self.store(), &page.sha256).await? {
-                contents.push(String::from_utf8_lossy(&bytes).into_owned());
-                present.push(page);
+        let (index, docs) = (index.clone(), Arc::new(docs));
+        let listed = docs.clone();
+        let lacking = tokio::task::spawn_blocking(move || {
+            (index.lacking(&listed)).map(|l| l.into_iter().cloned().collect::<Vec<_>>())
+        })
+        .await;
+        let lacking =
+            (lacking.map_err(|e| e.to_string())).and_then(|l| l.map_err(|e| e.to_string()))?;
+        let mut docs = Arc::unwrap_or_clone(docs);
+        let mut contents = Vec::with_capacity(lacking.len());
+        for page in lacking {
+            match (kept::page(self.store(), &page.sha256).await).map_err(|e| e.to_string())? {
+                Some(bytes) => contents.push((page, String::from_utf8_lossy(&bytes).into_owned())),
+                None => docs.pages.retain(|p| p.sha256 != page.sha256),
             }
         }
-        docs.pages = present;
         Ok(Some((docs, contents)))
     }
 
@@ -205,8 +230,8 @@ impl Mirror {
             return DocSearch::NoIndex;
         };
         let complete = self.docs.search_complete.load(Ordering::Acquire);
-        // A page is indexed once per version: asked for more than shown,
-        // so that the pages shown are whole across versions.
+        // A page may have a content per version: asked for more than
+        // shown, so that the pages shown are whole across versions.
         let asked = limit.saturating_mul(RAW_PER_PAGE).min(MAX_RAW);
         let (this, query) = (self.clone(), query.to_owned());
         let began = Instant::now();
@@ -230,37 +255,48 @@ impl Mirror {
         let mut pages: Vec<FoundPage> = Vec::new();
         let mut held: HashMap<Provider, Vec<Version>> = HashMap::new();
         for hit in hits {
-            let (Ok(provider), Ok(version)) = (
-                Provider::from_source(&hit.provider),
-                Version::parse(&hit.version),
-            ) else {
+            let Ok(provider) = Provider::from_source(&hit.provider) else {
                 continue;
             };
-            let versions = held.entry(provider.clone()).or_insert_with(|| {
+            let held = held.entry(provider.clone()).or_insert_with(|| {
                 (self.held_versions(&provider).into_iter())
                     .map(|(v, _)| v)
                     .collect()
             });
-            if !versions.contains(&version) {
+            let versions: Vec<Version> = (hit.versions.iter())
+                .filter_map(|v| Version::parse(v).ok())
+                .filter(|v| held.contains(v))
+                .collect();
+            if versions.is_empty() {
                 continue;
             }
             let same =
                 |p: &FoundPage| p.provider == provider && p.kind == hit.kind && p.name == hit.name;
             if let Some(page) = pages.iter_mut().find(|p| same(p)) {
-                page.versions.push(version);
+                page.versions.extend(versions);
             } else if pages.len() < limit {
                 pages.push(FoundPage {
                     provider,
                     kind: hit.kind,
                     name: hit.name,
                     title: hit.title,
-                    versions: vec![version],
+                    versions,
                 });
             }
         }
         for page in &mut pages {
             page.versions.sort_by(|a, b| b.cmp(a));
+            page.versions.dedup();
         }
         pages
+    }
+}
+
+/// Commits what was put in `index` (a failure is logged).
+async fn commit(index: &Arc<DocIndex>) {
+    let index = index.clone();
+    let committed = tokio::task::spawn_blocking(move || index.commit()).await;
+    if let Ok(Err(e)) = committed {
+        tracing::warn!(error = %e, "the documentation search index could not be written");
     }
 }

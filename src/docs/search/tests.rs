@@ -52,7 +52,7 @@ fn version_docs(version: &str, pages: &[(DocKind, String, String)]) -> VersionDo
                     .to_owned(),
                 subcategory: String::new(),
                 description: String::new(),
-                sha256: "0".repeat(64),
+                sha256: hex::encode(crate::verify::Sha256::digest(content.as_bytes())),
                 size: content.len() as u64,
                 truncated: false,
             })
@@ -61,25 +61,39 @@ fn version_docs(version: &str, pages: &[(DocKind, String, String)]) -> VersionDo
     }
 }
 
+/// Adds `version` with `pages` to `index`, each page's content given;
+/// how many contents were new.
+fn add(index: &DocIndex, version: &str, pages: &[(DocKind, String, String)]) -> usize {
+    let docs = version_docs(version, pages);
+    let contents = pages.iter().map(|(_, _, c)| c.clone());
+    index
+        .add_version(&docs, docs.pages.iter().zip(contents))
+        .unwrap()
+}
+
 fn indexed(versions: &[&str]) -> (tempfile::TempDir, DocIndex) {
     let dir = tempfile::tempdir().unwrap();
     let index = DocIndex::create(&dir.path().join("index")).unwrap();
     let pages = tree();
     for version in versions {
-        let docs = version_docs(version, &pages);
-        let contents = pages.iter().map(|(_, _, c)| c.clone());
-        index
-            .add_version(&docs, docs.pages.iter().zip(contents))
-            .unwrap();
+        add(&index, version, &pages);
     }
     index.commit().unwrap();
     (dir, index)
 }
 
+/// Each hit once per version that lists it: (version, kind, name),
+/// versions in order within a hit.
 fn names(hits: &[DocHit]) -> Vec<(String, DocKind, String)> {
-    (hits.iter())
-        .map(|h| (h.version.clone(), h.kind, h.name.clone()))
-        .collect()
+    let mut out = Vec::new();
+    for hit in hits {
+        let mut versions = hit.versions.clone();
+        versions.sort();
+        for version in versions {
+            out.push((version, hit.kind, hit.name.clone()));
+        }
+    }
+    out
 }
 
 /// The pages of the tree whose text holds `word` as a word, by the
@@ -158,8 +172,9 @@ fn a_version_added_again_replaces_its_pages_and_each_version_is_found() {
         .collect();
     assert_eq!(found, ["3.2.1", "3.2.4"]);
     assert_eq!(
-        hits.iter()
-            .filter(|h| h.version == "3.2.4" && h.name == "data_source")
+        names(&hits)
+            .iter()
+            .filter(|(v, _, n)| v == "3.2.4" && n == "data_source")
             .count(),
         1,
         "{hits:?}"
@@ -231,4 +246,67 @@ fn the_index_says_which_versions_it_holds_once_committed() {
     assert!(!index.holds(&null, &v("3.2.1")).unwrap());
     index.commit().unwrap();
     assert!(index.holds(&null, &v("3.2.1")).unwrap());
+}
+
+#[test]
+fn a_content_many_versions_share_is_indexed_once_and_found_with_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = DocIndex::create(&dir.path().join("index")).unwrap();
+    let pages = tree();
+    assert_eq!(add(&index, "3.2.1", &pages), pages.len());
+    // Added since the last commit, and after it: known either way.
+    assert_eq!(add(&index, "3.2.2", &pages), 0);
+    index.commit().unwrap();
+    assert_eq!(add(&index, "3.2.3", &pages), 0);
+    // One page changes in 3.2.4: only its new content is lacking.
+    let mut changed = pages.clone();
+    let at = changed
+        .iter()
+        .position(|(k, n, _)| *k == DocKind::Resource && n == "resource")
+        .unwrap();
+    changed[at].2.push_str("\nA new paragraph about zyxwvu.\n");
+    let docs = version_docs("3.2.4", &changed);
+    let lacking: Vec<_> = (index.lacking(&docs).unwrap().into_iter())
+        .map(|p| p.name.to_string())
+        .collect();
+    assert_eq!(lacking, ["resource"]);
+    assert_eq!(add(&index, "3.2.4", &changed), 1);
+    index.commit().unwrap();
+    let resource = |hits: &[DocHit]| -> Vec<Vec<String>> {
+        (hits.iter())
+            .filter(|h| h.kind == DocKind::Resource && h.name == "resource")
+            .map(|h| {
+                let mut v = h.versions.clone();
+                v.sort();
+                v
+            })
+            .collect()
+    };
+    // The old content is listed by three versions, the new by one; a
+    // word of both finds both, a word of the new one only it.
+    let mut both = resource(&index.search("null_resource", 10).unwrap());
+    both.sort();
+    assert_eq!(both, [vec!["3.2.1", "3.2.2", "3.2.3"], vec!["3.2.4"]]);
+    assert_eq!(
+        resource(&index.search("zyxwvu", 10).unwrap()),
+        [vec!["3.2.4"]]
+    );
+    // A page no version changed is one hit with every version.
+    let data: Vec<_> = (index.search("null_data_source", 10).unwrap().into_iter())
+        .filter(|h| h.name == "data_source")
+        .collect();
+    assert_eq!(data.len(), 1, "{data:?}");
+    assert_eq!(data[0].versions.len(), 4);
+    // A version added again lists what it lists now: 3.2.1 without the
+    // resource page is no longer found with it.
+    let without: Vec<_> = pages
+        .iter()
+        .filter(|(_, n, _)| n != "resource")
+        .cloned()
+        .collect();
+    add(&index, "3.2.1", &without);
+    index.commit().unwrap();
+    let mut after = resource(&index.search("null_resource", 10).unwrap());
+    after.sort();
+    assert_eq!(after, [vec!["3.2.2", "3.2.3"], vec!["3.2.4"]]);
 }
