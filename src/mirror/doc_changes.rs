@@ -5,6 +5,8 @@
 //! page, its lines ([`crate::docs::changes`]). Read from the store alone:
 //! no registry is asked anything.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::Mirror;
@@ -75,20 +77,34 @@ fn unreadable(e: &StoreError) -> RequestError {
 
 impl Mirror {
     /// `version`'s documentation list, for a version the mirror holds;
-    /// `None` where none is kept. A version not held is no page.
+    /// `None` where none is kept. A version not held is no page. The list
+    /// is read from the store each time, and parsed only where its bytes
+    /// are not those parsed last (a version of a large provider lists
+    /// over a thousand pages, and each of its pages needs the list).
     pub async fn held_docs(
         &self,
         provider: &Provider,
         version: &Version,
-    ) -> Result<Option<VersionDocs>, RequestError> {
+    ) -> Result<Option<Arc<VersionDocs>>, RequestError> {
         if !(self.held_versions(provider).iter()).any(|(v, _)| v == version) {
             return Err(RequestError::NoSuchPage(format!(
                 "this mirror holds no archive of {provider} {version}: its documentation is kept with the version"
             )));
         }
-        kept::version(self.store(), provider, version)
-            .await
-            .map_err(|e| unreadable(&e))
+        let read = kept::version_bytes(self.store(), provider, version).await;
+        let Some(bytes) = read.map_err(|e| unreadable(&e))? else {
+            return Ok(None);
+        };
+        let key = (provider.clone(), version.clone());
+        if let Some((parsed, docs)) = self.docs.lists.get(&key) {
+            if *parsed == *bytes {
+                return Ok(Some(docs));
+            }
+        }
+        let docs = kept::version_from(&bytes, provider, version).map_err(|e| unreadable(&e))?;
+        let docs = Arc::new(docs);
+        self.docs.lists.insert(key, (bytes.into(), docs.clone()));
+        Ok(Some(docs))
     }
 
     /// A kept page's Markdown (bytes that are not UTF-8 replaced).

@@ -24,14 +24,41 @@ type Key = (Provider, Version);
 
 /// The versions whose documentation is being captured, so that the
 /// archives of several platforms start one capture, each with what tells
-/// those waiting for it that it ended; and the search index.
-#[derive(Default)]
+/// those waiting for it that it ended; the search index; and the lists
+/// the pages read last.
 pub(super) struct DocsState {
     in_flight: Mutex<HashMap<Key, tokio::sync::watch::Receiver<()>>>,
     /// The daemon's search index, once made ([`super::doc_search`]).
     pub(super) search: std::sync::OnceLock<Arc<crate::docs::search::DocIndex>>,
     /// Whether every held version's documentation is in it.
     pub(super) search_complete: std::sync::atomic::AtomicBool,
+    /// Versions' lists as last parsed for the pages, each with the bytes
+    /// it was parsed from and weighed by its count of pages
+    /// ([`LISTS_KEPT`] in all).
+    pub(super) lists: moka::sync::Cache<Key, ParsedList>,
+}
+
+/// A version's list as the store kept it, and as parsed from that.
+pub(super) type ParsedList = (Arc<[u8]>, Arc<crate::store::docs::VersionDocs>);
+
+/// How many pages the lists kept parsed name in all (a page's entry
+/// takes a few hundred bytes, parsed and as kept).
+const LISTS_KEPT: u64 = 30_000;
+
+impl Default for DocsState {
+    fn default() -> DocsState {
+        DocsState {
+            in_flight: Mutex::default(),
+            search: std::sync::OnceLock::new(),
+            search_complete: std::sync::atomic::AtomicBool::new(false),
+            lists: moka::sync::Cache::builder()
+                .max_capacity(LISTS_KEPT)
+                .weigher(|_, (_, docs): &ParsedList| {
+                    u32::try_from(docs.pages.len()).map_or(u32::MAX, |n| n.saturating_add(1))
+                })
+                .build(),
+        }
+    }
 }
 
 /// What a capture of one version came to.
@@ -166,7 +193,7 @@ impl Mirror {
         version: &Version,
     ) -> Result<Result<crate::store::docs::VersionDocs, String>, crate::error::RequestError> {
         if let Some(docs) = self.held_docs(provider, version).await? {
-            return Ok(Ok(docs));
+            return Ok(Ok(Arc::unwrap_or_clone(docs)));
         }
         if self.docs_source(provider).is_none() || self.offline() {
             return Ok(Err(self.why_no_docs(provider, self.offline())));
@@ -198,7 +225,7 @@ impl Mirror {
             }
         }
         if let Some(docs) = self.held_docs(provider, version).await? {
-            return Ok(Ok(docs));
+            return Ok(Ok(Arc::unwrap_or_clone(docs)));
         }
         Ok(Err(match captured {
             Some(Captured::Failed(why)) => format!("fetching it failed: {why}"),

@@ -171,14 +171,35 @@ pub async fn version(
     provider: &Provider,
     version: &Version,
 ) -> Result<Option<VersionDocs>, StoreError> {
-    let path = version_path(provider, version);
-    let parts: Vec<&str> = path.iter().map(String::as_str).collect();
-    let Some(bytes) = store.read_document(&parts).await? else {
+    let Some(bytes) = version_bytes(store, provider, version).await? else {
         return Ok(None);
     };
-    let where_ = parts.join("/");
+    version_from(&bytes, provider, version).map(Some)
+}
+
+/// The bytes of the list of `provider` `version` the store keeps, read
+/// by [`version_from`]; `None` where none is kept.
+pub async fn version_bytes(
+    store: &dyn Store,
+    provider: &Provider,
+    version: &Version,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let path = version_path(provider, version);
+    let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+    store.read_document(&parts).await
+}
+
+/// The list of `provider` `version` read from `bytes`, as
+/// [`version_bytes`] gave them: refused where it is of a later format
+/// than this build reads, does not parse, or describes another version.
+pub fn version_from(
+    bytes: &[u8],
+    provider: &Provider,
+    version: &Version,
+) -> Result<VersionDocs, StoreError> {
+    let where_ = version_path(provider, version).join("/");
     let marker: Marker =
-        serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("{where_}: {e}")))?;
+        serde_json::from_slice(bytes).map_err(|e| corrupt(format!("{where_}: {e}")))?;
     if marker.format > DOCS_FORMAT {
         return Err(corrupt(format!(
             "{where_} is of format {}; this build reads formats up to {DOCS_FORMAT}",
@@ -186,14 +207,14 @@ pub async fn version(
         )));
     }
     let docs: VersionDocs =
-        serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("{where_}: {e}")))?;
+        serde_json::from_slice(bytes).map_err(|e| corrupt(format!("{where_}: {e}")))?;
     if docs.provider != *provider || docs.version != *version {
         return Err(corrupt(format!(
             "{where_} describes {} {}",
             docs.provider, docs.version
         )));
     }
-    Ok(Some(docs))
+    Ok(docs)
 }
 
 /// A version list the store keeps, by its path: the version it is of, or

@@ -137,7 +137,13 @@ async fn versions(
     };
     let old = site.mirror.held_docs(provider, &from).await?;
     match (old, new) {
-        (Some(old), Some(new)) => Ok((out, Some((old, new)))),
+        (Some(old), Some(new)) => Ok((
+            out,
+            Some((
+                std::sync::Arc::unwrap_or_clone(old),
+                std::sync::Arc::unwrap_or_clone(new),
+            )),
+        )),
         (old, _) => {
             let lacking = if old.is_none() { &from } else { version };
             out.none = Some(format!(

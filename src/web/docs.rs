@@ -182,7 +182,7 @@ pub async fn index(
         provider_page: provider_path(provider),
         allowed,
         policy,
-        kept: docs.map(|d| kept_docs(provider, d)),
+        kept: docs.map(|d| kept_docs(provider, &d)),
         none_kept,
         changes_page: doc_changes_path(provider, version, None),
         older: older.as_ref().map(Version::to_string),
@@ -216,7 +216,7 @@ pub(super) fn others(
 }
 
 /// What the list shows of a version's documentation kept.
-fn kept_docs(provider: &Provider, docs: VersionDocs) -> KeptDocs {
+fn kept_docs(provider: &Provider, docs: &VersionDocs) -> KeptDocs {
     let mut sections: Vec<Section> = Vec::new();
     for kind in DocKind::ALL {
         let pages: Vec<PageLink> = (docs.pages.iter())
@@ -233,10 +233,10 @@ fn kept_docs(provider: &Provider, docs: VersionDocs) -> KeptDocs {
     }
     KeptDocs {
         truncated: docs.pages.iter().filter(|p| p.truncated).count(),
-        source: docs.source,
+        source: docs.source.clone(),
         fetched_at: rfc3339(docs.fetched_at_ms),
-        licenses: docs.licenses,
-        passed_over: docs.passed_over,
+        licenses: docs.licenses.clone(),
+        passed_over: docs.passed_over.clone(),
         sections,
     }
 }

@@ -59,7 +59,7 @@ pub async fn documentation(
         let said = match mirror.held_docs(&key.0, &key.1).await {
             Ok(Some(docs)) => Documentation::Pages {
                 pages: docs.pages.len(),
-                source: docs.source,
+                source: docs.source.clone(),
             },
             Ok(None) => Documentation::None {
                 why: mirror.why_no_docs(&key.0, offline),
