@@ -30,16 +30,28 @@ fn built() -> &'static Built {
     BUILT.get_or_init(Built::make)
 }
 
+/// A directory of this test binary's own under the build's scratch space
+/// (`target/tmp`), emptied: what is made once per run is kept there. A
+/// static is never dropped, so a temporary directory it held would
+/// outlive the run.
+fn run_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("gobuild")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 struct Built {
-    _dir: tempfile::TempDir,
     /// (GOOS/GOARCH, the program).
     programs: Vec<(String, PathBuf)>,
 }
 
 impl Built {
     fn make() -> Built {
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("src");
+        let dir = run_dir("programs");
+        let src = dir.join("src");
         std::fs::create_dir_all(&src).unwrap();
         std::fs::write(src.join("go.mod"), "module example.test/hello\n\ngo 1.19\n").unwrap();
         std::fs::write(
@@ -55,14 +67,11 @@ impl Built {
             ("darwin", "arm64"),
             ("windows", "amd64"),
         ] {
-            let out = dir.path().join(format!("hello_{os}_{arch}"));
-            go_build(dir.path(), &src, &out, (os, arch), true);
+            let out = dir.join(format!("hello_{os}_{arch}"));
+            go_build(&dir, &src, &out, (os, arch), true);
             programs.push((format!("{os}/{arch}"), out));
         }
-        Built {
-            _dir: dir,
-            programs,
-        }
+        Built { programs }
     }
 
     fn program(&self, platform: &str) -> &Path {
@@ -329,13 +338,13 @@ impl Scratch {
     }
 }
 
-fn scratch_copies() -> &'static (tempfile::TempDir, Scratch, Scratch) {
-    static COPIES: OnceLock<(tempfile::TempDir, Scratch, Scratch)> = OnceLock::new();
+fn scratch_copies() -> &'static (Scratch, Scratch) {
+    static COPIES: OnceLock<(Scratch, Scratch)> = OnceLock::new();
     COPIES.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let pointers = Scratch::of(&env_file("TERRAFORM_BIN"), dir.path());
-        let inline = Scratch::of(built().program("linux/amd64"), dir.path());
-        (dir, pointers, inline)
+        let dir = run_dir("scratch");
+        let pointers = Scratch::of(&env_file("TERRAFORM_BIN"), &dir);
+        let inline = Scratch::of(built().program("linux/amd64"), &dir);
+        (pointers, inline)
     })
 }
 
@@ -351,7 +360,7 @@ proptest! {
         pointer_format in any::<bool>(),
         changes in prop::collection::vec((0usize..96, any::<u8>()), 1..8),
     ) {
-        let (_, pointers, inline) = scratch_copies();
+        let (pointers, inline) = scratch_copies();
         let scratch = if pointer_format { pointers } else { inline };
         let _ = scratch.read_changed(&changes);
     }
@@ -419,26 +428,16 @@ impl TableScratch {
     }
 }
 
-fn table_copies() -> &'static (
-    tempfile::TempDir,
-    TableScratch,
-    TableScratch,
-    gobuild::Wanted,
-) {
-    static COPIES: OnceLock<(
-        tempfile::TempDir,
-        TableScratch,
-        TableScratch,
-        gobuild::Wanted,
-    )> = OnceLock::new();
+fn table_copies() -> &'static (TableScratch, TableScratch, gobuild::Wanted) {
+    static COPIES: OnceLock<(TableScratch, TableScratch, gobuild::Wanted)> = OnceLock::new();
     COPIES.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let go116 = TableScratch::of(&env_file("TERRAFORM_BIN"), dir.path());
-        let go118 = TableScratch::of(built().program("linux/amd64"), dir.path());
+        let dir = run_dir("tables");
+        let go116 = TableScratch::of(&env_file("TERRAFORM_BIN"), &dir);
+        let go118 = TableScratch::of(built().program("linux/amd64"), &dir);
         let mut wanted = gobuild::Wanted::default();
         wanted.ask("fmt", &["Println".into(), "pp.doPrintln".into()]);
         wanted.ask("runtime", &["main".into()]);
-        (dir, go116, go118, wanted)
+        (go116, go118, wanted)
     })
 }
 
@@ -457,7 +456,7 @@ proptest! {
         go116 in any::<bool>(),
         changes in prop::collection::vec((0usize..TABLE_SPAN, any::<u8>()), 1..8),
     ) {
-        let (_, old, new, wanted) = table_copies();
+        let (old, new, wanted) = table_copies();
         let scratch = if go116 { old } else { new };
         let _ = scratch.packages_changed(&changes, wanted);
     }
@@ -474,7 +473,7 @@ proptest! {
 #[test]
 fn the_fuzzed_tables_read_whole_before_they_are_damaged() {
     // The fuzzing above starts from tables that read, with symbols found.
-    let (_, old, new, wanted) = table_copies();
+    let (old, new, wanted) = table_copies();
     for scratch in [old, new] {
         assert!(scratch.packages_changed(&[], wanted));
         let table = gobuild::packages(&std::fs::File::open(&scratch.path).unwrap(), wanted)
